@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dfx-lab/dfx/dfx/mixture"
+	"github.com/dfx-lab/dfx/dfx/schedule"
+	"gonum.org/v1/gonum/mat"
+)
+
+func writeTemp(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func runCLI(args ...string) (code int, stdout, stderr string) {
+	var o, e bytes.Buffer
+	code = run(args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+func TestAnalyticAnswersAsSpecified(t *testing.T) {
+	data := writeTemp(t, "y.csv", "0,0\n1,0\n0,2\n")
+	pts := writeTemp(t, "x.csv", "0.3,0.4\n-1,1\n")
+	w := writeTemp(t, "w.csv", "1\n2\n1\n")
+	vec := writeTemp(t, "v.csv", "1,-1\n")
+	code, out, errOut := runCLI("analytic", "--data", data, "--points", pts, "--schedule", "vp", "--beta-max", "10",
+		"--t", "0.4", "--weights", w, "--vec", vec, "--full")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got struct {
+		Points []analyticPoint `json:"points"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("bad JSON %q: %v", out, err)
+	}
+	if len(got.Points) != 2 {
+		t.Fatalf("want 2 points, got %d", len(got.Points))
+	}
+	// Same numbers as the library.
+	s, _ := schedule.ByName("vp", schedule.Params{BetaMax: 10})
+	m, _ := mixture.NewDirac(mat.NewDense(3, 2, []float64{0, 0, 1, 0, 0, 2}), []float64{1, 2, 1})
+	r, err := m.Eval(mixture.Query{Schedule: s, T: 0.4, X: mat.NewDense(2, 2, []float64{0.3, 0.4, -1, 1}),
+		V: mat.NewDense(1, 2, []float64{1, -1}), Want: mixture.Trace | mixture.MatVec | mixture.Full | mixture.LogProb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range got.Points {
+		if p.Trace != r.Trace[i] || p.LogP != r.LogProb[i] || p.MatVec[1] != r.MatVec.At(i, 1) || p.Fisher[0][1] != r.Fisher[i].At(0, 1) {
+			t.Errorf("point %d differs from the library: %+v", i, p)
+		}
+		if len(p.Score) != 2 || len(p.Denoiser) != 2 || len(p.Fisher) != 2 {
+			t.Errorf("point %d: wrong shapes %+v", i, p)
+		}
+	}
+	// Without --full and --vec those keys are absent.
+	_, out, _ = runCLI("analytic", "--data", data, "--points", pts, "--schedule", "ve", "--t", "0.5")
+	if strings.Contains(out, "fisher") || strings.Contains(out, "matvec") || !strings.Contains(out, `"trace"`) {
+		t.Errorf("unexpected keys: %s", out)
+	}
+}
+
+func TestAnalyticBadInputExitsTwoWithOneLine(t *testing.T) {
+	data := writeTemp(t, "y.csv", "0,0\n1,0\n")
+	pts := writeTemp(t, "x.csv", "0.3,0.4\n")
+	pts3 := writeTemp(t, "x3.csv", "0.3,0.4,1\n")
+	bad := writeTemp(t, "bad.csv", "1,oops\n")
+	negw := writeTemp(t, "w.csv", "1\n-1\n")
+	cases := [][]string{
+		{"analytic", "--data", data, "--points", pts3, "--schedule", "ve", "--t", "0.5"},               // dim mismatch
+		{"analytic", "--data", data, "--points", pts, "--schedule", "ve", "--t", "2"},                  // t outside
+		{"analytic", "--data", data, "--points", pts, "--schedule", "edm", "--t", "0", "--t-min", "0"}, // σ = 0
+		{"analytic", "--data", data, "--points", pts, "--schedule", "nope", "--t", "0.5"},              // schedule
+		{"analytic", "--data", bad, "--points", pts, "--schedule", "ve", "--t", "0.5"},                 // parse
+		{"analytic", "--data", data, "--points", pts, "--schedule", "ve", "--t", "NaN"},                // NaN t
+		{"analytic", "--data", data, "--points", pts, "--schedule", "ve", "--t", "0.5", "--weights", negw},
+		{"analytic", "--data", data, "--points", pts, "--t", "0.5"}, // no schedule
+		{"analytic", "--data", "/nonexistent.csv", "--points", pts, "--schedule", "ve", "--t", "0.5"},
+		{"analytic", "--bogus"},
+		{"nosuchcommand"},
+	}
+	for _, c := range cases {
+		code, out, errOut := runCLI(c...)
+		if code != 2 || out != "" || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || errOut == "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", c, code, out, errOut)
+		}
+	}
+}

@@ -1,0 +1,214 @@
+package mixture
+
+import (
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// Gaussian is the mixture q_0 = Σ_k π_k N(μ_k, Σ_k) (the general setting,
+// Prop. 3). Its diffusion stays a Gaussian mixture,
+// q_t = Σ_k π_k N(α μ_k, C_k), C_k = α² Σ_k + σ² I, so every quantity is in
+// closed form. With Σ_k = U_k Λ_k U_kᵀ, the posterior of component k given
+// x_t is N(m_k, P_k) with m_k = μ_k + α U_k diag(λ/c) U_kᵀ (x − α μ_k),
+// P_k = U_k diag(λ σ²/c) U_kᵀ, c = α² λ + σ². Covariances may be singular
+// (λ = 0): a zero covariance is a Dirac component.
+type Gaussian struct {
+	means [][]float64
+	logPi []float64
+	u     []*mat.Dense // eigenvectors of Σ_k (columns)
+	lam   [][]float64  // eigenvalues of Σ_k, clamped at 0
+	d     int
+}
+
+// NewGaussian takes K means ([K, d]), K symmetric positive semi-definite
+// covariances (d×d) and optional non-negative weights (nil for uniform).
+func NewGaussian(means *mat.Dense, covs []*mat.SymDense, weights []float64) (*Gaussian, error) {
+	if means == nil || means.IsEmpty() {
+		return nil, fmt.Errorf("mixture: no Gaussian components: %w", ErrInput)
+	}
+	k, d := means.Dims()
+	if err := checkFinite("mean", means); err != nil {
+		return nil, err
+	}
+	if len(covs) != k {
+		return nil, fmt.Errorf("mixture: %d means but %d covariances: %w", k, len(covs), ErrInput)
+	}
+	logPi, err := normalisedLogWeights(weights, k)
+	if err != nil {
+		return nil, err
+	}
+	g := &Gaussian{logPi: logPi, d: d}
+	for i, c := range covs {
+		if c == nil || c.SymmetricDim() != d {
+			return nil, fmt.Errorf("mixture: covariance %d is not %d×%d: %w", i, d, d, ErrInput)
+		}
+		scale := 0.0
+		for r := 0; r < d; r++ {
+			for s := r; s < d; s++ {
+				v := c.At(r, s)
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					return nil, fmt.Errorf("mixture: covariance %d has %v at (%d,%d): %w", i, v, r, s, ErrInput)
+				}
+				scale = math.Max(scale, math.Abs(v))
+			}
+		}
+		var eig mat.EigenSym
+		if !eig.Factorize(c, true) {
+			return nil, fmt.Errorf("mixture: covariance %d: eigendecomposition failed: %w", i, ErrInput)
+		}
+		lam := eig.Values(nil)
+		for j, l := range lam {
+			if l < -1e-10*math.Max(scale, 1e-300) {
+				return nil, fmt.Errorf("mixture: covariance %d has eigenvalue %g < 0 (not positive semi-definite): %w", i, l, ErrInput)
+			}
+			lam[j] = math.Max(l, 0)
+		}
+		u := mat.NewDense(d, d, nil)
+		eig.VectorsTo(u)
+		g.u = append(g.u, u)
+		g.lam = append(g.lam, lam)
+		g.means = append(g.means, append([]float64(nil), means.RawRowView(i)...))
+	}
+	return g, nil
+}
+
+// Dim is d.
+func (g *Gaussian) Dim() int { return g.d }
+
+// Components is K.
+func (g *Gaussian) Components() int { return len(g.means) }
+
+// Eval implements Mixture.
+func (g *Gaussian) Eval(q Query) (*Result, error) {
+	d := g.d
+	b, err := checkQuery(q, d)
+	if err != nil {
+		return nil, err
+	}
+	c, _ := scheduleAt(q)
+	a, s2 := c.Alpha, c.Sigma*c.Sigma
+	res := newResult(q.Want, b, d)
+	kk := g.Components()
+	logr := make([]float64, kk)
+	// Per component, in its eigenbasis: z = Uᵀ(x − αμ), cdiag = α²λ + σ².
+	zs := make([][]float64, kk)
+	cs := make([][]float64, kk)
+	for k := range cs {
+		zs[k] = make([]float64, d)
+		cs[k] = make([]float64, d)
+		for j, l := range g.lam[k] {
+			cs[k][j] = a*a*l + s2
+		}
+	}
+	diff := make([]float64, d)
+	mk := make([]float64, d)
+	tmp := make([]float64, d)
+	p := &posterior{ybar: make([]float64, d), cv: make([]float64, d)}
+	if q.Want&Full != 0 {
+		p.full = mat.NewSymDense(d, nil)
+	}
+	for i := 0; i < b; i++ {
+		x := q.X.RawRowView(i)
+		var v []float64
+		if q.V != nil {
+			v = vecRow(q.V, i)
+		}
+		lmax := math.Inf(-1)
+		for k := 0; k < kk; k++ {
+			for j := range diff {
+				diff[j] = x[j] - a*g.means[k][j]
+			}
+			mulTVec(zs[k], g.u[k], diff)
+			l := g.logPi[k]
+			for j, zj := range zs[k] {
+				l -= 0.5 * (zj*zj/cs[k][j] + math.Log(2*math.Pi*cs[k][j]))
+			}
+			logr[k] = l
+			lmax = math.Max(lmax, l)
+		}
+		sum := 0.0
+		for k := range logr {
+			sum += math.Exp(logr[k] - lmax)
+		}
+		p.logq = lmax + math.Log(sum)
+		clear(p.ybar)
+		clear(p.cv)
+		p.m2 = 0
+		if p.full != nil {
+			scaleSym(p.full, 0)
+		}
+		for k := 0; k < kk; k++ {
+			r := math.Exp(logr[k] - p.logq)
+			if r == 0 {
+				continue
+			}
+			// m_k = μ_k + α U diag(λ/c) z
+			for j := range tmp {
+				tmp[j] = a * g.lam[k][j] / cs[k][j] * zs[k][j]
+			}
+			mulVec(mk, g.u[k], tmp)
+			trP := 0.0
+			for j := range mk {
+				mk[j] += g.means[k][j]
+				trP += g.lam[k][j] * s2 / cs[k][j]
+			}
+			for j := range mk {
+				p.ybar[j] += r * mk[j]
+			}
+			p.m2 += r * (trP + dot(mk, mk))
+			if v != nil {
+				// E_k[⟨x0,v⟩x0] = P_k v + ⟨m_k,v⟩ m_k
+				mulTVec(tmp, g.u[k], v)
+				for j := range tmp {
+					tmp[j] *= g.lam[k][j] * s2 / cs[k][j]
+				}
+				pv := make([]float64, d)
+				mulVec(pv, g.u[k], tmp)
+				mv := dot(mk, v)
+				for j := range pv {
+					p.cv[j] += r * (pv[j] + mv*mk[j])
+				}
+			}
+			if p.full != nil {
+				addPosteriorSecondMoment(p.full, r, g.u[k], g.lam[k], cs[k], s2, mk)
+			}
+		}
+		finish(res, i, c, x, v, p)
+	}
+	return res, nil
+}
+
+// addPosteriorSecondMoment adds r (P_k + m_k m_kᵀ) to dst.
+func addPosteriorSecondMoment(dst *mat.SymDense, r float64, u *mat.Dense, lam, c []float64, s2 float64, m []float64) {
+	d := len(m)
+	for i := 0; i < d; i++ {
+		for j := i; j < d; j++ {
+			s := m[i] * m[j]
+			for l := 0; l < d; l++ {
+				if lam[l] != 0 {
+					s += u.At(i, l) * u.At(j, l) * lam[l] * s2 / c[l]
+				}
+			}
+			dst.SetSym(i, j, dst.At(i, j)+r*s)
+		}
+	}
+}
+
+// mulVec sets dst = U x; mulTVec sets dst = Uᵀ x.
+func mulVec(dst []float64, u *mat.Dense, x []float64) {
+	for i := range dst {
+		dst[i] = dot(u.RawRowView(i), x)
+	}
+}
+
+func mulTVec(dst []float64, u *mat.Dense, x []float64) {
+	clear(dst)
+	for i, xi := range x {
+		row := u.RawRowView(i)
+		for j := range dst {
+			dst[j] += row[j] * xi
+		}
+	}
+}

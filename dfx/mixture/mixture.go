@@ -1,0 +1,237 @@
+// Package mixture computes, in float64, the exact quantities of a diffused
+// data mixture q_t(x) = Σ_i π_i N(x; α_t y_i, σ_t² I) (Dirac components,
+// paper eq. dirac_initial_dist) or q_t = Σ_k π_k N(α_t μ_k, α_t² Σ_k + σ_t² I)
+// (Gaussian components, the general setting of Prop. 3): log q_t with its
+// normalising constant, the score, the denoiser ȳ = E[x_0 | x_t], the
+// posterior second moment E[‖x_0‖² | x_t] (the DF-TM target times d), and the
+// diffusion Fisher F = −∇² log q_t = I/σ² − (α²/σ⁴) Cov[x_0 | x_t]
+// (Props. 1 and 3) as a full matrix, its trace (Prop. 4) and products F v.
+//
+// These are the ground truth that every learned estimator in dfx is scored
+// against. Shapes follow DESIGN.md: data [N, d], queries [B, d].
+package mixture
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/dfx-lab/dfx/dfx/schedule"
+	"gonum.org/v1/gonum/mat"
+)
+
+// What selects the outputs of Eval; combine with |.
+type What uint
+
+const (
+	LogProb      What = 1 << iota // log q_t(x), normalised
+	Score                         // ∇ log q_t(x) = −(x − α ȳ)/σ²
+	Denoiser                      // ȳ = E[x_0 | x_t] = Σ w_i y_i
+	SecondMoment                  // E[‖x_0‖² | x_t] = Σ w_i ‖y_i‖² (+ tr of component covariances)
+	Trace                         // tr F (Prop. 4)
+	MatVec                        // F v for the given vectors
+	Full                          // F as a d×d matrix per query
+)
+
+// Query is one batched evaluation: B points X at one time T of a schedule.
+type Query struct {
+	Schedule schedule.Schedule
+	T        float64
+	X        *mat.Dense // [B, d]
+	// V holds the vectors for MatVec: [B, d] (one per point) or [1, d]
+	// (the same vector for every point).
+	V    *mat.Dense
+	Want What
+}
+
+// Result holds what the query asked for; fields not asked for are nil.
+type Result struct {
+	LogProb      []float64       // [B]
+	Score        *mat.Dense      // [B, d]
+	Denoiser     *mat.Dense      // [B, d]
+	SecondMoment []float64       // [B]
+	Trace        []float64       // [B]
+	MatVec       *mat.Dense      // [B, d]
+	Fisher       []*mat.SymDense // B matrices d×d
+}
+
+// Mixture is a data distribution whose diffused quantities are known exactly.
+type Mixture interface {
+	// Dim is the data dimension d.
+	Dim() int
+	// Eval computes the requested quantities; bad input is an error.
+	Eval(q Query) (*Result, error)
+}
+
+// ErrInput is wrapped by every error about bad data or queries.
+var ErrInput = errors.New("invalid input")
+
+// checkQuery validates a query against dimension d and returns B.
+func checkQuery(q Query, d int) (int, error) {
+	if q.Schedule == nil {
+		return 0, fmt.Errorf("mixture: no schedule: %w", ErrInput)
+	}
+	if err := schedule.Check(q.Schedule, q.T); err != nil {
+		return 0, fmt.Errorf("mixture: %w", err)
+	}
+	if q.X == nil {
+		return 0, fmt.Errorf("mixture: no query points: %w", ErrInput)
+	}
+	b, dx := q.X.Dims()
+	if b == 0 {
+		return 0, fmt.Errorf("mixture: empty query batch: %w", ErrInput)
+	}
+	if dx != d {
+		return 0, fmt.Errorf("mixture: data of dim %d, query dim %d: %w", d, dx, ErrInput)
+	}
+	if err := checkFinite("query", q.X); err != nil {
+		return 0, err
+	}
+	if q.Want == 0 {
+		return 0, fmt.Errorf("mixture: query asks for nothing: %w", ErrInput)
+	}
+	if q.Want&MatVec != 0 {
+		if q.V == nil {
+			return 0, fmt.Errorf("mixture: MatVec needs vectors V: %w", ErrInput)
+		}
+		vb, vd := q.V.Dims()
+		if vd != d || (vb != b && vb != 1) {
+			return 0, fmt.Errorf("mixture: vectors of shape [%d, %d], want [%d, %d] or [1, %d]: %w", vb, vd, b, d, d, ErrInput)
+		}
+		if err := checkFinite("vector", q.V); err != nil {
+			return 0, err
+		}
+	}
+	return b, nil
+}
+
+func checkFinite(what string, m *mat.Dense) error {
+	r, c := m.Dims()
+	for i := 0; i < r; i++ {
+		for j, v := range m.RawRowView(i)[:c] {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("mixture: %s row %d col %d is %v: %w", what, i, j, v, ErrInput)
+			}
+		}
+	}
+	return nil
+}
+
+// normalisedLogWeights turns optional non-negative weights into log π_i
+// (nil means uniform). At least one weight must be positive.
+func normalisedLogWeights(w []float64, n int) ([]float64, error) {
+	out := make([]float64, n)
+	if w == nil {
+		for i := range out {
+			out[i] = -math.Log(float64(n))
+		}
+		return out, nil
+	}
+	if len(w) != n {
+		return nil, fmt.Errorf("mixture: %d weights for %d components: %w", len(w), n, ErrInput)
+	}
+	sum := 0.0
+	for i, v := range w {
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			return nil, fmt.Errorf("mixture: weight %d is %v, must be finite and non-negative: %w", i, v, ErrInput)
+		}
+		sum += v
+	}
+	if !(sum > 0) || math.IsInf(sum, 0) {
+		return nil, fmt.Errorf("mixture: weights sum to %v, must be positive and finite: %w", sum, ErrInput)
+	}
+	for i, v := range w {
+		out[i] = math.Log(v) - math.Log(sum) // log 0 = −Inf: a component that never wins
+	}
+	return out, nil
+}
+
+// newResult allocates the outputs q asks for.
+func newResult(want What, b, d int) *Result {
+	r := &Result{}
+	if want&LogProb != 0 {
+		r.LogProb = make([]float64, b)
+	}
+	if want&Score != 0 {
+		r.Score = mat.NewDense(b, d, nil)
+	}
+	if want&Denoiser != 0 {
+		r.Denoiser = mat.NewDense(b, d, nil)
+	}
+	if want&SecondMoment != 0 {
+		r.SecondMoment = make([]float64, b)
+	}
+	if want&Trace != 0 {
+		r.Trace = make([]float64, b)
+	}
+	if want&MatVec != 0 {
+		r.MatVec = mat.NewDense(b, d, nil)
+	}
+	if want&Full != 0 {
+		r.Fisher = make([]*mat.SymDense, b)
+	}
+	return r
+}
+
+// posterior is what every output is made of, for one query point:
+// ȳ = E[x_0|x_t], m2 = E[‖x_0‖²|x_t], cv = E[⟨x_0,v⟩ x_0 | x_t],
+// full = E[x_0 x_0ᵀ | x_t], and the log normaliser.
+type posterior struct {
+	ybar, cv []float64
+	m2, logq float64
+	full     *mat.SymDense
+}
+
+// finish writes row b of the result from the posterior moments (Prop. 1 / 3,
+// Prop. 4); x and v are the query point and its vector.
+func finish(r *Result, b int, c schedule.Coefficients, x, v []float64, p *posterior) {
+	d := len(x)
+	a, s2 := c.Alpha, c.Sigma*c.Sigma
+	k := a * a / (s2 * s2) // α²/σ⁴
+	if r.LogProb != nil {
+		r.LogProb[b] = p.logq
+	}
+	if r.Denoiser != nil {
+		copy(r.Denoiser.RawRowView(b), p.ybar)
+	}
+	if r.Score != nil {
+		row := r.Score.RawRowView(b)
+		for j := range row {
+			row[j] = -(x[j] - a*p.ybar[j]) / s2
+		}
+	}
+	if r.SecondMoment != nil {
+		r.SecondMoment[b] = p.m2
+	}
+	if r.Trace != nil {
+		r.Trace[b] = float64(d)/s2 - k*(p.m2-dot(p.ybar, p.ybar))
+	}
+	if r.MatVec != nil {
+		row := r.MatVec.RawRowView(b)
+		yv := dot(p.ybar, v)
+		for j := range row {
+			row[j] = v[j]/s2 - k*(p.cv[j]-yv*p.ybar[j])
+		}
+	}
+	if r.Fisher != nil {
+		f := mat.NewSymDense(d, nil)
+		for i := 0; i < d; i++ {
+			for j := i; j < d; j++ {
+				val := -k * (p.full.At(i, j) - p.ybar[i]*p.ybar[j])
+				if i == j {
+					val += 1 / s2
+				}
+				f.SetSym(i, j, val)
+			}
+		}
+		r.Fisher[b] = f
+	}
+}
+
+func dot(a, b []float64) float64 {
+	s := 0.0
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
+}

@@ -1,0 +1,77 @@
+package schedule
+
+import (
+	"fmt"
+	"math"
+)
+
+// Grid kinds for TimeGrid.
+const (
+	GridUniform  = "uniform"  // uniform in t
+	GridLogSigma = "logsigma" // uniform in log σ
+	GridKarras   = "karras"   // Karras et al. (2022) ρ-spacing in σ, ρ = 7
+)
+
+// TimeGrid returns M+1 decreasing times from t1 down to t0 (t1 > t0, both in
+// the schedule's interval): the grid a solver walks from noise to data.
+func TimeGrid(s Schedule, kind string, t0, t1 float64, m int) ([]float64, error) {
+	if m < 1 {
+		return nil, fmt.Errorf("time grid: need at least 1 step, got %d", m)
+	}
+	if !(t0 < t1) {
+		return nil, fmt.Errorf("time grid: need t0 < t1, got %g, %g", t0, t1)
+	}
+	if err := Check(s, t0); err != nil {
+		return nil, err
+	}
+	if err := Check(s, t1); err != nil {
+		return nil, err
+	}
+	ts := make([]float64, m+1)
+	frac := func(i int) float64 { return float64(i) / float64(m) }
+	switch kind {
+	case GridUniform, "":
+		for i := range ts {
+			ts[i] = t1 + (t0-t1)*frac(i)
+		}
+	case GridLogSigma, GridKarras:
+		s0, s1 := s.Sigma(t0), s.Sigma(t1)
+		for i := range ts {
+			var sig float64
+			if kind == GridLogSigma {
+				sig = math.Exp(math.Log(s1) + (math.Log(s0)-math.Log(s1))*frac(i))
+			} else {
+				const rho = 7.0
+				a, b := math.Pow(s1, 1/rho), math.Pow(s0, 1/rho)
+				sig = math.Pow(a+(b-a)*frac(i), rho)
+			}
+			t, err := SigmaInverse(s, sig, t0, t1)
+			if err != nil {
+				return nil, err
+			}
+			ts[i] = t
+		}
+	default:
+		return nil, fmt.Errorf("time grid: unknown kind %q (uniform, logsigma, karras)", kind)
+	}
+	ts[0], ts[m] = t1, t0
+	return ts, nil
+}
+
+// SigmaInverse finds t ∈ [lo, hi] with σ(t) = sig by bisection; σ must be
+// increasing on [lo, hi] (true of every schedule here).
+func SigmaInverse(s Schedule, sig, lo, hi float64) (float64, error) {
+	slo, shi := s.Sigma(lo), s.Sigma(hi)
+	if !(sig >= slo*(1-1e-12) && sig <= shi*(1+1e-12)) {
+		return 0, fmt.Errorf("schedule %s: σ = %g outside [%g, %g]", s.Name(), sig, slo, shi)
+	}
+	for i := 0; i < 200 && hi-lo > 1e-15*math.Max(1, math.Abs(hi)); i++ {
+		mid := 0.5 * (lo + hi)
+		if s.Sigma(mid) < sig {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return 0.5 * (lo + hi), nil
+}
