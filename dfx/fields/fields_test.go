@@ -1,0 +1,54 @@
+package fields
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestRunWritesFiguresAndTraceStaysBelowBound(t *testing.T) {
+	cfg := Quick()
+	cfg.Grid, cfg.Arrows = 24, 6
+	r, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range r.Summaries() {
+		if s.MaxTrace > s.IsotropicBound*(1+1e-12) {
+			t.Errorf("t=%g: max tr F %g above d/σ² = %g", s.T, s.MaxTrace, s.IsotropicBound)
+		}
+	}
+	// Between the ring's modes at small σ the density is not log-concave.
+	if s := r.Summaries()[0]; s.NegativeFraction == 0 {
+		t.Errorf("t=%g: expected regions with tr F < 0", s.T)
+	}
+	dir := t.TempDir()
+	if err := r.WriteTo(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"trace.png", "trace.svg", "score.png", "summary.md", "summary.csv"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s missing or empty: %v", f, err)
+		}
+	}
+	if b, err := r.TracePNG(); err != nil || len(b) < 1000 {
+		t.Errorf("TracePNG: %d bytes, %v", len(b), err)
+	}
+}
+
+func TestBadConfigIsAnError(t *testing.T) {
+	for _, mod := range []func(*Config){
+		func(c *Config) { c.Grid = 1 },
+		func(c *Config) { c.Times = nil },
+		func(c *Config) { c.Schedule = "nope" },
+		func(c *Config) { c.Times = []float64{1e9} },
+		func(c *Config) { c.Extent = -1 },
+	} {
+		c := Quick()
+		mod(&c)
+		if _, err := Run(context.Background(), c); err == nil {
+			t.Errorf("bad config accepted: %+v", c)
+		}
+	}
+}
