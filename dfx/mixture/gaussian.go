@@ -105,9 +105,16 @@ func (g *Gaussian) Eval(q Query) (*Result, error) {
 	diff := make([]float64, d)
 	mk := make([]float64, d)
 	tmp := make([]float64, d)
-	p := &posterior{ybar: make([]float64, d), cv: make([]float64, d)}
+	sk := make([][]float64, kk) // component scores −C_k⁻¹(x − αμ_k)
+	for k := range sk {
+		sk[k] = make([]float64, d)
+	}
+	rs := make([]float64, kk)
+	p := &posterior{ybar: make([]float64, d)}
+	dr := &direct{score: make([]float64, d), matvec: make([]float64, d)}
+	p.direct = dr
 	if q.Want&Full != 0 {
-		p.full = mat.NewSymDense(d, nil)
+		dr.full = mat.NewSymDense(d, nil)
 	}
 	for i := 0; i < b; i++ {
 		x := q.X.RawRowView(i)
@@ -124,7 +131,9 @@ func (g *Gaussian) Eval(q Query) (*Result, error) {
 			l := g.logPi[k]
 			for j, zj := range zs[k] {
 				l -= 0.5 * (zj*zj/cs[k][j] + math.Log(2*math.Pi*cs[k][j]))
+				tmp[j] = -zj / cs[k][j]
 			}
+			mulVec(sk[k], g.u[k], tmp)
 			logr[k] = l
 			lmax = math.Max(lmax, l)
 		}
@@ -134,17 +143,15 @@ func (g *Gaussian) Eval(q Query) (*Result, error) {
 		}
 		p.logq = lmax + math.Log(sum)
 		clear(p.ybar)
-		clear(p.cv)
+		clear(dr.score)
 		p.m2 = 0
-		if p.full != nil {
-			scaleSym(p.full, 0)
-		}
 		for k := 0; k < kk; k++ {
 			r := math.Exp(logr[k] - p.logq)
+			rs[k] = r
 			if r == 0 {
 				continue
 			}
-			// m_k = μ_k + α U diag(λ/c) z
+			// m_k = μ_k + α U diag(λ/c) z, tr P_k = Σ λσ²/c
 			for j := range tmp {
 				tmp[j] = a * g.lam[k][j] / cs[k][j] * zs[k][j]
 			}
@@ -156,42 +163,60 @@ func (g *Gaussian) Eval(q Query) (*Result, error) {
 			}
 			for j := range mk {
 				p.ybar[j] += r * mk[j]
+				dr.score[j] += r * sk[k][j]
 			}
 			p.m2 += r * (trP + dot(mk, mk))
-			if v != nil {
-				// E_k[⟨x0,v⟩x0] = P_k v + ⟨m_k,v⟩ m_k
-				mulTVec(tmp, g.u[k], v)
-				for j := range tmp {
-					tmp[j] *= g.lam[k][j] * s2 / cs[k][j]
-				}
-				pv := make([]float64, d)
-				mulVec(pv, g.u[k], tmp)
-				mv := dot(mk, v)
-				for j := range pv {
-					p.cv[j] += r * (pv[j] + mv*mk[j])
-				}
-			}
-			if p.full != nil {
-				addPosteriorSecondMoment(p.full, r, g.u[k], g.lam[k], cs[k], s2, mk)
-			}
 		}
+		g.fisher(dr, rs, sk, cs, v, q.Want)
 		finish(res, i, c, x, v, p)
 	}
 	return res, nil
 }
 
-// addPosteriorSecondMoment adds r (P_k + m_k m_kᵀ) to dst.
-func addPosteriorSecondMoment(dst *mat.SymDense, r float64, u *mat.Dense, lam, c []float64, s2 float64, m []float64) {
-	d := len(m)
-	for i := 0; i < d; i++ {
-		for j := i; j < d; j++ {
-			s := m[i] * m[j]
-			for l := 0; l < d; l++ {
-				if lam[l] != 0 {
-					s += u.At(i, l) * u.At(j, l) * lam[l] * s2 / c[l]
+// fisher fills the Fisher outputs of dr in the form
+// F = Σ_k r_k C_k⁻¹ − Σ_k r_k (s_k − s)(s_k − s)ᵀ, s = Σ_k r_k s_k,
+// equal to Prop. 3's I/σ² − (α²/σ⁴) Cov[x_0|x_t] but free of its
+// cancellation when σ ≪ the component scales.
+func (g *Gaussian) fisher(dr *direct, rs []float64, sk, cs [][]float64, v []float64, want What) {
+	d := g.d
+	dr.trace = 0
+	clear(dr.matvec)
+	if dr.full != nil {
+		scaleSym(dr.full, 0)
+	}
+	dev := make([]float64, d)
+	tmp := make([]float64, d)
+	cinv := make([]float64, d)
+	for k, r := range rs {
+		if r == 0 {
+			continue
+		}
+		for j := range dev {
+			dev[j] = sk[k][j] - dr.score[j]
+			dr.trace += r / cs[k][j]
+		}
+		dr.trace -= r * dot(dev, dev)
+		if want&MatVec != 0 {
+			mulTVec(tmp, g.u[k], v)
+			for j := range tmp {
+				tmp[j] /= cs[k][j]
+			}
+			mulVec(cinv, g.u[k], tmp)
+			dv := dot(dev, v)
+			for j := range dr.matvec {
+				dr.matvec[j] += r * (cinv[j] - dv*dev[j])
+			}
+		}
+		if dr.full != nil {
+			for i := 0; i < d; i++ {
+				for j := i; j < d; j++ {
+					s := -dev[i] * dev[j]
+					for l := 0; l < d; l++ {
+						s += g.u[k].At(i, l) * g.u[k].At(j, l) / cs[k][l]
+					}
+					dr.full.SetSym(i, j, dr.full.At(i, j)+r*s)
 				}
 			}
-			dst.SetSym(i, j, dst.At(i, j)+r*s)
 		}
 	}
 }

@@ -476,3 +476,49 @@ func TestBadInputIsAnErrorNotAPanic(t *testing.T) {
 		t.Errorf("wrong covariance size: %v", err)
 	}
 }
+
+// At σ far below the component scales, Prop. 3's I/σ² − (α²/σ⁴) Cov loses
+// every digit to cancellation; a single Gaussian's Fisher must still be
+// (α² Σ + σ² I)⁻¹ and its score −(α²Σ + σ²I)⁻¹(x − αμ).
+func TestGaussianFisherIsAccurateAtTinySigma(t *testing.T) {
+	mu := mat.NewDense(1, 2, []float64{0.5, 0.5})
+	cov := mat.NewSymDense(2, []float64{0.05, 0.02, 0.02, 0.03})
+	g, err := NewGaussian(mu, []*mat.SymDense{cov}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := schedule.DefaultSubVP()
+	for _, tt := range []float64{1e-5, 1e-3, 0.1} {
+		c, _ := schedule.At(s, tt)
+		x := mat.NewDense(2, 2, []float64{0.6, 0.3, 0.1, 0.9})
+		v := mat.NewDense(1, 2, []float64{1, -2})
+		r := eval(t, g, s, tt, x, Full|Trace|MatVec|Score, v)
+		ct := mat.NewSymDense(2, nil)
+		ct.ScaleSym(c.Alpha*c.Alpha, cov)
+		ct.SetSym(0, 0, ct.At(0, 0)+c.Sigma*c.Sigma)
+		ct.SetSym(1, 1, ct.At(1, 1)+c.Sigma*c.Sigma)
+		var inv mat.Dense
+		if err := inv.Inverse(ct); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 2; i++ {
+			if !mat.EqualApprox(r.Fisher[i], &inv, 1e-9*mat.Norm(&inv, 2)) {
+				t.Errorf("t=%g: F = %v, want (α²Σ+σ²I)⁻¹ = %v", tt, mat.Formatted(r.Fisher[i]), mat.Formatted(&inv))
+			}
+			if tr := mat.Trace(&inv); math.Abs(r.Trace[i]-tr) > 1e-9*tr {
+				t.Errorf("t=%g: tr F = %g, want %g", tt, r.Trace[i], tr)
+			}
+			var fv, sc mat.VecDense
+			fv.MulVec(&inv, v.RowView(0))
+			if e := relErr(r.MatVec.RawRowView(i), fv.RawVector().Data); e > 1e-9 {
+				t.Errorf("t=%g: F v rel err %g", tt, e)
+			}
+			dx := mat.NewVecDense(2, []float64{x.At(i, 0) - c.Alpha*0.5, x.At(i, 1) - c.Alpha*0.5})
+			sc.MulVec(&inv, dx)
+			sc.ScaleVec(-1, &sc)
+			if e := relErr(r.Score.RawRowView(i), sc.RawVector().Data); e > 1e-9 {
+				t.Errorf("t=%g: score rel err %g", tt, e)
+			}
+		}
+	}
+}
