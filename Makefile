@@ -1,0 +1,55 @@
+# dfx — common tasks. `make reproduce` regenerates figures/ and tables;
+# `make test` sets up what it needs (Jupyter, GoNB, goimports, gopls) and runs
+# vet, the gofmt check, the notebooks (quick mode) and the Go tests.
+
+SHELL := /bin/bash
+GO    ?= go
+GOFMT ?= gofmt
+# Go may live in /usr/local/go; tools installed by `make setup` go to $(go env GOPATH)/bin.
+export PATH := $(PATH):/usr/local/go/bin
+GOPATH_BIN := $(shell PATH="$(PATH)" $(GO) env GOPATH 2>/dev/null)/bin
+export PATH := $(GOPATH_BIN):$(PATH)
+# Extra flags for scripts/run-notebooks.sh, e.g. NB_FLAGS="--full --inplace".
+NB_FLAGS ?=
+
+.NOTPARALLEL:
+.PHONY: all test setup setup-blas vet fmt-check gotest notebooks reproduce bench help
+
+all: test
+
+help:
+	@echo "make reproduce   regenerate figures/ and tables (go run ./cmd/dfx reproduce all)"
+	@echo "make test        set-up if needed, go vet, gofmt check, notebooks (DFX_QUICK=1), go test"
+	@echo "make setup       install Jupyter, GoNB (kernel 'gonb'), goimports, gopls when missing"
+	@echo "make setup-blas  install libopenblas-dev for the optional -tags openblas build"
+	@echo "make notebooks   run notebooks/*.ipynb headless (quick mode; NB_FLAGS=--full for full)"
+	@echo "make bench       exact-trace benchmark: Go (pure Go and OpenBLAS) vs NumPy"
+
+# The Go tests run last so that their summary closes the output.
+test: setup vet fmt-check notebooks gotest
+
+setup:
+	@scripts/setup.sh
+
+setup-blas:
+	@scripts/setup.sh --blas
+
+vet:
+	CGO_ENABLED=0 $(GO) vet ./...
+
+fmt-check:
+	@out="$$($(GOFMT) -l .)"; if [ -n "$$out" ]; then \
+	  echo "gofmt -l lists files that need formatting (run gofmt -w):"; echo "$$out"; exit 1; \
+	else echo "gofmt -l .: clean"; fi
+
+gotest:
+	CGO_ENABLED=0 $(GO) test ./...
+
+notebooks:
+	@scripts/run-notebooks.sh $(NB_FLAGS)
+
+reproduce:
+	$(GO) run ./cmd/dfx reproduce all
+
+bench:
+	@scripts/bench-trace.sh

@@ -1,0 +1,86 @@
+package plotx
+
+import (
+	"fmt"
+	"math"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// Series is one curve of a line plot: Y[i] against X[i].
+type Series struct {
+	Name   string // legend entry; empty: not in the legend
+	X, Y   []float64
+	Points bool // also mark each point
+}
+
+// Lines draws the series as lines on linear axes, in plotutil's colour order.
+func Lines(title, xlabel, ylabel string, series ...Series) (*plot.Plot, error) {
+	return LogLines(title, xlabel, ylabel, false, false, series...)
+}
+
+// LogLines is Lines with optional log10 axes. On a log axis, points with a
+// non-positive coordinate are dropped; non-finite points are always dropped.
+// A series left with no point is an error.
+func LogLines(title, xlabel, ylabel string, logX, logY bool, series ...Series) (*plot.Plot, error) {
+	if len(series) == 0 {
+		return nil, fmt.Errorf("plotx: line plot %q has no series", title)
+	}
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text, p.Y.Label.Text = xlabel, ylabel
+	if logX {
+		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	}
+	if logY {
+		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	}
+	p.Add(plotter.NewGrid())
+	named := false
+	for i, s := range series {
+		if len(s.X) != len(s.Y) {
+			return nil, fmt.Errorf("plotx: line plot %q: series %d (%q) has %d x and %d y values", title, i, s.Name, len(s.X), len(s.Y))
+		}
+		xys := make(plotter.XYs, 0, len(s.X))
+		for k := range s.X {
+			x, y := s.X[k], s.Y[k]
+			if !finite(x) || !finite(y) || (logX && x <= 0) || (logY && y <= 0) {
+				continue
+			}
+			xys = append(xys, plotter.XY{X: x, Y: y})
+		}
+		if len(xys) == 0 {
+			return nil, fmt.Errorf("plotx: line plot %q: series %d (%q) has no plottable point", title, i, s.Name)
+		}
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			return nil, fmt.Errorf("plotx: line plot %q: series %d (%q): %w", title, i, s.Name, err)
+		}
+		l.Color = plotutil.Color(i)
+		l.Width = 1.5
+		p.Add(l)
+		var thumbs []plot.Thumbnailer = []plot.Thumbnailer{l}
+		if s.Points {
+			sc, err := plotter.NewScatter(xys)
+			if err != nil {
+				return nil, fmt.Errorf("plotx: line plot %q: series %d (%q): %w", title, i, s.Name, err)
+			}
+			sc.GlyphStyle = draw.GlyphStyle{Color: l.Color, Radius: 2, Shape: draw.CircleGlyph{}}
+			p.Add(sc)
+			thumbs = append(thumbs, sc)
+		}
+		if s.Name != "" {
+			p.Legend.Add(s.Name, thumbs...)
+			named = true
+		}
+	}
+	if named {
+		p.Legend.Top = true
+	}
+	return p, nil
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }

@@ -1,0 +1,222 @@
+package plotx
+
+import (
+	"bytes"
+	"image"
+	_ "image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+// gaussianField returns a grid and exp(−r²/2) with its gradient on it.
+func gaussianField(nx, ny int) (xs, ys []float64, z, u, v [][]float64) {
+	xs, ys = make([]float64, nx), make([]float64, ny)
+	for i := range xs {
+		xs[i] = -2 + 4*float64(i)/float64(nx-1)
+	}
+	for i := range ys {
+		ys[i] = -1.5 + 3*float64(i)/float64(ny-1)
+	}
+	z, u, v = make([][]float64, ny), make([][]float64, ny), make([][]float64, ny)
+	for iy, y := range ys {
+		z[iy], u[iy], v[iy] = make([]float64, nx), make([]float64, nx), make([]float64, nx)
+		for ix, x := range xs {
+			g := math.Exp(-(x*x + y*y) / 2)
+			z[iy][ix], u[iy][ix], v[iy][ix] = g, -x*g, -y*g
+		}
+	}
+	return xs, ys, z, u, v
+}
+
+func decodePNG(t *testing.T, b []byte) image.Image {
+	t.Helper()
+	img, format, err := image.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("decoding: %v", err)
+	}
+	if format != "png" {
+		t.Fatalf("format %q, want png", format)
+	}
+	return img
+}
+
+func TestPNGBytesDecodeToTheRequestedSize(t *testing.T) {
+	xs, ys, z, u, v := gaussianField(21, 15)
+	p, err := HeatMap("gaussian", xs, ys, z, HeatOptions{XLabel: "x", YLabel: "y", ColorBarLabel: "density"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Quiver(p, xs, ys, u, v, 0); err != nil {
+		t.Fatal(err)
+	}
+	b, err := PNGBytes(p, 4*vg.Inch, 3*vg.Inch) // 96 dpi
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := decodePNG(t, b).Bounds().Size(); got != (image.Point{X: 384, Y: 288}) {
+		t.Fatalf("image size %v, want 384×288", got)
+	}
+}
+
+func TestHeatMapColourBarShrinksTheDataArea(t *testing.T) {
+	xs, ys, z, _, _ := gaussianField(5, 4)
+	c := vg.Rectangle{Max: vg.Point{X: 300, Y: 200}}
+	areaWidth := func(o HeatOptions) vg.Length {
+		p, err := HeatMap("", xs, ys, z, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := PNGBytes(p, 300, 200)
+		if err != nil || len(b) == 0 {
+			t.Fatal(err)
+		}
+		dc := p.DataCanvas(drawCanvas(c))
+		return dc.Max.X - dc.Min.X
+	}
+	with, without := areaWidth(HeatOptions{}), areaWidth(HeatOptions{NoColorBar: true})
+	if !(with < without-barWidth) {
+		t.Fatalf("data area %v wide with the colour bar, %v without: the bar did not reserve room", with, without)
+	}
+}
+
+func TestHeatMapBadShapesGiveErrors(t *testing.T) {
+	xs, ys, z, _, _ := gaussianField(4, 3)
+	nan := math.NaN()
+	cases := map[string]struct {
+		xs, ys []float64
+		z      [][]float64
+		opts   []HeatOptions
+	}{
+		"too few rows":          {xs, ys, z[:2], nil},
+		"ragged row":            {xs, ys, [][]float64{z[0], z[1][:3], z[2]}, nil},
+		"one x":                 {xs[:1], ys, [][]float64{{1}, {2}, {3}}, nil},
+		"decreasing ys":         {xs, []float64{3, 2, 1}, z, nil},
+		"NaN in xs":             {[]float64{0, nan, 2, 3}, ys, z, nil},
+		"all NaN":               {xs, ys, [][]float64{{nan, nan, nan, nan}, {nan, nan, nan, nan}, {nan, nan, nan, nan}}, nil},
+		"log of negative field": {xs, ys, [][]float64{{-1, -1, -1, -1}, {-1, -1, -1, -1}, {-1, -1, -1, -1}}, []HeatOptions{{LogZ: true}}},
+		"two option values":     {xs, ys, z, []HeatOptions{{}, {}}},
+	}
+	for name, c := range cases {
+		if _, err := HeatMap(name, c.xs, c.ys, c.z, c.opts...); err == nil {
+			t.Errorf("%s: want an error", name)
+		}
+	}
+}
+
+func TestHeatMapConstantAndLogFieldsDraw(t *testing.T) {
+	xs, ys, z, _, _ := gaussianField(6, 5)
+	flat := [][]float64{}
+	for range ys {
+		flat = append(flat, []float64{2, 2, 2, 2, 2, 2})
+	}
+	z[0][0] = 0 // blank under LogZ
+	for name, f := range map[string]struct {
+		z    [][]float64
+		opts HeatOptions
+	}{"constant": {flat, HeatOptions{}}, "log": {z, HeatOptions{LogZ: true}}} {
+		p, err := HeatMap(name, xs, ys, f.z, f.opts)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if _, err := PNGBytes(p, 200, 150); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+}
+
+func TestQuiverBadShapesGiveErrors(t *testing.T) {
+	xs, ys, _, u, v := gaussianField(4, 3)
+	p := plot.New()
+	if err := Quiver(p, xs, ys, u[:2], v, 1); err == nil {
+		t.Error("short u: want an error")
+	}
+	if err := Quiver(p, xs, ys, u, [][]float64{v[0], v[1], v[2][:1]}, 1); err == nil {
+		t.Error("ragged v: want an error")
+	}
+	if err := Quiver(p, xs, ys, u, v, math.Inf(1)); err == nil {
+		t.Error("infinite scale: want an error")
+	}
+	if err := Quiver(nil, xs, ys, u, v, 1); err == nil {
+		t.Error("nil plot: want an error")
+	}
+}
+
+func TestLinesValidateAndDropNonPositiveOnLogAxes(t *testing.T) {
+	if _, err := Lines("none", "x", "y"); err == nil {
+		t.Error("no series: want an error")
+	}
+	if _, err := Lines("bad", "x", "y", Series{X: []float64{1, 2}, Y: []float64{1}}); err == nil {
+		t.Error("mismatched lengths: want an error")
+	}
+	if _, err := LogLines("all dropped", "x", "y", false, true, Series{X: []float64{1, 2}, Y: []float64{0, -1}}); err == nil {
+		t.Error("no positive y on a log axis: want an error")
+	}
+	p, err := LogLines("error vs K", "K", "error", true, true,
+		Series{Name: "Hutchinson", X: []float64{0, 1, 10, 100}, Y: []float64{1, 1, 0.3, 0.1}, Points: true},
+		Series{Name: "DF-TM", X: []float64{1, 10, 100}, Y: []float64{0.05, math.NaN(), 0.05}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := PNGBytes(p, 300, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decodePNG(t, b)
+}
+
+func TestDrawingPanicBecomesError(t *testing.T) {
+	p := plot.New()
+	p.Y.Scale = plot.LogScale{}
+	l, err := plotter.NewLine(plotter.XYs{{X: 0, Y: -1}, {X: 1, Y: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Add(l)
+	if _, err := PNGBytes(p, 100, 100); err == nil {
+		t.Fatal("a log axis over a negative value: want an error, not a panic")
+	}
+	if err := SavePNG(p, 100, 100, filepath.Join(t.TempDir(), "x.png")); err == nil {
+		t.Fatal("SavePNG: want an error")
+	}
+	if _, err := PNGBytes(plot.New(), 0, 100); err == nil {
+		t.Fatal("zero width: want an error")
+	}
+}
+
+func TestSaveWritesCompleteFilesAndNoTemporaries(t *testing.T) {
+	xs, ys, z, _, _ := gaussianField(5, 5)
+	p, err := HeatMap("saved", xs, ys, z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "figures", "fields")
+	png, svg := filepath.Join(dir, "trace.png"), filepath.Join(dir, "trace.svg")
+	if err := SavePNG(p, 3*vg.Inch, 2*vg.Inch, png); err != nil {
+		t.Fatal(err)
+	}
+	if err := SaveSVG(p, 3*vg.Inch, 2*vg.Inch, svg); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(png)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := decodePNG(t, b).Bounds().Size(); got != (image.Point{X: 288, Y: 192}) {
+		t.Fatalf("saved PNG is %v, want 288×192", got)
+	}
+	s, err := os.ReadFile(svg)
+	if err != nil || !strings.Contains(string(s), "<svg") {
+		t.Fatalf("saved SVG: %v, %.60q", err, s)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 2 {
+		t.Fatalf("want exactly the two figures in %s, got %d entries", dir, len(ents))
+	}
+}

@@ -1,0 +1,76 @@
+package plotx
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+
+	"github.com/dfx-lab/dfx/internal/atomicfile"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// TilesBytes draws the plots in a grid of rows × cols panels (row-major,
+// len(plots) ≤ rows·cols; missing panels stay blank), each panel w×h, as
+// "png" or "svg".
+func TilesBytes(plots []*plot.Plot, cols int, w, h vg.Length, format string) (out []byte, err error) {
+	if len(plots) == 0 || cols < 1 {
+		return nil, fmt.Errorf("plotx: tiles need plots and cols ≥ 1 (got %d plots, %d cols)", len(plots), cols)
+	}
+	rows := (len(plots) + cols - 1) / cols
+	grid := make([][]*plot.Plot, rows)
+	for i := range grid {
+		grid[i] = make([]*plot.Plot, cols)
+		for j := range grid[i] {
+			if k := i*cols + j; k < len(plots) {
+				grid[i][j] = plots[k]
+			}
+		}
+	}
+	W, H := w*vg.Length(cols), h*vg.Length(rows)
+	var c interface {
+		vg.CanvasSizer
+		io.WriterTo
+	}
+	switch format {
+	case "png":
+		c = vgimg.PngCanvas{Canvas: vgimg.New(W, H)}
+	case "svg":
+		c = vgsvg.New(W, H)
+	default:
+		return nil, fmt.Errorf("plotx: tiles: unknown format %q (png, svg)", format)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("plotx: drawing tiles: %v", r)
+		}
+	}()
+	dc := draw.New(c)
+	t := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter, PadY: vg.Millimeter,
+		PadTop: vg.Millimeter, PadBottom: vg.Millimeter, PadLeft: vg.Millimeter, PadRight: vg.Millimeter}
+	canvases := plot.Align(grid, t, dc)
+	for i := range grid {
+		for j, p := range grid[i] {
+			if p != nil {
+				p.Draw(canvases[i][j])
+			}
+		}
+	}
+	var buf bytes.Buffer
+	if _, err := c.WriteTo(&buf); err != nil {
+		return nil, fmt.Errorf("plotx: encoding tiles: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// SaveTiles writes TilesBytes to path atomically.
+func SaveTiles(plots []*plot.Plot, cols int, w, h vg.Length, format, path string) error {
+	b, err := TilesBytes(plots, cols, w, h, format)
+	if err != nil {
+		return fmt.Errorf("%w (for %s)", err, path)
+	}
+	return atomicfile.WriteFile(path, b)
+}

@@ -1,0 +1,90 @@
+#!/usr/bin/python3
+"""check_notebook.py — decide whether an executed GoNB notebook succeeded.
+
+GoNB reports a failing cell (panic, non-zero exit, failed shell command) as an
+output stream, so `jupyter nbconvert --execute` may exit 0 on a broken
+notebook. This reads the executed .ipynb and fails (exit 1) when:
+  - any output is of type "error";
+  - a stderr stream shows a Go compile error, a panic, a fatal error or a
+    non-zero exit ("exit status N", which GoNB prints for programs and shell
+    commands alike: a failed `!*go get` is caught this way);
+  - the last code cell did not print the sentinel line DFX-NOTEBOOK-OK.
+Usage: check_notebook.py EXECUTED.ipynb [NAME]
+"""
+import json
+import re
+import sys
+
+SENTINEL = "DFX-NOTEBOOK-OK"
+
+# Patterns that mark a failure when seen on a cell's stderr.
+FAILURE_PATTERNS = [
+    (re.compile(r"^exit status [1-9][0-9]*\s*$", re.M), "non-zero exit"),
+    (re.compile(r"^panic: ", re.M), "panic"),
+    (re.compile(r"^fatal error: ", re.M), "Go runtime fatal error"),
+    (re.compile(r"^goroutine \d+ \[", re.M), "goroutine dump"),
+    (re.compile(r"^\S*\.go:\d+(:\d+)?: ", re.M), "Go compile error"),
+    (re.compile(r"^ERROR: ", re.M), "GoNB error"),
+]
+
+
+def text_of(output):
+    t = output.get("text", "")
+    return "".join(t) if isinstance(t, list) else t
+
+
+def source_of(cell):
+    s = cell.get("source", "")
+    return "".join(s) if isinstance(s, list) else s
+
+
+def check(path, name):
+    try:
+        with open(path, encoding="utf-8") as f:
+            nb = json.load(f)
+    except (OSError, ValueError) as e:
+        print("FAIL %s: cannot read the executed notebook: %s" % (name, e))
+        return False
+    problems = []
+    code_cells = [c for c in nb.get("cells", []) if c.get("cell_type") == "code"]
+    for i, cell in enumerate(code_cells, 1):
+        stderr = []
+        for out in cell.get("outputs", []):
+            kind = out.get("output_type")
+            if kind == "error":
+                problems.append((i, "error output: %s: %s" % (out.get("ename"), out.get("evalue")),
+                                 "\n".join(out.get("traceback", []))))
+            elif kind == "stream" and out.get("name") == "stderr":
+                stderr.append(text_of(out))
+        err = "".join(stderr)
+        for pattern, what in FAILURE_PATTERNS:
+            if pattern.search(err):
+                problems.append((i, what + " on stderr", err))
+                break
+    if not code_cells:
+        problems.append((0, "no code cells", ""))
+    else:
+        last = code_cells[-1]
+        stdout = "".join(text_of(o) for o in last.get("outputs", [])
+                         if o.get("output_type") == "stream" and o.get("name") == "stdout")
+        if SENTINEL not in [line.strip() for line in stdout.splitlines()]:
+            problems.append((len(code_cells), "last cell did not print %s" % SENTINEL, stdout))
+    for i, what, detail in problems:
+        cell = code_cells[i - 1] if 0 < i <= len(code_cells) else None
+        print("FAIL %s: code cell %d: %s" % (name, i, what))
+        if cell is not None:
+            src = source_of(cell).strip().splitlines()
+            print("  source: %s" % (" | ".join(src[:4]) + (" | ..." if len(src) > 4 else "")))
+        detail = detail.strip()
+        if detail:
+            lines = detail.splitlines()
+            print("  " + "\n  ".join(lines[-25:]))
+    return not problems
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    ok = check(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else sys.argv[1])
+    sys.exit(0 if ok else 1)

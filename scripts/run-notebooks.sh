@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# run-notebooks.sh — execute GoNB notebooks headless and fail on any failed cell.
+#
+# Usage: scripts/run-notebooks.sh [--full] [--inplace] [NOTEBOOK.ipynb ...]
+#   default notebooks: notebooks/*.ipynb; default mode: quick (DFX_QUICK=1).
+#   --full     run with the full configurations (DFX_QUICK unset).
+#   --inplace  on success, write the executed notebook over the committed one.
+#   --keep     keep the executed copies (their folder is printed).
+#
+# The notebooks find this module through DFX_ROOT (exported here as the repo
+# root); their first cell builds a go.work with it (see notebooks/00-quickstart.ipynb).
+# GoNB reports failing cells as output streams, so nbconvert's exit status is not
+# enough: every executed notebook is inspected by scripts/check_notebook.py.
+set -uo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+quick=1 inplace=0 keep=0
+nbs=()
+for a in "$@"; do
+  case "$a" in
+    --full) quick=0 ;;
+    --inplace) inplace=1 ;;
+    --keep) keep=1 ;;
+    -h|--help) sed -n '2,13p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -*) echo "run-notebooks: unknown flag $a" >&2; exit 2 ;;
+    *) nbs+=("$a") ;;
+  esac
+done
+if [ ${#nbs[@]} -eq 0 ]; then
+  shopt -s nullglob
+  nbs=("$root"/notebooks/*.ipynb)
+  shopt -u nullglob
+  if [ ${#nbs[@]} -eq 0 ]; then echo "run-notebooks: no notebooks in $root/notebooks"; exit 0; fi
+fi
+
+# The gonb kernel needs go, goimports and gopls on PATH; Jupyter lives on Debian's python3.
+[ -d /usr/local/go/bin ] && PATH="$PATH:/usr/local/go/bin"
+PATH="$(go env GOPATH)/bin:$PATH"
+export PATH
+JUPYTER=/usr/bin/jupyter
+PY=/usr/bin/python3
+[ -x "$JUPYTER" ] || { echo "run-notebooks: $JUPYTER missing: run 'make setup'" >&2; exit 1; }
+if ! "$JUPYTER" kernelspec list 2>/dev/null | awk '{print $1}' | grep -qx gonb; then
+  echo "run-notebooks: the gonb kernel is not installed: run 'make setup'" >&2; exit 1
+fi
+
+export DFX_ROOT="$root"
+if [ "$quick" = 1 ]; then export DFX_QUICK=1; else unset DFX_QUICK; fi
+out="$(mktemp -d "${TMPDIR:-/tmp}/dfx-notebooks.XXXXXX")"
+[ "$keep" = 1 ] || trap 'rm -rf "$out"' EXIT
+
+failed=()
+for nb in "${nbs[@]}"; do
+  name="$(basename "$nb")"
+  [ -f "$nb" ] || { echo "run-notebooks: $nb: no such file" >&2; failed+=("$name"); continue; }
+  start=$(date +%s)
+  log="$out/${name%.ipynb}.log"
+  if "$JUPYTER" nbconvert --to notebook --execute \
+      --ExecutePreprocessor.kernel_name=gonb --ExecutePreprocessor.timeout=600 \
+      --output-dir="$out" --output "$name" "$nb" >"$log" 2>&1 \
+     && "$PY" "$here/check_notebook.py" "$out/$name" "$name"; then
+    echo "ok    $name ($(( $(date +%s) - start ))s)"
+    if [ "$inplace" = 1 ]; then cp "$out/$name" "$nb"; fi
+  else
+    echo "FAIL  $name ($(( $(date +%s) - start ))s)"
+    if grep -q 'An error occurred while executing' "$log"; then
+      # nbconvert stopped on a cell GoNB reported as failed (e.g. a compile error).
+      sed -n '/An error occurred while executing/,$p' "$log" | head -n 40 | sed 's/^/  | /'
+    elif ! [ -s "$out/$name" ]; then
+      tail -n 40 "$log" | sed 's/^/  | /'
+    fi
+    failed+=("$name")
+  fi
+done
+[ "$keep" = 1 ] && echo "executed notebooks kept in $out"
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "run-notebooks: ${#failed[@]} of ${#nbs[@]} notebook(s) failed: ${failed[*]}" >&2
+  exit 1
+fi
+echo "run-notebooks: all ${#nbs[@]} notebook(s) passed (quick=$quick)"

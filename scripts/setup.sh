@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# setup.sh — installs what `make test` and the notebooks need on Debian 12,
+# skipping whatever is already present (safe to run again).
+#   Jupyter (Debian packages), GoNB v0.11.1 (kernel "gonb"), goimports, gopls.
+# Usage: scripts/setup.sh [--blas]   (--blas: only install libopenblas-dev)
+set -euo pipefail
+
+GONB_VERSION=v0.11.1
+GOIMPORTS_VERSION=v0.36.0
+GOPLS_VERSION=v0.23.0
+
+log() { printf 'setup: %s\n' "$*" >&2; }
+
+SUDO=()
+if [ "$(id -u)" != 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO=(sudo -E); else
+    log "not root and no sudo: apt-get steps will probably fail"; fi
+fi
+
+apt_install() {
+  export DEBIAN_FRONTEND=noninteractive
+  if [ -z "${DFX_APT_UPDATED:-}" ]; then
+    "${SUDO[@]}" apt-get update -q </dev/null
+    DFX_APT_UPDATED=1
+  fi
+  "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" </dev/null
+}
+
+if [ "${1:-}" = "--blas" ]; then
+  if [ -e /usr/include/x86_64-linux-gnu/cblas.h ] || dpkg -s libopenblas-dev >/dev/null 2>&1; then
+    log "libopenblas-dev present"
+  else
+    log "installing libopenblas-dev"; apt_install libopenblas-dev
+  fi
+  exit 0
+fi
+
+command -v go >/dev/null 2>&1 || { log "go not on PATH (need Go >= 1.26)"; exit 1; }
+GOBIN_DIR="$(go env GOBIN)"; [ -n "$GOBIN_DIR" ] || GOBIN_DIR="$(go env GOPATH)/bin"
+export PATH="$GOBIN_DIR:$PATH"
+
+# 1. Jupyter from Debian (runs on /usr/bin/python3).
+if [ -x /usr/bin/jupyter ] && /usr/bin/python3 -c 'import nbclient, nbconvert, ipykernel, jupyter_client, notebook' >/dev/null 2>&1; then
+  log "jupyter present"
+else
+  log "installing jupyter (apt, ~90 s)"
+  apt_install jupyter-notebook jupyter-nbconvert python3-nbclient python3-ipykernel jupyter-client
+fi
+
+# 2. goimports and gopls (GoNB uses both).
+if [ -x "$GOBIN_DIR/goimports" ]; then log "goimports present"; else
+  log "installing goimports $GOIMPORTS_VERSION"
+  (cd / && GOFLAGS= go install "golang.org/x/tools/cmd/goimports@$GOIMPORTS_VERSION")
+fi
+if [ -x "$GOBIN_DIR/gopls" ]; then log "gopls present"; else
+  log "installing gopls $GOPLS_VERSION (~65 s)"
+  (cd / && GOFLAGS= go install "golang.org/x/tools/gopls@$GOPLS_VERSION")
+fi
+
+# 3. GoNB: `go install ...@v0.11.1` is refused by the proxy, so build it from a throwaway module.
+if [ -x "$GOBIN_DIR/gonb" ]; then log "gonb present"; else
+  log "installing gonb $GONB_VERSION"
+  tmp="$(mktemp -d)"
+  (cd "$tmp" && go mod init dfx-tools >/dev/null 2>&1 \
+     && GOFLAGS= go get "github.com/janpfeifer/gonb@$GONB_VERSION" \
+     && GOFLAGS= GOBIN="$GOBIN_DIR" go install github.com/janpfeifer/gonb)
+  rm -rf "$tmp"
+fi
+if /usr/bin/jupyter kernelspec list 2>/dev/null | awk '{print $1}' | grep -qx gonb; then
+  log "gonb kernel present"
+else
+  log "installing the gonb Jupyter kernel"
+  "$GOBIN_DIR/gonb" --install --raw_error
+fi
+log "ready (GOBIN=$GOBIN_DIR must be on PATH for the gonb kernel)"
