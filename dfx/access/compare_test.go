@@ -1,0 +1,36 @@
+package access
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestQuickComparisonRunsAndScoresTheExactMethodsExactly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains two networks")
+	}
+	res, err := Run(context.Background(), Quick())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := len(Quick().Times) * 8; len(res.Rows) != want {
+		t.Fatalf("%d rows, want %d", len(res.Rows), want)
+	}
+	for _, r := range res.Rows {
+		if r.Method == "exact" && r.RelErr > 1e-9 {
+			t.Errorf("t=%g %s exact: relative error %g", r.T, r.Kind, r.RelErr)
+		}
+	}
+	dir := t.TempDir()
+	if err := res.writeAll(dir, "access"); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"access.md", "access.csv", "access_errors.png"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+	t.Log("\n" + res.Markdown())
+}

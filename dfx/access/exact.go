@@ -1,0 +1,150 @@
+package access
+
+import (
+	"fmt"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/dfx-lab/dfx/dfx/schedule"
+)
+
+// Mixture is the Dirac mixture q₀ = (1/N) Σᵢ δ(x − yᵢ) as GoMLX graphs: with
+// wᵢ = softmaxᵢ(−‖x − α yᵢ‖²/(2σ²)) and ȳ = Σ wᵢ yᵢ (Proposition analytic_dirac),
+//
+//	ε = (x − α ȳ)/σ,   score = −ε/σ,
+//	F = I/σ² − (α²/σ⁴)(Σ wᵢ yᵢyᵢᵀ − ȳȳᵀ),   tr F = d/σ² − (α²/σ⁴)(Σ wᵢ‖yᵢ‖² − ‖ȳ‖²).
+//
+// Its Eps is an exact "network" for the VJP estimators; Net() bundles it.
+// Mixture itself is a TraceEstimator and FisherOperator (closed forms).
+type Mixture struct {
+	net         *Net
+	n, d        int
+	trace, mvec *context.Exec
+	yVar, y2Var *context.Variable
+}
+
+// NewMixture stores the points y [N][d] as non-trainable variables of a new
+// context and compiles the closed forms.
+func NewMixture(backend backends.Backend, s schedule.Schedule, dtype dtypes.DType, y [][]float64) (*Mixture, error) {
+	if _, _, err := checkBatch(y, nil); err != nil {
+		return nil, fmt.Errorf("access: mixture points: %w", err)
+	}
+	m := &Mixture{n: len(y), d: len(y[0])}
+	ctx := context.New()
+	m.yVar = ctx.In("mixture").VariableWithValue("y", matrix(dtype, y)).SetTrainable(false)
+	norms := make([]float64, len(y))
+	for i, r := range y {
+		for _, v := range r {
+			norms[i] += v * v
+		}
+	}
+	m.y2Var = ctx.In("mixture").VariableWithValue("y2", matrix(dtype, [][]float64{norms})).SetTrainable(false)
+	m.net = &Net{Backend: backend, Ctx: ctx, Schedule: s, DType: dtype, Eps: m.Eps, T: m.T}
+	var err error
+	if m.trace, err = m.net.exec(func(ctx *context.Context, in []*graph.Node) *graph.Node {
+		return m.traceGraph(in[0], in[1], in[2])
+	}); err != nil {
+		return nil, err
+	}
+	if m.mvec, err = m.net.exec(func(ctx *context.Context, in []*graph.Node) *graph.Node {
+		return m.matVecGraph(in[0], in[1], in[2], in[3])
+	}); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Net is the mixture as a network (ε and DF-TM t), for the other estimators.
+func (m *Mixture) Net() *Net { return m.net }
+
+// posterior returns w [R,N], ȳ [R,d] and Σ wᵢ‖yᵢ‖² [R] at rows x [R,d].
+func (m *Mixture) posterior(x, alpha, sigma *graph.Node) (w, ybar, wy2 *graph.Node) {
+	g := x.Graph()
+	y, y2 := m.yVar.ValueGraph(g), m.y2Var.ValueGraph(g) // [N,d], [1,N]
+	a, s2 := graph.InsertAxes(alpha, -1), graph.InsertAxes(graph.Square(sigma), -1)
+	// −‖x − α yᵢ‖²/(2σ²) up to the row constant −‖x‖²/(2σ²), which softmax ignores.
+	xy := graph.DotGeneral(x, []int{1}, nil, y, []int{1}, nil) // [R,N]
+	logits := graph.Div(graph.Sub(graph.Mul(a, xy), graph.MulScalar(graph.Mul(graph.Square(a), y2), 0.5)), s2)
+	w = graph.Softmax(logits, -1)
+	ybar = graph.Dot(w, y)
+	wy2 = graph.ReduceSum(graph.Mul(w, y2), -1)
+	return
+}
+
+// Eps is the exact ε = (x − α ȳ)/σ; its autodiff is the exact Fisher times σ.
+func (m *Mixture) Eps(_ *context.Context, x, alpha, sigma *graph.Node) *graph.Node {
+	_, ybar, _ := m.posterior(x, alpha, sigma)
+	return graph.Div(graph.Sub(x, graph.Mul(graph.InsertAxes(alpha, -1), ybar)), graph.InsertAxes(sigma, -1))
+}
+
+// T is the exact DF-TM target Σ wᵢ‖yᵢ‖²/d (Proposition optimal_t).
+func (m *Mixture) T(_ *context.Context, x, alpha, sigma *graph.Node) *graph.Node {
+	_, _, wy2 := m.posterior(x, alpha, sigma)
+	return graph.DivScalar(wy2, float64(m.d))
+}
+
+func (m *Mixture) traceGraph(x, alpha, sigma *graph.Node) *graph.Node {
+	_, ybar, wy2 := m.posterior(x, alpha, sigma)
+	s2 := graph.Square(sigma)
+	c := graph.Div(graph.Square(alpha), graph.Square(s2))
+	spread := graph.Sub(wy2, graph.ReduceSum(graph.Square(ybar), -1))
+	return graph.Sub(graph.DivScalar(graph.Reciprocal(s2), 1/float64(m.d)), graph.Mul(c, spread))
+}
+
+func (m *Mixture) matVecGraph(x, v, alpha, sigma *graph.Node) *graph.Node {
+	w, ybar, _ := m.posterior(x, alpha, sigma)
+	y := m.yVar.ValueGraph(x.Graph())
+	yv := graph.DotGeneral(v, []int{1}, nil, y, []int{1}, nil)                             // [R,N]: yᵢ·v
+	second := graph.Dot(graph.Mul(w, yv), y)                                               // Σ wᵢ yᵢ (yᵢ·v)
+	mean := graph.Mul(ybar, graph.InsertAxes(graph.ReduceSum(graph.Mul(ybar, v), -1), -1)) // ȳ (ȳ·v)
+	s2 := graph.InsertAxes(graph.Square(sigma), -1)
+	c := graph.Div(graph.Square(graph.InsertAxes(alpha, -1)), graph.Square(s2))
+	return graph.Sub(graph.Div(v, s2), graph.Mul(c, graph.Sub(second, mean)))
+}
+
+func (*Mixture) Name() string { return "exact" }
+
+// Trace is the closed-form tr F (Proposition trace_matching).
+func (m *Mixture) Trace(x [][]float64, t float64) ([]float64, error) {
+	b, d, err := checkBatch(x, nil)
+	if err != nil {
+		return nil, err
+	}
+	if d != m.d {
+		return nil, fmt.Errorf("access: query dim %d, mixture dim %d", d, m.d)
+	}
+	a, s, err := m.net.coefficients(t)
+	if err != nil {
+		return nil, err
+	}
+	dt := m.net.DType
+	res, err := m.trace.Exec(matrix(dt, x), filled(dt, b, a), filled(dt, b, s))
+	if err != nil {
+		return nil, fmt.Errorf("access: %w", err)
+	}
+	return flat(res[0]), nil
+}
+
+// MatVec is the closed-form F v (Proposition analytic_dirac).
+func (m *Mixture) MatVec(x [][]float64, t float64, v [][]float64) ([][]float64, error) {
+	b, d, err := checkBatch(x, v)
+	if err != nil {
+		return nil, err
+	}
+	if d != m.d {
+		return nil, fmt.Errorf("access: query dim %d, mixture dim %d", d, m.d)
+	}
+	a, s, err := m.net.coefficients(t)
+	if err != nil {
+		return nil, err
+	}
+	dt := m.net.DType
+	res, err := m.mvec.Exec(matrix(dt, x), matrix(dt, v), filled(dt, b, a), filled(dt, b, s))
+	if err != nil {
+		return nil, fmt.Errorf("access: %w", err)
+	}
+	return rowsOf(flat(res[0]), d), nil
+}

@@ -1,0 +1,76 @@
+package access
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+
+	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/models"
+)
+
+// TestTrainedNetworksApproachTheExactFisher trains a small score network and
+// DF-TM network on a 4-point data set (whose q₀ is exactly a Dirac mixture)
+// and compares the learned traces with the exact ones (checked at t = 0.5, logged at 0.2).
+func TestTrainedNetworksApproachTheExactFisher(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains two networks")
+	}
+	y := [][]float64{{1, 1}, {-1, 1}, {-1, -1}, {1, -1}}
+	data := make([][]float64, 256)
+	for i := range data {
+		data[i] = y[i%4]
+	}
+	s := schedule.DefaultVP()
+	ctx := models.NewContext()
+	ctx.SetParams(map[string]any{models.ParamWidth: 64, models.ParamDepth: 2, models.ParamBatchSize: 64,
+		models.ParamLearningRate: 3e-3, models.ParamCosineSteps: 600, models.ParamEMADecay: 0.0})
+	backend := models.MustNewTrainBackend()
+	for _, obj := range []models.Objective{models.DSM, models.DFTM} {
+		tr, err := models.NewTrainer(backend, ctx, s, obj, data, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tr.TrainSteps(600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	net, err := FromModel(models.MustNewBackend(), ctx, s, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mix, err := NewMixture(net.Backend, s, dtypes.Float32, y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vjp, _ := NewVJPTrace(net, 0)
+	dftm, _ := NewDFTM(net)
+	rng := rand.New(rand.NewPCG(4, 4))
+	for _, tm := range []float64{0.2, 0.5} {
+		a, sg := s.Alpha(tm), s.Sigma(tm)
+		x := make([][]float64, 64)
+		for i := range x {
+			c := y[i%4]
+			x[i] = []float64{a*c[0] + sg*rng.NormFloat64(), a*c[1] + sg*rng.NormFloat64()}
+		}
+		exact, err := mix.Trace(x, tm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range []TraceEstimator{vjp, dftm} {
+			got, err := e.Trace(x, tm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mean float64
+			for i := range x {
+				mean += relErr(got[i], exact[i]) / float64(len(x))
+			}
+			t.Logf("t=%g (σ=%.3f) %-9s mean relative trace error %.3g", tm, sg, e.Name(), mean)
+			if tm == 0.5 && mean > 0.25 {
+				t.Errorf("%s: mean relative error %g > 0.25 at t = 0.5", e.Name(), mean)
+			}
+		}
+	}
+}

@@ -1,0 +1,275 @@
+package access
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+	"gonum.org/v1/gonum/mat"
+)
+
+// DefaultMaxRows bounds the rows (queries × vectors) of one graph call.
+const DefaultMaxRows = 4096
+
+// vjpRunner holds the compiled row-wise quadratic form and matvec of a Net.
+type vjpRunner struct {
+	net        *Net
+	quad, mvec *context.Exec
+	maxRows    int
+}
+
+func newVJPRunner(n *Net, maxRows int) (*vjpRunner, error) {
+	if maxRows <= 0 {
+		maxRows = DefaultMaxRows
+	}
+	r := &vjpRunner{net: n, maxRows: maxRows}
+	var err error
+	if r.quad, err = n.exec(func(ctx *context.Context, in []*graph.Node) *graph.Node {
+		return quadGraph(n.Eps, ctx, in[0], in[1], in[2], in[3])
+	}); err != nil {
+		return nil, err
+	}
+	if r.mvec, err = n.exec(func(ctx *context.Context, in []*graph.Node) *graph.Node {
+		return matVecGraph(n.Eps, ctx, in[0], in[1], in[2], in[3])
+	}); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// run evaluates the quadratic forms (quad) or matvecs of rows x[i], v[i]
+// at one α, σ, in chunks of at most maxRows rows; it returns flat outputs.
+func (r *vjpRunner) run(quad bool, x, v [][]float64, alpha, sigma float64) ([]float64, error) {
+	var out []float64
+	for start := 0; start < len(x); start += r.maxRows {
+		end := min(start+r.maxRows, len(x))
+		e := r.mvec
+		if quad {
+			e = r.quad
+		}
+		dt := r.net.DType
+		res, err := e.Exec(matrix(dt, x[start:end]), matrix(dt, v[start:end]), filled(dt, end-start, alpha), filled(dt, end-start, sigma))
+		if err != nil {
+			return nil, fmt.Errorf("access: %w", err)
+		}
+		out = append(out, flat(res[0])...)
+	}
+	return out, nil
+}
+
+// VJPTrace is the network's exact Fisher trace by d VJPs (eq. nll_VJP):
+// tr F ≈ (1/σ) Σᵢ eᵢᵀ (∂ε_θ/∂x) eᵢ, the d basis vectors batched along rows.
+type VJPTrace struct{ r *vjpRunner }
+
+// NewVJPTrace compiles the estimator; maxRows ≤ 0 takes DefaultMaxRows.
+func NewVJPTrace(n *Net, maxRows int) (*VJPTrace, error) {
+	r, err := newVJPRunner(n, maxRows)
+	return &VJPTrace{r}, err
+}
+
+func (*VJPTrace) Name() string { return "vjp-exact" }
+
+func (e *VJPTrace) Trace(x [][]float64, t float64) ([]float64, error) {
+	b, d, err := checkBatch(x, nil)
+	if err != nil {
+		return nil, err
+	}
+	a, s, err := e.r.net.coefficients(t)
+	if err != nil {
+		return nil, err
+	}
+	xs, vs := make([][]float64, 0, b*d), make([][]float64, 0, b*d)
+	basis := make([][]float64, d)
+	for i := range basis {
+		basis[i] = make([]float64, d)
+		basis[i][i] = 1
+	}
+	for q := range b {
+		for i := range d {
+			xs, vs = append(xs, x[q]), append(vs, basis[i])
+		}
+	}
+	quads, err := e.r.run(true, xs, vs, a, s)
+	if err != nil {
+		return nil, err
+	}
+	return sumGroups(quads, b, d, 1), nil
+}
+
+// sumGroups sums consecutive groups of n values for each of b queries, times scale.
+func sumGroups(v []float64, b, n int, scale float64) []float64 {
+	out := make([]float64, b)
+	for q := range b {
+		for _, x := range v[q*n : (q+1)*n] {
+			out[q] += x
+		}
+		out[q] *= scale
+	}
+	return out
+}
+
+// Probe is the distribution of Hutchinson probe vectors.
+type Probe int
+
+const (
+	Rademacher Probe = iota // entries ±1: Var = 2(‖F‖_F² − Σ F_ii²)/K for symmetric F
+	Gaussian                // entries N(0,1): Var = 2‖F‖_F²/K for symmetric F
+)
+
+func (p Probe) sample(rng *rand.Rand, d int) []float64 {
+	z := make([]float64, d)
+	for i := range z {
+		if p == Gaussian {
+			z[i] = rng.NormFloat64()
+		} else if rng.Uint64()&1 == 0 {
+			z[i] = 1
+		} else {
+			z[i] = -1
+		}
+	}
+	return z
+}
+
+// Hutchinson estimates tr F ≈ (1/K) Σₖ zₖᵀ F zₖ with K independent probes
+// per query, drawn from a stream seeded by Seed at every call (same seed,
+// same estimate).
+type Hutchinson struct {
+	r     *vjpRunner
+	K     int
+	Probe Probe
+	Seed  uint64
+}
+
+// NewHutchinson compiles the estimator.
+func NewHutchinson(n *Net, k int, p Probe, seed uint64) (*Hutchinson, error) {
+	if k < 1 {
+		return nil, fmt.Errorf("access: Hutchinson needs K ≥ 1 probes, got %d", k)
+	}
+	r, err := newVJPRunner(n, 0)
+	return &Hutchinson{r, k, p, seed}, err
+}
+
+func (h *Hutchinson) Name() string { return fmt.Sprintf("hutchinson-%d", h.K) }
+
+func (h *Hutchinson) Trace(x [][]float64, t float64) ([]float64, error) {
+	b, d, err := checkBatch(x, nil)
+	if err != nil {
+		return nil, err
+	}
+	a, s, err := h.r.net.coefficients(t)
+	if err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(h.Seed, 0x5eed))
+	xs, vs := make([][]float64, 0, b*h.K), make([][]float64, 0, b*h.K)
+	for q := range b {
+		for range h.K {
+			xs, vs = append(xs, x[q]), append(vs, h.Probe.sample(rng, d))
+		}
+	}
+	quads, err := h.r.run(true, xs, vs, a, s)
+	if err != nil {
+		return nil, err
+	}
+	return sumGroups(quads, b, h.K, 1/float64(h.K)), nil
+}
+
+// HutchPP is Hutch++ (Meyer et al. 2021) with M matvecs per query, a third
+// each for the sketch S, the exact trace on range(F S) and Hutchinson on
+// the deflated remainder: tr F ≈ tr(QᵀFQ) + (3/M) Σ gᵀ(I−QQᵀ)F(I−QQᵀ)g.
+type HutchPP struct {
+	r    *vjpRunner
+	M    int
+	Seed uint64
+}
+
+// NewHutchPP compiles the estimator; m ≥ 3.
+func NewHutchPP(n *Net, m int, seed uint64) (*HutchPP, error) {
+	if m < 3 {
+		return nil, fmt.Errorf("access: Hutch++ needs at least 3 matvecs, got %d", m)
+	}
+	r, err := newVJPRunner(n, 0)
+	return &HutchPP{r, m, seed}, err
+}
+
+func (h *HutchPP) Name() string { return fmt.Sprintf("hutch++-%d", h.M) }
+
+func (h *HutchPP) Trace(x [][]float64, t float64) ([]float64, error) {
+	b, d, err := checkBatch(x, nil)
+	if err != nil {
+		return nil, err
+	}
+	a, s, err := h.r.net.coefficients(t)
+	if err != nil {
+		return nil, err
+	}
+	k := min(h.M/3, d)
+	rng := rand.New(rand.NewPCG(h.Seed, 0x5eed))
+	xs, vs := make([][]float64, 0, b*k), make([][]float64, 0, b*k)
+	for q := range b {
+		for range k {
+			xs, vs = append(xs, x[q]), append(vs, Rademacher.sample(rng, d))
+		}
+	}
+	ys, err := h.r.run(false, xs, vs, a, s) // F S, k vectors per query
+	if err != nil {
+		return nil, err
+	}
+	xs2, vs2 := make([][]float64, 0, 2*b*k), make([][]float64, 0, 2*b*k)
+	for q := range b {
+		var qr mat.QR
+		qr.Factorize(mat.NewDense(k, d, ys[q*k*d:(q+1)*k*d]).T())
+		var qm mat.Dense
+		qr.QTo(&qm) // d×d; the first k columns span range(F S)
+		for j := range k {
+			xs2, vs2 = append(xs2, x[q]), append(vs2, mat.Col(nil, j, &qm))
+		}
+		for range k {
+			g := mat.NewVecDense(d, Rademacher.sample(rng, d))
+			for j := range k { // g ← (I − QQᵀ) g
+				col := mat.NewVecDense(d, mat.Col(nil, j, &qm))
+				g.AddScaledVec(g, -mat.Dot(col, g), col)
+			}
+			xs2, vs2 = append(xs2, x[q]), append(vs2, g.RawVector().Data)
+		}
+	}
+	quads, err := h.r.run(true, xs2, vs2, a, s)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float64, b)
+	for q := range b {
+		for j := range k {
+			out[q] += quads[q*2*k+j] + quads[q*2*k+k+j]/float64(k)
+		}
+	}
+	return out, nil
+}
+
+// VJPMatVec is the Fisher operator by one VJP per vector (eq. Adjoint_VJP).
+type VJPMatVec struct{ r *vjpRunner }
+
+// NewVJPMatVec compiles the operator.
+func NewVJPMatVec(n *Net) (*VJPMatVec, error) {
+	r, err := newVJPRunner(n, 0)
+	return &VJPMatVec{r}, err
+}
+
+func (*VJPMatVec) Name() string { return "vjp-matvec" }
+
+func (m *VJPMatVec) MatVec(x [][]float64, t float64, v [][]float64) ([][]float64, error) {
+	_, d, err := checkBatch(x, v)
+	if err != nil {
+		return nil, err
+	}
+	a, s, err := m.r.net.coefficients(t)
+	if err != nil {
+		return nil, err
+	}
+	out, err := m.r.run(false, x, v, a, s)
+	if err != nil {
+		return nil, err
+	}
+	return rowsOf(out, d), nil
+}

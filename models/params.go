@@ -1,0 +1,90 @@
+// Package models holds dfx's score networks: a residual MLP with a Fourier
+// noise-level embedding and optional class conditioning (with a null class for
+// classifier-free guidance), its ε / y (= x̂₀) / v output parameterisations and
+// exact conversions to the score, denoising-score-matching training (paper
+// eq. dpm_objective), the scalar DF-TM network (paper Algorithm tnet) and
+// checkpoints.
+//
+// Hyperparameters live in a GoMLX context.Context; SetDefaults writes every
+// default in one place. Importing models installs the fast matrix-product
+// VJPs of package fastgrad.
+package models
+
+import (
+	"fmt"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	_ "github.com/dfx-lab/dfx/models/fastgrad" // fast Dot/DotGeneral gradients
+)
+
+// Hyperparameter keys read from the context.
+const (
+	ParamDType        = "dtype"            // "float32" or "float64"
+	ParamWidth        = "width"            // hidden width of the residual MLP
+	ParamDepth        = "depth"            // number of residual blocks
+	ParamActivation   = "activation"       // "silu", "tanh", "relu", "softplus"
+	ParamEmbedDim     = "embed_dim"        // Fourier features of the noise level (even)
+	ParamEmbedMaxFreq = "embed_max_freq"   // largest angular frequency of the embedding
+	ParamNumClasses   = "num_classes"      // 0: unconditional; else K classes plus null class K
+	ParamParam        = "parameterisation" // "eps", "y" or "v"
+	ParamWeighting    = "weighting"        // DSM weighting: "eps", "y", "v", "min-snr"
+	ParamMinSNRGamma  = "min_snr_gamma"    // γ of the min-SNR weighting
+	ParamCFGDropout   = "cfg_dropout"      // probability of training with the null class
+	ParamLearningRate = "learning_rate"
+	ParamWeightDecay  = "weight_decay" // AdamW decoupled weight decay (0: Adam)
+	ParamWarmupSteps  = "warmup_steps" // linear warm-up of the learning rate
+	ParamCosineSteps  = "cosine_steps" // cosine decay to 0 over this many steps (0: constant)
+	ParamClipNorm     = "clip_norm"    // global gradient-norm clip (0: none)
+	ParamEMADecay     = "ema_decay"    // EMA of weights (0: none)
+	ParamBatchSize    = "batch_size"
+	ParamTimeSampling = "time_sampling" // "uniform" in t, or "log-sigma": log σ uniform (VE, EDM)
+	ParamSeed         = "seed"          // initial weights and training randomness
+)
+
+// SetDefaults writes every hyperparameter's default into ctx. Override after
+// calling it, e.g. ctx.SetParam(models.ParamWidth, 256).
+func SetDefaults(ctx *context.Context) {
+	ctx.SetParams(map[string]any{
+		ParamDType:        "float32",
+		ParamWidth:        128,
+		ParamDepth:        3,
+		ParamActivation:   "silu",
+		ParamEmbedDim:     32,
+		ParamEmbedMaxFreq: 8.0,
+		ParamNumClasses:   0,
+		ParamParam:        "eps",
+		ParamWeighting:    "eps",
+		ParamMinSNRGamma:  5.0,
+		ParamCFGDropout:   0.1,
+		ParamLearningRate: 1e-3,
+		ParamWeightDecay:  0.0,
+		ParamWarmupSteps:  0,
+		ParamCosineSteps:  0,
+		ParamClipNorm:     1.0,
+		ParamEMADecay:     0.999,
+		ParamBatchSize:    256,
+		ParamTimeSampling: "uniform",
+		ParamSeed:         1,
+	})
+}
+
+// NewContext returns a fresh context with the defaults set.
+func NewContext() *context.Context {
+	ctx := context.New()
+	SetDefaults(ctx)
+	return ctx
+}
+
+// DTypeOf reads ParamDType.
+func DTypeOf(ctx *context.Context) (dtypes.DType, error) {
+	switch s := context.GetParamOr(ctx, ParamDType, "float32"); s {
+	case "float32":
+		return dtypes.Float32, nil
+	case "float64":
+		return dtypes.Float64, nil
+	default:
+		return dtypes.InvalidDType, fmt.Errorf("models: dtype %q, want float32 or float64", s)
+	}
+}

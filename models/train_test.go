@@ -1,0 +1,176 @@
+package models
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/dfx-lab/dfx/dfx/schedule"
+)
+
+// tinyData is a 2-D mixture of four points with small jitter.
+func tinyData(n int, seed uint64) ([][]float64, []int) {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	centres := [][]float64{{1, 1}, {-1, 1}, {-1, -1}, {1, -1}}
+	data, labels := make([][]float64, n), make([]int, n)
+	for i := range data {
+		c := rng.IntN(4)
+		data[i] = []float64{centres[c][0] + 0.05*rng.NormFloat64(), centres[c][1] + 0.05*rng.NormFloat64()}
+		labels[i] = c
+	}
+	return data, labels
+}
+
+func tinyContext() *context.Context {
+	ctx := NewContext()
+	ctx.SetParams(map[string]any{ParamWidth: 16, ParamDepth: 1, ParamEmbedDim: 8, ParamBatchSize: 32, ParamLearningRate: 3e-3})
+	return ctx
+}
+
+// weights returns every variable's raw bytes by scope and name.
+func weights(t *testing.T, ctx *context.Context) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	for v := range ctx.IterVariables() {
+		val, err := v.Value()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := val.ConstBytes(func(b []byte) { out[v.ScopeAndName()] = append([]byte(nil), b...) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+func TestDSMTrainingLowersTheLoss(t *testing.T) {
+	data, labels := tinyData(256, 1)
+	for _, p := range []string{"eps", "y", "v"} {
+		ctx := tinyContext()
+		ctx.SetParams(map[string]any{ParamParam: p, ParamNumClasses: 4, ParamWeighting: "min-snr"})
+		tr, err := NewTrainer(MustNewTrainBackend(), ctx, schedule.DefaultVP(), DSM, data, labels)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, err := tr.TrainSteps(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var last float64
+		for range 5 { // average out batch noise
+			l, err := tr.TrainSteps(40)
+			if err != nil {
+				t.Fatal(err)
+			}
+			last += l / 5
+		}
+		if !(last < first) {
+			t.Errorf("%s: loss went from %g to %g", p, first, last)
+		}
+	}
+}
+
+func TestFixedSeedGivesIdenticalWeights(t *testing.T) {
+	data, _ := tinyData(64, 2)
+	run := func() map[string][]byte {
+		tr, err := NewTrainer(MustNewTrainBackend(), tinyContext(), schedule.DefaultVE(), DSM, data, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tr.TrainSteps(5); err != nil {
+			t.Fatal(err)
+		}
+		return weights(t, tr.Ctx)
+	}
+	a, b := run(), run()
+	if len(a) == 0 {
+		t.Fatal("no variables")
+	}
+	for k, v := range a {
+		if !slices.Equal(v, b[k]) {
+			t.Fatalf("variable %s differs between two runs with the same seed", k)
+		}
+	}
+}
+
+func TestLearningRateWarmsUpThenDecaysToZero(t *testing.T) {
+	ctx := NewContext()
+	ctx.SetParams(map[string]any{ParamLearningRate: 1.0, ParamWarmupSteps: 10, ParamCosineSteps: 100})
+	if lr := LearningRate(ctx, 0); math.Abs(lr-0.1) > 1e-12 {
+		t.Errorf("step 0: %g, want 0.1", lr)
+	}
+	if lr := LearningRate(ctx, 10); math.Abs(lr-1) > 1e-12 {
+		t.Errorf("step 10: %g, want 1", lr)
+	}
+	if lr := LearningRate(ctx, 110); math.Abs(lr) > 1e-12 {
+		t.Errorf("step 110: %g, want 0", lr)
+	}
+}
+
+func TestZeroLearningRateLeavesTrainableWeightsUnchanged(t *testing.T) {
+	data, _ := tinyData(64, 4)
+	ctx := tinyContext()
+	ctx.SetParams(map[string]any{ParamLearningRate: 0.0, ParamWeightDecay: 0.1})
+	tr, err := NewTrainer(MustNewTrainBackend(), ctx, schedule.DefaultVP(), DSM, data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.TrainSteps(1); err != nil {
+		t.Fatal(err)
+	}
+	before := weights(t, ctx)
+	if _, err := tr.TrainSteps(3); err != nil {
+		t.Fatal(err)
+	}
+	after := weights(t, ctx)
+	for v := range ctx.IterVariables() {
+		if v.Trainable && !slices.Equal(before[v.ScopeAndName()], after[v.ScopeAndName()]) {
+			t.Errorf("%s changed with learning rate 0", v.ScopeAndName())
+		}
+	}
+}
+
+func TestFitReportsProgressAndTakesTheRequestedSteps(t *testing.T) {
+	data, _ := tinyData(32, 6)
+	tr, err := NewTrainer(MustNewTrainBackend(), tinyContext(), schedule.DefaultVP(), DSM, data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	if _, err := tr.Fit(7, 3, &log); err != nil {
+		t.Fatal(err)
+	}
+	if tr.Step() != 7 || strings.Count(log.String(), "\n") != 3 || !strings.Contains(log.String(), "step 7/7") {
+		t.Errorf("step %d, progress:\n%s", tr.Step(), log.String())
+	}
+}
+
+func TestLogSigmaTimeSamplingSpreadsLogSigmaUniformly(t *testing.T) {
+	data, _ := tinyData(16, 7)
+	ctx := tinyContext()
+	ctx.SetParam(ParamTimeSampling, "log-sigma")
+	s := schedule.DefaultEDM()
+	tr, err := NewTrainer(MustNewTrainBackend(), ctx, s, DSM, data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := math.Log(s.Sigma(s.TMin)), math.Log(s.Sigma(s.TMax))
+	var below int
+	const n = 4000
+	for range n {
+		if math.Log(s.Sigma(tr.sampleTime(s.TMin, s.TMax))) < (lo+hi)/2 {
+			below++
+		}
+	}
+	if frac := float64(below) / n; math.Abs(frac-0.5) > 0.03 {
+		t.Errorf("fraction of log σ below the midpoint %g, want 0.5", frac)
+	}
+	ctx.SetParam(ParamTimeSampling, "bogus")
+	if _, err := NewTrainer(MustNewTrainBackend(), ctx, s, DSM, data, nil); err == nil {
+		t.Error("unknown time_sampling accepted")
+	}
+}
