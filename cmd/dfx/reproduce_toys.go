@@ -1,0 +1,5 @@
+package main
+
+import "github.com/dfx-lab/dfx/toys"
+
+func init() { experiments["toys"] = toys.Reproduce }

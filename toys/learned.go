@@ -1,0 +1,236 @@
+package toys
+
+import (
+	"fmt"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dfx-lab/dfx/dfx/access"
+	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/models"
+)
+
+// Networks is a trained pair, the score network ε̂_θ and the DF-TM network
+// t_θ of models, evaluated in float32 on a GoMLX backend. The traces come
+// from dfx/access: VJPTrace (eq. nll_VJP, d VJPs) and DFTM (eq.
+// trace_appro, one forward pass of each network). ε̂_θ and t_θ themselves
+// (for the score, the PF-ODE and the t_θ diagnostic) run on local
+// executables, since access exposes only traces and matvecs.
+type Networks struct {
+	Schedule schedule.Schedule
+	Seed     uint64
+	ctx      *context.Context // evaluation (EMA) weights of both networks
+	epsExec  *context.Exec
+	tnetExec *context.Exec
+	vjp      *access.VJPTrace
+	dftm     *access.DFTM
+}
+
+// newNetworks compiles the evaluators of the weights in ctx (both networks'
+// variables, under models.ScoreScope and models.TraceScope).
+func newNetworks(backend backends.Backend, s schedule.Schedule, seed uint64, ctx *context.Context) (*Networks, error) {
+	n := &Networks{Schedule: s, Seed: seed, ctx: ctx}
+	var err error
+	n.epsExec, err = context.NewExec(backend, ctx.Reuse().Checked(false), func(ctx *context.Context, x, a, sg *graph.Node) *graph.Node {
+		return models.Eps(ctx, models.Inputs{X: x, Alpha: a, Sigma: sg})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("toys: score network: %w", err)
+	}
+	n.tnetExec, err = context.NewExec(backend, ctx.Reuse().Checked(false), func(ctx *context.Context, x, a, sg *graph.Node) *graph.Node {
+		return models.TraceNet(ctx, models.Inputs{X: x, Alpha: a, Sigma: sg})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("toys: DF-TM network: %w", err)
+	}
+	net, err := access.FromModel(backend, ctx, s, true)
+	if err != nil {
+		return nil, fmt.Errorf("toys: %w", err)
+	}
+	if n.vjp, err = access.NewVJPTrace(net, 0); err != nil {
+		return nil, fmt.Errorf("toys: %w", err)
+	}
+	if n.dftm, err = access.NewDFTM(net); err != nil {
+		return nil, fmt.Errorf("toys: %w", err)
+	}
+	return n, nil
+}
+
+// inputs converts a float64 batch at time t to float32 tensors (x, α, σ).
+func (n *Networks) inputs(x *mat.Dense, t float64) []any {
+	b, d := x.Dims()
+	xf := make([]float32, 0, b*d)
+	for i := 0; i < b; i++ {
+		for _, v := range x.RawRowView(i)[:d] {
+			xf = append(xf, float32(v))
+		}
+	}
+	a, s := make([]float32, b), make([]float32, b)
+	for i := range a {
+		a[i], s[i] = float32(n.Schedule.Alpha(t)), float32(n.Schedule.Sigma(t))
+	}
+	return []any{tensors.FromFlatDataAndDimensions(xf, b, d), tensors.FromFlatDataAndDimensions(a, b), tensors.FromFlatDataAndDimensions(s, b)}
+}
+
+func toFloat64s(t *tensors.Tensor) ([]float64, error) {
+	f, err := tensors.CopyFlatData[float32](t)
+	if err != nil {
+		return nil, fmt.Errorf("toys: network output: %w", err)
+	}
+	out := make([]float64, len(f))
+	for i, v := range f {
+		out[i] = float64(v)
+	}
+	return out, nil
+}
+
+// Eps is ε̂_θ(x, t) [B, d].
+func (n *Networks) Eps(x *mat.Dense, t float64) (*mat.Dense, error) {
+	out, err := n.epsExec.Exec(n.inputs(x, t)...)
+	if err != nil {
+		return nil, fmt.Errorf("toys: score network: %w", err)
+	}
+	v, err := toFloat64s(out[0])
+	if err != nil {
+		return nil, err
+	}
+	b, d := x.Dims()
+	return mat.NewDense(b, d, v), nil
+}
+
+// EpsAndTraceVJP is ε̂_θ and the VJP trace (1/σ) Σ_i ∂ε̂_i/∂x_i (eq. nll_VJP).
+func (n *Networks) EpsAndTraceVJP(x *mat.Dense, t float64) (*mat.Dense, []float64, error) {
+	eps, err := n.Eps(x, t)
+	if err != nil {
+		return nil, nil, err
+	}
+	tr, err := n.vjp.Trace(rowsOf(x), t)
+	if err != nil {
+		return nil, nil, fmt.Errorf("toys: VJP trace: %w", err)
+	}
+	return eps, tr, nil
+}
+
+func rowsOf(x *mat.Dense) [][]float64 {
+	b, d := x.Dims()
+	rows := make([][]float64, b)
+	for i := range rows {
+		rows[i] = x.RawRowView(i)[:d]
+	}
+	return rows
+}
+
+// TNet is the DF-TM network's output t_θ(x, t) ≈ E[‖x₀‖² | x_t]/d [B].
+func (n *Networks) TNet(x *mat.Dense, t float64) ([]float64, error) {
+	if n.tnetExec == nil {
+		return nil, fmt.Errorf("toys: no DF-TM network")
+	}
+	out, err := n.tnetExec.Exec(n.inputs(x, t)...)
+	if err != nil {
+		return nil, fmt.Errorf("toys: DF-TM network: %w", err)
+	}
+	return toFloat64s(out[0])
+}
+
+// TraceDFTM is the DF-TM trace (eq. trace_appro) by access.DFTM.
+func (n *Networks) TraceDFTM(x *mat.Dense, t float64) ([]float64, error) {
+	tr, err := n.dftm.Trace(rowsOf(x), t)
+	if err != nil {
+		return nil, fmt.Errorf("toys: DF-TM trace: %w", err)
+	}
+	return tr, nil
+}
+
+func scoreFromEps(eps *mat.Dense, sigma float64) *mat.Dense {
+	var s mat.Dense
+	s.Scale(-1/sigma, eps)
+	return &s
+}
+
+// vjpDynamics and dftmDynamics feed the learned score and a learned trace
+// to the likelihood solver.
+type vjpDynamics struct{ n *Networks }
+
+func (v vjpDynamics) Eval(x *mat.Dense, t float64) (*mat.Dense, []float64, error) {
+	eps, tr, err := v.n.EpsAndTraceVJP(x, t)
+	if err != nil {
+		return nil, nil, err
+	}
+	return scoreFromEps(eps, v.n.Schedule.Sigma(t)), tr, nil
+}
+
+type dftmDynamics struct{ n *Networks }
+
+func (v dftmDynamics) Eval(x *mat.Dense, t float64) (*mat.Dense, []float64, error) {
+	eps, err := v.n.Eps(x, t)
+	if err != nil {
+		return nil, nil, err
+	}
+	tr, err := v.n.TraceDFTM(x, t)
+	if err != nil {
+		return nil, nil, err
+	}
+	return scoreFromEps(eps, v.n.Schedule.Sigma(t)), tr, nil
+}
+
+// Sample draws m points by Heun steps of the PF-ODE with the learned score
+// from x_T ~ N(0, σ_T² I) down to the schedule's TMin.
+func (n *Networks) Sample(m, steps int, seed uint64) (*mat.Dense, error) {
+	lo, hi := n.Schedule.Interval()
+	ts, err := schedule.TimeGrid(n.Schedule, schedule.GridLogSigma, lo, hi, steps)
+	if err != nil {
+		return nil, err
+	}
+	rng := NewRNG(seed)
+	x := mat.NewDense(m, 2, nil)
+	sT := n.Schedule.Sigma(hi)
+	for i := range x.RawMatrix().Data {
+		x.RawMatrix().Data[i] = sT * rng.NormFloat64()
+	}
+	vel := func(x *mat.Dense, t float64) (*mat.Dense, error) {
+		eps, err := n.Eps(x, t)
+		if err != nil {
+			return nil, err
+		}
+		c, err := schedule.At(n.Schedule, t)
+		if err != nil {
+			return nil, err
+		}
+		// f x − ½ g² ∇log q = f x + ½ g² ε̂/σ
+		var v mat.Dense
+		v.Scale(0.5*c.G2/c.Sigma, eps)
+		v.Add(&v, scaled(c.F, x))
+		return &v, nil
+	}
+	for k := 0; k+1 < len(ts); k++ {
+		h := ts[k+1] - ts[k]
+		k1, err := vel(x, ts[k])
+		if err != nil {
+			return nil, err
+		}
+		var pred mat.Dense
+		pred.Add(x, scaled(h, k1))
+		if k+2 == len(ts) { // last step: Euler, as is usual at the smallest σ
+			x = &pred
+			break
+		}
+		k2, err := vel(&pred, ts[k+1])
+		if err != nil {
+			return nil, err
+		}
+		var sum mat.Dense
+		sum.Add(k1, k2)
+		x.Add(x, scaled(h/2, &sum))
+	}
+	return x, nil
+}
+
+func scaled(a float64, m *mat.Dense) *mat.Dense {
+	var s mat.Dense
+	s.Scale(a, m)
+	return &s
+}
