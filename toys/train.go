@@ -228,6 +228,10 @@ func saveCheckpoint(path string, tc TrainConfig, curve LossCurve, ctx *mlctx.Con
 	})
 }
 
+// maxCheckpointBytes bounds a toy checkpoint's uncompressed size (the toy
+// networks are well under 1 MB).
+const maxCheckpointBytes = 64 << 20
+
 // loadCheckpoint rebuilds a context with the saved weights; a checkpoint
 // made with another TrainConfig is an error.
 func loadCheckpoint(path string, tc TrainConfig, seed uint64) (*mlctx.Context, *checkpoint, error) {
@@ -241,8 +245,28 @@ func loadCheckpoint(path string, tc TrainConfig, seed uint64) (*mlctx.Context, *
 		return nil, nil, fmt.Errorf("toys: checkpoint %s: %w", path, err)
 	}
 	var cp checkpoint
-	if err := gob.NewDecoder(zr).Decode(&cp); err != nil {
+	// Bound what a corrupt or hostile file can make us allocate.
+	lr := &io.LimitedReader{R: zr, N: maxCheckpointBytes + 1}
+	if err := gob.NewDecoder(lr).Decode(&cp); err != nil {
+		if lr.N <= 0 {
+			return nil, nil, fmt.Errorf("toys: checkpoint %s: larger than %d bytes uncompressed", path, maxCheckpointBytes)
+		}
 		return nil, nil, fmt.Errorf("toys: checkpoint %s: %w", path, err)
+	}
+	for _, v := range cp.Vars {
+		n := 1
+		for _, d := range v.Dims {
+			if d < 1 || d > maxCheckpointBytes/4 {
+				return nil, nil, fmt.Errorf("toys: checkpoint %s: variable %s/%s has dimension %d", path, v.Scope, v.Name, d)
+			}
+			n *= d
+			if n > maxCheckpointBytes/4 {
+				return nil, nil, fmt.Errorf("toys: checkpoint %s: variable %s/%s is too large", path, v.Scope, v.Name)
+			}
+		}
+		if n != len(v.Data) {
+			return nil, nil, fmt.Errorf("toys: checkpoint %s: variable %s/%s has %d values for shape %v", path, v.Scope, v.Name, len(v.Data), v.Dims)
+		}
 	}
 	if cp.Train != tc {
 		return nil, nil, fmt.Errorf("toys: checkpoint %s was trained with %+v, config asks for %+v (retrain)", path, cp.Train, tc)
