@@ -2,6 +2,8 @@ package mixture
 
 import (
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"testing"
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
@@ -23,6 +25,9 @@ func BenchmarkTraceMNISTScale(b *testing.B) {
 	m, err := NewDirac(y, nil)
 	if err != nil {
 		b.Fatal(err)
+	}
+	if c, err := strconv.Atoi(os.Getenv("DFX_BENCH_CHUNK")); err == nil {
+		m.ChunkSize = c
 	}
 	x := mat.NewDense(bq, d, nil)
 	for i := 0; i < bq; i++ {

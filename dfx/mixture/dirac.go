@@ -23,7 +23,7 @@ type Dirac struct {
 	ynorm2 []float64      // ‖y_i‖²
 	maxY2  float64
 
-	// ChunkSize is the number of data rows per block (default 1024);
+	// ChunkSize is the number of data rows per block (default 4096);
 	// QueryBlock the number of queries per block (default 256).
 	ChunkSize, QueryBlock int
 }
@@ -132,7 +132,7 @@ func (m *Dirac) evalBlock(q Query, alpha, sigma float64, lo, hi, blockWorkers in
 	needFull := want&Full != 0
 	chunk := m.ChunkSize
 	if chunk <= 0 {
-		chunk = 1024
+		chunk = 4096 // measured best of 512…8192 at N = 60 000, d = 784, B = 256 (OpenBLAS)
 	}
 	chunk = min(chunk, n)
 	s2 := sigma * sigma
