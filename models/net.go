@@ -3,6 +3,7 @@ package models
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
@@ -88,11 +89,29 @@ func activation(name string) func(*graph.Node) *graph.Node {
 	panic(fmt.Sprintf("models: unknown activation %q (want silu, tanh, relu, softplus)", name))
 }
 
-// Scope names of the two networks inside a context.
+// Scope names of the networks inside a context.
 const (
-	ScoreScope = "score"
-	TraceScope = "dftm"
+	ScoreScope        = "score"
+	TraceScope        = "dftm"
+	CentredTraceScope = "nu" // centred DF-TM network ν_θ (ours)
 )
+
+// HasScope reports whether a variable's absolute scope (as
+// context.Variable.Scope returns it) lies under the top-level scope name.
+func HasScope(varScope, name string) bool {
+	return varScope == "/"+name || strings.HasPrefix(varScope, "/"+name+"/")
+}
+
+// HasNetwork reports whether ctx holds variables of the network under the
+// top-level scope name (ScoreScope, TraceScope, CentredTraceScope).
+func HasNetwork(ctx *context.Context, name string) bool {
+	for v := range ctx.IterVariables() {
+		if HasScope(v.Scope(), name) {
+			return true
+		}
+	}
+	return false
+}
 
 // ScoreOutput is the score network's raw output [B, d] in the context's
 // parameterisation (ParamParam).
@@ -119,6 +138,14 @@ func Denoiser(ctx *context.Context, in Inputs) *graph.Node {
 // to regress ‖x₀‖²/d; its optimum is Σᵢ wᵢ‖yᵢ‖²/d (Proposition optimal_t).
 func TraceNet(ctx *context.Context, in Inputs) *graph.Node {
 	return graph.Reshape(ResidualMLP(ctx.In(TraceScope), in, 1), in.X.Shape().Dimensions[0])
+}
+
+// CentredTraceNet is the centred DF-TM network ν_θ(x_t, t) [B] (ours, beyond
+// the paper), trained to regress ‖ε̂_θ − ε‖²/d (objective DFTMCentred); with
+// the exact denoiser its optimum is (α²/σ²) tr Cov[x₀|x_t]/d and
+// tr F = (d/σ²)(1 − ν).
+func CentredTraceNet(ctx *context.Context, in Inputs) *graph.Node {
+	return graph.Reshape(ResidualMLP(ctx.In(CentredTraceScope), in, 1), in.X.Shape().Dimensions[0])
 }
 
 // GuidedEps is classifier-free guidance (Ho & Salimans 2022):

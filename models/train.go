@@ -28,6 +28,12 @@ const (
 	DSM Objective = iota
 	// DFTM fits the DF-TM network t_θ(x_t,t) to ‖x₀‖²/d (paper Algorithm tnet).
 	DFTM
+	// DFTMCentred (ours, beyond the paper) fits the centred DF-TM network
+	// ν_θ(x_t,t) to ‖ε̂_θ − ε‖²/d = (α²/σ²)‖x₀ − ȳ_θ‖²/d, with ε̂_θ (ȳ_θ) from
+	// the frozen, already trained score network in the same context. Its
+	// optimum is (α²/σ²)(tr Cov[x₀|x_t] + ‖ȳ − ȳ_θ‖²)/d, and
+	// tr F ≈ (d/σ²)(1 − ν_θ) without DF-TM's α²/σ⁴ cancellation.
+	DFTMCentred
 )
 
 // Trainer runs optimisation steps for one objective on an in-memory data set.
@@ -73,6 +79,11 @@ func NewTrainer(backend backends.Backend, ctx *context.Context, s schedule.Sched
 	if ts := context.GetParamOr(ctx, ParamTimeSampling, "uniform"); ts != "uniform" && ts != "log-sigma" {
 		return nil, fmt.Errorf("models: time_sampling %q, want uniform or log-sigma", ts)
 	}
+	if obj == DFTMCentred {
+		if err := freezeScoreNetwork(ctx); err != nil {
+			return nil, err
+		}
+	}
 	tr := &Trainer{Backend: backend, Ctx: ctx, Schedule: s, Objective: obj, n: len(data), d: len(data[0]), dtype: dtype}
 	tr.data = make([]float64, 0, tr.n*tr.d)
 	for i, row := range data {
@@ -104,6 +115,23 @@ func NewTrainer(backend backends.Backend, ctx *context.Context, s schedule.Sched
 		return nil, err
 	}
 	return tr, nil
+}
+
+// freezeScoreNetwork marks the score network's variables in ctx
+// non-trainable (the centred DF-TM target uses it without updating it); a
+// context without them is an error.
+func freezeScoreNetwork(ctx *context.Context) error {
+	found := false
+	for v := range ctx.IterVariables() {
+		if HasScope(v.Scope(), ScoreScope) {
+			v.SetTrainable(false)
+			found = true
+		}
+	}
+	if !found {
+		return errors.New("models: the centred DF-TM objective needs a trained score network in the context (scope " + ScoreScope + ")")
+	}
+	return nil
 }
 
 // Step returns the number of optimisation steps taken.
@@ -265,6 +293,11 @@ func (tr *Trainer) stepGraph(ctx *context.Context, args []*graph.Node) *graph.No
 	case DFTM:
 		target := graph.DivScalar(graph.ReduceSum(graph.Square(x0), -1), float64(tr.d))
 		perSample = graph.Square(graph.Sub(TraceNet(ctx, in), target))
+	case DFTMCentred:
+		// x₀ − ȳ_θ = (σ/α)(ε̂_θ − ε), so the target (α²/σ²)‖x₀ − ȳ_θ‖²/d is
+		// the per-sample DSM error of the frozen score network.
+		target := graph.ReduceMean(graph.Square(graph.Sub(graph.StopGradient(Eps(ctx, in)), eps)), -1)
+		perSample = graph.Square(graph.Sub(CentredTraceNet(ctx, in), target))
 	}
 	loss := graph.ReduceAllMean(perSample)
 

@@ -14,8 +14,9 @@ import (
 // Names of the trace methods.
 const (
 	MethodExact = "exact"
-	MethodVJP   = "vjp"   // tr F = (1/σ) Σ_i ∂ε̂_i/∂x_i, eq. nll_VJP
-	MethodDFTM  = "df-tm" // tr F = d/σ² − α²/σ⁴ (d t_θ − ‖ȳ_θ‖²), eq. trace_appro
+	MethodVJP   = "vjp"     // tr F = (1/σ) Σ_i ∂ε̂_i/∂x_i, eq. nll_VJP
+	MethodDFTM  = "df-tm"   // tr F = d/σ² − α²/σ⁴ (d t_θ − ‖ȳ_θ‖²), eq. trace_appro
+	MethodDFTMC = "df-tm-c" // ours, centred: tr F = (d/σ²)(1 − ν_θ), ν_θ ≈ ‖ε̂_θ − ε‖²/d
 )
 
 type evaluator struct {
@@ -54,7 +55,9 @@ func (ev *evaluator) dynamics(method string) likelihood.Dynamics {
 	case MethodVJP:
 		return vjpDynamics{ev.nets[0]}
 	case MethodDFTM:
-		return dftmDynamics{ev.nets[0]}
+		return dftmDynamics{ev.nets[0], false}
+	case MethodDFTMC:
+		return dftmDynamics{ev.nets[0], true}
 	}
 	return likelihood.Exact{M: ev.mix, Schedule: ev.sch}
 }
@@ -90,6 +93,11 @@ func (ev *evaluator) row(t float64, withNLL bool) (Row, error) {
 			if err != nil {
 				return row, err
 			}
+			dftmc, err := n.TraceDFTMC(x, t)
+			if err != nil {
+				return row, err
+			}
+			trErr[MethodDFTMC] = append(trErr[MethodDFTMC], RelErr(dftmc, ex.Trace))
 			trErr[MethodVJP] = append(trErr[MethodVJP], RelErr(vjp, ex.Trace))
 			trErr[MethodDFTM] = append(trErr[MethodDFTM], RelErr(dftm, ex.Trace))
 			scoreErr = append(scoreErr, RelL2(scoreFromEps(eps, ev.sch.Sigma(t)), ex.Score))
@@ -115,7 +123,7 @@ func (ev *evaluator) row(t float64, withNLL bool) (Row, error) {
 	row.ExactNLL = -mean(ex.LogProb)
 	methods := []string{MethodExact}
 	if len(ev.nets) > 0 {
-		methods = append(methods, MethodVJP, MethodDFTM)
+		methods = append(methods, MethodVJP, MethodDFTM, MethodDFTMC)
 	}
 	for _, m := range methods {
 		r, err := likelihood.LogProb(x, ev.dynamics(m), likelihood.Config{
@@ -212,7 +220,11 @@ func (ev *evaluator) heatFields() ([]HeatField, error) {
 			if err != nil {
 				return nil, err
 			}
-			traces[MethodVJP], traces[MethodDFTM] = vjp, dftm
+			dftmc, err := ev.nets[0].TraceDFTMC(x, t)
+			if err != nil {
+				return nil, err
+			}
+			traces[MethodVJP], traces[MethodDFTM], traces[MethodDFTMC] = vjp, dftm, dftmc
 		}
 		hf := HeatField{T: t, Xs: axis, Ys: axis, Fields: map[string][][]float64{}}
 		for m, tr := range traces {
@@ -261,7 +273,11 @@ func (ev *evaluator) timing() ([]Timing, error) {
 			struct {
 				name string
 				fn   func() error
-			}{MethodDFTM + " (ε̂ and t_θ forward, access.DFTM)", func() error { _, err := n.TraceDFTM(x, t); return err }})
+			}{MethodDFTM + " (ε̂ and t_θ forward, access.DFTM)", func() error { _, err := n.TraceDFTM(x, t); return err }},
+			struct {
+				name string
+				fn   func() error
+			}{MethodDFTMC + " (ours; ν_θ forward, access.DFTMCentred)", func() error { _, err := n.TraceDFTMC(x, t); return err }})
 	}
 	var out []Timing
 	for _, f := range fns {

@@ -35,8 +35,9 @@ type Config struct {
 	NLLSteps  int
 	NLLSolver likelihood.Solver
 
-	// Learned turns on the networks (score + DF-TM); without it only the
-	// exact side runs. One network pair is trained per TrainSeeds entry.
+	// Learned turns on the networks (score, DF-TM and centred DF-TM);
+	// without it only the exact side runs. One network triple is trained
+	// per TrainSeeds entry.
 	Learned    bool
 	Train      TrainConfig
 	TrainSeeds []uint64
@@ -144,7 +145,7 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		res.Methods = append(res.Methods, MethodVJP, MethodDFTM)
+		res.Methods = append(res.Methods, MethodVJP, MethodDFTM, MethodDFTMC)
 	}
 	ev := &evaluator{cfg: cfg, sch: sch, mix: mix, data: data, nets: nets}
 	lo, hi := sch.Interval()

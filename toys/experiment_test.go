@@ -67,25 +67,25 @@ func TestCheckpointsAreReloadedAndGiveTheSameTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(first.NetsNotes, "2 networks trained") {
+	if !strings.HasPrefix(first.NetsNotes, "3 networks trained") {
 		t.Fatalf("first run: %s", first.NetsNotes)
 	}
 	second, err := Run(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(second.NetsNotes, "2 loaded") {
+	if !strings.Contains(second.NetsNotes, "3 loaded") {
 		t.Fatalf("second run: %s", second.NetsNotes)
 	}
 	for i := range first.Rows {
-		for _, m := range []string{MethodVJP, MethodDFTM} {
+		for _, m := range []string{MethodVJP, MethodDFTM, MethodDFTMC} {
 			a, b := first.Rows[i].TraceErr[m].Mean, second.Rows[i].TraceErr[m].Mean
 			if math.IsNaN(a) || math.Abs(a-b) > 1e-9*math.Abs(a) {
 				t.Errorf("t = %g, %s: %g then %g", first.Rows[i].T, m, a, b)
 			}
 		}
 	}
-	if len(second.Losses) != 2 || len(second.Losses[0].Loss) != 3 {
+	if len(second.Losses) != 3 || len(second.Losses[0].Loss) != 3 {
 		t.Errorf("loss curves not restored: %+v", second.Losses)
 	}
 	dir := t.TempDir()

@@ -93,7 +93,7 @@ func saveTiles(path string, plots [][]*plot.Plot, size vg.Length) error {
 	})
 }
 
-// errorFigure is the relative trace error versus t for both methods, with a
+// errorFigure is the relative trace error versus t for each learned method, with a
 // band of ± one standard deviation over seeds, on a log scale.
 func (r *Result) errorFigure(path string) error {
 	p := plot.New()
@@ -101,7 +101,7 @@ func (r *Result) errorFigure(path string) error {
 	p.X.Label.Text, p.Y.Label.Text = "t", "Σ|tr̂ − tr| / Σ|tr|"
 	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	p.Legend.Top = true
-	for k, m := range []string{MethodVJP, MethodDFTM} {
+	for k, m := range []string{MethodVJP, MethodDFTM, MethodDFTMC} {
 		col := plotutil.Color(k)
 		var line, upper, lower plotter.XYs
 		for _, row := range r.Curve {
@@ -133,6 +133,10 @@ func (r *Result) errorFigure(path string) error {
 		}
 		l.Color, pts.Color = col, col
 		p.Add(poly, l, pts)
+		if m == MethodDFTMC {
+			p.Legend.Add(m+" (ours, centred)", l, pts)
+			continue // beyond the paper: no paper points
+		}
 		p.Legend.Add(m+" (ours)", l, pts)
 		// the paper's points
 		var paper plotter.XYs
@@ -190,7 +194,7 @@ func (r *Result) samplesFigure(path string) error {
 // (the paper's Figure 1a shows the DF-TM loss).
 func (r *Result) lossFigure(path string) error {
 	var rows []*plot.Plot
-	for _, net := range []string{"score", "df-tm"} {
+	for _, net := range []string{"score", "df-tm", "df-tm-c"} {
 		var series []plotx.Series
 		for _, c := range r.Losses {
 			if c.Net != net {
@@ -205,7 +209,8 @@ func (r *Result) lossFigure(path string) error {
 		if len(series) == 0 {
 			continue
 		}
-		title := map[string]string{"score": "score network (DSM, ε-loss)", "df-tm": "DF-TM network (|t_θ − ‖x₀‖²/d|²)"}[net]
+		title := map[string]string{"score": "score network (DSM, ε-loss)", "df-tm": "DF-TM network (|t_θ − ‖x₀‖²/d|²)",
+			"df-tm-c": "centred DF-TM network, ours (|ν_θ − ‖ε̂_θ − ε‖²/d|²)"}[net]
 		p, err := plotx.LogLines(title, "step", "training loss", false, true, series...)
 		if err != nil {
 			return err

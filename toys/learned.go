@@ -28,6 +28,7 @@ type Networks struct {
 	tnetExec *context.Exec
 	vjp      *access.VJPTrace
 	dftm     *access.DFTM
+	dftmc    *access.DFTMCentred // nil without a centred network
 }
 
 // newNetworks compiles the evaluators of the weights in ctx (both networks'
@@ -56,6 +57,11 @@ func newNetworks(backend backends.Backend, s schedule.Schedule, seed uint64, ctx
 	}
 	if n.dftm, err = access.NewDFTM(net); err != nil {
 		return nil, fmt.Errorf("toys: %w", err)
+	}
+	if net.Nu != nil {
+		if n.dftmc, err = access.NewDFTMCentred(net); err != nil {
+			return nil, fmt.Errorf("toys: %w", err)
+		}
 	}
 	return n, nil
 }
@@ -145,6 +151,19 @@ func (n *Networks) TraceDFTM(x *mat.Dense, t float64) ([]float64, error) {
 	return tr, nil
 }
 
+// TraceDFTMC is the centred DF-TM trace (ours) (d/σ²)(1 − ν_θ) by
+// access.DFTMCentred.
+func (n *Networks) TraceDFTMC(x *mat.Dense, t float64) ([]float64, error) {
+	if n.dftmc == nil {
+		return nil, fmt.Errorf("toys: no centred DF-TM network")
+	}
+	tr, err := n.dftmc.Trace(rowsOf(x), t)
+	if err != nil {
+		return nil, fmt.Errorf("toys: centred DF-TM trace: %w", err)
+	}
+	return tr, nil
+}
+
 func scoreFromEps(eps *mat.Dense, sigma float64) *mat.Dense {
 	var s mat.Dense
 	s.Scale(-1/sigma, eps)
@@ -163,14 +182,22 @@ func (v vjpDynamics) Eval(x *mat.Dense, t float64) (*mat.Dense, []float64, error
 	return scoreFromEps(eps, v.n.Schedule.Sigma(t)), tr, nil
 }
 
-type dftmDynamics struct{ n *Networks }
+// dftmDynamics uses DF-TM, or the centred DF-TM (ours) when centred.
+type dftmDynamics struct {
+	n       *Networks
+	centred bool
+}
 
 func (v dftmDynamics) Eval(x *mat.Dense, t float64) (*mat.Dense, []float64, error) {
 	eps, err := v.n.Eps(x, t)
 	if err != nil {
 		return nil, nil, err
 	}
-	tr, err := v.n.TraceDFTM(x, t)
+	trace := v.n.TraceDFTM
+	if v.centred {
+		trace = v.n.TraceDFTMC
+	}
+	tr, err := trace(x, t)
 	if err != nil {
 		return nil, nil, err
 	}

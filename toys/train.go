@@ -22,7 +22,7 @@ import (
 	"github.com/dfx-lab/dfx/models"
 )
 
-// TrainConfig sizes the two networks and their training.
+// TrainConfig sizes the three networks and their training.
 type TrainConfig struct {
 	Width, Depth, EmbedDim int
 	Steps, BatchSize       int
@@ -44,7 +44,7 @@ func FullTrain() TrainConfig {
 // LossCurve is the training loss of one network: Loss[i] is the mean batch
 // loss over the LogEvery steps ending at Step[i].
 type LossCurve struct {
-	Net  string // "score" (DSM) or "df-tm"
+	Net  string // "score" (DSM), "df-tm" or "df-tm-c" (centred, ours)
 	Seed uint64
 	Step []int
 	Loss []float64
@@ -93,9 +93,9 @@ func obtainNetworks(ctx context.Context, cfg Config, sch schedule.Schedule, data
 	var nets []*Networks
 	trained, loaded := 0, 0
 	for _, seed := range cfg.TrainSeeds {
-		var ctxs [2]*mlctx.Context
-		for k, obj := range []models.Objective{models.DSM, models.DFTM} {
-			name := [2]string{"score", "df-tm"}[k]
+		var ctxs [3]*mlctx.Context
+		for k, obj := range []models.Objective{models.DSM, models.DFTM, models.DFTMCentred} {
+			name := [3]string{"score", "df-tm", "df-tm-c"}[k]
 			path := ""
 			if cfg.Checkpoints != "" {
 				path = checkpointPath(cfg, name, seed)
@@ -113,7 +113,13 @@ func obtainNetworks(ctx context.Context, cfg Config, sch schedule.Schedule, data
 			}
 			if ctxs[k] == nil {
 				start := time.Now()
-				ctxs[k], curve, err = trainNetwork(ctx, backend, cfg.Train, sch, obj, rows, seed, name, log)
+				var base *mlctx.Context
+				if obj == models.DFTMCentred { // its target needs the trained score network, frozen
+					if base, err = mergeWeights(cfg.Train.context(seed), ctxs[0]); err != nil {
+						return nil, err
+					}
+				}
+				ctxs[k], curve, err = trainNetwork(ctx, backend, cfg.Train, sch, obj, base, rows, seed, name, log)
 				if err != nil {
 					return nil, err
 				}
@@ -141,12 +147,16 @@ func obtainNetworks(ctx context.Context, cfg Config, sch schedule.Schedule, data
 	return nets, nil
 }
 
-// trainNetwork trains one network and returns the context holding its EMA
-// weights (for evaluation) and its loss curve.
-func trainNetwork(ctx context.Context, backend backends.Backend, tc TrainConfig, sch schedule.Schedule, obj models.Objective, rows [][]float64, seed uint64, name string, log io.Writer) (*mlctx.Context, LossCurve, error) {
+// trainNetwork trains one network, starting from base (nil: an empty
+// context of tc), and returns the context holding its EMA weights (for
+// evaluation) and its loss curve.
+func trainNetwork(ctx context.Context, backend backends.Backend, tc TrainConfig, sch schedule.Schedule, obj models.Objective, base *mlctx.Context, rows [][]float64, seed uint64, name string, log io.Writer) (*mlctx.Context, LossCurve, error) {
 	start := time.Now()
 	curve := LossCurve{Net: name, Seed: seed}
-	tr, err := models.NewTrainer(backend, tc.context(seed), sch, obj, rows, nil)
+	if base == nil {
+		base = tc.context(seed)
+	}
+	tr, err := models.NewTrainer(backend, base, sch, obj, rows, nil)
 	if err != nil {
 		return nil, curve, fmt.Errorf("toys: %s network: %w", name, err)
 	}

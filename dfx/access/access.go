@@ -10,6 +10,8 @@
 //   - Hutchinson (Rademacher or Gaussian probes) and HutchPP (Hutch++);
 //   - VJPMatVec: F v ≈ (1/σ) ∂⟨ε_θ, v⟩/∂x (eq. Adjoint_VJP);
 //   - DFTM: tr F ≈ d/σ² − (α²/σ⁴)(d·t_θ − ‖ȳ_θ‖²) (eq. trace_appro);
+//   - DFTMCentred (ours, beyond the paper): tr F ≈ (d/σ²)(1 − ν_θ) with ν_θ
+//     regressed on ‖ε̂_θ − ε‖²/d, free of DF-TM's α²/σ⁴ cancellation;
 //   - DFEA: F v ≈ v/σ² − (α²/σ⁴)⟨x₀,v⟩x₀ + (α²/σ⁴)⟨ȳ_θ,v⟩ȳ_θ (eq. EA_approx);
 //   - Exact: a Dirac mixture's closed forms as a graph (Proposition
 //     analytic_dirac), whose ε is also usable as a "network" (ExactEps).
@@ -59,6 +61,7 @@ type Net struct {
 	DType    dtypes.DType // Float32 or Float64
 	Eps      EpsFn
 	T        ScalarFn // DF-TM network; nil if none
+	Nu       ScalarFn // centred DF-TM network ν_θ (ours); nil if none
 }
 
 // coefficients checks t and returns α(t), σ(t).

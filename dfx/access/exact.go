@@ -42,7 +42,7 @@ func NewMixture(backend backends.Backend, s schedule.Schedule, dtype dtypes.DTyp
 		}
 	}
 	m.y2Var = ctx.In("mixture").VariableWithValue("y2", matrix(dtype, [][]float64{norms})).SetTrainable(false)
-	m.net = &Net{Backend: backend, Ctx: ctx, Schedule: s, DType: dtype, Eps: m.Eps, T: m.T}
+	m.net = &Net{Backend: backend, Ctx: ctx, Schedule: s, DType: dtype, Eps: m.Eps, T: m.T, Nu: m.Nu}
 	var err error
 	if m.trace, err = m.net.exec(func(ctx *context.Context, in []*graph.Node) *graph.Node {
 		return m.traceGraph(in[0], in[1], in[2])
@@ -57,7 +57,7 @@ func NewMixture(backend backends.Backend, s schedule.Schedule, dtype dtypes.DTyp
 	return m, nil
 }
 
-// Net is the mixture as a network (ε and DF-TM t), for the other estimators.
+// Net is the mixture as a network (ε, DF-TM t and centred ν), for the other estimators.
 func (m *Mixture) Net() *Net { return m.net }
 
 // posterior returns w [R,N], ȳ [R,d] and Σ wᵢ‖yᵢ‖² [R] at rows x [R,d].
@@ -84,6 +84,14 @@ func (m *Mixture) Eps(_ *context.Context, x, alpha, sigma *graph.Node) *graph.No
 func (m *Mixture) T(_ *context.Context, x, alpha, sigma *graph.Node) *graph.Node {
 	_, _, wy2 := m.posterior(x, alpha, sigma)
 	return graph.DivScalar(wy2, float64(m.d))
+}
+
+// Nu is the exact centred DF-TM target (α²/σ²) tr Cov[x₀|x_t]/d
+// = (α²/σ²)(Σ wᵢ‖yᵢ‖² − ‖ȳ‖²)/d, the optimum of ν_θ with the exact denoiser.
+func (m *Mixture) Nu(_ *context.Context, x, alpha, sigma *graph.Node) *graph.Node {
+	_, ybar, wy2 := m.posterior(x, alpha, sigma)
+	spread := graph.Sub(wy2, graph.ReduceSum(graph.Square(ybar), -1))
+	return graph.DivScalar(graph.Mul(graph.Square(graph.Div(alpha, sigma)), spread), float64(m.d))
 }
 
 func (m *Mixture) traceGraph(x, alpha, sigma *graph.Node) *graph.Node {

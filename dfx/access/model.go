@@ -13,8 +13,9 @@ import (
 	"github.com/dfx-lab/dfx/models"
 )
 
-// FromModel wraps a models context (score network, and the DF-TM network if
-// withTrace) as a Net for unconditional queries. Use models.EMAContext(ctx)
+// FromModel wraps a models context (score network, and if withTrace the
+// DF-TM network and, where ctx holds one, the centred DF-TM network ν_θ) as
+// a Net for unconditional queries. Use models.EMAContext(ctx)
 // to evaluate the EMA weights. The variables are moved to host memory, so
 // the backend may differ from the one that trained them.
 func FromModel(backend backends.Backend, ctx *context.Context, s schedule.Schedule, withTrace bool) (*Net, error) {
@@ -41,6 +42,11 @@ func FromModel(backend backends.Backend, ctx *context.Context, s schedule.Schedu
 	if withTrace {
 		n.T = func(ctx *context.Context, x, alpha, sigma *graph.Node) *graph.Node {
 			return models.TraceNet(ctx, models.Inputs{X: x, Alpha: alpha, Sigma: sigma, Class: nullClass(ctx, x)})
+		}
+		if models.HasNetwork(ctx, models.CentredTraceScope) {
+			n.Nu = func(ctx *context.Context, x, alpha, sigma *graph.Node) *graph.Node {
+				return models.CentredTraceNet(ctx, models.Inputs{X: x, Alpha: alpha, Sigma: sigma, Class: nullClass(ctx, x)})
+			}
 		}
 	}
 	return n, nil
