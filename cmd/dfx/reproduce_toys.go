@@ -2,4 +2,7 @@ package main
 
 import "github.com/dfx-lab/dfx/toys"
 
-func init() { experiments["toys"] = toys.Reproduce }
+func init() {
+	experiments["toys"] = toys.Reproduce
+	experiments["toys-others"] = toys.ReproduceOthers
+}
