@@ -41,16 +41,21 @@ func NewDFTM(n *Net) (*DFTM, error) {
 func (*DFTM) Name() string { return "df-tm" }
 
 func (e *DFTM) Trace(x [][]float64, t float64) ([]float64, error) {
+	return e.net.scalarAt(e.exec, x, t)
+}
+
+// scalarAt runs a compiled per-query scalar graph of (x, α, σ) at time t.
+func (n *Net) scalarAt(exec *context.Exec, x [][]float64, t float64) ([]float64, error) {
 	b, _, err := checkBatch(x, nil)
 	if err != nil {
 		return nil, err
 	}
-	a, s, err := e.net.coefficients(t)
+	a, s, err := n.coefficients(t)
 	if err != nil {
 		return nil, err
 	}
-	dt := e.net.DType
-	res, err := e.exec.Exec(matrix(dt, x), filled(dt, b, a), filled(dt, b, s))
+	dt := n.DType
+	res, err := exec.Exec(matrix(dt, x), filled(dt, b, a), filled(dt, b, s))
 	if err != nil {
 		return nil, fmt.Errorf("access: %w", err)
 	}

@@ -2,7 +2,6 @@ package access
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/ml/context"
@@ -45,18 +44,5 @@ func NewDFTMCentred(n *Net) (*DFTMCentred, error) {
 func (*DFTMCentred) Name() string { return "df-tm-c" }
 
 func (e *DFTMCentred) Trace(x [][]float64, t float64) ([]float64, error) {
-	b, _, err := checkBatch(x, nil)
-	if err != nil {
-		return nil, err
-	}
-	a, s, err := e.net.coefficients(t)
-	if err != nil {
-		return nil, err
-	}
-	dt := e.net.DType
-	res, err := e.exec.Exec(matrix(dt, x), filled(dt, b, a), filled(dt, b, s))
-	if err != nil {
-		return nil, fmt.Errorf("access: %w", err)
-	}
-	return flat(res[0]), nil
+	return e.net.scalarAt(e.exec, x, t)
 }

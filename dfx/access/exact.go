@@ -117,23 +117,12 @@ func (*Mixture) Name() string { return "exact" }
 
 // Trace is the closed-form tr F (Proposition trace_matching).
 func (m *Mixture) Trace(x [][]float64, t float64) ([]float64, error) {
-	b, d, err := checkBatch(x, nil)
-	if err != nil {
+	if _, d, err := checkBatch(x, nil); err != nil {
 		return nil, err
-	}
-	if d != m.d {
+	} else if d != m.d {
 		return nil, fmt.Errorf("access: query dim %d, mixture dim %d", d, m.d)
 	}
-	a, s, err := m.net.coefficients(t)
-	if err != nil {
-		return nil, err
-	}
-	dt := m.net.DType
-	res, err := m.trace.Exec(matrix(dt, x), filled(dt, b, a), filled(dt, b, s))
-	if err != nil {
-		return nil, fmt.Errorf("access: %w", err)
-	}
-	return flat(res[0]), nil
+	return m.net.scalarAt(m.trace, x, t)
 }
 
 // MatVec is the closed-form F v (Proposition analytic_dirac).
