@@ -138,7 +138,10 @@ func (r *Result) errorFigure(path string) error {
 			continue // beyond the paper: no paper points
 		}
 		p.Legend.Add(m+" (ours)", l, pts)
-		// the paper's points
+		if !r.hasPaper() {
+			continue
+		}
+		// the paper's points (chessboard, VE)
 		var paper plotter.XYs
 		lo, _ := r.Schedule.Interval()
 		for i, t := range paperTimes {

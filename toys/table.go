@@ -21,8 +21,18 @@ var PaperTable2 = map[string][]float64{
 
 var paperTimes = []float64{1, 0.8, 0.6, 0.4, 0.2, 0}
 
-// paperValue is the paper's figure for a method at a configured time, or NaN.
-func paperValue(method string, t float64) (float64, bool) {
+// hasPaper reports whether the paper's Table 2 applies: the chessboard
+// under the VE schedule.
+func (r *Result) hasPaper() bool {
+	return r.Config.Dataset == "checkerboard" && r.Schedule.Name() == "ve"
+}
+
+// paperValue is the paper's figure for a method at a configured time, when
+// the paper has one for this data set.
+func (r *Result) paperValue(method string, t float64) (float64, bool) {
+	if !r.hasPaper() {
+		return 0, false
+	}
 	for i, pt := range paperTimes {
 		if pt == t {
 			return PaperTable2[method][i], true
@@ -92,8 +102,8 @@ func (r *Result) writeMarkdown(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "| %g | %.3g | %.4g |", label, row.Sigma, row.ExactTr.Mean)
 		if r.learned() {
-			pv, okv := paperValue(MethodVJP, label)
-			pd, _ := paperValue(MethodDFTM, label)
+			pv, okv := r.paperValue(MethodVJP, label)
+			pd, _ := r.paperValue(MethodDFTM, label)
 			paper := func(v float64) string {
 				if !okv {
 					return "–"
@@ -158,8 +168,8 @@ func (r *Result) writeRowsCSV(w io.Writer, rows []Row, withNLL bool) error {
 			if row.T == lo {
 				label = 0
 			}
-			pv, ok := paperValue(MethodVJP, label)
-			pd, _ := paperValue(MethodDFTM, label)
+			pv, ok := r.paperValue(MethodVJP, label)
+			pd, _ := r.paperValue(MethodDFTM, label)
 			ps := []string{"", ""}
 			if ok {
 				ps = []string{f(pv), f(pd)}
