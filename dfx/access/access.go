@@ -74,6 +74,17 @@ func (n *Net) coefficients(t float64) (alpha, sigma float64, err error) {
 }
 
 // checkBatch validates x [B][d] (and v, if given, of the same shape).
+// batchAt checks a batch (and its vectors v, nil for none) and returns its
+// size, its dimension and the schedule's α, σ at t: the prologue of every
+// estimator.
+func (n *Net) batchAt(x, v [][]float64, t float64) (b, d int, a, s float64, err error) {
+	if b, d, err = checkBatch(x, v); err != nil {
+		return 0, 0, 0, 0, err
+	}
+	a, s, err = n.coefficients(t)
+	return b, d, a, s, err
+}
+
 func checkBatch(x, v [][]float64) (b, d int, err error) {
 	if len(x) == 0 || len(x[0]) == 0 {
 		return 0, 0, fmt.Errorf("access: empty batch")

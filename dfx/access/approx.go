@@ -46,11 +46,7 @@ func (e *DFTM) Trace(x [][]float64, t float64) ([]float64, error) {
 
 // scalarAt runs a compiled per-query scalar graph of (x, α, σ) at time t.
 func (n *Net) scalarAt(exec *context.Exec, x [][]float64, t float64) ([]float64, error) {
-	b, _, err := checkBatch(x, nil)
-	if err != nil {
-		return nil, err
-	}
-	a, s, err := n.coefficients(t)
+	b, _, a, s, err := n.batchAt(x, nil, t)
 	if err != nil {
 		return nil, err
 	}
@@ -104,16 +100,12 @@ func (e *DFEA) MatVec(x [][]float64, t float64, v [][]float64) ([][]float64, err
 
 // MatVecAt is MatVec with explicit endpoints x0 [B][d].
 func (e *DFEA) MatVecAt(x, x0 [][]float64, t float64, v [][]float64) ([][]float64, error) {
-	b, d, err := checkBatch(x, v)
+	b, d, a, s, err := e.net.batchAt(x, v, t)
 	if err != nil {
 		return nil, err
 	}
 	if _, _, err := checkBatch(x, x0); err != nil {
 		return nil, fmt.Errorf("access: endpoints: %w", err)
-	}
-	a, s, err := e.net.coefficients(t)
-	if err != nil {
-		return nil, err
 	}
 	dt := e.net.DType
 	res, err := e.exec.Exec(matrix(dt, x), matrix(dt, x0), matrix(dt, v), filled(dt, b, a), filled(dt, b, s))

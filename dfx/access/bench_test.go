@@ -83,13 +83,5 @@ func BenchmarkAccess(b *testing.B) {
 }
 
 func randomRows(n, d int) [][]float64 {
-	rng := rand.New(rand.NewPCG(2, uint64(d)))
-	out := make([][]float64, n)
-	for i := range out {
-		out[i] = make([]float64, d)
-		for j := range out[i] {
-			out[i][j] = rng.NormFloat64()
-		}
-	}
-	return out
+	return gaussianRows(rand.New(rand.NewPCG(2, uint64(d))), n, d)
 }

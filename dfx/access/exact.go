@@ -127,16 +127,12 @@ func (m *Mixture) Trace(x [][]float64, t float64) ([]float64, error) {
 
 // MatVec is the closed-form F v (Proposition analytic_dirac).
 func (m *Mixture) MatVec(x [][]float64, t float64, v [][]float64) ([][]float64, error) {
-	b, d, err := checkBatch(x, v)
+	b, d, a, s, err := m.net.batchAt(x, v, t)
 	if err != nil {
 		return nil, err
 	}
 	if d != m.d {
 		return nil, fmt.Errorf("access: query dim %d, mixture dim %d", d, m.d)
-	}
-	a, s, err := m.net.coefficients(t)
-	if err != nil {
-		return nil, err
 	}
 	dt := m.net.DType
 	res, err := m.mvec.Exec(matrix(dt, x), matrix(dt, v), filled(dt, b, a), filled(dt, b, s))

@@ -71,11 +71,7 @@ func NewVJPTrace(n *Net, maxRows int) (*VJPTrace, error) {
 func (*VJPTrace) Name() string { return "vjp-exact" }
 
 func (e *VJPTrace) Trace(x [][]float64, t float64) ([]float64, error) {
-	b, d, err := checkBatch(x, nil)
-	if err != nil {
-		return nil, err
-	}
-	a, s, err := e.r.net.coefficients(t)
+	b, d, a, s, err := e.r.net.batchAt(x, nil, t)
 	if err != nil {
 		return nil, err
 	}
@@ -153,11 +149,7 @@ func NewHutchinson(n *Net, k int, p Probe, seed uint64) (*Hutchinson, error) {
 func (h *Hutchinson) Name() string { return fmt.Sprintf("hutchinson-%d", h.K) }
 
 func (h *Hutchinson) Trace(x [][]float64, t float64) ([]float64, error) {
-	b, d, err := checkBatch(x, nil)
-	if err != nil {
-		return nil, err
-	}
-	a, s, err := h.r.net.coefficients(t)
+	b, d, a, s, err := h.r.net.batchAt(x, nil, t)
 	if err != nil {
 		return nil, err
 	}
@@ -196,11 +188,7 @@ func NewHutchPP(n *Net, m int, seed uint64) (*HutchPP, error) {
 func (h *HutchPP) Name() string { return fmt.Sprintf("hutch++-%d", h.M) }
 
 func (h *HutchPP) Trace(x [][]float64, t float64) ([]float64, error) {
-	b, d, err := checkBatch(x, nil)
-	if err != nil {
-		return nil, err
-	}
-	a, s, err := h.r.net.coefficients(t)
+	b, d, a, s, err := h.r.net.batchAt(x, nil, t)
 	if err != nil {
 		return nil, err
 	}
@@ -259,11 +247,7 @@ func NewVJPMatVec(n *Net) (*VJPMatVec, error) {
 func (*VJPMatVec) Name() string { return "vjp-matvec" }
 
 func (m *VJPMatVec) MatVec(x [][]float64, t float64, v [][]float64) ([][]float64, error) {
-	_, d, err := checkBatch(x, v)
-	if err != nil {
-		return nil, err
-	}
-	a, s, err := m.r.net.coefficients(t)
+	_, d, a, s, err := m.r.net.batchAt(x, v, t)
 	if err != nil {
 		return nil, err
 	}
