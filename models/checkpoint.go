@@ -2,207 +2,373 @@ package models
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
-	"math/rand/v2"
-
+	"io"
+	"math"
 	"os"
+	"slices"
 	"sort"
+	"strconv"
+	"strings"
 
-	"github.com/gomlx/gomlx/pkg/core/dtypes"
-	"github.com/gomlx/gomlx/pkg/core/shapes"
-	"github.com/gomlx/gomlx/pkg/core/tensors"
-	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
 
 	"github.com/dfx-lab/dfx/internal/atomicfile"
 )
 
-// Checkpoint file layout (little-endian):
+// The one checkpoint format of dfx (little-endian):
 //
-//	magic "DFXCKPT\x00" | uint32 version | uint32 header length H | H bytes JSON header |
-//	variable data in header order | uint32 CRC-32 (IEEE) of everything before it.
+//	magic "DFXCKPT\x00" | uint32 version (2) | uint32 header length H |
+//	H bytes of JSON header | variable data, in header order, raw little-endian |
+//	32-byte SHA-256 of everything before it.
 //
-// The header holds the hyperparameters, the trainer's step and sampling-stream
-// state, and each variable's scope/name, dtype and dimensions. Every size read
-// is bounded before allocation; the CRC and exact file length are checked
-// before any variable is touched.
+// The header (CheckpointHeader) holds the kind ("trainer": every variable of
+// a training run, optimiser moments, EMA and RNG state included, to resume
+// exactly; "weights": the evaluation weights only), the hyperparameters, the
+// objective, step and sampling-stream state, a free-form configuration and
+// each variable's path, dtype, dimensions and trainability.
+//
+// Reading is strict: the file length and checksum are verified before the
+// header is parsed; the header is bounded (MaxCheckpointHeader), parsed
+// with unknown fields rejected; every dtype, rank and dimension is checked
+// and sizes are accumulated without overflow against the bytes present;
+// duplicate or malformed paths, trailing bytes and non-finite values are
+// errors. Every error wraps ErrCheckpoint.
 const (
-	checkpointMagic   = "DFXCKPT\x00"
-	checkpointVersion = 1
-	maxHeaderBytes    = 16 << 20
-	maxRank           = 8
+	checkpointMagic     = "DFXCKPT\x00"
+	checkpointVersion   = 2
+	MaxCheckpointHeader = 16 << 20
+	maxRank             = 8
+	checksumLen         = sha256.Size
+	// Checkpoint kinds.
+	KindTrainer = "trainer"
+	KindWeights = "weights"
 )
 
 // ErrCheckpoint is wrapped by every error about a corrupt or mismatched checkpoint.
 var ErrCheckpoint = errors.New("bad checkpoint")
 
-type ckptVariable struct {
-	Scope, Name string
-	DType       string
-	Dims        []int
-	Trainable   bool
+// CheckpointVariable describes one stored variable.
+type CheckpointVariable struct {
+	Path      string // absolute: "/score/input/weights"
+	DType     string // "Float32", "Float64", "Int64", "Int32", "Uint64", "Uint32"
+	Dims      []int
+	Trainable bool
 }
 
-type ckptHeader struct {
-	Params    map[string]string
-	Objective int
+// CheckpointHeader is the JSON header of a checkpoint.
+type CheckpointHeader struct {
+	Kind      string
+	Objective string // "dsm", "df-tm", "df-tm-c", or "" for a bundle of networks
+	Dim       int    // data dimension d the networks take
+	Networks  []string // top-level scopes of the networks stored (ScoreScope, TraceScope, CentredTraceScope)
 	Step      int64
-	PCG       []byte
-	Variables []ckptVariable
+	PCG       []byte            `json:",omitempty"` // sampling stream state (trainer)
+	Params    map[string]string // store parameters by full path, as "type:value"
+	Config    json.RawMessage   `json:",omitempty"` // the producer's own configuration (e.g. a loss curve)
+	Variables []CheckpointVariable
 }
 
-// paramsOf renders the context's hyperparameters as "type:value" strings.
-func paramsOf(ctx *context.Context) map[string]string {
+// Checkpoint is a decoded checkpoint: its header and one tensor per variable.
+type Checkpoint struct {
+	Header CheckpointHeader
+	Values []*tensors.Tensor // in Header.Variables order
+}
+
+// allowedDTypes are the dtypes a checkpoint may hold, by DType.String().
+var allowedDTypes = func() map[string]dtypes.DType {
+	m := map[string]dtypes.DType{}
+	for _, dt := range []dtypes.DType{dtypes.Float32, dtypes.Float64, dtypes.Int64, dtypes.Int32, dtypes.Uint64, dtypes.Uint32} {
+		m[dt.String()] = dt
+	}
+	return m
+}()
+
+// encodeParams renders the store's parameters as "type:value" strings.
+func encodeParams(store *model.Store) (map[string]string, error) {
 	out := map[string]string{}
-	ctx.EnumerateParams(func(scope, key string, value any) {
-		out[scope+"|"+key] = fmt.Sprintf("%T:%v", value, value)
-	})
-	return out
+	for path, value := range store.IterParams() {
+		switch v := value.(type) {
+		case int:
+			out[path] = "int:" + strconv.Itoa(v)
+		case float64:
+			out[path] = "float64:" + strconv.FormatFloat(v, 'g', -1, 64)
+		case string:
+			out[path] = "string:" + v
+		case bool:
+			out[path] = "bool:" + strconv.FormatBool(v)
+		default:
+			return nil, fmt.Errorf("models: parameter %s has type %T, which checkpoints do not store", path, value)
+		}
+	}
+	return out, nil
 }
 
-// Save writes the trainer's full state (every context variable, including
-// optimiser moments, EMA and RNG state, plus step and sampling stream)
-// atomically to path.
-func (tr *Trainer) Save(path string) error {
-	pcg, err := tr.pcg.MarshalBinary()
-	if err != nil {
-		return err
+// decodeParam is the inverse of one encodeParams entry.
+func decodeParam(s string) (any, error) {
+	typ, val, ok := strings.Cut(s, ":")
+	if !ok {
+		return nil, fmt.Errorf("parameter value %q has no type", s)
 	}
-	h := ckptHeader{Params: paramsOf(tr.Ctx), Objective: int(tr.Objective), Step: tr.step, PCG: pcg}
-	var vars []*context.Variable
-	for v := range tr.Ctx.IterVariables() {
-		if !v.HasValue() {
-			continue
+	switch typ {
+	case "int":
+		return strconv.Atoi(val)
+	case "float64":
+		return strconv.ParseFloat(val, 64)
+	case "string":
+		return val, nil
+	case "bool":
+		return strconv.ParseBool(val)
+	}
+	return nil, fmt.Errorf("parameter type %q", typ)
+}
+
+// NewStoreFromParams is a store holding the checkpoint's parameters (and no
+// variables).
+func (c *Checkpoint) NewStoreFromParams() (*model.Store, error) {
+	store := model.NewStore()
+	for path, s := range c.Header.Params {
+		v, err := decodeParam(s)
+		if err != nil {
+			return nil, fmt.Errorf("models: checkpoint parameter %s: %v: %w", path, err, ErrCheckpoint)
 		}
-		vars = append(vars, v)
+		store.SetParam(path, v)
 	}
-	sort.Slice(vars, func(i, j int) bool { return vars[i].ScopeAndName() < vars[j].ScopeAndName() })
-	var body bytes.Buffer
+	return store, nil
+}
+
+// CheckpointOf collects the variables of store (those with a value; keep
+// selects a subset, nil for all) into a checkpoint of the given kind.
+func CheckpointOf(store *model.Store, kind string, keep func(*model.Variable) bool) (*Checkpoint, error) {
+	params, err := encodeParams(store)
+	if err != nil {
+		return nil, err
+	}
+	c := &Checkpoint{Header: CheckpointHeader{Kind: kind, Params: params}}
+	var vars []*model.Variable
+	for v := range store.IterVariables() {
+		if v.HasValue() && (keep == nil || keep(v)) {
+			vars = append(vars, v)
+		}
+	}
+	sort.Slice(vars, func(i, j int) bool { return vars[i].Path() < vars[j].Path() })
 	for _, v := range vars {
 		val, err := v.Value()
 		if err != nil {
-			return err
+			return nil, err
 		}
-		h.Variables = append(h.Variables, ckptVariable{v.Scope(), v.Name(), val.DType().String(), val.Shape().Dimensions, v.Trainable})
-		if err := val.ConstBytes(func(b []byte) { body.Write(b) }); err != nil {
-			return err
-		}
+		c.Header.Variables = append(c.Header.Variables, CheckpointVariable{v.Path(), val.DType().String(), slices.Clone(val.Shape().Dimensions), v.Trainable})
+		c.Values = append(c.Values, val)
 	}
-	hdr, err := json.Marshal(h)
+	return c, nil
+}
+
+// Encode serialises the checkpoint.
+func (c *Checkpoint) Encode() ([]byte, error) {
+	if len(c.Values) != len(c.Header.Variables) {
+		return nil, fmt.Errorf("models: checkpoint has %d values for %d variables", len(c.Values), len(c.Header.Variables))
+	}
+	hdr, err := json.Marshal(c.Header)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	if len(hdr) > MaxCheckpointHeader {
+		return nil, fmt.Errorf("models: checkpoint header of %d bytes exceeds %d", len(hdr), MaxCheckpointHeader)
 	}
 	var buf bytes.Buffer
 	buf.WriteString(checkpointMagic)
 	_ = binary.Write(&buf, binary.LittleEndian, uint32(checkpointVersion))
 	_ = binary.Write(&buf, binary.LittleEndian, uint32(len(hdr)))
 	buf.Write(hdr)
-	buf.Write(body.Bytes())
-	_ = binary.Write(&buf, binary.LittleEndian, crc32.ChecksumIEEE(buf.Bytes()))
-	return atomicfile.WriteFile(path, buf.Bytes())
+	for i, val := range c.Values {
+		if err := val.ConstBytes(func(b []byte) { buf.Write(b) }); err != nil {
+			return nil, fmt.Errorf("models: checkpoint variable %s: %w", c.Header.Variables[i].Path, err)
+		}
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	buf.Write(sum[:])
+	return buf.Bytes(), nil
 }
 
-// Load restores a state written by Save into this trainer, which must have
-// been built with the same hyperparameters and objective; it returns an
-// error wrapping ErrCheckpoint for a corrupt, truncated or mismatched file.
-func (tr *Trainer) Load(path string) error {
-	raw, err := os.ReadFile(path)
+// Write saves the checkpoint atomically to path.
+func (c *Checkpoint) Write(path string) error {
+	raw, err := c.Encode()
 	if err != nil {
 		return err
 	}
+	return atomicfile.WriteFile(path, raw)
+}
+
+// MaxCheckpointBytes bounds what ReadCheckpoint reads from a file.
+const MaxCheckpointBytes = 1 << 30
+
+// ReadCheckpoint reads and verifies a checkpoint file (see DecodeCheckpoint).
+func ReadCheckpoint(path string) (*Checkpoint, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("models: checkpoint: %w", err)
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(io.LimitReader(f, MaxCheckpointBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("models: checkpoint %s: %w", path, err)
+	}
+	if len(raw) > MaxCheckpointBytes {
+		return nil, fmt.Errorf("models: checkpoint %s: larger than %d bytes: %w", path, MaxCheckpointBytes, ErrCheckpoint)
+	}
+	return DecodeCheckpoint(raw, path)
+}
+
+// DecodeCheckpoint verifies and decodes raw (name is used in errors).
+func DecodeCheckpoint(raw []byte, name string) (*Checkpoint, error) {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("models: checkpoint %s: %s: %w", path, fmt.Sprintf(format, args...), ErrCheckpoint)
+		return fmt.Errorf("models: checkpoint %s: %s: %w", name, fmt.Sprintf(format, args...), ErrCheckpoint)
 	}
 	const fixed = len(checkpointMagic) + 8
-	if len(raw) < fixed+4 || string(raw[:len(checkpointMagic)]) != checkpointMagic {
-		return bad("not a dfx checkpoint (bad magic or too short)")
+	if len(raw) < fixed+checksumLen || string(raw[:len(checkpointMagic)]) != checkpointMagic {
+		return nil, bad("not a dfx checkpoint (bad magic or too short)")
 	}
-	if crc := binary.LittleEndian.Uint32(raw[len(raw)-4:]); crc != crc32.ChecksumIEEE(raw[:len(raw)-4]) {
-		return bad("CRC mismatch (corrupt or truncated)")
+	body, tail := raw[:len(raw)-checksumLen], raw[len(raw)-checksumLen:]
+	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], tail) {
+		return nil, bad("checksum mismatch (corrupt or truncated)")
 	}
 	if v := binary.LittleEndian.Uint32(raw[len(checkpointMagic):]); v != checkpointVersion {
-		return bad("version %d, this build reads %d", v, checkpointVersion)
+		return nil, bad("format version %d, this build reads %d", v, checkpointVersion)
 	}
 	hlen := int64(binary.LittleEndian.Uint32(raw[len(checkpointMagic)+4:]))
-	if hlen > maxHeaderBytes || int64(fixed)+hlen > int64(len(raw)-4) {
-		return bad("header length %d out of bounds", hlen)
+	if hlen > MaxCheckpointHeader || int64(fixed)+hlen > int64(len(body)) {
+		return nil, bad("header length %d out of bounds", hlen)
 	}
-	var h ckptHeader
-	if err := json.Unmarshal(raw[fixed:fixed+int(hlen)], &h); err != nil {
-		return bad("header: %v", err)
+	dec := json.NewDecoder(bytes.NewReader(raw[fixed : fixed+int(hlen)]))
+	dec.DisallowUnknownFields()
+	c := &Checkpoint{}
+	if err := dec.Decode(&c.Header); err != nil {
+		return nil, bad("header: %v", err)
 	}
-	if h.Objective != int(tr.Objective) {
-		return bad("objective %d, trainer has %d", h.Objective, tr.Objective)
+	if dec.More() {
+		return nil, bad("header: data after the JSON object")
 	}
-	if err := sameParams(h.Params, paramsOf(tr.Ctx)); err != nil {
-		return bad("%v", err)
+	h := &c.Header
+	if h.Kind != KindTrainer && h.Kind != KindWeights {
+		return nil, bad("kind %q, want %q or %q", h.Kind, KindTrainer, KindWeights)
 	}
-	body := raw[fixed+int(hlen) : len(raw)-4]
-	values := make([]*tensors.Tensor, len(h.Variables))
-	for i, cv := range h.Variables {
-		dt, err := dtypes.DTypeString(cv.DType)
-		if err != nil || dt == dtypes.InvalidDType {
-			return bad("variable %s/%s: dtype %q", cv.Scope, cv.Name, cv.DType)
+	if h.Objective != "" {
+		if _, err := ParseObjective(h.Objective); err != nil {
+			return nil, bad("%v", err)
+		}
+	}
+	if h.Dim < 0 || h.Step < 0 {
+		return nil, bad("dim %d, step %d", h.Dim, h.Step)
+	}
+	for path, s := range h.Params {
+		if _, err := decodeParam(s); err != nil {
+			return nil, bad("parameter %s: %v", path, err)
+		}
+	}
+	data := body[fixed+int(hlen):]
+	seen := make(map[string]bool, len(h.Variables))
+	for _, cv := range h.Variables {
+		if err := checkVariablePath(cv.Path); err != nil {
+			return nil, bad("%v", err)
+		}
+		if seen[cv.Path] {
+			return nil, bad("variable %s stored twice", cv.Path)
+		}
+		seen[cv.Path] = true
+		dt, ok := allowedDTypes[cv.DType]
+		if !ok {
+			return nil, bad("variable %s: dtype %q", cv.Path, cv.DType)
 		}
 		if len(cv.Dims) > maxRank {
-			return bad("variable %s/%s: rank %d", cv.Scope, cv.Name, len(cv.Dims))
+			return nil, bad("variable %s: rank %d > %d", cv.Path, len(cv.Dims), maxRank)
 		}
 		size := int64(dt.Size())
 		for _, d := range cv.Dims {
-			if d < 0 || d > len(body) || size*int64(d) > int64(len(body)) {
-				return bad("variable %s/%s: dims %v exceed the file", cv.Scope, cv.Name, cv.Dims)
+			if d < 0 || int64(d) > int64(len(data)) || size*int64(d) > int64(len(data)) {
+				return nil, bad("variable %s: dims %v exceed the %d bytes left", cv.Path, cv.Dims, len(data))
 			}
 			size *= int64(d)
 		}
-		if size > int64(len(body)) {
-			return bad("variable %s/%s: %d bytes, %d left", cv.Scope, cv.Name, size, len(body))
+		if size > int64(len(data)) {
+			return nil, bad("variable %s: %d bytes, %d left", cv.Path, size, len(data))
 		}
 		t := tensors.FromShape(shapes.Make(dt, cv.Dims...))
-		if err := t.MutableBytes(func(b []byte) { copy(b, body[:size]) }); err != nil {
-			return err
+		if err := t.MutableBytes(func(b []byte) { copy(b, data[:size]) }); err != nil {
+			return nil, bad("variable %s: %v", cv.Path, err)
 		}
-		body = body[size:]
-		values[i] = t
-		if existing := tr.Ctx.InspectVariable(cv.Scope, cv.Name); existing != nil && existing.HasValue() {
-			if !existing.Shape().Equal(t.Shape()) {
-				return bad("variable %s/%s: shape %s, model has %s", cv.Scope, cv.Name, t.Shape(), existing.Shape())
-			}
+		if !finite(t) {
+			return nil, bad("variable %s holds NaN or Inf", cv.Path)
 		}
+		data = data[size:]
+		c.Values = append(c.Values, t)
 	}
-	if len(body) != 0 {
-		return bad("%d trailing bytes", len(body))
+	if len(data) != 0 {
+		return nil, bad("%d bytes after the last variable", len(data))
 	}
-	pcg := new(rand.PCG)
-	if err := pcg.UnmarshalBinary(h.PCG); err != nil {
-		return bad("sampling state: %v", err)
+	return c, nil
+}
+
+func checkVariablePath(p string) error {
+	if !strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") || strings.Contains(p, "//") || len(p) > 1024 {
+		return fmt.Errorf("variable path %q is not an absolute /scope/name", p)
 	}
-	for i, cv := range h.Variables {
-		v := tr.Ctx.InspectVariable(cv.Scope, cv.Name)
-		if v == nil {
-			v = tr.Ctx.InAbsPath(cv.Scope).Checked(false).VariableWithValue(cv.Name, values[i])
-		} else if err := v.SetValue(values[i]); err != nil {
-			return err
-		}
-		v.SetTrainable(cv.Trainable)
-	}
-	*tr.pcg = *pcg
-	tr.step = h.Step
 	return nil
 }
 
-func sameParams(file, model map[string]string) error {
-	for k, v := range model {
-		if fv, ok := file[k]; !ok || fv != v {
-			return fmt.Errorf("hyperparameter %s is %q in the file, %q in the model", k, fv, v)
-		}
+func finite(t *tensors.Tensor) bool {
+	ok := true
+	switch t.DType() {
+	case dtypes.Float32:
+		tensors.ConstFlatData(t, func(v []float32) {
+			for _, x := range v {
+				if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+					ok = false
+					return
+				}
+			}
+		})
+	case dtypes.Float64:
+		tensors.ConstFlatData(t, func(v []float64) {
+			for _, x := range v {
+				if math.IsNaN(x) || math.IsInf(x, 0) {
+					ok = false
+					return
+				}
+			}
+		})
 	}
-	for k, v := range file {
-		if _, ok := model[k]; !ok {
-			return fmt.Errorf("hyperparameter %s=%q in the file is not set in the model", k, v)
+	return ok
+}
+
+// Variable returns the stored value of the variable at path, or nil.
+func (c *Checkpoint) Variable(path string) *tensors.Tensor {
+	for i, v := range c.Header.Variables {
+		if v.Path == path {
+			return c.Values[i]
 		}
 	}
 	return nil
+}
+
+// ParamCount is the number of scalar values in trainable variables.
+func (c *Checkpoint) ParamCount() int64 {
+	var n int64
+	for _, v := range c.Header.Variables {
+		if !v.Trainable {
+			continue
+		}
+		k := int64(1)
+		for _, d := range v.Dims {
+			k *= int64(d)
+		}
+		n += k
+	}
+	return n
 }

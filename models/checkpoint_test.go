@@ -15,7 +15,7 @@ import (
 func newTinyTrainer(t *testing.T, width int) *Trainer {
 	t.Helper()
 	data, labels := tinyData(64, 3)
-	ctx := tinyContext()
+	ctx := tinyStore()
 	ctx.SetParams(map[string]any{ParamWidth: width, ParamNumClasses: 4})
 	tr, err := NewTrainer(MustNewTrainBackend(), ctx, schedule.DefaultVP(), DSM, data, labels)
 	if err != nil {
@@ -46,7 +46,7 @@ func TestCheckpointResumesExactly(t *testing.T) {
 	if _, err := b.TrainSteps(5); err != nil {
 		t.Fatal(err)
 	}
-	wa, wb := weights(t, a.Ctx), weights(t, b.Ctx)
+	wa, wb := weights(t, a.Store), weights(t, b.Store)
 	if len(wa) != len(wb) {
 		t.Fatalf("%d variables vs %d", len(wa), len(wb))
 	}

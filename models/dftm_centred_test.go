@@ -7,15 +7,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gomlx/gomlx/pkg/core/graph"
-	"github.com/gomlx/gomlx/pkg/core/tensors"
-	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
 )
 
 func TestCentredDFTMTrainerNeedsAScoreNetwork(t *testing.T) {
-	if _, err := NewTrainer(MustNewTrainBackend(), tinyContext(), schedule.DefaultVP(), DFTMCentred, [][]float64{{1, 0}, {0, 1}}, nil); err == nil {
+	if _, err := NewTrainer(MustNewTrainBackend(), tinyStore(), schedule.DefaultVP(), DFTMCentred, [][]float64{{1, 0}, {0, 1}}, nil); err == nil {
 		t.Error("centred DF-TM trainer accepted a context without a score network")
 	}
 }
@@ -29,7 +29,7 @@ func TestCentredDFTMNetworkLearnsTheScoreNetworksErrorAndLeavesItFrozen(t *testi
 	for i := range data {
 		data[i] = y[i%4]
 	}
-	ctx := tinyContext()
+	ctx := tinyStore()
 	ctx.SetParams(map[string]any{ParamEMADecay: 0.0, ParamClipNorm: 0.0, ParamBatchSize: 128})
 	s := schedule.DefaultVP()
 	backend := MustNewTrainBackend()
@@ -72,7 +72,7 @@ func TestCentredDFTMNetworkLearnsTheScoreNetworksErrorAndLeavesItFrozen(t *testi
 		x[i] = []float32{float32(a*c[0] + sg*eps[i][0]), float32(a*c[1] + sg*eps[i][1])}
 		al[i], si[i] = float32(a), float32(sg)
 	}
-	outs := context.MustExecOnceN(backend, ctx.Reuse().Checked(false), func(ctx *context.Context, x, al, si *graph.Node) []*graph.Node {
+	outs := model.MustExecOnceN(backend, ctx, func(ctx *model.Scope, x, al, si *graph.Node) []*graph.Node {
 		in := Inputs{X: x, Alpha: al, Sigma: si}
 		return []*graph.Node{Eps(ctx, in), CentredTraceNet(ctx, in)}
 	}, x, al, si)

@@ -4,9 +4,9 @@ import (
 	"math"
 	"testing"
 
-	"github.com/gomlx/gomlx/pkg/core/graph"
-	"github.com/gomlx/gomlx/pkg/core/tensors"
-	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
 )
@@ -23,7 +23,7 @@ func TestDFTMNetworkLearnsTheWeightedMeanSquaredNorm(t *testing.T) {
 		}
 		data[i] = []float64{r, r} // ‖y‖²/d = r²
 	}
-	ctx := tinyContext()
+	ctx := tinyStore()
 	ctx.SetParams(map[string]any{ParamWidth: 32, ParamLearningRate: 5e-3, ParamCosineSteps: 2000, ParamEMADecay: 0.0, ParamClipNorm: 0.0, ParamBatchSize: 64})
 	tr, err := NewTrainer(MustNewTrainBackend(), ctx, schedule.DefaultVP(), DFTM, data, nil)
 	if err != nil {
@@ -36,7 +36,7 @@ func TestDFTMNetworkLearnsTheWeightedMeanSquaredNorm(t *testing.T) {
 	}
 	s := schedule.DefaultVP()
 	a, sg := s.Alpha(0.05), s.Sigma(0.05)
-	out := context.MustExecOnce(tr.Backend, ctx.Reuse().Checked(false), func(ctx *context.Context, x, al, si *graph.Node) *graph.Node {
+	out := model.MustExecOnce(tr.Backend, ctx, func(ctx *model.Scope, x, al, si *graph.Node) *graph.Node {
 		return TraceNet(ctx, Inputs{X: x, Alpha: al, Sigma: si})
 	}, [][]float32{{float32(a * 0.5), float32(a * 0.5)}, {float32(a * 2), float32(a * 2)}},
 		[]float32{float32(a), float32(a)}, []float32{float32(sg), float32(sg)})

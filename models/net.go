@@ -5,9 +5,9 @@ import (
 	"math"
 	"strings"
 
-	"github.com/gomlx/gomlx/pkg/core/graph"
-	"github.com/gomlx/gomlx/pkg/core/shapes"
-	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/compute/shapes"
+	"github.com/gomlx/gomlx/ml/model"
 )
 
 // Inputs of a noise-conditional network for a batch of B queries.
@@ -23,48 +23,49 @@ type Inputs struct {
 //
 //	h₀ = W_in·(c_in x),  h_{k+1} = h_k + W₂ act(W₁ act(h_k) + W_e act(e)),  out = W_out act(h_L).
 //
-// It returns [B, outDim]. Variables live under ctx's current scope.
-func ResidualMLP(ctx *context.Context, in Inputs, outDim int) *graph.Node {
-	width := context.GetParamOr(ctx, ParamWidth, 128)
-	depth := context.GetParamOr(ctx, ParamDepth, 3)
-	act := activation(context.GetParamOr(ctx, ParamActivation, "silu"))
+// It returns [B, outDim]. Variables live under scope (entered with In, so
+// building the trunk twice under one scope value panics; callers that reuse a
+// network in one graph pass scope.At(name)).
+func ResidualMLP(scope *model.Scope, in Inputs, outDim int) *graph.Node {
+	width := model.GetParamOr(scope, ParamWidth, 128)
+	depth := model.GetParamOr(scope, ParamDepth, 3)
+	act := activation(model.GetParamOr(scope, ParamActivation, "silu"))
 	x, alpha, sigma := in.X, graph.InsertAxes(in.Alpha, -1), graph.InsertAxes(in.Sigma, -1)
-	cIn := graph.Rsqrt(graph.Add(graph.Square(alpha), graph.Square(sigma)))
-	h := Dense(ctx.In("input"), graph.Mul(x, cIn), width)
+	cIn := graph.Div(graph.OnesLike(alpha), graph.Sqrt(graph.Add(graph.Square(alpha), graph.Square(sigma)))) // Rsqrt has no gradient in GoMLX v0.28
+	h := Dense(scope.In("input"), graph.Mul(x, cIn), width)
 
 	lambda := graph.Log(graph.Div(sigma, alpha)) // [B,1]
-	emb := FourierEmbed(ctx, lambda)
-	emb = Dense(ctx.In("embed"), emb, width)
-	if k := context.GetParamOr(ctx, ParamNumClasses, 0); k > 0 && in.Class != nil {
+	emb := FourierEmbed(scope, lambda)
+	emb = Dense(scope.In("embed"), emb, width)
+	if k := model.GetParamOr(scope, ParamNumClasses, 0); k > 0 && in.Class != nil {
 		onehot := graph.OneHot(in.Class, k+1, x.DType()) // [B, K+1], row K = null class
-		table := ctx.In("class").VariableWithShape("table", shapes.Make(x.DType(), k+1, width))
-		emb = graph.Add(emb, graph.Dot(onehot, table.ValueGraph(x.Graph())))
+		table := scope.In("class").VariableWithShape("table", shapes.Make(x.DType(), k+1, width))
+		emb = graph.Add(emb, graph.MatMul(onehot, table.NodeValue(x.Graph())))
 	}
 	emb = act(emb)
 	for i := range depth {
-		bctx := ctx.Inf("block_%d", i)
+		bctx := scope.In("block_%d", i)
 		u := graph.Add(Dense(bctx.In("dense1"), act(h), width), Dense(bctx.In("embed"), emb, width))
 		h = graph.Add(h, Dense(bctx.In("dense2"), act(u), width))
 	}
-	return Dense(ctx.In("output"), act(h), outDim)
+	return Dense(scope.In("output"), act(h), outDim)
 }
 
-// Dense is x·W + b for x [B, in], W [in, out], built on graph.Dot so that
-// its gradient takes fastgrad's matrix-product path.
-func Dense(ctx *context.Context, x *graph.Node, out int) *graph.Node {
+// Dense is x·W + b for x [B, in], W [in, out].
+func Dense(scope *model.Scope, x *graph.Node, out int) *graph.Node {
 	g := x.Graph()
 	in := x.Shape().Dimensions[1]
-	w := ctx.VariableWithShape("weights", shapes.Make(x.DType(), in, out)).ValueGraph(g)
-	b := ctx.VariableWithShape("biases", shapes.Make(x.DType(), 1, out)).ValueGraph(g)
-	return graph.Add(graph.Dot(x, w), b)
+	w := scope.VariableWithShape("weights", shapes.Make(x.DType(), in, out)).NodeValue(g)
+	b := scope.VariableWithShape("biases", shapes.Make(x.DType(), 1, out)).NodeValue(g)
+	return graph.Add(graph.MatMul(x, w), b)
 }
 
 // FourierEmbed maps a noise level λ [B,1] to [λ, sin(f_k λ), cos(f_k λ)]_k with
 // ParamEmbedDim/2 frequencies f_k geometric between 1 and ParamEmbedMaxFreq
 // (λ itself keeps a smooth, monotone feature next to the periodic ones).
-func FourierEmbed(ctx *context.Context, lambda *graph.Node) *graph.Node {
-	dim := context.GetParamOr(ctx, ParamEmbedDim, 32)
-	maxFreq := context.GetParamOr(ctx, ParamEmbedMaxFreq, 8.0)
+func FourierEmbed(scope *model.Scope, lambda *graph.Node) *graph.Node {
+	dim := model.GetParamOr(scope, ParamEmbedDim, 32)
+	maxFreq := model.GetParamOr(scope, ParamEmbedMaxFreq, 8.0)
 	n := max(dim/2, 1)
 	freqs := make([]float64, n)
 	for k := range freqs {
@@ -73,6 +74,15 @@ func FourierEmbed(ctx *context.Context, lambda *graph.Node) *graph.Node {
 	f := graph.ConvertDType(graph.Const(lambda.Graph(), [][]float64{freqs}), lambda.DType()) // [1,n]
 	arg := graph.Mul(lambda, f)                                                              // [B,n]
 	return graph.Concatenate([]*graph.Node{lambda, graph.Sin(arg), graph.Cos(arg)}, -1)
+}
+
+// validActivation reports whether activation knows name.
+func validActivation(name string) bool {
+	switch name {
+	case "tanh", "relu", "silu", "swish", "softplus":
+		return true
+	}
+	return false
 }
 
 func activation(name string) func(*graph.Node) *graph.Node {
@@ -89,7 +99,7 @@ func activation(name string) func(*graph.Node) *graph.Node {
 	panic(fmt.Sprintf("models: unknown activation %q (want silu, tanh, relu, softplus)", name))
 }
 
-// Scope names of the networks inside a context.
+// Scope names of the networks inside a store.
 const (
 	ScoreScope        = "score"
 	TraceScope        = "dftm"
@@ -97,15 +107,15 @@ const (
 )
 
 // HasScope reports whether a variable's absolute scope (as
-// context.Variable.Scope returns it) lies under the top-level scope name.
+// model.Variable.Scope returns it) lies under the top-level scope name.
 func HasScope(varScope, name string) bool {
 	return varScope == "/"+name || strings.HasPrefix(varScope, "/"+name+"/")
 }
 
-// HasNetwork reports whether ctx holds variables of the network under the
+// HasNetwork reports whether scope holds variables of the network under the
 // top-level scope name (ScoreScope, TraceScope, CentredTraceScope).
-func HasNetwork(ctx *context.Context, name string) bool {
-	for v := range ctx.IterVariables() {
+func HasNetwork(store *model.Store, name string) bool {
+	for v := range store.IterVariables() {
 		if HasScope(v.Scope(), name) {
 			return true
 		}
@@ -115,49 +125,49 @@ func HasNetwork(ctx *context.Context, name string) bool {
 
 // ScoreOutput is the score network's raw output [B, d] in the context's
 // parameterisation (ParamParam).
-func ScoreOutput(ctx *context.Context, in Inputs) *graph.Node {
-	return ResidualMLP(ctx.In(ScoreScope), in, in.X.Shape().Dimensions[1])
+func ScoreOutput(scope *model.Scope, in Inputs) *graph.Node {
+	return ResidualMLP(scope.At(ScoreScope), in, in.X.Shape().Dimensions[1])
 }
 
 // Eps is ε̂_θ(x_t, t) [B, d], converted from the network's parameterisation.
-func Eps(ctx *context.Context, in Inputs) *graph.Node {
-	p, err := ParseParameterisation(context.GetParamOr(ctx, ParamParam, "eps"))
+func Eps(scope *model.Scope, in Inputs) *graph.Node {
+	p, err := ParseParameterisation(model.GetParamOr(scope, ParamParam, "eps"))
 	if err != nil {
 		panic(err)
 	}
-	out := ScoreOutput(ctx, in)
+	out := ScoreOutput(scope, in)
 	return EpsFromGraph(p, out, in.X, graph.InsertAxes(in.Alpha, -1), graph.InsertAxes(in.Sigma, -1))
 }
 
 // Denoiser is ȳ_θ = (x − σ ε̂_θ)/α [B, d] (paper Proposition optimal_y).
-func Denoiser(ctx *context.Context, in Inputs) *graph.Node {
-	return YFromEpsGraph(Eps(ctx, in), in.X, graph.InsertAxes(in.Alpha, -1), graph.InsertAxes(in.Sigma, -1))
+func Denoiser(scope *model.Scope, in Inputs) *graph.Node {
+	return YFromEpsGraph(Eps(scope, in), in.X, graph.InsertAxes(in.Alpha, -1), graph.InsertAxes(in.Sigma, -1))
 }
 
 // TraceNet is the DF-TM network t_θ(x_t, t) [B] (paper Algorithm tnet), trained
 // to regress ‖x₀‖²/d; its optimum is Σᵢ wᵢ‖yᵢ‖²/d (Proposition optimal_t).
-func TraceNet(ctx *context.Context, in Inputs) *graph.Node {
-	return graph.Reshape(ResidualMLP(ctx.In(TraceScope), in, 1), in.X.Shape().Dimensions[0])
+func TraceNet(scope *model.Scope, in Inputs) *graph.Node {
+	return graph.Reshape(ResidualMLP(scope.At(TraceScope), in, 1), in.X.Shape().Dimensions[0])
 }
 
 // CentredTraceNet is the centred DF-TM network ν_θ(x_t, t) [B] (ours, beyond
 // the paper), trained to regress ‖ε̂_θ − ε‖²/d (objective DFTMCentred); with
 // the exact denoiser its optimum is (α²/σ²) tr Cov[x₀|x_t]/d and
 // tr F = (d/σ²)(1 − ν).
-func CentredTraceNet(ctx *context.Context, in Inputs) *graph.Node {
-	return graph.Reshape(ResidualMLP(ctx.In(CentredTraceScope), in, 1), in.X.Shape().Dimensions[0])
+func CentredTraceNet(scope *model.Scope, in Inputs) *graph.Node {
+	return graph.Reshape(ResidualMLP(scope.At(CentredTraceScope), in, 1), in.X.Shape().Dimensions[0])
 }
 
 // GuidedEps is classifier-free guidance (Ho & Salimans 2022):
 // ε̃ = (1 + w) ε_θ(x, c) − w ε_θ(x, ∅), with ∅ the null class K. w = 0 is
 // the conditional prediction.
-func GuidedEps(ctx *context.Context, in Inputs, w float64) *graph.Node {
-	cond := Eps(ctx, in)
+func GuidedEps(scope *model.Scope, in Inputs, w float64) *graph.Node {
+	cond := Eps(scope, in)
 	if w == 0 {
 		return cond
 	}
-	k := context.GetParamOr(ctx, ParamNumClasses, 0)
+	k := model.GetParamOr(scope, ParamNumClasses, 0)
 	null := in
 	null.Class = graph.AddScalar(graph.ZerosLike(in.Class), float64(k))
-	return graph.Sub(graph.MulScalar(cond, 1+w), graph.MulScalar(Eps(ctx, null), w))
+	return graph.Sub(graph.MulScalar(cond, 1+w), graph.MulScalar(Eps(scope, null), w))
 }

@@ -3,7 +3,7 @@ package models
 import (
 	"fmt"
 
-	"github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/core/graph"
 )
 
 // Parameterisation names what a score network outputs. With the forward

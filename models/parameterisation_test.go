@@ -5,10 +5,10 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/gomlx/gomlx/backends"
-	"github.com/gomlx/gomlx/pkg/core/graph"
-	"github.com/gomlx/gomlx/pkg/core/tensors"
-	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/gomlx/compute"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
 )
@@ -48,7 +48,7 @@ func TestParameterisationsRoundTripThroughEpsAndScoreForEverySchedule(t *testing
 }
 
 func TestGraphConversionsAgreeWithScalarOnes(t *testing.T) {
-	b := backends.MustNew()
+	b := compute.MustNew()
 	x, out := []float64{0.3, -1.2, 2.5}, []float64{0.7, 0.1, -0.4}
 	a, s := []float64{0.9, 0.5, 1}, []float64{0.4, 0.8, 3}
 	// PredictEps is the identity; a graph whose output is an unused-input passthrough trips
@@ -68,7 +68,7 @@ func TestGraphConversionsAgreeWithScalarOnes(t *testing.T) {
 
 func TestGuidedEpsCombinesConditionalAndNullPredictions(t *testing.T) {
 	data, labels := tinyData(32, 5)
-	ctx := tinyContext()
+	ctx := tinyStore()
 	ctx.SetParams(map[string]any{ParamNumClasses: 4})
 	tr, err := NewTrainer(MustNewTrainBackend(), ctx, schedule.DefaultVP(), DSM, data, labels)
 	if err != nil {
@@ -78,7 +78,7 @@ func TestGuidedEpsCombinesConditionalAndNullPredictions(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := func(w float64, class int32) []float32 {
-		out := context.MustExecOnce(tr.Backend, ctx.Reuse().Checked(false), func(ctx *context.Context, x, a, s, c *graph.Node) *graph.Node {
+		out := model.MustExecOnce(tr.Backend, ctx, func(ctx *model.Scope, x, a, s, c *graph.Node) *graph.Node {
 			in := Inputs{X: x, Alpha: a, Sigma: s, Class: c}
 			if w == 0 {
 				return Eps(ctx, in)

@@ -5,21 +5,20 @@
 // eq. dpm_objective), the scalar DF-TM network (paper Algorithm tnet) and
 // checkpoints.
 //
-// Hyperparameters live in a GoMLX context.Context; SetDefaults writes every
-// default in one place. Importing models installs the fast matrix-product
-// VJPs of package fastgrad.
+// Hyperparameters live in a GoMLX model.Store (root-scope parameters);
+// SetDefaults writes every default in one place. Graph builders take the
+// *model.Scope they create their variables under.
 package models
 
 import (
 	"fmt"
 
-	"github.com/gomlx/gomlx/pkg/core/dtypes"
-	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/gomlx/ml/model"
 
-	_ "github.com/dfx-lab/dfx/models/fastgrad" // fast Dot/DotGeneral gradients
 )
 
-// Hyperparameter keys read from the context.
+// Hyperparameter keys read from the store (root scope).
 const (
 	ParamDType        = "dtype"            // "float32" or "float64"
 	ParamWidth        = "width"            // hidden width of the residual MLP
@@ -43,10 +42,10 @@ const (
 	ParamSeed         = "seed"          // initial weights and training randomness
 )
 
-// SetDefaults writes every hyperparameter's default into ctx. Override after
-// calling it, e.g. ctx.SetParam(models.ParamWidth, 256).
-func SetDefaults(ctx *context.Context) {
-	ctx.SetParams(map[string]any{
+// SetDefaults writes every hyperparameter's default into the store's root
+// scope. Override after calling it, e.g. store.SetParam(models.ParamWidth, 256).
+func SetDefaults(store *model.Store) {
+	store.SetParams(map[string]any{
 		ParamDType:        "float32",
 		ParamWidth:        128,
 		ParamDepth:        3,
@@ -70,16 +69,16 @@ func SetDefaults(ctx *context.Context) {
 	})
 }
 
-// NewContext returns a fresh context with the defaults set.
-func NewContext() *context.Context {
-	ctx := context.New()
-	SetDefaults(ctx)
-	return ctx
+// NewStore returns a fresh store with the defaults set.
+func NewStore() *model.Store {
+	store := model.NewStore()
+	SetDefaults(store)
+	return store
 }
 
 // DTypeOf reads ParamDType.
-func DTypeOf(ctx *context.Context) (dtypes.DType, error) {
-	switch s := context.GetParamOr(ctx, ParamDType, "float32"); s {
+func DTypeOf(store *model.Store) (dtypes.DType, error) {
+	switch s := model.GetRootParamOr(store, ParamDType, "float32"); s {
 	case "float32":
 		return dtypes.Float32, nil
 	case "float64":

@@ -5,8 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/gomlx/gomlx/pkg/core/graph"
-	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/model"
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
 )
@@ -29,7 +29,7 @@ func BenchmarkScoreNetGradAll(b *testing.B) {
 					data[i][j] = rng.NormFloat64()
 				}
 			}
-			ctx := NewContext()
+			ctx := NewStore()
 			ctx.SetParams(map[string]any{ParamWidth: c.width, ParamBatchSize: c.batch})
 			tr, err := NewTrainer(MustNewTrainBackend(), ctx, schedule.DefaultVP(), DSM, data, nil)
 			if err != nil {
@@ -41,13 +41,13 @@ func BenchmarkScoreNetGradAll(b *testing.B) {
 			batch := tr.batch()
 			args := []any{batch[0], batch[2], batch[3]}
 			nParams := 0 // trainable weights in the gradient, reported to check the PyTorch twin's size
-			e := context.MustNewExec(tr.Backend, tr.Ctx.Reuse().Checked(false), func(ctx *context.Context, in []*graph.Node) []*graph.Node {
+			e := model.MustNewExec(tr.Backend, tr.Store, func(ctx *model.Scope, in []*graph.Node) []*graph.Node {
 				eps := Eps(ctx, Inputs{X: in[0], Alpha: in[1], Sigma: in[2]})
 				g := in[0].Graph()
 				wrt := []*graph.Node{in[0]}
 				for v := range ctx.IterVariables() {
 					if v.Trainable && v.InUseByGraph(g) {
-						wrt = append(wrt, v.ValueGraph(g))
+						wrt = append(wrt, v.NodeValue(g))
 						nParams += v.Shape().Size()
 					}
 				}

@@ -1,13 +1,15 @@
 package models
 
 import (
+	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/gomlx/gomlx/ml/model"
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
 )
@@ -25,22 +27,25 @@ func tinyData(n int, seed uint64) ([][]float64, []int) {
 	return data, labels
 }
 
-func tinyContext() *context.Context {
-	ctx := NewContext()
+func tinyStore() *model.Store {
+	ctx := NewStore()
 	ctx.SetParams(map[string]any{ParamWidth: 16, ParamDepth: 1, ParamEmbedDim: 8, ParamBatchSize: 32, ParamLearningRate: 3e-3})
 	return ctx
 }
 
 // weights returns every variable's raw bytes by scope and name.
-func weights(t *testing.T, ctx *context.Context) map[string][]byte {
+func weights(t *testing.T, ctx *model.Store) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
 	for v := range ctx.IterVariables() {
+		if strings.HasPrefix(v.Path(), "/metrics/") { // GoMLX names them with a random UUID
+			continue
+		}
 		val, err := v.Value()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := val.ConstBytes(func(b []byte) { out[v.ScopeAndName()] = append([]byte(nil), b...) }); err != nil {
+		if err := val.ConstBytes(func(b []byte) { out[v.Path()] = append([]byte(nil), b...) }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -50,7 +55,7 @@ func weights(t *testing.T, ctx *context.Context) map[string][]byte {
 func TestDSMTrainingLowersTheLoss(t *testing.T) {
 	data, labels := tinyData(256, 1)
 	for _, p := range []string{"eps", "y", "v"} {
-		ctx := tinyContext()
+		ctx := tinyStore()
 		ctx.SetParams(map[string]any{ParamParam: p, ParamNumClasses: 4, ParamWeighting: "min-snr"})
 		tr, err := NewTrainer(MustNewTrainBackend(), ctx, schedule.DefaultVP(), DSM, data, labels)
 		if err != nil {
@@ -77,14 +82,14 @@ func TestDSMTrainingLowersTheLoss(t *testing.T) {
 func TestFixedSeedGivesIdenticalWeights(t *testing.T) {
 	data, _ := tinyData(64, 2)
 	run := func() map[string][]byte {
-		tr, err := NewTrainer(MustNewTrainBackend(), tinyContext(), schedule.DefaultVE(), DSM, data, nil)
+		tr, err := NewTrainer(MustNewTrainBackend(), tinyStore(), schedule.DefaultVE(), DSM, data, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := tr.TrainSteps(5); err != nil {
 			t.Fatal(err)
 		}
-		return weights(t, tr.Ctx)
+		return weights(t, tr.Store)
 	}
 	a, b := run(), run()
 	if len(a) == 0 {
@@ -98,7 +103,7 @@ func TestFixedSeedGivesIdenticalWeights(t *testing.T) {
 }
 
 func TestLearningRateWarmsUpThenDecaysToZero(t *testing.T) {
-	ctx := NewContext()
+	ctx := NewStore()
 	ctx.SetParams(map[string]any{ParamLearningRate: 1.0, ParamWarmupSteps: 10, ParamCosineSteps: 100})
 	if lr := LearningRate(ctx, 0); math.Abs(lr-0.1) > 1e-12 {
 		t.Errorf("step 0: %g, want 0.1", lr)
@@ -113,7 +118,7 @@ func TestLearningRateWarmsUpThenDecaysToZero(t *testing.T) {
 
 func TestZeroLearningRateLeavesTrainableWeightsUnchanged(t *testing.T) {
 	data, _ := tinyData(64, 4)
-	ctx := tinyContext()
+	ctx := tinyStore()
 	ctx.SetParams(map[string]any{ParamLearningRate: 0.0, ParamWeightDecay: 0.1})
 	tr, err := NewTrainer(MustNewTrainBackend(), ctx, schedule.DefaultVP(), DSM, data, nil)
 	if err != nil {
@@ -128,30 +133,54 @@ func TestZeroLearningRateLeavesTrainableWeightsUnchanged(t *testing.T) {
 	}
 	after := weights(t, ctx)
 	for v := range ctx.IterVariables() {
-		if v.Trainable && !slices.Equal(before[v.ScopeAndName()], after[v.ScopeAndName()]) {
-			t.Errorf("%s changed with learning rate 0", v.ScopeAndName())
+		if v.Trainable && !slices.Equal(before[v.Path()], after[v.Path()]) {
+			t.Errorf("%s changed with learning rate 0", v.Path())
 		}
 	}
 }
 
-func TestFitReportsProgressAndTakesTheRequestedSteps(t *testing.T) {
+func TestFitRunsGoMLXLoopForTheRequestedSteps(t *testing.T) {
 	data, _ := tinyData(32, 6)
-	tr, err := NewTrainer(MustNewTrainBackend(), tinyContext(), schedule.DefaultVP(), DSM, data, nil)
+	tr, err := NewTrainer(MustNewTrainBackend(), tinyStore(), schedule.DefaultVP(), DSM, data, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var log strings.Builder
-	if _, err := tr.Fit(7, 3, &log); err != nil {
+	var steps []int64
+	if _, err := tr.Fit(context.Background(), 7, &log, func(step int64, _ float64) { steps = append(steps, step) }); err != nil {
 		t.Fatal(err)
 	}
-	if tr.Step() != 7 || strings.Count(log.String(), "\n") != 3 || !strings.Contains(log.String(), "step 7/7") {
-		t.Errorf("step %d, progress:\n%s", tr.Step(), log.String())
+	if tr.Step() != 7 || !slices.Equal(steps, []int64{1, 2, 3, 4, 5, 6, 7}) || !strings.Contains(log.String(), "step 7/7") {
+		t.Errorf("step %d, steps seen %v, progress:\n%s", tr.Step(), steps, log.String())
+	}
+	if _, err := tr.Fit(context.Background(), 3, nil, nil); err != nil || tr.Step() != 10 {
+		t.Errorf("second Fit: step %d, err %v; want 10", tr.Step(), err)
+	}
+	if gs := tr.GoMLX.GlobalStep(); gs != 10 {
+		t.Errorf("GoMLX global step %d, want 10", gs)
+	}
+}
+
+func TestFitStopsWhenCancelled(t *testing.T) {
+	data, _ := tinyData(32, 6)
+	tr, err := NewTrainer(MustNewTrainBackend(), tinyStore(), schedule.DefaultVP(), DSM, data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err = tr.Fit(ctx, 1000, nil, func(step int64, _ float64) {
+		if step == 3 {
+			cancel()
+		}
+	})
+	if !errors.Is(err, context.Canceled) || tr.Step() > 4 {
+		t.Errorf("err %v at step %d, want context.Canceled by step 4", err, tr.Step())
 	}
 }
 
 func TestLogSigmaTimeSamplingSpreadsLogSigmaUniformly(t *testing.T) {
 	data, _ := tinyData(16, 7)
-	ctx := tinyContext()
+	ctx := tinyStore()
 	ctx.SetParam(ParamTimeSampling, "log-sigma")
 	s := schedule.DefaultEDM()
 	tr, err := NewTrainer(MustNewTrainBackend(), ctx, s, DSM, data, nil)
@@ -162,7 +191,7 @@ func TestLogSigmaTimeSamplingSpreadsLogSigmaUniformly(t *testing.T) {
 	var below int
 	const n = 4000
 	for range n {
-		if math.Log(s.Sigma(tr.sampleTime(s.TMin, s.TMax))) < (lo+hi)/2 {
+		if math.Log(s.Sigma(tr.sampleTime(s.TMin, s.TMax, true))) < (lo+hi)/2 {
 			below++
 		}
 	}

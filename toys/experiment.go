@@ -42,8 +42,10 @@ type Config struct {
 	Train      TrainConfig
 	TrainSeeds []uint64
 	// Checkpoints is the folder of saved networks ("" : never saved); an
-	// existing checkpoint is loaded unless Retrain.
+	// existing checkpoint is loaded unless Retrain. Embedded also looks for
+	// the checkpoint among those compiled into the binary (toys/checkpoints).
 	Checkpoints string
+	Embedded    bool
 	Retrain     bool
 
 	// Figures: heat maps at HeatTimes on a HeatGrid² grid over
@@ -73,14 +75,15 @@ func Quick() Config {
 }
 
 // Full is the profile of the published table: the paper's 5 000 points,
-// three training seeds for the bands, checkpoints under toys/checkpoints.
+// three training seeds for the bands, the committed checkpoints
+// (toys/checkpoints, compiled in).
 func Full() Config {
 	c := Quick()
 	c.CurveTimes = 21
 	c.EvalPoints, c.EvalSeeds = 1000, []uint64{1, 2, 3}
 	c.NLLPoints, c.NLLSteps, c.NLLSolver = 200, 100, likelihood.RK4
 	c.Train, c.TrainSeeds = FullTrain(), []uint64{1, 2, 3}
-	c.Checkpoints = "toys/checkpoints"
+	c.Embedded = true
 	c.HeatGrid, c.Samples, c.SampleSteps = 80, 3000, 200
 	c.HeatTimes = []float64{0.1, 0.2, 0.4, 0.6}
 	return c

@@ -100,8 +100,8 @@ func TestCheckpointsAreReloadedAndGiveTheSameTable(t *testing.T) {
 	// a checkpoint of another size is refused, not silently used
 	cfg.Train.Width = 16
 	cfg.Retrain = false
-	if _, _, err := loadCheckpoint(checkpointPath(tiny(true), "score", 1), cfg.Train, 1); err == nil {
-		t.Error("a checkpoint trained with another width was accepted")
+	if _, _, _, err := loadCheckpoint(cfg.Checkpoints, checkpointName(tiny(true), "score", 1), false, cfg.Train); err == nil || !strings.Contains(err.Error(), "retrain") {
+		t.Errorf("a checkpoint trained with another width: %v", err)
 	}
 }
 

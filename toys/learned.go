@@ -3,10 +3,10 @@ package toys
 import (
 	"fmt"
 
-	"github.com/gomlx/gomlx/backends"
-	"github.com/gomlx/gomlx/pkg/core/graph"
-	"github.com/gomlx/gomlx/pkg/core/tensors"
-	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/gomlx/compute"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/access"
@@ -23,9 +23,9 @@ import (
 type Networks struct {
 	Schedule schedule.Schedule
 	Seed     uint64
-	ctx      *context.Context // evaluation (EMA) weights of both networks
-	epsExec  *context.Exec
-	tnetExec *context.Exec
+	store    *model.Store // evaluation (EMA) weights of the networks
+	epsExec  *model.Exec
+	tnetExec *model.Exec
 	vjp      *access.VJPTrace
 	dftm     *access.DFTM
 	dftmc    *access.DFTMCentred // nil without a centred network
@@ -33,16 +33,16 @@ type Networks struct {
 
 // newNetworks compiles the evaluators of the weights in ctx (both networks'
 // variables, under models.ScoreScope and models.TraceScope).
-func newNetworks(backend backends.Backend, s schedule.Schedule, seed uint64, ctx *context.Context) (*Networks, error) {
-	n := &Networks{Schedule: s, Seed: seed, ctx: ctx}
+func newNetworks(backend compute.Backend, s schedule.Schedule, seed uint64, ctx *model.Store) (*Networks, error) {
+	n := &Networks{Schedule: s, Seed: seed, store: ctx}
 	var err error
-	n.epsExec, err = context.NewExec(backend, ctx.Reuse().Checked(false), func(ctx *context.Context, x, a, sg *graph.Node) *graph.Node {
+	n.epsExec, err = model.NewExec(backend, ctx, func(ctx *model.Scope, x, a, sg *graph.Node) *graph.Node {
 		return models.Eps(ctx, models.Inputs{X: x, Alpha: a, Sigma: sg})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("toys: score network: %w", err)
 	}
-	n.tnetExec, err = context.NewExec(backend, ctx.Reuse().Checked(false), func(ctx *context.Context, x, a, sg *graph.Node) *graph.Node {
+	n.tnetExec, err = model.NewExec(backend, ctx, func(ctx *model.Scope, x, a, sg *graph.Node) *graph.Node {
 		return models.TraceNet(ctx, models.Inputs{X: x, Alpha: a, Sigma: sg})
 	})
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 )
@@ -50,8 +49,8 @@ func ReproduceOthers(ctx context.Context, outDir string, quick bool, log io.Writ
 		if quick {
 			cfg = OthersQuick(name)
 		}
-		if os.Getenv("DFX_RETRAIN") == "1" {
-			cfg.Retrain = true
+		if err := retrainFromEnv(&cfg); err != nil {
+			return err
 		}
 		res, err := Run(ctx, cfg, log)
 		if err != nil {

@@ -10,16 +10,16 @@ import (
 
 // Reproduce runs the Quick or Full profile and writes its table and figures
 // into outDir; it is what `dfx reproduce toys` calls. The full profile loads
-// the committed checkpoints from toys/checkpoints (relative to the working
-// directory, the repository root) and trains only what is missing; set
-// DFX_RETRAIN=1 to retrain.
+// the committed checkpoints (compiled in, so from any working directory)
+// and trains only what is missing; DFX_RETRAIN=1 retrains and rewrites
+// toys/checkpoints (run from the repository root).
 func Reproduce(ctx context.Context, outDir string, quick bool, log io.Writer) error {
 	cfg := Full()
 	if quick {
 		cfg = Quick()
 	}
-	if os.Getenv("DFX_RETRAIN") == "1" {
-		cfg.Retrain = true
+	if err := retrainFromEnv(&cfg); err != nil {
+		return err
 	}
 	res, err := Run(ctx, cfg, log)
 	if err != nil {
@@ -33,6 +33,27 @@ func Reproduce(ctx context.Context, outDir string, quick bool, log io.Writer) er
 	}
 	if log != nil {
 		fmt.Fprintf(log, "toys: wrote %s/table2.md and figures in %.1fs\n", outDir, res.Elapsed.Seconds())
+	}
+	return nil
+}
+
+// retrainFromEnv applies DFX_RETRAIN=1: retrain, and write the new
+// checkpoints into toys/checkpoints under the working directory.
+func retrainFromEnv(cfg *Config) error {
+	switch os.Getenv("DFX_RETRAIN") {
+	case "", "0":
+		return nil
+	case "1":
+	default:
+		return fmt.Errorf("toys: DFX_RETRAIN=%q, want 1 or unset", os.Getenv("DFX_RETRAIN"))
+	}
+	cfg.Retrain = true
+	if cfg.Embedded {
+		const dir = "toys/checkpoints"
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return fmt.Errorf("toys: DFX_RETRAIN=1 rewrites %s: run from the repository root", dir)
+		}
+		cfg.Checkpoints = dir
 	}
 	return nil
 }

@@ -1,9 +1,10 @@
 package toys
 
 import (
-	"compress/gzip"
+	"bytes"
 	"context"
-	"encoding/gob"
+	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,13 +13,11 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/gomlx/gomlx/backends"
-	"github.com/gomlx/gomlx/pkg/core/tensors"
-	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/gomlx/compute"
+	mlctx "github.com/gomlx/gomlx/ml/model"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
-	"github.com/dfx-lab/dfx/internal/atomicfile"
 	"github.com/dfx-lab/dfx/models"
 )
 
@@ -50,8 +49,8 @@ type LossCurve struct {
 	Loss []float64
 }
 
-func (tc TrainConfig) context(seed uint64) *mlctx.Context {
-	ctx := models.NewContext()
+func (tc TrainConfig) context(seed uint64) *mlctx.Store {
+	ctx := models.NewStore()
 	ctx.SetParams(map[string]any{
 		models.ParamWidth: tc.Width, models.ParamDepth: tc.Depth, models.ParamEmbedDim: tc.EmbedDim,
 		models.ParamBatchSize: tc.BatchSize, models.ParamLearningRate: tc.LearningRate,
@@ -61,23 +60,16 @@ func (tc TrainConfig) context(seed uint64) *mlctx.Context {
 	return ctx
 }
 
-// checkpoint is what a saved network file holds.
-type checkpoint struct {
-	Train TrainConfig
-	Curve LossCurve
-	Vars  []savedVar
-}
+// committedCheckpoints are the published toy networks, compiled in so that
+// a run from any working directory finds them (and never silently retrains).
+//
+//go:embed checkpoints/*.dfxckpt
+var committedCheckpoints embed.FS
 
-type savedVar struct {
-	Scope, Name string
-	Dims        []int
-	Data        []float32
-}
-
-func checkpointPath(cfg Config, net string, seed uint64) string {
+// checkpointName is the file name of one network of cfg.
+func checkpointName(cfg Config, net string, seed uint64) string {
 	tc := cfg.Train
-	name := fmt.Sprintf("%s-n%d-d%d-%s-%s-w%dx%d-s%d-seed%d.gob.gz", cfg.Dataset, cfg.N, cfg.DataSeed, cfg.Schedule, net, tc.Width, tc.Depth, tc.Steps, seed)
-	return filepath.Join(cfg.Checkpoints, name)
+	return fmt.Sprintf("%s-n%d-d%d-%s-%s-w%dx%d-s%d-seed%d.dfxckpt", cfg.Dataset, cfg.N, cfg.DataSeed, cfg.Schedule, net, tc.Width, tc.Depth, tc.Steps, seed)
 }
 
 // obtainNetworks loads or trains one network pair per training seed.
@@ -93,27 +85,24 @@ func obtainNetworks(ctx context.Context, cfg Config, sch schedule.Schedule, data
 	var nets []*Networks
 	trained, loaded := 0, 0
 	for _, seed := range cfg.TrainSeeds {
-		var ctxs [3]*mlctx.Context
+		var ctxs [3]*mlctx.Store
 		for k, obj := range []models.Objective{models.DSM, models.DFTM, models.DFTMCentred} {
 			name := [3]string{"score", "df-tm", "df-tm-c"}[k]
-			path := ""
-			if cfg.Checkpoints != "" {
-				path = checkpointPath(cfg, name, seed)
-			}
+			file := checkpointName(cfg, name, seed)
 			var curve LossCurve
-			if path != "" && !cfg.Retrain {
-				c, cp, err := loadCheckpoint(path, cfg.Train, seed)
+			if !cfg.Retrain && (cfg.Checkpoints != "" || cfg.Embedded) {
+				c, cp, where, err := loadCheckpoint(cfg.Checkpoints, file, cfg.Embedded, cfg.Train)
 				if err == nil {
 					ctxs[k], curve = c, cp.Curve
 					loaded++
-					fmt.Fprintf(log, "toys: loaded %s\n", path)
+					fmt.Fprintf(log, "toys: loaded %s\n", where)
 				} else if !errors.Is(err, fs.ErrNotExist) {
 					return nil, err
 				}
 			}
 			if ctxs[k] == nil {
 				start := time.Now()
-				var base *mlctx.Context
+				var base *mlctx.Store
 				if obj == models.DFTMCentred { // its target needs the trained score network, frozen
 					if base, err = mergeWeights(cfg.Train.context(seed), ctxs[0]); err != nil {
 						return nil, err
@@ -125,8 +114,8 @@ func obtainNetworks(ctx context.Context, cfg Config, sch schedule.Schedule, data
 				}
 				trained++
 				fmt.Fprintf(log, "toys: trained %s (seed %d) for %d steps in %.1fs, final loss %.4g\n", name, seed, cfg.Train.Steps, time.Since(start).Seconds(), curve.Loss[len(curve.Loss)-1])
-				if path != "" {
-					if err := saveCheckpoint(path, cfg.Train, curve, ctxs[k]); err != nil {
+				if cfg.Checkpoints != "" {
+					if err := saveCheckpoint(filepath.Join(cfg.Checkpoints, file), cfg.Train, curve, ctxs[k]); err != nil {
 						return nil, err
 					}
 				}
@@ -150,7 +139,7 @@ func obtainNetworks(ctx context.Context, cfg Config, sch schedule.Schedule, data
 // trainNetwork trains one network, starting from base (nil: an empty
 // context of tc), and returns the context holding its EMA weights (for
 // evaluation) and its loss curve.
-func trainNetwork(ctx context.Context, backend backends.Backend, tc TrainConfig, sch schedule.Schedule, obj models.Objective, base *mlctx.Context, rows [][]float64, seed uint64, name string, log io.Writer) (*mlctx.Context, LossCurve, error) {
+func trainNetwork(ctx context.Context, backend compute.Backend, tc TrainConfig, sch schedule.Schedule, obj models.Objective, base *mlctx.Store, rows [][]float64, seed uint64, name string, log io.Writer) (*mlctx.Store, LossCurve, error) {
 	start := time.Now()
 	curve := LossCurve{Net: name, Seed: seed}
 	if base == nil {
@@ -183,7 +172,7 @@ func trainNetwork(ctx context.Context, backend backends.Backend, tc TrainConfig,
 			fmt.Fprintf(log, "toys: %s (seed %d) step %d/%d, loss %.4g, %.1f ms/step\n", name, seed, step, tc.Steps, curve.Loss[len(curve.Loss)-1], 1e3*time.Since(start).Seconds()/float64(step))
 		}
 	}
-	ema, err := models.EMAContext(tr.Ctx)
+	ema, err := models.EMAStore(tr.Store)
 	if err != nil {
 		return nil, curve, err
 	}
@@ -192,7 +181,7 @@ func trainNetwork(ctx context.Context, backend backends.Backend, tc TrainConfig,
 
 // mergeWeights copies the trainable variables of each source into dst
 // under the same scopes (the two networks live under different scopes).
-func mergeWeights(dst *mlctx.Context, srcs ...*mlctx.Context) (*mlctx.Context, error) {
+func mergeWeights(dst *mlctx.Store, srcs ...*mlctx.Store) (*mlctx.Store, error) {
 	for _, src := range srcs {
 		for v := range src.IterVariables() {
 			if !v.Trainable {
@@ -206,84 +195,77 @@ func mergeWeights(dst *mlctx.Context, srcs ...*mlctx.Context) (*mlctx.Context, e
 			if err != nil {
 				return nil, err
 			}
-			dst.InAbsPath(v.Scope()).Checked(false).VariableWithValue(v.Name(), clone)
+			if _, err := dst.CreateVariable(v.Path(), clone); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return dst, nil
 }
 
-// saveCheckpoint stores the trainable (evaluation) weights of ctx.
-func saveCheckpoint(path string, tc TrainConfig, curve LossCurve, ctx *mlctx.Context) error {
-	cp := checkpoint{Train: tc, Curve: curve}
-	for v := range ctx.IterVariables() {
-		if !v.Trainable {
-			continue
-		}
-		val, err := v.Value()
-		if err != nil {
-			return err
-		}
-		data, err := tensors.CopyFlatData[float32](val)
-		if err != nil {
-			return fmt.Errorf("toys: checkpoint %s: %w", v.ScopeAndName(), err)
-		}
-		cp.Vars = append(cp.Vars, savedVar{Scope: v.Scope(), Name: v.Name(), Dims: v.Shape().Dimensions, Data: data})
-	}
-	return atomicfile.Write(path, func(w io.Writer) error {
-		zw := gzip.NewWriter(w)
-		if err := gob.NewEncoder(zw).Encode(cp); err != nil {
-			return err
-		}
-		return zw.Close()
-	})
+// netScopes are the models scopes of the three networks, by name.
+var netScopes = map[string]string{"score": models.ScoreScope, "df-tm": models.TraceScope, "df-tm-c": models.CentredTraceScope}
+
+// savedConfig is the producer configuration a toy checkpoint records.
+type savedConfig struct {
+	Train TrainConfig
+	Curve LossCurve
 }
 
-// maxCheckpointBytes bounds a toy checkpoint's uncompressed size (the toy
-// networks are well under 1 MB).
-const maxCheckpointBytes = 64 << 20
+// saveCheckpoint stores the evaluation weights of the named network in
+// store (already EMA) in models' checkpoint format, with tc and its curve.
+func saveCheckpoint(path string, tc TrainConfig, curve LossCurve, store *mlctx.Store) error {
+	cfg, err := json.Marshal(savedConfig{tc, curve})
+	if err != nil {
+		return err
+	}
+	c, err := models.WeightsCheckpoint(store, 2, []string{netScopes[curve.Net]}, cfg)
+	if err != nil {
+		return fmt.Errorf("toys: checkpoint %s: %w", path, err)
+	}
+	return c.Write(path)
+}
 
-// loadCheckpoint rebuilds a context with the saved weights; a checkpoint
-// made with another TrainConfig is an error.
-func loadCheckpoint(path string, tc TrainConfig, seed uint64) (*mlctx.Context, *checkpoint, error) {
-	f, err := os.Open(path)
+// loadCheckpoint reads a toy network: from the folder dir when it holds the
+// file, else (embedded true) from the checkpoints compiled into the binary;
+// fs.ErrNotExist when neither has it. A checkpoint made with another
+// TrainConfig, or failing models' strict checks, is an error.
+func loadCheckpoint(dir, name string, embedded bool, tc TrainConfig) (*mlctx.Store, *savedConfig, string, error) {
+	var raw []byte
+	var err error
+	where := filepath.Join(dir, name)
+	if dir != "" {
+		raw, err = os.ReadFile(where)
+	}
+	if dir == "" || (errors.Is(err, fs.ErrNotExist) && embedded) {
+		if !embedded {
+			return nil, nil, "", fs.ErrNotExist
+		}
+		where = "embedded:toys/checkpoints/" + name
+		raw, err = committedCheckpoints.ReadFile("checkpoints/" + name)
+	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
+	c, err := models.DecodeCheckpoint(raw, where)
 	if err != nil {
-		return nil, nil, fmt.Errorf("toys: checkpoint %s: %w", path, err)
+		return nil, nil, "", err
 	}
-	var cp checkpoint
-	// Bound what a corrupt or hostile file can make us allocate.
-	lr := &io.LimitedReader{R: zr, N: maxCheckpointBytes + 1}
-	if err := gob.NewDecoder(lr).Decode(&cp); err != nil {
-		if lr.N <= 0 {
-			return nil, nil, fmt.Errorf("toys: checkpoint %s: larger than %d bytes uncompressed", path, maxCheckpointBytes)
-		}
-		return nil, nil, fmt.Errorf("toys: checkpoint %s: %w", path, err)
-	}
-	for _, v := range cp.Vars {
-		n := 1
-		for _, d := range v.Dims {
-			if d < 1 || d > maxCheckpointBytes/4 {
-				return nil, nil, fmt.Errorf("toys: checkpoint %s: variable %s/%s has dimension %d", path, v.Scope, v.Name, d)
-			}
-			n *= d
-			if n > maxCheckpointBytes/4 {
-				return nil, nil, fmt.Errorf("toys: checkpoint %s: variable %s/%s is too large", path, v.Scope, v.Name)
-			}
-		}
-		if n != len(v.Data) {
-			return nil, nil, fmt.Errorf("toys: checkpoint %s: variable %s/%s has %d values for shape %v", path, v.Scope, v.Name, len(v.Data), v.Dims)
-		}
+	var cp savedConfig
+	dec := json.NewDecoder(bytes.NewReader(c.Header.Config))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cp); err != nil {
+		return nil, nil, "", fmt.Errorf("toys: checkpoint %s: configuration: %v: %w", where, err, models.ErrCheckpoint)
 	}
 	if cp.Train != tc {
-		return nil, nil, fmt.Errorf("toys: checkpoint %s was trained with %+v, config asks for %+v (retrain)", path, cp.Train, tc)
+		return nil, nil, "", fmt.Errorf("toys: checkpoint %s was trained with %+v, config asks for %+v (retrain): %w", where, cp.Train, tc, models.ErrCheckpoint)
 	}
-	ctx := tc.context(seed)
-	for _, v := range cp.Vars {
-		ctx.InAbsPath(v.Scope).VariableWithValue(v.Name, tensors.FromFlatDataAndDimensions(v.Data, v.Dims...))
+	if want := netScopes[cp.Curve.Net]; len(c.Header.Networks) != 1 || c.Header.Networks[0] != want || want == "" {
+		return nil, nil, "", fmt.Errorf("toys: checkpoint %s holds networks %v for net %q: %w", where, c.Header.Networks, cp.Curve.Net, models.ErrCheckpoint)
 	}
-	return ctx, &cp, nil
+	store, err := models.LoadWeights(c)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("toys: checkpoint %s: %w", where, err)
+	}
+	return store, &cp, where, nil
 }

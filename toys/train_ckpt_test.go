@@ -1,49 +1,78 @@
 package toys
 
 import (
-	"bytes"
-	"compress/gzip"
-	"encoding/gob"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dfx-lab/dfx/models"
 )
 
-func writeGobGz(t *testing.T, path string, v any) {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if err := gob.NewEncoder(zw).Encode(v); err != nil {
-		t.Fatal(err)
+func TestEveryPublishedNetworkIsCompiledInAndLoadsStrictly(t *testing.T) {
+	cfgs := []Config{Full()}
+	for _, name := range OtherDatasets() {
+		cfgs = append(cfgs, OthersFull(name))
 	}
-	zw.Close()
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
+	n := 0
+	for _, cfg := range cfgs {
+		for _, seed := range cfg.TrainSeeds {
+			for _, net := range []string{"score", "df-tm", "df-tm-c"} {
+				file := checkpointName(cfg, net, seed)
+				store, cp, where, err := loadCheckpoint("", file, true, cfg.Train)
+				if err != nil {
+					t.Errorf("%s: %v", file, err)
+					continue
+				}
+				if !strings.HasPrefix(where, "embedded:") || cp.Curve.Net != net || !models.HasNetwork(store, netScopes[net]) {
+					t.Errorf("%s: loaded from %s, net %q", file, where, cp.Curve.Net)
+				}
+				n++
+			}
+		}
+	}
+	if n != 21 {
+		t.Errorf("%d published networks, want 21", n)
 	}
 }
 
-func TestCorruptCheckpointsAreRejectedWithClearErrors(t *testing.T) {
+func TestCorruptOrForeignCheckpointsAreRejectedWithClearErrors(t *testing.T) {
+	cfg := Full()
+	file := checkpointName(cfg, "score", 1)
+	raw, err := committedCheckpoints.ReadFile("checkpoints/" + file)
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
-	tc := QuickTrain()
-	// Shape and data disagree.
-	bad := filepath.Join(dir, "shape.gob.gz")
-	writeGobGz(t, bad, checkpoint{Train: tc, Vars: []savedVar{{Scope: "/x", Name: "w", Dims: []int{3, 4}, Data: make([]float32, 5)}}})
-	if _, _, err := loadCheckpoint(bad, tc, 1); err == nil || !strings.Contains(err.Error(), "values for shape") {
-		t.Errorf("shape mismatch: %v", err)
+	write := func(b []byte) {
+		if err := os.WriteFile(filepath.Join(dir, file), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	// Not gzip at all.
-	junk := filepath.Join(dir, "junk.gob.gz")
-	os.WriteFile(junk, []byte("not a checkpoint"), 0o644)
-	if _, _, err := loadCheckpoint(junk, tc, 1); err == nil {
-		t.Error("junk accepted")
+	// Every flipped bit is caught (the checksum covers the whole file).
+	for _, pos := range []int{0, 20, len(raw) / 2, len(raw) - 40, len(raw) - 1} {
+		b := append([]byte(nil), raw...)
+		b[pos] ^= 0x10
+		write(b)
+		if _, _, _, err := loadCheckpoint(dir, file, true, cfg.Train); !errors.Is(err, models.ErrCheckpoint) {
+			t.Errorf("bit flipped at byte %d: %v", pos, err)
+		}
 	}
-	// Another training configuration.
-	other := tc
+	write([]byte("not a checkpoint"))
+	if _, _, _, err := loadCheckpoint(dir, file, true, cfg.Train); !errors.Is(err, models.ErrCheckpoint) {
+		t.Errorf("junk: %v", err)
+	}
+	// A file of the folder wins over the compiled-in one, and is checked
+	// against the configuration.
+	write(raw)
+	other := cfg.Train
 	other.Width++
-	mis := filepath.Join(dir, "mismatch.gob.gz")
-	writeGobGz(t, mis, checkpoint{Train: other})
-	if _, _, err := loadCheckpoint(mis, tc, 1); err == nil || !strings.Contains(err.Error(), "retrain") {
-		t.Errorf("mismatched config: %v", err)
+	if _, _, _, err := loadCheckpoint(dir, file, true, other); err == nil || !strings.Contains(err.Error(), "retrain") {
+		t.Errorf("another configuration: %v", err)
+	}
+	if _, _, _, err := loadCheckpoint(dir, "absent.dfxckpt", false, cfg.Train); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("absent file: %v", err)
 	}
 }

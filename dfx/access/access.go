@@ -16,22 +16,20 @@
 //   - Exact: a Dirac mixture's closed forms as a graph (Proposition
 //     analytic_dirac), whose ε is also usable as a "network" (ExactEps).
 //
-// Everything runs on GoMLX graphs; importing access installs fastgrad's
-// matrix-product VJPs.
+// Everything runs on GoMLX graphs, with GoMLX's own VJPs.
 package access
 
 import (
 	"fmt"
 	"math"
 
-	"github.com/gomlx/gomlx/backends"
-	"github.com/gomlx/gomlx/pkg/core/dtypes"
-	"github.com/gomlx/gomlx/pkg/core/graph"
-	"github.com/gomlx/gomlx/pkg/core/tensors"
-	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
-	_ "github.com/dfx-lab/dfx/models/fastgrad" // matrix-product VJPs for Dot/DotGeneral
 )
 
 // TraceEstimator maps queries x [B][d] at time t to tr F(x_b, t) for each b.
@@ -48,15 +46,15 @@ type FisherOperator interface {
 
 // EpsFn builds ε_θ(x, t) [R, d] for x [R, d] and per-row α, σ [R]. Rows must
 // not interact (every estimator tiles queries along the batch axis).
-type EpsFn func(ctx *context.Context, x, alpha, sigma *graph.Node) *graph.Node
+type EpsFn func(ctx *model.Scope, x, alpha, sigma *graph.Node) *graph.Node
 
 // ScalarFn builds a per-row scalar [R], e.g. the DF-TM network t_θ.
-type ScalarFn func(ctx *context.Context, x, alpha, sigma *graph.Node) *graph.Node
+type ScalarFn func(ctx *model.Scope, x, alpha, sigma *graph.Node) *graph.Node
 
 // Net is a noise-conditional network with everything needed to run it.
 type Net struct {
-	Backend  backends.Backend
-	Ctx      *context.Context // holds the network's variables
+	Backend  compute.Backend
+	Store    *model.Store // holds the network's variables
 	Schedule schedule.Schedule
 	DType    dtypes.DType // Float32 or Float64
 	Eps      EpsFn
@@ -170,25 +168,23 @@ func rowsOf(v []float64, d int) [][]float64 {
 
 // matVecGraph is the network's Fisher applied to v by one VJP (eq. Adjoint_VJP):
 // F v ≈ (1/σ) ∂⟨ε_θ(x), v⟩/∂x, row-wise. x, v [R,d]; alpha, sigma [R].
-func matVecGraph(eps EpsFn, ctx *context.Context, x, v, alpha, sigma *graph.Node) *graph.Node {
+func matVecGraph(eps EpsFn, ctx *model.Scope, x, v, alpha, sigma *graph.Node) *graph.Node {
 	e := eps(ctx, x, alpha, sigma)
 	jv := graph.Gradient(graph.ReduceAllSum(graph.Mul(e, graph.StopGradient(v))), x)[0]
 	return graph.Div(jv, graph.InsertAxes(sigma, -1))
 }
 
 // quadGraph is vᵀ F v per row [R].
-func quadGraph(eps EpsFn, ctx *context.Context, x, v, alpha, sigma *graph.Node) *graph.Node {
+func quadGraph(eps EpsFn, ctx *model.Scope, x, v, alpha, sigma *graph.Node) *graph.Node {
 	return graph.ReduceSum(graph.Mul(v, matVecGraph(eps, ctx, x, v, alpha, sigma)), -1)
 }
 
-// exec1 builds a context.Exec whose graph function takes a slice of inputs.
-func (n *Net) exec(fn func(ctx *context.Context, in []*graph.Node) *graph.Node) (*context.Exec, error) {
-	ctx := n.Ctx
-	if ctx == nil {
-		ctx = context.New()
-		n.Ctx = ctx
+// exec1 builds a model.Exec whose graph function takes a slice of inputs.
+func (n *Net) exec(fn func(ctx *model.Scope, in []*graph.Node) *graph.Node) (*model.Exec, error) {
+	if n.Store == nil {
+		n.Store = model.NewStore()
 	}
-	return context.NewExec(n.Backend, ctx.Reuse().Checked(false), fn)
+	return model.NewExec(n.Backend, n.Store, fn)
 }
 
 func isFinite(v []float64) bool {

@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/gomlx/gomlx/pkg/core/graph"
-	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/model"
 )
 
 // denoiserGraph is ȳ_θ = (x − σ ε_θ)/α [R,d].
-func denoiserGraph(n *Net, ctx *context.Context, x, alpha, sigma *graph.Node) *graph.Node {
+func denoiserGraph(n *Net, ctx *model.Scope, x, alpha, sigma *graph.Node) *graph.Node {
 	e := n.Eps(ctx, x, alpha, sigma)
 	return graph.Div(graph.Sub(x, graph.Mul(graph.InsertAxes(sigma, -1), e)), graph.InsertAxes(alpha, -1))
 }
@@ -18,7 +18,7 @@ func denoiserGraph(n *Net, ctx *context.Context, x, alpha, sigma *graph.Node) *g
 // t_θ, tr F ≈ d/σ² − (α²/σ⁴)(d·t_θ − ‖ȳ_θ‖²).
 type DFTM struct {
 	net  *Net
-	exec *context.Exec
+	exec *model.Exec
 }
 
 // NewDFTM compiles the estimator; the Net must have a T network.
@@ -26,7 +26,7 @@ func NewDFTM(n *Net) (*DFTM, error) {
 	if n.T == nil {
 		return nil, errors.New("access: DF-TM needs a trace network (Net.T)")
 	}
-	e, err := n.exec(func(ctx *context.Context, in []*graph.Node) *graph.Node {
+	e, err := n.exec(func(ctx *model.Scope, in []*graph.Node) *graph.Node {
 		x, alpha, sigma := in[0], in[1], in[2]
 		d := float64(x.Shape().Dimensions[1])
 		ybar := denoiserGraph(n, ctx, x, alpha, sigma)
@@ -45,7 +45,7 @@ func (e *DFTM) Trace(x [][]float64, t float64) ([]float64, error) {
 }
 
 // scalarAt runs a compiled per-query scalar graph of (x, α, σ) at time t.
-func (n *Net) scalarAt(exec *context.Exec, x [][]float64, t float64) ([]float64, error) {
+func (n *Net) scalarAt(exec *model.Exec, x [][]float64, t float64) ([]float64, error) {
 	b, _, a, s, err := n.batchAt(x, nil, t)
 	if err != nil {
 		return nil, err
@@ -67,13 +67,13 @@ type EndpointFn func(x [][]float64, t float64) ([][]float64, error)
 // Endpoint; MatVecAt takes it explicitly.
 type DFEA struct {
 	net      *Net
-	exec     *context.Exec
+	exec     *model.Exec
 	Endpoint EndpointFn
 }
 
 // NewDFEA compiles the operator; endpoint may be nil if only MatVecAt is used.
 func NewDFEA(n *Net, endpoint EndpointFn) (*DFEA, error) {
-	e, err := n.exec(func(ctx *context.Context, in []*graph.Node) *graph.Node {
+	e, err := n.exec(func(ctx *model.Scope, in []*graph.Node) *graph.Node {
 		x, x0, v, alpha, sigma := in[0], in[1], in[2], in[3], in[4]
 		ybar := denoiserGraph(n, ctx, x, alpha, sigma)
 		s2 := graph.InsertAxes(graph.Square(sigma), -1)

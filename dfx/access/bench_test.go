@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/compute/dtypes"
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/models"
@@ -15,7 +15,7 @@ import (
 // (float32, width 256, depth 3) on d dimensions: timing does not depend on
 // training, and every method runs on the same network.
 func benchNet(b *testing.B, d int) (*Net, [][]float64) {
-	ctx := models.NewContext()
+	ctx := models.NewStore()
 	ctx.SetParams(map[string]any{models.ParamWidth: 256, models.ParamDepth: 3})
 	n, err := FromModel(models.MustNewBackend(), ctx, schedule.DefaultVP(), true)
 	if err != nil {

@@ -3,8 +3,8 @@ package access
 import (
 	"errors"
 
-	"github.com/gomlx/gomlx/pkg/core/graph"
-	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/model"
 )
 
 // DFTMCentred is centred DF trace matching, our variant of DF-TM (beyond the
@@ -24,7 +24,7 @@ import (
 // (α²/σ⁴)‖ȳ − ȳ_θ‖², the score network's own error.
 type DFTMCentred struct {
 	net  *Net
-	exec *context.Exec
+	exec *model.Exec
 }
 
 // NewDFTMCentred compiles the estimator; the Net must have a ν network.
@@ -32,7 +32,7 @@ func NewDFTMCentred(n *Net) (*DFTMCentred, error) {
 	if n.Nu == nil {
 		return nil, errors.New("access: centred DF-TM needs a centred trace network (Net.Nu)")
 	}
-	e, err := n.exec(func(ctx *context.Context, in []*graph.Node) *graph.Node {
+	e, err := n.exec(func(ctx *model.Scope, in []*graph.Node) *graph.Node {
 		x, alpha, sigma := in[0], in[1], in[2]
 		d := float64(x.Shape().Dimensions[1])
 		nu := n.Nu(ctx, x, alpha, sigma)

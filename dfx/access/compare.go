@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/compute/dtypes"
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/models"
@@ -73,7 +73,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	for i := range max(256, cfg.Points) {
 		data = append(data, y[i%cfg.Points])
 	}
-	mctx := models.NewContext()
+	mctx := models.NewStore()
 	mctx.SetParams(map[string]any{models.ParamWidth: cfg.Width, models.ParamDepth: cfg.Depth,
 		models.ParamCosineSteps: cfg.Steps, models.ParamSeed: int(cfg.Seed), models.ParamBatchSize: 128})
 	tb := models.MustNewTrainBackend()
@@ -92,7 +92,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	if cfg.EMA {
-		if mctx, err = models.EMAContext(mctx); err != nil {
+		if mctx, err = models.EMAStore(mctx); err != nil {
 			return nil, err
 		}
 	}

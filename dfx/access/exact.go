@@ -3,10 +3,10 @@ package access
 import (
 	"fmt"
 
-	"github.com/gomlx/gomlx/backends"
-	"github.com/gomlx/gomlx/pkg/core/dtypes"
-	"github.com/gomlx/gomlx/pkg/core/graph"
-	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/model"
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
 )
@@ -22,34 +22,34 @@ import (
 type Mixture struct {
 	net         *Net
 	n, d        int
-	trace, mvec *context.Exec
-	yVar, y2Var *context.Variable
+	trace, mvec *model.Exec
+	yVar, y2Var *model.Variable
 }
 
 // NewMixture stores the points y [N][d] as non-trainable variables of a new
 // context and compiles the closed forms.
-func NewMixture(backend backends.Backend, s schedule.Schedule, dtype dtypes.DType, y [][]float64) (*Mixture, error) {
+func NewMixture(backend compute.Backend, s schedule.Schedule, dtype dtypes.DType, y [][]float64) (*Mixture, error) {
 	if _, _, err := checkBatch(y, nil); err != nil {
 		return nil, fmt.Errorf("access: mixture points: %w", err)
 	}
 	m := &Mixture{n: len(y), d: len(y[0])}
-	ctx := context.New()
-	m.yVar = ctx.In("mixture").VariableWithValue("y", matrix(dtype, y)).SetTrainable(false)
+	store := model.NewStore()
+	m.yVar = store.Scope("/mixture").VariableWithValue("y", matrix(dtype, y)).SetTrainable(false)
 	norms := make([]float64, len(y))
 	for i, r := range y {
 		for _, v := range r {
 			norms[i] += v * v
 		}
 	}
-	m.y2Var = ctx.In("mixture").VariableWithValue("y2", matrix(dtype, [][]float64{norms})).SetTrainable(false)
-	m.net = &Net{Backend: backend, Ctx: ctx, Schedule: s, DType: dtype, Eps: m.Eps, T: m.T, Nu: m.Nu}
+	m.y2Var = store.Scope("/mixture").VariableWithValue("y2", matrix(dtype, [][]float64{norms})).SetTrainable(false)
+	m.net = &Net{Backend: backend, Store: store, Schedule: s, DType: dtype, Eps: m.Eps, T: m.T, Nu: m.Nu}
 	var err error
-	if m.trace, err = m.net.exec(func(ctx *context.Context, in []*graph.Node) *graph.Node {
+	if m.trace, err = m.net.exec(func(ctx *model.Scope, in []*graph.Node) *graph.Node {
 		return m.traceGraph(in[0], in[1], in[2])
 	}); err != nil {
 		return nil, err
 	}
-	if m.mvec, err = m.net.exec(func(ctx *context.Context, in []*graph.Node) *graph.Node {
+	if m.mvec, err = m.net.exec(func(ctx *model.Scope, in []*graph.Node) *graph.Node {
 		return m.matVecGraph(in[0], in[1], in[2], in[3])
 	}); err != nil {
 		return nil, err
@@ -63,32 +63,32 @@ func (m *Mixture) Net() *Net { return m.net }
 // posterior returns w [R,N], ȳ [R,d] and Σ wᵢ‖yᵢ‖² [R] at rows x [R,d].
 func (m *Mixture) posterior(x, alpha, sigma *graph.Node) (w, ybar, wy2 *graph.Node) {
 	g := x.Graph()
-	y, y2 := m.yVar.ValueGraph(g), m.y2Var.ValueGraph(g) // [N,d], [1,N]
+	y, y2 := m.yVar.NodeValue(g), m.y2Var.NodeValue(g) // [N,d], [1,N]
 	a, s2 := graph.InsertAxes(alpha, -1), graph.InsertAxes(graph.Square(sigma), -1)
 	// −‖x − α yᵢ‖²/(2σ²) up to the row constant −‖x‖²/(2σ²), which softmax ignores.
 	xy := graph.DotGeneral(x, []int{1}, nil, y, []int{1}, nil) // [R,N]
 	logits := graph.Div(graph.Sub(graph.Mul(a, xy), graph.MulScalar(graph.Mul(graph.Square(a), y2), 0.5)), s2)
 	w = graph.Softmax(logits, -1)
-	ybar = graph.Dot(w, y)
+	ybar = graph.MatMul(w, y)
 	wy2 = graph.ReduceSum(graph.Mul(w, y2), -1)
 	return
 }
 
 // Eps is the exact ε = (x − α ȳ)/σ; its autodiff is the exact Fisher times σ.
-func (m *Mixture) Eps(_ *context.Context, x, alpha, sigma *graph.Node) *graph.Node {
+func (m *Mixture) Eps(_ *model.Scope, x, alpha, sigma *graph.Node) *graph.Node {
 	_, ybar, _ := m.posterior(x, alpha, sigma)
 	return graph.Div(graph.Sub(x, graph.Mul(graph.InsertAxes(alpha, -1), ybar)), graph.InsertAxes(sigma, -1))
 }
 
 // T is the exact DF-TM target Σ wᵢ‖yᵢ‖²/d (Proposition optimal_t).
-func (m *Mixture) T(_ *context.Context, x, alpha, sigma *graph.Node) *graph.Node {
+func (m *Mixture) T(_ *model.Scope, x, alpha, sigma *graph.Node) *graph.Node {
 	_, _, wy2 := m.posterior(x, alpha, sigma)
 	return graph.DivScalar(wy2, float64(m.d))
 }
 
 // Nu is the exact centred DF-TM target (α²/σ²) tr Cov[x₀|x_t]/d
 // = (α²/σ²)(Σ wᵢ‖yᵢ‖² − ‖ȳ‖²)/d, the optimum of ν_θ with the exact denoiser.
-func (m *Mixture) Nu(_ *context.Context, x, alpha, sigma *graph.Node) *graph.Node {
+func (m *Mixture) Nu(_ *model.Scope, x, alpha, sigma *graph.Node) *graph.Node {
 	_, ybar, wy2 := m.posterior(x, alpha, sigma)
 	spread := graph.Sub(wy2, graph.ReduceSum(graph.Square(ybar), -1))
 	return graph.DivScalar(graph.Mul(graph.Square(graph.Div(alpha, sigma)), spread), float64(m.d))
@@ -104,9 +104,9 @@ func (m *Mixture) traceGraph(x, alpha, sigma *graph.Node) *graph.Node {
 
 func (m *Mixture) matVecGraph(x, v, alpha, sigma *graph.Node) *graph.Node {
 	w, ybar, _ := m.posterior(x, alpha, sigma)
-	y := m.yVar.ValueGraph(x.Graph())
+	y := m.yVar.NodeValue(x.Graph())
 	yv := graph.DotGeneral(v, []int{1}, nil, y, []int{1}, nil)                             // [R,N]: yᵢ·v
-	second := graph.Dot(graph.Mul(w, yv), y)                                               // Σ wᵢ yᵢ (yᵢ·v)
+	second := graph.MatMul(graph.Mul(w, yv), y)                                               // Σ wᵢ yᵢ (yᵢ·v)
 	mean := graph.Mul(ybar, graph.InsertAxes(graph.ReduceSum(graph.Mul(ybar, v), -1), -1)) // ȳ (ȳ·v)
 	s2 := graph.InsertAxes(graph.Square(sigma), -1)
 	c := graph.Div(graph.Square(graph.InsertAxes(alpha, -1)), graph.Square(s2))

@@ -3,22 +3,22 @@ package access
 import (
 	"fmt"
 
-	"github.com/gomlx/gomlx/backends"
-	"github.com/gomlx/gomlx/pkg/core/dtypes"
-	"github.com/gomlx/gomlx/pkg/core/graph"
-	"github.com/gomlx/gomlx/pkg/core/shapes"
-	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/compute/shapes"
+	"github.com/gomlx/gomlx/ml/model"
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/models"
 )
 
-// FromModel wraps a models context (score network, and if withTrace the
-// DF-TM network and, where ctx holds one, the centred DF-TM network ν_θ) as
-// a Net for unconditional queries. Use models.EMAContext(ctx)
+// FromModel wraps a models store (score network, and if withTrace the
+// DF-TM network and, where the store holds one, the centred DF-TM network ν_θ) as
+// a Net for unconditional queries. Use models.EMAStore(store)
 // to evaluate the EMA weights. The variables are moved to host memory, so
 // the backend may differ from the one that trained them.
-func FromModel(backend backends.Backend, ctx *context.Context, s schedule.Schedule, withTrace bool) (*Net, error) {
+func FromModel(backend compute.Backend, ctx *model.Store, s schedule.Schedule, withTrace bool) (*Net, error) {
 	dt, err := models.DTypeOf(ctx)
 	if err != nil {
 		return nil, err
@@ -32,19 +32,19 @@ func FromModel(backend backends.Backend, ctx *context.Context, s schedule.Schedu
 			return nil, err
 		}
 		if err := val.ToLocal(); err != nil {
-			return nil, fmt.Errorf("access: variable %s: %w", v.ScopeAndName(), err)
+			return nil, fmt.Errorf("access: variable %s: %w", v.Path(), err)
 		}
 	}
-	n := &Net{Backend: backend, Ctx: ctx, Schedule: s, DType: dt,
-		Eps: func(ctx *context.Context, x, alpha, sigma *graph.Node) *graph.Node {
+	n := &Net{Backend: backend, Store: ctx, Schedule: s, DType: dt,
+		Eps: func(ctx *model.Scope, x, alpha, sigma *graph.Node) *graph.Node {
 			return models.Eps(ctx, models.Inputs{X: x, Alpha: alpha, Sigma: sigma, Class: nullClass(ctx, x)})
 		}}
 	if withTrace {
-		n.T = func(ctx *context.Context, x, alpha, sigma *graph.Node) *graph.Node {
+		n.T = func(ctx *model.Scope, x, alpha, sigma *graph.Node) *graph.Node {
 			return models.TraceNet(ctx, models.Inputs{X: x, Alpha: alpha, Sigma: sigma, Class: nullClass(ctx, x)})
 		}
 		if models.HasNetwork(ctx, models.CentredTraceScope) {
-			n.Nu = func(ctx *context.Context, x, alpha, sigma *graph.Node) *graph.Node {
+			n.Nu = func(ctx *model.Scope, x, alpha, sigma *graph.Node) *graph.Node {
 				return models.CentredTraceNet(ctx, models.Inputs{X: x, Alpha: alpha, Sigma: sigma, Class: nullClass(ctx, x)})
 			}
 		}
@@ -54,8 +54,8 @@ func FromModel(backend backends.Backend, ctx *context.Context, s schedule.Schedu
 
 // nullClass is the unconditional label K for every row of x (nil when the
 // network has no classes).
-func nullClass(ctx *context.Context, x *graph.Node) *graph.Node {
-	k := context.GetParamOr(ctx, models.ParamNumClasses, 0)
+func nullClass(ctx *model.Scope, x *graph.Node) *graph.Node {
+	k := model.GetParamOr(ctx, models.ParamNumClasses, 0)
 	if k == 0 {
 		return nil
 	}

@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/compute/dtypes"
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/models"
@@ -23,7 +23,7 @@ func TestTrainedNetworksApproachTheExactFisher(t *testing.T) {
 		data[i] = y[i%4]
 	}
 	s := schedule.DefaultVP()
-	ctx := models.NewContext()
+	ctx := models.NewStore()
 	ctx.SetParams(map[string]any{models.ParamWidth: 64, models.ParamDepth: 2, models.ParamBatchSize: 64,
 		models.ParamLearningRate: 3e-3, models.ParamCosineSteps: 600, models.ParamEMADecay: 0.0})
 	backend := models.MustNewTrainBackend()

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/gomlx/gomlx/pkg/core/graph"
-	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/model"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -15,7 +15,7 @@ const DefaultMaxRows = 4096
 // vjpRunner holds the compiled row-wise quadratic form and matvec of a Net.
 type vjpRunner struct {
 	net        *Net
-	quad, mvec *context.Exec
+	quad, mvec *model.Exec
 	maxRows    int
 }
 
@@ -25,12 +25,12 @@ func newVJPRunner(n *Net, maxRows int) (*vjpRunner, error) {
 	}
 	r := &vjpRunner{net: n, maxRows: maxRows}
 	var err error
-	if r.quad, err = n.exec(func(ctx *context.Context, in []*graph.Node) *graph.Node {
+	if r.quad, err = n.exec(func(ctx *model.Scope, in []*graph.Node) *graph.Node {
 		return quadGraph(n.Eps, ctx, in[0], in[1], in[2], in[3])
 	}); err != nil {
 		return nil, err
 	}
-	if r.mvec, err = n.exec(func(ctx *context.Context, in []*graph.Node) *graph.Node {
+	if r.mvec, err = n.exec(func(ctx *model.Scope, in []*graph.Node) *graph.Node {
 		return matVecGraph(n.Eps, ctx, in[0], in[1], in[2], in[3])
 	}); err != nil {
 		return nil, err
