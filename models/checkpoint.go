@@ -66,8 +66,8 @@ type CheckpointVariable struct {
 // CheckpointHeader is the JSON header of a checkpoint.
 type CheckpointHeader struct {
 	Kind      string
-	Objective string // "dsm", "df-tm", "df-tm-c", or "" for a bundle of networks
-	Dim       int    // data dimension d the networks take
+	Objective string   // "dsm", "df-tm", "df-tm-c", or "" for a bundle of networks
+	Dim       int      // data dimension d the networks take
 	Networks  []string // top-level scopes of the networks stored (ScoreScope, TraceScope, CentredTraceScope)
 	Step      int64
 	PCG       []byte            `json:",omitempty"` // sampling stream state (trainer)

@@ -1,13 +1,20 @@
 package models
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
 )
@@ -57,7 +64,23 @@ func TestCheckpointResumesExactly(t *testing.T) {
 	}
 }
 
-func TestCheckpointRejectsCorruptTruncatedAndMismatchedFiles(t *testing.T) {
+// forge re-encodes a decoded checkpoint after mutate, with a valid
+// checksum, so that only the structural checks can reject it.
+func forge(t *testing.T, raw []byte, mutate func(c *Checkpoint)) []byte {
+	t.Helper()
+	c, err := DecodeCheckpoint(raw, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mutate(c)
+	out, err := c.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestCheckpointRejectsCorruptTruncatedForgedAndMismatchedFiles(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "ckpt.dfx")
 	a := newTinyTrainer(t, 16)
@@ -68,6 +91,9 @@ func TestCheckpointRejectsCorruptTruncatedAndMismatchedFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw, _ := os.ReadFile(path)
+	if err := newTinyTrainer(t, 16).Load(path); err != nil {
+		t.Fatalf("the file itself does not load: %v", err)
+	}
 	write := func(name string, b []byte) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, b, 0o644); err != nil {
@@ -75,17 +101,69 @@ func TestCheckpointRejectsCorruptTruncatedAndMismatchedFiles(t *testing.T) {
 		}
 		return p
 	}
-	flipped := slices.Clone(raw)
-	flipped[len(flipped)/2] ^= 0x40
-	// A huge header length with a recomputed, valid CRC: the bound must catch it.
-	huge := slices.Clone(raw)
+	// A huge header length with a recomputed, valid checksum: the bound must catch it.
+	huge := slices.Clone(raw[:len(raw)-checksumLen])
 	binary.LittleEndian.PutUint32(huge[12:], 0xfffffff0)
-	binary.LittleEndian.PutUint32(huge[len(huge)-4:], crc32.ChecksumIEEE(huge[:len(huge)-4]))
+	sum := sha256.Sum256(huge)
+	huge = append(huge, sum[:]...)
+	index := func(c *Checkpoint, suffix string) int {
+		for i, v := range c.Header.Variables {
+			if strings.HasSuffix(v.Path, suffix) && strings.HasPrefix(v.Path, "/score/") {
+				return i
+			}
+		}
+		t.Fatalf("no variable %s", suffix)
+		return -1
+	}
 	cases := map[string]string{
-		"flipped byte":   write("flip", flipped),
 		"truncated":      write("trunc", raw[:len(raw)-100]),
 		"not checkpoint": write("junk", []byte("hello world, this is not a checkpoint")),
+		"empty":          write("empty", nil),
 		"huge header":    write("huge", huge),
+		"renamed scope": write("renamed", forge(t, raw, func(c *Checkpoint) {
+			i := index(c, "block_0/dense1/weights")
+			c.Header.Variables[i].Path = strings.Replace(c.Header.Variables[i].Path, "block_0", "block_7", 1)
+		})),
+		"duplicated variable": write("dup", forge(t, raw, func(c *Checkpoint) {
+			i := index(c, "output/weights")
+			c.Header.Variables = append(c.Header.Variables, c.Header.Variables[i])
+			c.Values = append(c.Values, c.Values[i])
+		})),
+		"missing variable": write("missing", forge(t, raw, func(c *Checkpoint) {
+			i := index(c, "output/biases")
+			c.Header.Variables = slices.Delete(c.Header.Variables, i, i+1)
+			c.Values = slices.Delete(c.Values, i, i+1)
+		})),
+		"unexpected variable": write("extra", forge(t, raw, func(c *Checkpoint) {
+			c.Header.Variables = append(c.Header.Variables, CheckpointVariable{Path: "/extra/w", DType: "Float32", Dims: []int{1}})
+			c.Values = append(c.Values, tensors.FromValue([]float32{1}))
+		})),
+		"path without leading slash": write("relative", forge(t, raw, func(c *Checkpoint) {
+			i := index(c, "output/biases")
+			c.Header.Variables[i].Path = c.Header.Variables[i].Path[1:]
+		})),
+		"wrong shape": write("shape", forge(t, raw, func(c *Checkpoint) {
+			i := index(c, "output/biases")
+			c.Header.Variables[i].Dims = []int{c.Values[i].Shape().Size()}
+			c.Values[i] = tensors.FromFlatDataAndDimensions(tensors.MustCopyFlatData[float32](c.Values[i]), c.Values[i].Shape().Size())
+		})),
+		"NaN weight": write("nan", forge(t, raw, func(c *Checkpoint) {
+			i := index(c, "output/biases")
+			v := tensors.MustCopyFlatData[float32](c.Values[i])
+			v[0] = float32(math.NaN())
+			c.Values[i] = tensors.FromFlatDataAndDimensions(v, c.Values[i].Shape().Dimensions...)
+		})),
+		"unknown dtype": write("dtype", forge(t, raw, func(c *Checkpoint) {
+			c.Header.Variables[index(c, "output/biases")].DType = "Complex64"
+		})),
+		"changed hyperparameter": write("param", forge(t, raw, func(c *Checkpoint) { c.Header.Params["/"+ParamDepth] = "int:2" })),
+		"other objective":        write("obj", forge(t, raw, func(c *Checkpoint) { c.Header.Objective = DFTM.String() })),
+		"weights, not trainer":   write("kind", forge(t, raw, func(c *Checkpoint) { c.Header.Kind = KindWeights })),
+	}
+	for i := 0; i < len(raw); i += max(1, len(raw)/23) {
+		b := slices.Clone(raw)
+		b[i] ^= 1 << (i % 8)
+		cases[fmt.Sprintf("bit flipped at byte %d", i)] = write(fmt.Sprintf("flip%d", i), b)
 	}
 	for name, p := range cases {
 		if err := newTinyTrainer(t, 16).Load(p); !errors.Is(err, ErrCheckpoint) {
@@ -97,4 +175,81 @@ func TestCheckpointRejectsCorruptTruncatedAndMismatchedFiles(t *testing.T) {
 	} else {
 		t.Logf("mismatch message: %v", err)
 	}
+}
+
+func TestWeightsCheckpointRoundTripsAndLoadsStrictly(t *testing.T) {
+	a := newTinyTrainer(t, 16)
+	if _, err := a.TrainSteps(3); err != nil {
+		t.Fatal(err)
+	}
+	c, err := WeightsCheckpoint(a.Store, a.Dim(), []string{ScoreScope}, []byte(`{"note":"test"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := c.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := DecodeCheckpoint(raw, "weights")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := LoadWeights(back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ema, _ := EMAStore(a.Store)
+	for v := range store.IterVariables() {
+		want := tensors.MustCopyFlatData[float32](ema.GetVariable(v.Path()).MustValue())
+		if !slices.Equal(tensors.MustCopyFlatData[float32](v.MustValue()), want) {
+			t.Errorf("%s: not the EMA weights", v.Path())
+		}
+	}
+	if got := model.GetRootParamOr(store, ParamWidth, 0); got != 16 {
+		t.Errorf("width parameter %d after load, want 16", got)
+	}
+	wrongDType := forge(t, raw, func(c *Checkpoint) { c.Header.Params["/"+ParamDType] = "string:float64" })
+	if c, err := DecodeCheckpoint(wrongDType, "x"); err != nil {
+		t.Fatal(err)
+	} else if _, err := LoadWeights(c); !errors.Is(err, ErrCheckpoint) {
+		t.Errorf("float32 weights for a float64 network: %v", err)
+	}
+	noNet := forge(t, raw, func(c *Checkpoint) { c.Header.Networks = []string{TraceScope} })
+	if c, err := DecodeCheckpoint(noNet, "x"); err != nil {
+		t.Fatal(err)
+	} else if _, err := LoadWeights(c); !errors.Is(err, ErrCheckpoint) {
+		t.Errorf("score weights declared as the DF-TM network: %v", err)
+	}
+}
+
+// FuzzDecodeCheckpoint: no input panics, and whatever decodes re-encodes
+// to the same bytes.
+func FuzzDecodeCheckpoint(f *testing.F) {
+	c := &Checkpoint{Header: CheckpointHeader{Kind: KindWeights, Networks: []string{ScoreScope}, Dim: 2, Params: map[string]string{"/width": "int:4"},
+		Variables: []CheckpointVariable{{Path: "/score/output/weights", DType: "Float32", Dims: []int{2, 2}, Trainable: true}}},
+		Values: []*tensors.Tensor{tensors.FromValue([][]float32{{1, 2}, {3, 4}})}}
+	good, err := c.Encode()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add(good[:len(good)-1])
+	f.Add([]byte(checkpointMagic))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		c, err := DecodeCheckpoint(raw, "fuzz")
+		if err != nil {
+			if !errors.Is(err, ErrCheckpoint) {
+				t.Fatalf("error does not wrap ErrCheckpoint: %v", err)
+			}
+			return
+		}
+		again, err := c.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(again, raw) {
+			t.Fatal("decoded checkpoint re-encodes differently")
+		}
+	})
 }

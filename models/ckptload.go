@@ -144,7 +144,9 @@ func checkNetworkVariables(c *Checkpoint, expected map[string]shapes.Shape, netw
 var stateScopes = []string{"/optimizers/", "/global_step", "/#rngState", "/AdamOptimizer/"}
 
 // savedInTrainerCheckpoint excludes the train-metric variables.
-func savedInTrainerCheckpoint(v *model.Variable) bool { return !strings.HasPrefix(v.Path(), "/metrics/") }
+func savedInTrainerCheckpoint(v *model.Variable) bool {
+	return !strings.HasPrefix(v.Path(), "/metrics/")
+}
 
 // adamScope is where GoMLX's Adam keeps each variable's moments.
 const adamScope = "/AdamOptimizer"

@@ -15,7 +15,6 @@ import (
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/ml/model"
-
 )
 
 // Hyperparameter keys read from the store (root scope).

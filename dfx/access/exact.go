@@ -106,7 +106,7 @@ func (m *Mixture) matVecGraph(x, v, alpha, sigma *graph.Node) *graph.Node {
 	w, ybar, _ := m.posterior(x, alpha, sigma)
 	y := m.yVar.NodeValue(x.Graph())
 	yv := graph.DotGeneral(v, []int{1}, nil, y, []int{1}, nil)                             // [R,N]: yᵢ·v
-	second := graph.MatMul(graph.Mul(w, yv), y)                                               // Σ wᵢ yᵢ (yᵢ·v)
+	second := graph.MatMul(graph.Mul(w, yv), y)                                            // Σ wᵢ yᵢ (yᵢ·v)
 	mean := graph.Mul(ybar, graph.InsertAxes(graph.ReduceSum(graph.Mul(ybar, v), -1), -1)) // ȳ (ȳ·v)
 	s2 := graph.InsertAxes(graph.Square(sigma), -1)
 	c := graph.Div(graph.Square(graph.InsertAxes(alpha, -1)), graph.Square(s2))
