@@ -206,23 +206,8 @@ func (tr *Trainer) Load(path string) error {
 	if err := sameParams(h.Params, mine); err != nil {
 		return bad("%v", err)
 	}
-	nets := networksOf(tr.Objective)
-	expected, err := NetworkShapes(tr.Store, tr.d, nets...)
-	if err != nil {
-		return err
-	}
-	var emaNets []string // the trained network has EMA copies (a frozen score network has none)
-	if model.GetRootParamOr(tr.Store, ParamEMADecay, 0.999) > 0 && h.Step > 0 {
-		emaNets = nets[len(nets)-1:]
-	}
-	if err := checkNetworkVariables(c, expected, nets, emaNets); err != nil {
+	if err := verifyTrainer(c); err != nil {
 		return fmt.Errorf("models: checkpoint %s: %w", path, err)
-	}
-	for _, cv := range h.Variables {
-		if _, ok := expected[cv.Path]; ok || strings.HasPrefix(cv.Path, EMAScope+"/") || isState(cv.Path) {
-			continue
-		}
-		return bad("unexpected variable %s", cv.Path)
 	}
 	pcg := new(rand.PCG)
 	if err := pcg.UnmarshalBinary(h.PCG); err != nil {
@@ -235,6 +220,55 @@ func (tr *Trainer) Load(path string) error {
 	tr.step = h.Step
 	tr.GoMLX.ResetComputationGraphs()
 	return nil
+}
+
+// verifyTrainer checks a trainer checkpoint's variables against the
+// networks its objective trains: every network variable with its shape, the
+// EMA copies and Adam moments of the trained network, and nothing else but
+// optimiser, step and RNG state.
+func verifyTrainer(c *Checkpoint) error {
+	h := c.Header
+	obj, err := ParseObjective(h.Objective)
+	if err != nil {
+		return fmt.Errorf("%v: %w", err, ErrCheckpoint)
+	}
+	store, err := c.NewStoreFromParams()
+	if err != nil {
+		return err
+	}
+	nets := networksOf(obj)
+	expected, err := NetworkShapes(store, h.Dim, nets...)
+	if err != nil {
+		return fmt.Errorf("%v: %w", err, ErrCheckpoint)
+	}
+	var emaNets []string // the trained network has EMA copies and moments (a frozen score network has none)
+	if h.Step > 0 {
+		emaNets = nets[len(nets)-1:]
+	}
+	if err := checkNetworkVariables(c, expected, nets, emaNets); err != nil {
+		return err
+	}
+	for _, cv := range h.Variables {
+		if _, ok := expected[cv.Path]; ok || strings.HasPrefix(cv.Path, EMAScope+"/") || isState(cv.Path) {
+			continue
+		}
+		return fmt.Errorf("unexpected variable %s: %w", cv.Path, ErrCheckpoint)
+	}
+	if len(h.PCG) == 0 {
+		return fmt.Errorf("no sampling-stream state: %w", ErrCheckpoint)
+	}
+	return nil
+}
+
+// Verify runs every check a load would on a decoded checkpoint: for
+// "weights", exactly its networks' variables with their shapes and dtype;
+// for "trainer", the checks of Trainer.Load that need no trainer.
+func Verify(c *Checkpoint) error {
+	if c.Header.Kind == KindTrainer {
+		return verifyTrainer(c)
+	}
+	_, err := LoadWeights(c)
+	return err
 }
 
 // setVariables creates or overwrites the checkpoint's variables in store.
