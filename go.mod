@@ -1,11 +1,10 @@
 module github.com/dfx-lab/dfx
 
-go 1.26.0
+go 1.26.5
 
 require (
 	github.com/gomlx/gomlx v0.26.0
 	gonum.org/v1/gonum v0.17.0
-	gonum.org/v1/netlib v0.0.0-20230729102104-8b8060e7531f
 	gonum.org/v1/plot v0.17.0
 )
 
