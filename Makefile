@@ -20,10 +20,10 @@ all: test
 help:
 	@echo "make reproduce   regenerate figures/ and tables (go run ./cmd/dfx reproduce all)"
 	@echo "make test        set-up if needed, go vet, gofmt check, notebooks (DFX_QUICK=1), go test"
-	@echo "make setup       install Jupyter, GoNB (kernel 'gonb'), goimports, gopls when missing"
-	@echo "make setup-blas  install libopenblas-dev for the optional -tags openblas build"
+	@echo "make setup       install Jupyter, GoNB (kernel 'gonb'), goimports, gopls, OpenBLAS, NumPy when missing"
+	@echo "make setup-blas  install only libopenblas-dev and python3-numpy (for make bench, -tags openblas)"
 	@echo "make notebooks   run notebooks/*.ipynb headless (quick mode; NB_FLAGS=--full for full)"
-	@echo "make bench       exact-trace benchmark: Go (pure Go and OpenBLAS) vs NumPy"
+	@echo "make bench       exact-trace benchmark: Go (default, CGO_ENABLED=0, -tags openblas) vs NumPy"
 
 # The Go tests run last so that their summary closes the output.
 test: setup vet fmt-check notebooks gotest

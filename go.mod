@@ -8,7 +8,6 @@ require (
 	github.com/gomlx/gomlx v0.28.8
 	golang.org/x/term v0.40.0
 	gonum.org/v1/gonum v0.17.0
-	gonum.org/v1/netlib v0.0.0-20230729102104-8b8060e7531f
 	gonum.org/v1/plot v0.17.0
 )
 

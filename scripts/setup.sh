@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # setup.sh — installs what `make test` and the notebooks need on Debian 12,
 # skipping whatever is already present (safe to run again).
-#   Jupyter (Debian packages), GoNB v0.11.1 (kernel "gonb"), goimports, gopls.
-# Usage: scripts/setup.sh [--blas]   (--blas: only install libopenblas-dev)
+#   Jupyter (Debian packages), GoNB v0.11.1 (kernel "gonb"), goimports, gopls,
+#   libopenblas-dev and python3-numpy (for `make bench` and the -tags openblas build).
+# Usage: scripts/setup.sh [--blas]   (--blas: only install libopenblas-dev and python3-numpy)
 set -euo pipefail
 
 GONB_VERSION=v0.11.1
@@ -26,14 +27,18 @@ apt_install() {
   "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" </dev/null
 }
 
+# OpenBLAS (the optional -tags openblas build) and NumPy (make bench's reference).
+install_blas() {
+  if dpkg -s libopenblas-dev >/dev/null 2>&1; then log "libopenblas-dev present"; else
+    log "installing libopenblas-dev"; apt_install libopenblas-dev; fi
+  if /usr/bin/python3 -c 'import numpy' >/dev/null 2>&1; then log "python3-numpy present"; else
+    log "installing python3-numpy"; apt_install python3-numpy; fi
+}
 if [ "${1:-}" = "--blas" ]; then
-  if [ -e /usr/include/x86_64-linux-gnu/cblas.h ] || dpkg -s libopenblas-dev >/dev/null 2>&1; then
-    log "libopenblas-dev present"
-  else
-    log "installing libopenblas-dev"; apt_install libopenblas-dev
-  fi
+  install_blas
   exit 0
 fi
+install_blas
 
 command -v go >/dev/null 2>&1 || { log "go not on PATH (need Go >= 1.26)"; exit 1; }
 GOBIN_DIR="$(go env GOBIN)"; [ -n "$GOBIN_DIR" ] || GOBIN_DIR="$(go env GOPATH)/bin"

@@ -13,7 +13,7 @@ import (
 // BenchmarkTraceMNISTScale times the exact Fisher trace of a Dirac mixture
 // the size of MNIST's training set: N = 60 000, d = 784, B = 256 queries.
 // GFLOP/s counts the two dominant products, X Yᵀ and W Y: 4·B·N·d flops.
-// Run with -tags openblas (and libopenblas-dev) for the OpenBLAS backend.
+// BLASName() is logged; -tags openblas (cgo, libopenblas-dev) runs it on OpenBLAS.
 func BenchmarkTraceMNISTScale(b *testing.B) {
 	const n, d, bq = 60000, 784, 256
 	rng := rand.New(rand.NewPCG(1, 1))

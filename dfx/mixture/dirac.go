@@ -189,10 +189,10 @@ func (m *Dirac) evalBlock(q Query, alpha, sigma float64, lo, hi, blockWorkers in
 		nc := min(chunk, n-c0)
 		yc := blas64.General{Rows: nc, Cols: d, Stride: d, Data: m.y.Data[c0*d : (c0+nc)*d]}
 		gc := blas64.General{Rows: bq, Cols: nc, Stride: chunk, Data: g.Data}
-		blas64.Gemm(blas.NoTrans, blas.Trans, 1, xs, yc, 0, gc) // G = X Ycᵀ
+		gemmFn(blas.NoTrans, blas.Trans, 1, xs, yc, 0, gc) // G = X Ycᵀ
 		if needV {
 			pc := blas64.General{Rows: vs.Rows, Cols: nc, Stride: chunk, Data: pv.Data}
-			blas64.Gemm(blas.NoTrans, blas.Trans, 1, vs, yc, 0, pc) // P = V Ycᵀ
+			gemmFn(blas.NoTrans, blas.Trans, 1, vs, yc, 0, pc) // P = V Ycᵀ
 		}
 		parallelRows(bq, rowWorkers, func(i int) {
 			row := gc.Data[i*chunk : i*chunk+nc]
@@ -258,7 +258,7 @@ func (m *Dirac) evalBlock(q Query, alpha, sigma float64, lo, hi, blockWorkers in
 			}
 		})
 		// accY += E Yc
-		blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, gc, yc, 1, accY)
+		gemmFn(blas.NoTrans, blas.NoTrans, 1, gc, yc, 1, accY)
 		if needV {
 			// H = E ∘ P (P broadcast when one vector serves all), accV += H Yc.
 			for i := 0; i < bq; i++ {
@@ -268,7 +268,7 @@ func (m *Dirac) evalBlock(q Query, alpha, sigma float64, lo, hi, blockWorkers in
 					row[j] *= prow[j]
 				}
 			}
-			blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, gc, yc, 1, accV)
+			gemmFn(blas.NoTrans, blas.NoTrans, 1, gc, yc, 1, accV)
 		}
 	}
 
