@@ -5,7 +5,8 @@ FROM golang:1.26-bookworm
 
 ENV DEBIAN_FRONTEND=noninteractive \
     PATH=/root/go/bin:/usr/local/go/bin:$PATH \
-    DFX_ROOT=/dfx
+    DFX_ROOT=/dfx \
+    GOEXPERIMENT=simd
 
 WORKDIR /dfx
 
@@ -13,7 +14,7 @@ WORKDIR /dfx
 COPY go.mod go.sum ./
 RUN go mod download
 
-# Jupyter (Debian packages), GoNB v0.11.1 with its kernel, goimports, gopls.
+# Jupyter (Debian packages), GoNB v0.11.5 with its kernel, goimports, gopls.
 COPY Makefile ./
 COPY scripts/ scripts/
 RUN make setup && rm -rf /var/lib/apt/lists/*

@@ -5,6 +5,9 @@
 SHELL := /bin/bash
 GO    ?= go
 GOFMT ?= gofmt
+# GoMLX's Go backend has AVX2/AVX-512 kernels only with GOEXPERIMENT=simd
+# (7-11x faster): every build, test and run here sets it.
+export GOEXPERIMENT := simd
 # Go may live in /usr/local/go; tools installed by `make setup` go to $(go env GOPATH)/bin.
 export PATH := $(PATH):/usr/local/go/bin
 GOPATH_BIN := $(shell PATH="$(PATH)" $(GO) env GOPATH 2>/dev/null)/bin

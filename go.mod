@@ -6,6 +6,7 @@ require (
 	github.com/gomlx/compute v0.1.6
 	github.com/gomlx/go-xla v0.4.5
 	github.com/gomlx/gomlx v0.28.8
+	golang.org/x/sys v0.43.0
 	golang.org/x/term v0.40.0
 	gonum.org/v1/gonum v0.17.0
 	gonum.org/v1/plot v0.17.0
@@ -23,7 +24,6 @@ require (
 	github.com/pkg/errors v0.9.1 // indirect
 	golang.org/x/exp v0.0.0-20260410095643-746e56fc9e2f // indirect
 	golang.org/x/image v0.30.0 // indirect
-	golang.org/x/sys v0.43.0 // indirect
 	golang.org/x/text v0.35.0 // indirect
 	google.golang.org/protobuf v1.36.11 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect

@@ -46,6 +46,7 @@ if ! "$JUPYTER" kernelspec list 2>/dev/null | awk '{print $1}' | grep -qx gonb; 
 fi
 
 export DFX_ROOT="$root"
+export GOEXPERIMENT=simd   # also in the gonb kernel's kernel.json (scripts/setup.sh)
 if [ "$quick" = 1 ]; then export DFX_QUICK=1; else unset DFX_QUICK; fi
 out="$(mktemp -d "${TMPDIR:-/tmp}/dfx-notebooks.XXXXXX")"
 [ "$keep" = 1 ] || trap 'rm -rf "$out"' EXIT

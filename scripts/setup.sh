@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # setup.sh — installs what `make test` and the notebooks need on Debian 12,
 # skipping whatever is already present (safe to run again).
-#   Jupyter (Debian packages), GoNB v0.11.1 (kernel "gonb"), goimports, gopls,
+#   Jupyter (Debian packages), GoNB v0.11.5 (kernel "gonb", with GOEXPERIMENT=simd in its environment), goimports, gopls,
 #   libopenblas-dev and python3-numpy (for `make bench` and the -tags openblas build).
 # Usage: scripts/setup.sh [--blas]   (--blas: only install libopenblas-dev and python3-numpy)
 set -euo pipefail
 
-GONB_VERSION=v0.11.1
+GONB_VERSION=v0.11.5   # the version GoMLX v0.28.8 requires
 GOIMPORTS_VERSION=v0.36.0
 GOPLS_VERSION=v0.23.0
 
@@ -62,19 +62,39 @@ if [ -x "$GOBIN_DIR/gopls" ]; then log "gopls present"; else
   (cd / && GOFLAGS= go install "golang.org/x/tools/gopls@$GOPLS_VERSION")
 fi
 
-# 3. GoNB: `go install ...@v0.11.1` is refused by the proxy, so build it from a throwaway module.
-if [ -x "$GOBIN_DIR/gonb" ]; then log "gonb present"; else
+# 3. GoNB: `go install ...@VERSION` is refused by the proxy, so build it from a throwaway module.
+#    A stamp file records the installed version; another version is replaced.
+stamp="$GOBIN_DIR/.gonb-version"
+if [ -x "$GOBIN_DIR/gonb" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$GONB_VERSION" ]; then log "gonb $GONB_VERSION present"; else
   log "installing gonb $GONB_VERSION"
   tmp="$(mktemp -d)"
   (cd "$tmp" && go mod init dfx-tools >/dev/null 2>&1 \
      && GOFLAGS= go get "github.com/janpfeifer/gonb@$GONB_VERSION" \
      && GOFLAGS= GOBIN="$GOBIN_DIR" go install github.com/janpfeifer/gonb)
   rm -rf "$tmp"
+  echo "$GONB_VERSION" >"$stamp"
+  rm -f "$GOBIN_DIR/.gonb-kernel"   # reinstall the kernel for the new binary
 fi
-if /usr/bin/jupyter kernelspec list 2>/dev/null | awk '{print $1}' | grep -qx gonb; then
+if /usr/bin/jupyter kernelspec list 2>/dev/null | awk '{print $1}' | grep -qx gonb && [ -e "$GOBIN_DIR/.gonb-kernel" ]; then
   log "gonb kernel present"
 else
   log "installing the gonb Jupyter kernel"
   "$GOBIN_DIR/gonb" --install --raw_error
+  touch "$GOBIN_DIR/.gonb-kernel"
+fi
+# The kernel builds every cell with its own environment: without
+# GOEXPERIMENT=simd there, GoMLX's SIMD kernels are silently missing.
+kdir="$(/usr/bin/jupyter kernelspec list 2>/dev/null | awk '$1 == "gonb" {print $2}')"
+if [ -n "$kdir" ] && [ -f "$kdir/kernel.json" ]; then
+  /usr/bin/python3 - "$kdir/kernel.json" <<'PY'
+import json, sys
+p = sys.argv[1]
+k = json.load(open(p))
+env = k.setdefault("env", {})
+if env.get("GOEXPERIMENT") != "simd":
+    env["GOEXPERIMENT"] = "simd"
+    json.dump(k, open(p, "w"), indent=2)
+    print("setup: GOEXPERIMENT=simd set in the gonb kernel's environment", file=sys.stderr)
+PY
 fi
 log "ready (GOBIN=$GOBIN_DIR must be on PATH for the gonb kernel)"
