@@ -1,6 +1,7 @@
 // Command dfx is the command line of the dfx toolkit:
 //
 //	dfx analytic   exact quantities of a data mixture at given points (JSON)
+//	dfx ckpt       verify a checkpoint, list its variables and configuration
 //	dfx reproduce  regenerate the paper's tables and figures into figures/
 //
 // Bad input prints one line on stderr and exits with status 2.
@@ -22,6 +23,7 @@ type command struct {
 
 var commands = map[string]command{
 	"analytic":  {"exact log q_t, score, denoiser, Fisher trace / matrix / products of a data mixture", runAnalytic},
+	"ckpt":      {"verify a checkpoint and list its variables and configuration: dfx ckpt [--json] FILE", runCkpt},
 	"reproduce": {"regenerate tables and figures: dfx reproduce <experiment|all> [-quick] [-out figures]", runReproduce},
 }
 
