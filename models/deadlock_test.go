@@ -1,0 +1,62 @@
+package models
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/model"
+
+	"github.com/dfx-lab/dfx/dfx/schedule"
+)
+
+// TestResidualMLPForwardAndTrainStepFinishUnderADeadline is the regression
+// test of the Go backend's op-scheduler deadlock (backendconfig.go): the
+// MNIST-scale residual MLP (d = 784, width 1024 × 4 blocks, batch 128), the
+// network that hung GoMLX v0.28.8's default parallel scheduler on 2 cores,
+// runs 20 forwards and 2 training steps with the library's configuration,
+// each run under a deadline.
+func TestResidualMLPForwardAndTrainStepFinishUnderADeadline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("MNIST-scale network")
+	}
+	rng := rand.New(rand.NewPCG(3, 3))
+	data := make([][]float64, 256)
+	for i := range data {
+		data[i] = make([]float64, 784)
+		for j := range data[i] {
+			data[i][j] = rng.Float64()*2 - 1
+		}
+	}
+	store := NewStore()
+	store.SetParams(map[string]any{ParamWidth: 1024, ParamDepth: 4, ParamBatchSize: 128})
+	tr, err := NewTrainer(MustNewTrainBackend(), store, schedule.DefaultVP(), DSM, data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	within := func(what string, limit time.Duration, f func()) {
+		t.Helper()
+		done := make(chan struct{})
+		go func() { defer close(done); f() }()
+		select {
+		case <-done:
+		case <-time.After(limit):
+			t.Fatalf("%s did not finish within %s: the backend's scheduler is deadlocked (config %q)", what, limit, TrainBackendConfig)
+		}
+	}
+	within("2 training steps", 3*time.Minute, func() {
+		if _, err := tr.TrainSteps(2); err != nil {
+			t.Error(err)
+		}
+	})
+	args := tr.batch()
+	e := model.MustNewExec(tr.Backend, tr.Store, func(scope *model.Scope, in []*graph.Node) *graph.Node {
+		return Eps(scope, Inputs{X: in[0], Alpha: in[1], Sigma: in[2]})
+	})
+	within("20 forwards", 3*time.Minute, func() {
+		for range 20 {
+			e.MustCall(args[0], args[2], args[3])[0].MustFinalizeAll()
+		}
+	})
+}
