@@ -1,0 +1,202 @@
+// Package report is dfx's one result contract. An experiment's Result
+// implements Result: it returns a Report, which holds its tables (Markdown
+// and CSV), figures (rendered on demand, PNG or SVG) and any other files,
+// all in memory. WriteDir writes a report into a folder and swaps it in
+// whole, so the folder never mixes two runs; notebooks display the same
+// report from memory (Table.Markdown, Figure.PNG) without touching disk.
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+)
+
+// Result is implemented by every experiment's result.
+type Result interface {
+	Report() (*Report, error)
+}
+
+// Report is everything an experiment produced.
+type Report struct {
+	Name    string // the experiment, e.g. "toys"; also the default folder name
+	Title   string // one line, e.g. "Table 2: DF-TM vs VJP on the 2-D chessboard"
+	Tables  []*Table
+	Figures []*Figure
+	Files   []*File // other outputs (raw series, logs) written as they are
+}
+
+// Table is a table with a header row. Markdown renders Title above it and
+// Notes below; CSV has the header and rows only.
+type Table struct {
+	Name    string // file stem: Name.md and Name.csv
+	Title   string
+	Caption string // one line for figures/INDEX.md
+	Header  []string
+	Rows    [][]string
+	Notes   []string
+	// NoCSV writes only the Markdown file.
+	NoCSV bool
+}
+
+// Figure renders a picture on demand.
+type Figure struct {
+	Name    string // file name with extension: "trace.png" or "trace.svg"
+	Caption string // one line for figures/INDEX.md
+	// Render draws the figure in format "png" or "svg".
+	Render func(format string) ([]byte, error)
+}
+
+// File is any other output.
+type File struct {
+	Name    string
+	Caption string
+	Data    []byte
+}
+
+// Markdown renders the table as GitHub-flavoured Markdown. Cells have '|'
+// escaped and newlines folded, so that no value breaks the table.
+func (t *Table) Markdown() string {
+	var b strings.Builder
+	if t.Title != "" {
+		fmt.Fprintf(&b, "%s\n\n", t.Title)
+	}
+	row := func(cells []string) {
+		b.WriteString("|")
+		for _, c := range cells {
+			b.WriteString(" " + mdCell(c) + " |")
+		}
+		b.WriteString("\n")
+	}
+	row(t.Header)
+	seps := make([]string, len(t.Header))
+	for i := range seps {
+		seps[i] = "---"
+	}
+	row(seps)
+	for _, r := range t.Rows {
+		row(r)
+	}
+	for i, n := range t.Notes {
+		if i == 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(n + "\n")
+	}
+	return b.String()
+}
+
+func mdCell(s string) string {
+	s = strings.ReplaceAll(s, "|", `\|`)
+	return strings.ReplaceAll(s, "\n", " ")
+}
+
+// CSV renders the header and rows as RFC 4180 CSV.
+func (t *Table) CSV() string {
+	var b bytes.Buffer
+	w := csv.NewWriter(&b)
+	_ = w.Write(t.Header)
+	_ = w.WriteAll(t.Rows) // flushes
+	return b.String()
+}
+
+// PNG renders a figure as PNG.
+func (f *Figure) PNG() ([]byte, error) { return f.Render("png") }
+
+// Check reports the first structural problem: empty or duplicate names,
+// names that are not plain file names, rows of the wrong width, a figure
+// without a renderer or with an extension other than .png/.svg.
+func (r *Report) Check() error {
+	if r.Name == "" {
+		return errors.New("report: no name")
+	}
+	seen := map[string]bool{}
+	add := func(name string) error {
+		if name == "" || name != path.Base(name) || strings.HasPrefix(name, ".") || strings.ContainsAny(name, `\/`) {
+			return fmt.Errorf("report %s: %q is not a plain file name", r.Name, name)
+		}
+		if seen[name] {
+			return fmt.Errorf("report %s: %s written twice", r.Name, name)
+		}
+		seen[name] = true
+		return nil
+	}
+	for _, t := range r.Tables {
+		if err := add(t.Name + ".md"); err != nil {
+			return err
+		}
+		if !t.NoCSV {
+			if err := add(t.Name + ".csv"); err != nil {
+				return err
+			}
+		}
+		for i, row := range t.Rows {
+			if len(row) != len(t.Header) {
+				return fmt.Errorf("report %s: table %s row %d has %d cells for %d columns", r.Name, t.Name, i, len(row), len(t.Header))
+			}
+		}
+	}
+	for _, f := range r.Figures {
+		if err := add(f.Name); err != nil {
+			return err
+		}
+		if ext := path.Ext(f.Name); ext != ".png" && ext != ".svg" {
+			return fmt.Errorf("report %s: figure %s: want .png or .svg", r.Name, f.Name)
+		}
+		if f.Render == nil {
+			return fmt.Errorf("report %s: figure %s has no renderer", r.Name, f.Name)
+		}
+	}
+	for _, f := range r.Files {
+		if err := add(f.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Table returns the table named name, or nil.
+func (r *Report) Table(name string) *Table {
+	for _, t := range r.Tables {
+		if t.Name == name {
+			return t
+		}
+	}
+	return nil
+}
+
+// Figure returns the figure named name (with or without its extension), or nil.
+func (r *Report) Figure(name string) *Figure {
+	for _, f := range r.Figures {
+		if f.Name == name || strings.TrimSuffix(f.Name, path.Ext(f.Name)) == name {
+			return f
+		}
+	}
+	return nil
+}
+
+// IndexLines are the report's lines of figures/INDEX.md: one per table,
+// figure and file with its caption, and the command that makes it.
+func (r *Report) IndexLines(dir, command string) []string {
+	var out []string
+	line := func(name, caption string) {
+		out = append(out, fmt.Sprintf("- `%s/%s`: %s (`%s`)", dir, name, caption, command))
+	}
+	for _, t := range r.Tables {
+		c := t.Caption
+		if c == "" {
+			c = t.Title
+		}
+		line(t.Name+".md", c)
+	}
+	for _, f := range r.Figures {
+		line(f.Name, f.Caption)
+	}
+	for _, f := range r.Files {
+		line(f.Name, f.Caption)
+	}
+	return out
+}

@@ -1,0 +1,149 @@
+package report
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func sample(fail bool) *Report {
+	return &Report{
+		Name: "exp",
+		Tables: []*Table{{Name: "t", Title: "**Table**", Header: []string{"a", "b|c"}, Rows: [][]string{{"1", "x,y"}, {"2", "line\nbreak"}}, Notes: []string{"note"}}},
+		Figures: []*Figure{{Name: "f.png", Caption: "a figure", Render: func(format string) ([]byte, error) {
+			if fail {
+				return nil, errors.New("renderer broke")
+			}
+			return []byte("PNG:" + format), nil
+		}}},
+		Files: []*File{{Name: "raw.txt", Data: []byte("raw")}},
+	}
+}
+
+func TestMarkdownEscapesCellsAndCSVQuotes(t *testing.T) {
+	tab := sample(false).Tables[0]
+	md := tab.Markdown()
+	for _, want := range []string{"**Table**\n\n", `| a | b\|c |`, "| --- | --- |", "| 2 | line break |", "\nnote\n"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	if got, want := tab.CSV(), "a,b|c\n1,\"x,y\"\n2,\"line\nbreak\"\n"; got != want {
+		t.Errorf("csv %q, want %q", got, want)
+	}
+}
+
+func TestCheckRejectsBadNamesDuplicatesAndRaggedRows(t *testing.T) {
+	for name, mutate := range map[string]func(r *Report){
+		"path":      func(r *Report) { r.Files[0].Name = "../x" },
+		"hidden":    func(r *Report) { r.Files[0].Name = ".x" },
+		"duplicate": func(r *Report) { r.Files[0].Name = "f.png" },
+		"ragged":    func(r *Report) { r.Tables[0].Rows[0] = []string{"1"} },
+		"extension": func(r *Report) { r.Figures[0].Name = "f.jpg" },
+		"renderer":  func(r *Report) { r.Figures[0].Render = nil },
+		"no name":   func(r *Report) { r.Name = "" },
+	} {
+		r := sample(false)
+		mutate(r)
+		if err := r.Check(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if err := sample(false).Check(); err != nil {
+		t.Error(err)
+	}
+}
+
+func list(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+func TestWriteDirSwapsInWholeAndKeepsThePreviousRunOnFailure(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "exp")
+	ctx := context.Background()
+	if err := WriteDir(ctx, sample(false), dir); err != nil {
+		t.Fatal(err)
+	}
+	if got := list(t, dir); !slices.Equal(got, []string{"f.png", "raw.txt", "t.csv", "t.md"}) {
+		t.Fatalf("files %v", got)
+	}
+	os.WriteFile(filepath.Join(dir, "stale-from-an-older-run.png"), []byte("old"), 0o644)
+	// A failing figure: the previous outputs stay as they were, no temporary folder remains.
+	if err := WriteDir(ctx, sample(true), dir); err == nil {
+		t.Fatal("renderer error not reported")
+	}
+	if got := list(t, dir); len(got) != 5 {
+		t.Errorf("previous run damaged: %v", got)
+	}
+	if got := list(t, parent); !slices.Equal(got, []string{"exp"}) {
+		t.Errorf("left behind: %v", got)
+	}
+	// A cancelled write leaves it untouched too.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := WriteDir(cctx, sample(false), dir); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+	// A successful run replaces the folder whole: the older file is gone.
+	if err := WriteDir(ctx, sample(false), dir); err != nil {
+		t.Fatal(err)
+	}
+	if got := list(t, dir); len(got) != 4 {
+		t.Errorf("runs mixed: %v", got)
+	}
+	if got := list(t, parent); !slices.Equal(got, []string{"exp"}) {
+		t.Errorf("left behind: %v", got)
+	}
+}
+
+func TestStaleFoldersOfAKilledRunAreCleanedOrRestored(t *testing.T) {
+	parent := t.TempDir()
+	for _, n := range []string{".tmp-exp-123", ".tmp-exp-456", ".tmp-other-1"} {
+		os.MkdirAll(filepath.Join(parent, n), 0o755)
+	}
+	// Killed between the two renames: only the old copy exists.
+	os.MkdirAll(filepath.Join(parent, ".old-exp-9"), 0o755)
+	os.WriteFile(filepath.Join(parent, ".old-exp-9", "t.md"), []byte("previous"), 0o644)
+	CleanStale(parent, "exp")
+	if got := list(t, parent); !slices.Equal(got, []string{".tmp-other-1", "exp"}) {
+		t.Errorf("after cleaning: %v", got)
+	}
+	if b, _ := os.ReadFile(filepath.Join(parent, "exp", "t.md")); string(b) != "previous" {
+		t.Error("previous outputs not restored")
+	}
+}
+
+func TestWriteDirRefusesFoldersWithoutAName(t *testing.T) {
+	for _, d := range []string{"", "/", ".", ".."} {
+		if err := WriteDir(context.Background(), sample(false), d); err == nil {
+			t.Errorf("%q accepted", d)
+		}
+	}
+}
+
+func ExampleTable_Markdown() {
+	t := &Table{Name: "demo", Title: "Relative error", Header: []string{"t", "DF-TM"}, Rows: [][]string{{"1.0", "0.06 %"}, {"0.2", "4 210 %"}}}
+	fmt.Print(t.Markdown())
+	// Output:
+	// Relative error
+	//
+	// | t | DF-TM |
+	// | --- | --- |
+	// | 1.0 | 0.06 % |
+	// | 0.2 | 4 210 % |
+}
