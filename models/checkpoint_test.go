@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -222,8 +223,11 @@ func TestWeightsCheckpointRoundTripsAndLoadsStrictly(t *testing.T) {
 	}
 }
 
-// FuzzDecodeCheckpoint: no input panics, and whatever decodes re-encodes
-// to the same bytes.
+// FuzzDecodeCheckpoint: no input panics, every error wraps ErrCheckpoint,
+// and whatever decodes re-encodes to a file that decodes to the same
+// header and values. Each input is tried as a whole file and as a body
+// with its checksum appended, so that the fuzzer also explores the header
+// and data parser behind the checksum.
 func FuzzDecodeCheckpoint(f *testing.F) {
 	c := &Checkpoint{Header: CheckpointHeader{Kind: KindWeights, Networks: []string{ScoreScope}, Dim: 2, Params: map[string]string{"/width": "int:4"},
 		Variables: []CheckpointVariable{{Path: "/score/output/weights", DType: "Float32", Dims: []int{2, 2}, Trainable: true}}},
@@ -236,20 +240,36 @@ func FuzzDecodeCheckpoint(f *testing.F) {
 	f.Add(good[:len(good)-1])
 	f.Add([]byte(checkpointMagic))
 	f.Add([]byte{})
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		c, err := DecodeCheckpoint(raw, "fuzz")
-		if err != nil {
-			if !errors.Is(err, ErrCheckpoint) {
-				t.Fatalf("error does not wrap ErrCheckpoint: %v", err)
+	f.Add(good[:len(good)-checksumLen])
+	f.Fuzz(func(t *testing.T, in []byte) {
+		sum := sha256.Sum256(in)
+		for _, raw := range [][]byte{in, append(slices.Clone(in), sum[:]...)} {
+			c, err := DecodeCheckpoint(raw, "fuzz")
+			if err != nil {
+				if !errors.Is(err, ErrCheckpoint) {
+					t.Fatalf("error does not wrap ErrCheckpoint: %v", err)
+				}
+				continue
 			}
-			return
-		}
-		again, err := c.Encode()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(again, raw) {
-			t.Fatal("decoded checkpoint re-encodes differently")
+			again, err := c.Encode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := DecodeCheckpoint(again, "re-encoded")
+			if err != nil {
+				t.Fatalf("re-encoded checkpoint does not decode: %v", err)
+			}
+			if !reflect.DeepEqual(back.Header, c.Header) || len(back.Values) != len(c.Values) {
+				t.Fatal("re-encoded checkpoint decodes to another header")
+			}
+			for i := range c.Values {
+				var a, b []byte
+				_ = c.Values[i].ConstBytes(func(x []byte) { a = bytes.Clone(x) })
+				_ = back.Values[i].ConstBytes(func(x []byte) { b = bytes.Clone(x) })
+				if !bytes.Equal(a, b) {
+					t.Fatalf("variable %d changed in the round trip", i)
+				}
+			}
 		}
 	})
 }

@@ -13,7 +13,7 @@ import (
 
 func sample(fail bool) *Report {
 	return &Report{
-		Name: "exp",
+		Name:   "exp",
 		Tables: []*Table{{Name: "t", Title: "**Table**", Header: []string{"a", "b|c"}, Rows: [][]string{{"1", "x,y"}, {"2", "line\nbreak"}}, Notes: []string{"note"}}},
 		Figures: []*Figure{{Name: "f.png", Caption: "a figure", Render: func(format string) ([]byte, error) {
 			if fail {
