@@ -1,9 +1,16 @@
 package models
 
 // goBackendOptions configures GoMLX's Go backend (github.com/gomlx/compute
-// v0.1.6). Its default parallel op scheduler can deadlock on a 2-core
-// machine: two DotGeneral kernels running in parallel ops each wait for
-// pool workers that the other holds while the executor waits to start a
-// third (see models/deadlock_test.go). Running ops one at a time, each op
-// still using every core for its own kernel, never deadlocks.
+// v0.1.6). Its default op scheduler runs independent graph nodes in
+// goroutines that each hold a slot of the backend's worker pool (2 ×
+// GOMAXPROCS slots); a DotGeneral node then waits in the pool's Saturate
+// for more workers. When as many independent DotGenerals as there are
+// slots become ready together (the residual MLP's embedding products, any
+// backward pass's dW and dX products), every slot is held by a node waiting
+// for a slot: the execution never ends. ops_parallel and every bounded
+// parallelism=N hang the same way; ops_sequential runs each node on the
+// calling goroutine, which holds no slot, so it cannot deadlock, and each
+// kernel still uses every core. It measured as fast as any other safe
+// configuration on the residual-MLP forward, gradient and training step.
+// TestResidualMLPForwardAndTrainStepFinishUnderADeadline guards it.
 const goBackendOptions = "ops_sequential"
