@@ -2,6 +2,7 @@ package models
 
 import (
 	"math/rand/v2"
+	"os"
 	"testing"
 	"time"
 
@@ -42,7 +43,11 @@ func TestResidualMLPForwardAndTrainStepFinishUnderADeadline(t *testing.T) {
 		select {
 		case <-done:
 		case <-time.After(limit):
-			t.Fatalf("%s did not finish within %s: the backend's scheduler is deadlocked (config %q)", what, limit, TrainBackendConfig)
+			config := TrainBackendConfig
+			if env := os.Getenv("GOMLX_BACKEND"); env != "" {
+				config = env + " (GOMLX_BACKEND)"
+			}
+			t.Fatalf("%s did not finish within %s: the backend's scheduler is deadlocked (config %s)", what, limit, config)
 		}
 	}
 	within("2 training steps", 3*time.Minute, func() {
