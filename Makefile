@@ -16,11 +16,12 @@ export PATH := $(GOPATH_BIN):$(PATH)
 NB_FLAGS ?=
 
 .NOTPARALLEL:
-.PHONY: all test setup setup-blas vet fmt-check gotest notebooks reproduce bench help
+.PHONY: all build test setup setup-blas vet fmt-check gotest notebooks reproduce bench help
 
 all: test
 
 help:
+	@echo "make build       bin/dfx, stamped with its commit (bin/dfx --version)"
 	@echo "make reproduce   regenerate figures/ and tables (go run ./cmd/dfx reproduce all)"
 	@echo "make test        set-up if needed, go vet, gofmt check, notebooks (DFX_QUICK=1), go test"
 	@echo "make setup       install Jupyter, GoNB (kernel 'gonb'), goimports, gopls, OpenBLAS, NumPy when missing"
@@ -50,6 +51,10 @@ gotest:
 
 notebooks:
 	@scripts/run-notebooks.sh $(NB_FLAGS)
+
+# bin/dfx, stamped with the commit it was built from (dfx --version).
+build:
+	$(GO) build -buildvcs=true -o bin/dfx ./cmd/dfx
 
 reproduce:
 	$(GO) run ./cmd/dfx reproduce all

@@ -51,3 +51,10 @@ func TestCkptRejectsEveryDefectWithOneLineAndExit2(t *testing.T) {
 		}
 	}
 }
+
+func TestVersionNamesTheModuleAndToolchain(t *testing.T) {
+	code, out, errOut := runCLI("--version")
+	if code != 0 || errOut != "" || !strings.HasPrefix(out, "dfx: github.com/dfx-lab/dfx") || !strings.Contains(out, "go1.") || strings.Count(out, "\n") != 1 {
+		t.Errorf("exit %d, %q, %q", code, out, errOut)
+	}
+}

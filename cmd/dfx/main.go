@@ -30,6 +30,9 @@ var commands = map[string]command{
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version" || args[0] == "version") {
+		return runVersion(args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stderr)
 		if len(args) == 0 {
@@ -55,7 +58,7 @@ func commandNames() []string {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: dfx <command> [flags]   (dfx <command> -h for its flags)")
+	fmt.Fprintln(w, "usage: dfx <command> [flags]   (dfx <command> -h for its flags; dfx --version)")
 	for _, n := range commandNames() {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
