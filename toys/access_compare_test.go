@@ -1,4 +1,4 @@
-package access
+package toys
 
 import (
 	"context"
@@ -7,15 +7,15 @@ import (
 	"testing"
 )
 
-func TestQuickComparisonRunsAndScoresTheExactMethodsExactly(t *testing.T) {
+func TestAccessQuickComparisonRunsAndScoresTheExactMethodsExactly(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains two networks")
 	}
-	res, err := Run(context.Background(), Quick())
+	res, err := RunAccess(context.Background(), AccessQuick())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := len(Quick().Times) * 8; len(res.Rows) != want {
+	if want := len(AccessQuick().Times) * 8; len(res.Rows) != want {
 		t.Fatalf("%d rows, want %d", len(res.Rows), want)
 	}
 	for _, r := range res.Rows {
