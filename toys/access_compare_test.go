@@ -7,6 +7,10 @@ import (
 	"testing"
 )
 
+// TestAccessQuickComparisonRunsAndScoresTheExactMethodsExactly: the quick
+// comparison has every row, and its "exact" rows (access.Mixture's graph
+// closed forms) agree with dfx/mixture's independent float64 evaluation to
+// round-off.
 func TestAccessQuickComparisonRunsAndScoresTheExactMethodsExactly(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains two networks")

@@ -265,7 +265,8 @@ func timeAtSigma(f *fixture, sigma float64) float64 {
 
 // TestNetHostWrappersMatchPackageMixture: EpsAt, DenoiserAt, TAt and NuAt of
 // the exact mixture network agree with dfx/mixture's float64 denoiser and
-// posterior second moment.
+// posterior second moment, and a network given by its denoiser
+// (EpsFromDenoiser) has the same ε.
 func TestNetHostWrappersMatchPackageMixture(t *testing.T) {
 	f := newFixture(t, 3, 5, 4, 0.4)
 	ref, err := mixture.NewDirac(f.ym, nil)
@@ -312,6 +313,19 @@ func TestNetHostWrappersMatchPackageMixture(t *testing.T) {
 		wantNu := f.a * f.a / (f.sg * f.sg) * (want.SecondMoment[q] - floats.Dot(yb, yb)) / d
 		if e := relErr(nu[q], wantNu); e > 1e-7 {
 			t.Errorf("query %d: NuAt %g, want %g", q, nu[q], wantNu)
+		}
+	}
+	viaDenoiser := NewNet(n.Backend, nil, n.Schedule, n.DType, Network{Eps: EpsFromDenoiser(
+		func(scope *model.Scope, x, alpha, sigma *graph.Node) *graph.Node {
+			return DenoiserGraph(n.Network, scope, x, alpha, sigma)
+		})})
+	eps2, err := viaDenoiser.EpsAt(f.xm, f.t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for q := range f.x {
+		if e := relNorm(eps2.RawRowView(q), eps.RawRowView(q)); e > 1e-9 {
+			t.Errorf("query %d: ε through EpsFromDenoiser(ȳ) differs by %g", q, e)
 		}
 	}
 	noT := *n
