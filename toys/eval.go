@@ -269,7 +269,7 @@ func (ev *evaluator) timing() ([]Timing, error) {
 			struct {
 				name string
 				fn   func() error
-			}{MethodVJP + " (d VJPs, access.VJPTrace)", func() error { _, err := n.vjp.Trace(rowsOf(x), t); return err }},
+			}{MethodVJP + " (d VJPs, access.VJPTrace)", func() error { _, err := n.vjp.Trace(x, t); return err }},
 			struct {
 				name string
 				fn   func() error

@@ -4,8 +4,6 @@ import (
 	"fmt"
 
 	"github.com/gomlx/compute"
-	"github.com/gomlx/gomlx/core/graph"
-	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"gonum.org/v1/gonum/mat"
 
@@ -15,97 +13,49 @@ import (
 )
 
 // Networks is a trained pair, the score network ε̂_θ and the DF-TM network
-// t_θ of models, evaluated in float32 on a GoMLX backend. The traces come
-// from dfx/access: VJPTrace (eq. nll_VJP, d VJPs) and DFTM (eq.
-// trace_appro, one forward pass of each network). ε̂_θ and t_θ themselves
-// (for the score, the PF-ODE and the t_θ diagnostic) run on local
-// executables, since access exposes only traces and matvecs.
+// t_θ of models, evaluated in float32 on a GoMLX backend through dfx/access:
+// ε̂_θ and t_θ by the host wrappers of access.Net (models.NewAccessNet), the
+// traces by VJPTrace (eq. nll_VJP, d VJPs), DFTM (eq. trace_appro, one
+// forward pass of each network) and DFTMCentred (ours).
 type Networks struct {
 	Schedule schedule.Schedule
 	Seed     uint64
 	store    *model.Store // evaluation (EMA) weights of the networks
-	epsExec  *model.Exec
-	tnetExec *model.Exec
+	net      *access.Net
 	vjp      *access.VJPTrace
 	dftm     *access.DFTM
 	dftmc    *access.DFTMCentred // nil without a centred network
 }
 
-// newNetworks compiles the evaluators of the weights in ctx (both networks'
+// newNetworks compiles the evaluators of the weights in store (both networks'
 // variables, under models.ScoreScope and models.TraceScope).
-func newNetworks(backend compute.Backend, s schedule.Schedule, seed uint64, ctx *model.Store) (*Networks, error) {
-	n := &Networks{Schedule: s, Seed: seed, store: ctx}
+func newNetworks(backend compute.Backend, s schedule.Schedule, seed uint64, store *model.Store) (*Networks, error) {
+	n := &Networks{Schedule: s, Seed: seed, store: store}
 	var err error
-	n.epsExec, err = model.NewExec(backend, ctx, func(ctx *model.Scope, x, a, sg *graph.Node) *graph.Node {
-		return models.Eps(ctx, models.Inputs{X: x, Alpha: a, Sigma: sg})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("toys: score network: %w", err)
-	}
-	n.tnetExec, err = model.NewExec(backend, ctx, func(ctx *model.Scope, x, a, sg *graph.Node) *graph.Node {
-		return models.TraceNet(ctx, models.Inputs{X: x, Alpha: a, Sigma: sg})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("toys: DF-TM network: %w", err)
-	}
-	net, err := access.FromModel(backend, ctx, s, true)
-	if err != nil {
+	if n.net, err = models.NewAccessNet(backend, store, s, true); err != nil {
 		return nil, fmt.Errorf("toys: %w", err)
 	}
-	if n.vjp, err = access.NewVJPTrace(net, 0); err != nil {
+	if n.vjp, err = access.NewVJPTrace(n.net, 0); err != nil {
 		return nil, fmt.Errorf("toys: %w", err)
 	}
-	if n.dftm, err = access.NewDFTM(net); err != nil {
+	if n.dftm, err = access.NewDFTM(n.net); err != nil {
 		return nil, fmt.Errorf("toys: %w", err)
 	}
-	if net.Nu != nil {
-		if n.dftmc, err = access.NewDFTMCentred(net); err != nil {
+	if n.net.Nu != nil {
+		if n.dftmc, err = access.NewDFTMCentred(n.net); err != nil {
 			return nil, fmt.Errorf("toys: %w", err)
 		}
 	}
 	return n, nil
 }
 
-// inputs converts a float64 batch at time t to float32 tensors (x, α, σ).
-func (n *Networks) inputs(x *mat.Dense, t float64) []any {
-	b, d := x.Dims()
-	xf := make([]float32, 0, b*d)
-	for i := 0; i < b; i++ {
-		for _, v := range x.RawRowView(i)[:d] {
-			xf = append(xf, float32(v))
-		}
-	}
-	a, s := make([]float32, b), make([]float32, b)
-	for i := range a {
-		a[i], s[i] = float32(n.Schedule.Alpha(t)), float32(n.Schedule.Sigma(t))
-	}
-	return []any{tensors.FromFlatDataAndDimensions(xf, b, d), tensors.FromFlatDataAndDimensions(a, b), tensors.FromFlatDataAndDimensions(s, b)}
-}
-
-func toFloat64s(t *tensors.Tensor) ([]float64, error) {
-	f, err := tensors.CopyFlatData[float32](t)
-	if err != nil {
-		return nil, fmt.Errorf("toys: network output: %w", err)
-	}
-	out := make([]float64, len(f))
-	for i, v := range f {
-		out[i] = float64(v)
-	}
-	return out, nil
-}
-
 // Eps is ε̂_θ(x, t) [B, d].
 func (n *Networks) Eps(x *mat.Dense, t float64) (*mat.Dense, error) {
-	out, err := n.epsExec.Exec(n.inputs(x, t)...)
+	eps, err := n.net.EpsAt(x, t)
 	if err != nil {
 		return nil, fmt.Errorf("toys: score network: %w", err)
 	}
-	v, err := toFloat64s(out[0])
-	if err != nil {
-		return nil, err
-	}
-	b, d := x.Dims()
-	return mat.NewDense(b, d, v), nil
+	return eps, nil
 }
 
 // EpsAndTraceVJP is ε̂_θ and the VJP trace (1/σ) Σ_i ∂ε̂_i/∂x_i (eq. nll_VJP).
@@ -114,37 +64,25 @@ func (n *Networks) EpsAndTraceVJP(x *mat.Dense, t float64) (*mat.Dense, []float6
 	if err != nil {
 		return nil, nil, err
 	}
-	tr, err := n.vjp.Trace(rowsOf(x), t)
+	tr, err := n.vjp.Trace(x, t)
 	if err != nil {
 		return nil, nil, fmt.Errorf("toys: VJP trace: %w", err)
 	}
 	return eps, tr, nil
 }
 
-func rowsOf(x *mat.Dense) [][]float64 {
-	b, d := x.Dims()
-	rows := make([][]float64, b)
-	for i := range rows {
-		rows[i] = x.RawRowView(i)[:d]
-	}
-	return rows
-}
-
 // TNet is the DF-TM network's output t_θ(x, t) ≈ E[‖x₀‖² | x_t]/d [B].
 func (n *Networks) TNet(x *mat.Dense, t float64) ([]float64, error) {
-	if n.tnetExec == nil {
-		return nil, fmt.Errorf("toys: no DF-TM network")
-	}
-	out, err := n.tnetExec.Exec(n.inputs(x, t)...)
+	tn, err := n.net.TAt(x, t)
 	if err != nil {
 		return nil, fmt.Errorf("toys: DF-TM network: %w", err)
 	}
-	return toFloat64s(out[0])
+	return tn, nil
 }
 
 // TraceDFTM is the DF-TM trace (eq. trace_appro) by access.DFTM.
 func (n *Networks) TraceDFTM(x *mat.Dense, t float64) ([]float64, error) {
-	tr, err := n.dftm.Trace(rowsOf(x), t)
+	tr, err := n.dftm.Trace(x, t)
 	if err != nil {
 		return nil, fmt.Errorf("toys: DF-TM trace: %w", err)
 	}
@@ -157,7 +95,7 @@ func (n *Networks) TraceDFTMC(x *mat.Dense, t float64) ([]float64, error) {
 	if n.dftmc == nil {
 		return nil, fmt.Errorf("toys: no centred DF-TM network")
 	}
-	tr, err := n.dftmc.Trace(rowsOf(x), t)
+	tr, err := n.dftmc.Trace(x, t)
 	if err != nil {
 		return nil, fmt.Errorf("toys: centred DF-TM trace: %w", err)
 	}

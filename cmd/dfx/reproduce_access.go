@@ -1,5 +1,5 @@
 package main
 
-import "github.com/dfx-lab/dfx/dfx/access"
+import "github.com/dfx-lab/dfx/toys"
 
-func init() { experiments["access"] = access.Reproduce }
+func init() { experiments["access"] = toys.ReproduceAccess }

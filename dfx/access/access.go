@@ -1,128 +1,99 @@
 // Package access evaluates the diffusion Fisher F = −∇²log q_t(x) of a score
 // network, batched, through two interfaces: a TraceEstimator (x_t [B,d], t)
-// → tr F [B] and a FisherOperator (x_t, t, v) → F v [B,d].
+// → tr F [B] and a FisherOperator (x_t, t, v) → F v [B,d]. Host batches are
+// gonum *mat.Dense [B, d].
 //
-// Implementations (paper sections "Diffusion Fisher Trace Matching" and
-// "Endpoint Approximation"):
+// A network enters through one contract, Network: ε_θ(x, t) (or, through
+// EpsFromDenoiser, the denoiser ȳ_θ) and the scalar DF-TM networks t_θ and
+// ν_θ, as graph functions on a *model.Scope. Net adds what it takes to run
+// them on the host (backend, store, schedule, dtype) and host wrappers
+// (EpsAt, DenoiserAt, TAt, NuAt).
+//
+// Implementations (paper sections sec:tm "Diffusion Fisher Trace Matching"
+// and sec:ea "Diffusion Fisher Endpoint Approximation"):
 //
 //   - VJPTrace: exact trace of the network's Fisher, d VJPs batched over the
 //     basis vectors (eq. nll_VJP);
 //   - Hutchinson (Rademacher or Gaussian probes) and HutchPP (Hutch++);
 //   - VJPMatVec: F v ≈ (1/σ) ∂⟨ε_θ, v⟩/∂x (eq. Adjoint_VJP);
-//   - DFTM: tr F ≈ d/σ² − (α²/σ⁴)(d·t_θ − ‖ȳ_θ‖²) (eq. trace_appro);
+//   - DFTM: tr F ≈ d/σ² − (α²/σ⁴)(d·t_θ − ‖ȳ_θ‖²) (eq. trace_appro), with a
+//     corrected error bound (DFTMErrorBound);
 //   - DFTMCentred (ours, beyond the paper): tr F ≈ (d/σ²)(1 − ν_θ) with ν_θ
 //     regressed on ‖ε̂_θ − ε‖²/d, free of DF-TM's α²/σ⁴ cancellation;
 //   - DFEA: F v ≈ v/σ² − (α²/σ⁴)⟨x₀,v⟩x₀ + (α²/σ⁴)⟨ȳ_θ,v⟩ȳ_θ (eq. EA_approx);
-//   - Exact: a Dirac mixture's closed forms as a graph (Proposition
-//     analytic_dirac), whose ε is also usable as a "network" (ExactEps).
+//   - Mixture: a Dirac mixture's closed forms as a graph (Prop.
+//     analytic_dirac), whose Net is also usable as an exact "network".
 //
-// Everything runs on GoMLX graphs, with GoMLX's own VJPs.
+// The graph builders behind them (VJPMatVecGraph, DFTMTraceGraph,
+// DFTMCentredTraceGraph, DFEAMatVecGraph, DenoiserGraph) are exported so
+// they compose inside other graphs. Everything runs on GoMLX graphs, with
+// GoMLX's own VJPs.
 package access
 
 import (
 	"fmt"
-	"math"
 
-	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
-	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
-	"github.com/gomlx/gomlx/ml/model"
-
-	"github.com/dfx-lab/dfx/dfx/schedule"
+	"gonum.org/v1/gonum/mat"
 )
 
-// TraceEstimator maps queries x [B][d] at time t to tr F(x_b, t) for each b.
+// TraceEstimator maps queries x [B, d] at time t to tr F(x_b, t) for each b.
 type TraceEstimator interface {
 	Name() string
-	Trace(x [][]float64, t float64) ([]float64, error)
+	Trace(x *mat.Dense, t float64) ([]float64, error)
 }
 
-// FisherOperator maps queries x [B][d] and vectors v [B][d] to F(x_b, t) v_b.
+// FisherOperator maps queries x [B, d] and vectors v [B, d] to the rows
+// F(x_b, t) v_b [B, d].
 type FisherOperator interface {
 	Name() string
-	MatVec(x [][]float64, t float64, v [][]float64) ([][]float64, error)
+	MatVec(x *mat.Dense, t float64, v *mat.Dense) (*mat.Dense, error)
 }
 
-// EpsFn builds ε_θ(x, t) [R, d] for x [R, d] and per-row α, σ [R]. Rows must
-// not interact (every estimator tiles queries along the batch axis).
-type EpsFn func(ctx *model.Scope, x, alpha, sigma *graph.Node) *graph.Node
-
-// ScalarFn builds a per-row scalar [R], e.g. the DF-TM network t_θ.
-type ScalarFn func(ctx *model.Scope, x, alpha, sigma *graph.Node) *graph.Node
-
-// Net is a noise-conditional network with everything needed to run it.
-type Net struct {
-	Backend  compute.Backend
-	Store    *model.Store // holds the network's variables
-	Schedule schedule.Schedule
-	DType    dtypes.DType // Float32 or Float64
-	Eps      EpsFn
-	T        ScalarFn // DF-TM network; nil if none
-	Nu       ScalarFn // centred DF-TM network ν_θ (ours); nil if none
-}
-
-// coefficients checks t and returns α(t), σ(t).
-func (n *Net) coefficients(t float64) (alpha, sigma float64, err error) {
-	c, err := schedule.At(n.Schedule, t)
-	if err != nil {
-		return 0, 0, fmt.Errorf("access: %w", err)
-	}
-	return c.Alpha, c.Sigma, nil
-}
-
-// checkBatch validates x [B][d] (and v, if given, of the same shape).
-// batchAt checks a batch (and its vectors v, nil for none) and returns its
-// size, its dimension and the schedule's α, σ at t: the prologue of every
-// estimator.
-func (n *Net) batchAt(x, v [][]float64, t float64) (b, d int, a, s float64, err error) {
-	if b, d, err = checkBatch(x, v); err != nil {
-		return 0, 0, 0, 0, err
-	}
-	a, s, err = n.coefficients(t)
-	return b, d, a, s, err
-}
-
-func checkBatch(x, v [][]float64) (b, d int, err error) {
-	if len(x) == 0 || len(x[0]) == 0 {
+// checkBatch validates x [B, d] (and v, if not nil, of the same shape).
+func checkBatch(x, v *mat.Dense) (b, d int, err error) {
+	if x == nil || x.IsEmpty() {
 		return 0, 0, fmt.Errorf("access: empty batch")
 	}
-	b, d = len(x), len(x[0])
-	for i, row := range x {
-		if len(row) != d {
-			return 0, 0, fmt.Errorf("access: query %d has dim %d, query 0 has %d", i, len(row), d)
-		}
-	}
+	b, d = x.Dims()
 	if v != nil {
-		if len(v) != b {
-			return 0, 0, fmt.Errorf("access: %d vectors for %d queries", len(v), b)
+		if v.IsEmpty() {
+			return 0, 0, fmt.Errorf("access: empty vectors for %d queries", b)
 		}
-		for i, row := range v {
-			if len(row) != d {
-				return 0, 0, fmt.Errorf("access: vector %d has dim %d, want %d", i, len(row), d)
-			}
+		if vb, vd := v.Dims(); vb != b || vd != d {
+			return 0, 0, fmt.Errorf("access: vectors [%d, %d] for queries [%d, %d]", vb, vd, b, d)
 		}
 	}
 	return b, d, nil
 }
 
-// matrix converts rows to a [len(rows), d] tensor of dtype.
-func matrix(dtype dtypes.DType, rows [][]float64) *tensors.Tensor {
-	d := len(rows[0])
+// matrix converts a [R, d] matrix to a tensor of dtype.
+func matrix(dtype dtypes.DType, m mat.Matrix) *tensors.Tensor {
+	r, d := m.Dims()
 	if dtype == dtypes.Float64 {
-		flat := make([]float64, 0, len(rows)*d)
-		for _, r := range rows {
-			flat = append(flat, r...)
+		flat := make([]float64, 0, r*d)
+		for i := range r {
+			flat = append(flat, rowOf(m, i)...)
 		}
-		return tensors.FromFlatDataAndDimensions(flat, len(rows), d)
+		return tensors.FromFlatDataAndDimensions(flat, r, d)
 	}
-	flat := make([]float32, 0, len(rows)*d)
-	for _, r := range rows {
-		for _, x := range r {
+	flat := make([]float32, 0, r*d)
+	for i := range r {
+		for _, x := range rowOf(m, i) {
 			flat = append(flat, float32(x))
 		}
 	}
-	return tensors.FromFlatDataAndDimensions(flat, len(rows), d)
+	return tensors.FromFlatDataAndDimensions(flat, r, d)
+}
+
+// rowOf is row i of m, without a copy where m is a *mat.Dense.
+func rowOf(m mat.Matrix, i int) []float64 {
+	if d, ok := m.(*mat.Dense); ok {
+		_, c := d.Dims()
+		return d.RawRowView(i)[:c]
+	}
+	return mat.Row(nil, i, m)
 }
 
 // filled is a [n] tensor holding value.
@@ -156,42 +127,4 @@ func flat(t *tensors.Tensor) []float64 {
 		return out
 	}
 	panic(fmt.Sprintf("access: unexpected output dtype %s", t.DType()))
-}
-
-func rowsOf(v []float64, d int) [][]float64 {
-	out := make([][]float64, len(v)/d)
-	for i := range out {
-		out[i] = v[i*d : (i+1)*d]
-	}
-	return out
-}
-
-// matVecGraph is the network's Fisher applied to v by one VJP (eq. Adjoint_VJP):
-// F v ≈ (1/σ) ∂⟨ε_θ(x), v⟩/∂x, row-wise. x, v [R,d]; alpha, sigma [R].
-func matVecGraph(eps EpsFn, ctx *model.Scope, x, v, alpha, sigma *graph.Node) *graph.Node {
-	e := eps(ctx, x, alpha, sigma)
-	jv := graph.Gradient(graph.ReduceAllSum(graph.Mul(e, graph.StopGradient(v))), x)[0]
-	return graph.Div(jv, graph.InsertAxes(sigma, -1))
-}
-
-// quadGraph is vᵀ F v per row [R].
-func quadGraph(eps EpsFn, ctx *model.Scope, x, v, alpha, sigma *graph.Node) *graph.Node {
-	return graph.ReduceSum(graph.Mul(v, matVecGraph(eps, ctx, x, v, alpha, sigma)), -1)
-}
-
-// exec1 builds a model.Exec whose graph function takes a slice of inputs.
-func (n *Net) exec(fn func(ctx *model.Scope, in []*graph.Node) *graph.Node) (*model.Exec, error) {
-	if n.Store == nil {
-		n.Store = model.NewStore()
-	}
-	return model.NewExec(n.Backend, n.Store, fn)
-}
-
-func isFinite(v []float64) bool {
-	for _, x := range v {
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return false
-		}
-	}
-	return true
 }

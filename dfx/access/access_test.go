@@ -3,18 +3,32 @@ package access
 import (
 	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
+	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
+	_ "github.com/gomlx/compute/gobackend"
+	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
-	"github.com/dfx-lab/dfx/models"
 )
 
-// fixture: a Dirac mixture in d = 3 and queries near it, float64.
+// testBackend is GoMLX's Go backend with ops run one at a time (the
+// parallel scheduler can deadlock on 2 cores), shared by every test.
+var testBackend = sync.OnceValue(func() compute.Backend {
+	b, err := compute.NewWithConfig("go:ops_sequential")
+	if err != nil {
+		panic(err)
+	}
+	return b
+})
+
+// fixture: a Dirac mixture in d dimensions and queries near it, float64.
 type fixture struct {
 	mix     *Mixture
-	y, x    [][]float64
+	y, x    [][]float64 // rows, for the plain-Go references
+	ym, xm  *mat.Dense  // the same as matrices, for the estimators
 	s       schedule.Schedule
 	t       float64
 	a, sg   float64
@@ -43,7 +57,8 @@ func newFixture(t *testing.T, d, n, b int, tm float64) *fixture {
 		f.x = append(f.x, row)
 	}
 	var err error
-	f.mix, err = NewMixture(models.MustNewBackend(), f.s, dtypes.Float64, f.y)
+	f.ym, f.xm = denseOf(f.y), denseOf(f.x)
+	f.mix, err = NewMixture(testBackend(), f.s, dtypes.Float64, f.ym)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,6 +113,23 @@ func referenceFisher(y [][]float64, x []float64, a, s float64) ([][]float64, []f
 	return F, ybar
 }
 
+func denseOf(rows [][]float64) *mat.Dense {
+	m := mat.NewDense(len(rows), len(rows[0]), nil)
+	for i, r := range rows {
+		m.SetRow(i, r)
+	}
+	return m
+}
+
+func relNorm(got, want []float64) float64 {
+	var num, den float64
+	for i := range want {
+		num += (got[i] - want[i]) * (got[i] - want[i])
+		den += want[i] * want[i]
+	}
+	return math.Sqrt(num / den)
+}
+
 func trace(F [][]float64) (tr float64) {
 	for i := range F {
 		tr += F[i][i]
@@ -114,7 +146,7 @@ func TestVJPTraceOfExactScoreEqualsExactMixtureTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, est := range []TraceEstimator{vjp, f.mix} {
-		got, err := est.Trace(f.x, f.t)
+		got, err := est.Trace(f.xm, f.t)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,12 +165,12 @@ func TestVJPMatVecOfExactScoreEqualsExactMixtureMatVec(t *testing.T) {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(5, 5))
-	v := make([][]float64, len(f.x))
-	for q := range v {
-		v[q] = []float64{rng.NormFloat64(), rng.NormFloat64(), rng.NormFloat64()}
+	v := mat.NewDense(len(f.x), 3, nil)
+	for q := range len(f.x) {
+		v.SetRow(q, []float64{rng.NormFloat64(), rng.NormFloat64(), rng.NormFloat64()})
 	}
 	for _, op := range []FisherOperator{vjp, f.mix} {
-		got, err := op.MatVec(f.x, f.t, v)
+		got, err := op.MatVec(f.xm, f.t, v)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,9 +179,9 @@ func TestVJPMatVecOfExactScoreEqualsExactMixtureMatVec(t *testing.T) {
 			for j := range f.d {
 				var want float64
 				for k := range f.d {
-					want += f.refF[q][j][k] * v[q][k]
+					want += f.refF[q][j][k] * v.At(q, k)
 				}
-				num += (got[q][j] - want) * (got[q][j] - want)
+				num += (got.At(q, j) - want) * (got.At(q, j) - want)
 				den += want * want
 			}
 			if e := math.Sqrt(num / den); e > 1e-6 {
@@ -165,7 +197,7 @@ func TestDFTMWithExactTraceNetworkEqualsExactTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := tm.Trace(f.x, f.t)
+	got, err := tm.Trace(f.xm, f.t)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,11 +208,12 @@ func TestDFTMWithExactTraceNetworkEqualsExactTrace(t *testing.T) {
 	}
 }
 
-// TestDFEAErrorIsWithinProposition6Bound: with the exact ȳ (δ₂ = 0) and any
+// TestDFEAErrorIsWithinPropErrorBoundEA: with the exact ȳ (δ₂ = 0) and any
 // endpoint x₀ with ‖x₀‖ ≤ D_y, ‖F_EA − F‖_HS = (α²/σ⁴)‖Σwᵢyᵢyᵢᵀ − x₀x₀ᵀ‖_HS
-// ≤ (α²/σ⁴)·2D_y². The paper states (α²/σ³)(2D_y² + √d δ₂); that form is
-// logged for comparison (it is smaller by a factor σ when σ < 1).
-func TestDFEAErrorIsWithinProposition6Bound(t *testing.T) {
+// ≤ (α²/σ⁴)·2D_y² (Prop. error_bound_ea). The paper states
+// (α²/σ³)(2D_y² + √d δ₂); that form is logged for comparison (it is smaller
+// by a factor σ when σ < 1).
+func TestDFEAErrorIsWithinPropErrorBoundEA(t *testing.T) {
 	for _, tm := range []float64{0.1, 0.3, 0.7} {
 		f := newFixture(t, 3, 5, 4, tm)
 		ea, err := NewDFEA(f.mix.Net(), nil)
@@ -199,14 +232,14 @@ func TestDFEAErrorIsWithinProposition6Bound(t *testing.T) {
 			x0 := f.y[q%len(f.y)] // a data point: the endpoint of a converged solve
 			var hs float64
 			for j := range f.d {
-				e := make([]float64, f.d)
-				e[j] = 1
-				col, err := ea.MatVecAt([][]float64{f.x[q]}, [][]float64{x0}, f.t, [][]float64{e})
+				e := mat.NewDense(1, f.d, nil)
+				e.Set(0, j, 1)
+				col, err := ea.MatVecAt(denseOf(f.x[q:q+1]), denseOf([][]float64{x0}), f.t, e)
 				if err != nil {
 					t.Fatal(err)
 				}
 				for k := range f.d {
-					r := col[0][k] - f.refF[q][k][j]
+					r := col.At(0, k) - f.refF[q][k][j]
 					hs += r * r
 				}
 			}
@@ -227,7 +260,7 @@ func TestHutchPPIsExactWhenTheSketchSpansTheSpace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := h.Trace(f.x, f.t)
+	got, err := h.Trace(f.xm, f.t)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +296,7 @@ func TestHutchinsonIsUnbiasedWithTheoreticalVariance(t *testing.T) {
 			x[i] = f.x[0]
 		}
 		h.K = k
-		est, err := h.Trace(x, f.t)
+		est, err := h.Trace(denseOf(x), f.t)
 		if err != nil {
 			t.Fatal(err)
 		}

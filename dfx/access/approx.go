@@ -6,19 +6,44 @@ import (
 
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
+	"gonum.org/v1/gonum/mat"
 )
 
-// denoiserGraph is ȳ_θ = (x − σ ε_θ)/α [R,d].
-func denoiserGraph(n *Net, ctx *model.Scope, x, alpha, sigma *graph.Node) *graph.Node {
-	e := n.Eps(ctx, x, alpha, sigma)
-	return graph.Div(graph.Sub(x, graph.Mul(graph.InsertAxes(sigma, -1), e)), graph.InsertAxes(alpha, -1))
-}
-
 // DFTM is DF trace matching (eq. trace_appro): one forward pass of ε_θ and
-// t_θ, tr F ≈ d/σ² − (α²/σ⁴)(d·t_θ − ‖ȳ_θ‖²).
+// t_θ,
+//
+//	tr F_DFTM = d/σ² − (α²/σ⁴)(d·t_θ − ‖ȳ_θ‖²),   ȳ_θ = (x − σ ε_θ)/α.
+//
+// Error bound. The exact trace is tr F = d/σ² − (α²/σ⁴)(d·t* − ‖ȳ‖²) with
+// t* = Σᵢ wᵢ‖yᵢ‖²/d and ȳ = Σᵢ wᵢ yᵢ (eq. trace_matching, Prop.
+// optimal_t), so the error is exactly
+//
+//	tr F_DFTM − tr F = (α²/σ⁴)[d(t* − t_θ) + (‖ȳ_θ‖² − ‖ȳ‖²)].
+//
+// With δ₁ = |t_θ − t*| and δ₂ = ‖ȳ_θ − ȳ‖ (= (σ/α)‖ε_θ − ε*‖), and
+// ‖ȳ_θ‖² − ‖ȳ‖² = ⟨ȳ_θ − ȳ, 2ȳ + (ȳ_θ − ȳ)⟩,
+//
+//	|tr F_DFTM − tr F| ≤ (α²/σ⁴)(d·δ₁ + δ₂(2‖ȳ‖ + δ₂))   (DFTMErrorBound),
+//
+// with equality when t_θ < t* and ȳ_θ − ȳ is a positive multiple of ȳ. The
+// paper's Prop. error_bound_trace states (α²/σ⁴)δ₁ + δ₂'²/σ² with δ₂' the ε
+// error, i.e. (α²/σ⁴)(δ₁ + δ₂²) in these terms: it lacks the factor d on δ₁
+// and uses |‖a‖² − ‖b‖²| ≤ ‖a − b‖², which is false. E.g. for a single Dirac
+// at ‖y‖ = 1 with δ₁ = 0 and δ₂ = 10⁻³ at σ = 0.1 (α ≈ 1), the error is
+// ≈ 20 while the printed bound is 0.01. Note the factor α²/σ⁴: DF-TM's
+// error blows up at small σ unless δ₁ and δ₂ shrink like σ⁴ (DFTMCentred
+// is our variant without the cancellation).
 type DFTM struct {
 	net  *Net
 	exec *model.Exec
+}
+
+// DFTMErrorBound is the bound (α²/σ⁴)(d·δ₁ + δ₂(2‖ȳ‖ + δ₂)) on |tr F_DFTM −
+// tr F| derived in DFTM's comment: δ₁ = |t_θ − t*|, δ₂ = ‖ȳ_θ − ȳ‖, ybarNorm
+// = ‖ȳ‖ of the exact denoiser.
+func DFTMErrorBound(d int, alpha, sigma, delta1, delta2, ybarNorm float64) float64 {
+	s2 := sigma * sigma
+	return alpha * alpha / (s2 * s2) * (float64(d)*delta1 + delta2*(2*ybarNorm+delta2))
 }
 
 // NewDFTM compiles the estimator; the Net must have a T network.
@@ -26,45 +51,28 @@ func NewDFTM(n *Net) (*DFTM, error) {
 	if n.T == nil {
 		return nil, errors.New("access: DF-TM needs a trace network (Net.T)")
 	}
-	e, err := n.exec(func(ctx *model.Scope, in []*graph.Node) *graph.Node {
-		x, alpha, sigma := in[0], in[1], in[2]
-		d := float64(x.Shape().Dimensions[1])
-		ybar := denoiserGraph(n, ctx, x, alpha, sigma)
-		s2 := graph.Square(sigma)
-		c := graph.Div(graph.Square(alpha), graph.Square(s2))
-		inner := graph.Sub(graph.MulScalar(n.T(ctx, x, alpha, sigma), d), graph.ReduceSum(graph.Square(ybar), -1))
-		return graph.Sub(graph.MulScalar(graph.Reciprocal(s2), d), graph.Mul(c, inner))
+	e, err := n.exec(func(scope *model.Scope, in []*graph.Node) *graph.Node {
+		return DFTMTraceGraph(n.Network, scope, in[0], in[1], in[2])
 	})
 	return &DFTM{n, e}, err
 }
 
 func (*DFTM) Name() string { return "df-tm" }
 
-func (e *DFTM) Trace(x [][]float64, t float64) ([]float64, error) {
+func (e *DFTM) Trace(x *mat.Dense, t float64) ([]float64, error) {
 	return e.net.scalarAt(e.exec, x, t)
 }
 
-// scalarAt runs a compiled per-query scalar graph of (x, α, σ) at time t.
-func (n *Net) scalarAt(exec *model.Exec, x [][]float64, t float64) ([]float64, error) {
-	b, _, a, s, err := n.batchAt(x, nil, t)
-	if err != nil {
-		return nil, err
-	}
-	dt := n.DType
-	res, err := exec.Exec(matrix(dt, x), filled(dt, b, a), filled(dt, b, s))
-	if err != nil {
-		return nil, fmt.Errorf("access: %w", err)
-	}
-	return flat(res[0]), nil
-}
-
-// EndpointFn supplies the endpoint x₀ used by DF-EA for queries x at time t
-// (in adjoint guidance, the x₀ predicted by the guidance step's inner solve).
-type EndpointFn func(x [][]float64, t float64) ([][]float64, error)
+// EndpointFn supplies the endpoints x₀ [B, d] used by DF-EA for queries x
+// [B, d] at time t (in adjoint guidance, the x₀ predicted by the guidance
+// step's inner solve).
+type EndpointFn func(x *mat.Dense, t float64) (*mat.Dense, error)
 
 // DFEA is DF endpoint approximation (eq. EA_approx): one forward pass of ε_θ,
-// F v ≈ v/σ² − (α²/σ⁴)⟨x₀,v⟩x₀ + (α²/σ⁴)⟨ȳ_θ,v⟩ȳ_θ. Its MatVec takes x₀ from
-// Endpoint; MatVecAt takes it explicitly.
+// F v ≈ v/σ² − (α²/σ⁴)⟨x₀,v⟩x₀ + (α²/σ⁴)⟨ȳ_θ,v⟩ȳ_θ, i.e. the exact
+// Fisher I/σ² − (α²/σ⁴)(Σ wᵢyᵢyᵢᵀ − ȳȳᵀ) of Prop. analytic_dirac with the
+// posterior second moment replaced by the endpoint's outer product x₀x₀ᵀ.
+// Its MatVec takes x₀ from Endpoint; MatVecAt takes it explicitly.
 type DFEA struct {
 	net      *Net
 	exec     *model.Exec
@@ -73,21 +81,15 @@ type DFEA struct {
 
 // NewDFEA compiles the operator; endpoint may be nil if only MatVecAt is used.
 func NewDFEA(n *Net, endpoint EndpointFn) (*DFEA, error) {
-	e, err := n.exec(func(ctx *model.Scope, in []*graph.Node) *graph.Node {
-		x, x0, v, alpha, sigma := in[0], in[1], in[2], in[3], in[4]
-		ybar := denoiserGraph(n, ctx, x, alpha, sigma)
-		s2 := graph.InsertAxes(graph.Square(sigma), -1)
-		c := graph.Div(graph.Square(graph.InsertAxes(alpha, -1)), graph.Square(s2))
-		dot := func(a, b *graph.Node) *graph.Node { return graph.InsertAxes(graph.ReduceSum(graph.Mul(a, b), -1), -1) }
-		rank2 := graph.Sub(graph.Mul(dot(ybar, v), ybar), graph.Mul(dot(x0, v), x0))
-		return graph.Add(graph.Div(v, s2), graph.Mul(c, rank2))
+	e, err := n.exec(func(scope *model.Scope, in []*graph.Node) *graph.Node {
+		return DFEAMatVecGraph(n.Network, scope, in[0], in[1], in[2], in[3], in[4])
 	})
 	return &DFEA{n, e, endpoint}, err
 }
 
 func (*DFEA) Name() string { return "df-ea" }
 
-func (e *DFEA) MatVec(x [][]float64, t float64, v [][]float64) ([][]float64, error) {
+func (e *DFEA) MatVec(x *mat.Dense, t float64, v *mat.Dense) (*mat.Dense, error) {
 	if e.Endpoint == nil {
 		return nil, errors.New("access: DF-EA MatVec needs an Endpoint function (or call MatVecAt)")
 	}
@@ -98,8 +100,8 @@ func (e *DFEA) MatVec(x [][]float64, t float64, v [][]float64) ([][]float64, err
 	return e.MatVecAt(x, x0, t, v)
 }
 
-// MatVecAt is MatVec with explicit endpoints x0 [B][d].
-func (e *DFEA) MatVecAt(x, x0 [][]float64, t float64, v [][]float64) ([][]float64, error) {
+// MatVecAt is MatVec with explicit endpoints x0 [B, d].
+func (e *DFEA) MatVecAt(x, x0 *mat.Dense, t float64, v *mat.Dense) (*mat.Dense, error) {
 	b, d, a, s, err := e.net.batchAt(x, v, t)
 	if err != nil {
 		return nil, err
@@ -112,5 +114,5 @@ func (e *DFEA) MatVecAt(x, x0 [][]float64, t float64, v [][]float64) ([][]float6
 	if err != nil {
 		return nil, fmt.Errorf("access: %w", err)
 	}
-	return rowsOf(flat(res[0]), d), nil
+	return mat.NewDense(b, d, flat(res[0])), nil
 }

@@ -1,4 +1,4 @@
-package access
+package access_test
 
 import (
 	"fmt"
@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/gomlx/compute/dtypes"
+	"gonum.org/v1/gonum/mat"
 
+	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/models"
 )
@@ -14,22 +16,14 @@ import (
 // benchNet is a randomly initialised residual-MLP score + DF-TM network
 // (float32, width 256, depth 3) on d dimensions: timing does not depend on
 // training, and every method runs on the same network.
-func benchNet(b *testing.B, d int) (*Net, [][]float64) {
-	ctx := models.NewStore()
-	ctx.SetParams(map[string]any{models.ParamWidth: 256, models.ParamDepth: 3})
-	n, err := FromModel(models.MustNewBackend(), ctx, schedule.DefaultVP(), true)
+func benchNet(b *testing.B, d int) (*access.Net, *mat.Dense) {
+	store := models.NewStore()
+	store.SetParams(map[string]any{models.ParamWidth: 256, models.ParamDepth: 3})
+	n, err := models.NewAccessNet(models.MustNewBackend(), store, schedule.DefaultVP(), true)
 	if err != nil {
 		b.Fatal(err)
 	}
-	rng := rand.New(rand.NewPCG(1, uint64(d)))
-	x := make([][]float64, 4)
-	for i := range x {
-		x[i] = make([]float64, d)
-		for j := range x[i] {
-			x[i][j] = rng.NormFloat64()
-		}
-	}
-	return n, x
+	return n, randomRows(4, d, 1)
 }
 
 // BenchmarkAccess times one batch of 4 queries for each access method at
@@ -39,22 +33,21 @@ func BenchmarkAccess(b *testing.B) {
 	const tm = 0.5
 	for _, d := range []int{2, 64, 784} {
 		net, x := benchNet(b, d)
-		v := make([][]float64, len(x))
-		for i := range v {
-			v[i] = make([]float64, d)
-			v[i][i%d] = 1
+		v := mat.NewDense(4, d, nil)
+		for i := range 4 {
+			v.Set(i, i%d, 1)
 		}
-		vjp, _ := NewVJPTrace(net, 0)
-		hut, _ := NewHutchinson(net, 8, Rademacher, 1)
-		hpp, _ := NewHutchPP(net, 24, 1)
-		mv, _ := NewVJPMatVec(net)
-		tm2, _ := NewDFTM(net)
-		ea, _ := NewDFEA(net, func(x [][]float64, _ float64) ([][]float64, error) { return x, nil })
-		mix, err := NewMixture(net.Backend, net.Schedule, dtypes.Float32, randomRows(1000, d))
+		vjp, _ := access.NewVJPTrace(net, 0)
+		hut, _ := access.NewHutchinson(net, 8, access.Rademacher, 1)
+		hpp, _ := access.NewHutchPP(net, 24, 1)
+		mv, _ := access.NewVJPMatVec(net)
+		tm2, _ := access.NewDFTM(net)
+		ea, _ := access.NewDFEA(net, func(x *mat.Dense, _ float64) (*mat.Dense, error) { return x, nil })
+		mix, err := access.NewMixture(net.Backend, net.Schedule, dtypes.Float32, randomRows(1000, d, 2))
 		if err != nil {
 			b.Fatal(err)
 		}
-		traces := []TraceEstimator{vjp, hut, hpp, tm2, mix}
+		traces := []access.TraceEstimator{vjp, hut, hpp, tm2, mix}
 		for _, e := range traces {
 			b.Run(fmt.Sprintf("d=%d/trace/%s", d, e.Name()), func(b *testing.B) {
 				if _, err := e.Trace(x, tm); err != nil { // compile outside the timer
@@ -67,7 +60,7 @@ func BenchmarkAccess(b *testing.B) {
 				}
 			})
 		}
-		for _, op := range []FisherOperator{mv, ea, mix} {
+		for _, op := range []access.FisherOperator{mv, ea, mix} {
 			b.Run(fmt.Sprintf("d=%d/matvec/%s", d, op.Name()), func(b *testing.B) {
 				if _, err := op.MatVec(x, tm, v); err != nil {
 					b.Fatal(err)
@@ -82,6 +75,12 @@ func BenchmarkAccess(b *testing.B) {
 	}
 }
 
-func randomRows(n, d int) [][]float64 {
-	return gaussianRows(rand.New(rand.NewPCG(2, uint64(d))), n, d)
+// randomRows is an [n, d] matrix of standard normal entries.
+func randomRows(n, d int, seed uint64) *mat.Dense {
+	rng := rand.New(rand.NewPCG(seed, uint64(d)))
+	m := mat.NewDense(n, d, nil)
+	for i := range m.RawMatrix().Data {
+		m.RawMatrix().Data[i] = rng.NormFloat64()
+	}
+	return m
 }

@@ -5,13 +5,14 @@ import (
 
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
+	"gonum.org/v1/gonum/mat"
 )
 
 // DFTMCentred is centred DF trace matching, our variant of DF-TM (beyond the
 // paper). The scalar network ν_θ(x_t, t) is regressed on the per-sample DSM
 // error of the frozen score network, ‖ε̂_θ − ε‖²/d = (α²/σ²)‖x₀ − ȳ_θ‖²/d
-// (models.DFTMCentred); its optimum is (α²/σ²)(tr Cov[x₀|x_t] + ‖ȳ − ȳ_θ‖²)/d,
-// and since tr F = d/σ² − (α²/σ⁴) tr Cov[x₀|x_t] (Proposition
+// (the DFTMCentred objective of the models package); its optimum is (α²/σ²)(tr Cov[x₀|x_t] + ‖ȳ − ȳ_θ‖²)/d,
+// and since tr F = d/σ² − (α²/σ⁴) tr Cov[x₀|x_t] (Prop.
 // trace_matching),
 //
 //	tr F ≈ (d/σ²)(1 − ν_θ),
@@ -32,17 +33,14 @@ func NewDFTMCentred(n *Net) (*DFTMCentred, error) {
 	if n.Nu == nil {
 		return nil, errors.New("access: centred DF-TM needs a centred trace network (Net.Nu)")
 	}
-	e, err := n.exec(func(ctx *model.Scope, in []*graph.Node) *graph.Node {
-		x, alpha, sigma := in[0], in[1], in[2]
-		d := float64(x.Shape().Dimensions[1])
-		nu := n.Nu(ctx, x, alpha, sigma)
-		return graph.MulScalar(graph.Div(graph.OneMinus(nu), graph.Square(sigma)), d)
+	e, err := n.exec(func(scope *model.Scope, in []*graph.Node) *graph.Node {
+		return DFTMCentredTraceGraph(n.Network, scope, in[0], in[1], in[2])
 	})
 	return &DFTMCentred{n, e}, err
 }
 
 func (*DFTMCentred) Name() string { return "df-tm-c" }
 
-func (e *DFTMCentred) Trace(x [][]float64, t float64) ([]float64, error) {
+func (e *DFTMCentred) Trace(x *mat.Dense, t float64) ([]float64, error) {
 	return e.net.scalarAt(e.exec, x, t)
 }

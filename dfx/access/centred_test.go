@@ -3,8 +3,6 @@ package access
 import (
 	"testing"
 
-	"gonum.org/v1/gonum/mat"
-
 	"github.com/dfx-lab/dfx/dfx/mixture"
 )
 
@@ -14,18 +12,11 @@ import (
 func TestCentredDFTMWithExactNuEqualsExactTrace(t *testing.T) {
 	for _, tm := range []float64{0.05, 0.3, 0.9} {
 		f := newFixture(t, 3, 5, 4, tm)
-		y, x := mat.NewDense(len(f.y), f.d, nil), mat.NewDense(len(f.x), f.d, nil)
-		for i, r := range f.y {
-			y.SetRow(i, r)
-		}
-		for q, r := range f.x {
-			x.SetRow(q, r)
-		}
-		ref, err := mixture.NewDirac(y, nil)
+		ref, err := mixture.NewDirac(f.ym, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := ref.Eval(mixture.Query{Schedule: f.s, T: tm, X: x, Want: mixture.Trace})
+		want, err := ref.Eval(mixture.Query{Schedule: f.s, T: tm, X: f.xm, Want: mixture.Trace})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -33,7 +24,7 @@ func TestCentredDFTMWithExactNuEqualsExactTrace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := c.Trace(f.x, tm)
+		got, err := c.Trace(f.xm, tm)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,7 +17,7 @@ func TestEstimatorErrorsAtD64(t *testing.T) {
 	hpp, _ := NewHutchPP(net, 24, 3)
 	dftm, _ := NewDFTM(net)
 	for _, e := range []TraceEstimator{vjp, hut, hpp, dftm} {
-		got, err := e.Trace(f.x, f.t)
+		got, err := e.Trace(f.xm, f.t)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,12 +7,13 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
+	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
 )
 
 // Mixture is the Dirac mixture q₀ = (1/N) Σᵢ δ(x − yᵢ) as GoMLX graphs: with
-// wᵢ = softmaxᵢ(−‖x − α yᵢ‖²/(2σ²)) and ȳ = Σ wᵢ yᵢ (Proposition analytic_dirac),
+// wᵢ = softmaxᵢ(−‖x − α yᵢ‖²/(2σ²)) and ȳ = Σ wᵢ yᵢ (Prop. analytic_dirac),
 //
 //	ε = (x − α ȳ)/σ,   score = −ε/σ,
 //	F = I/σ² − (α²/σ⁴)(Σ wᵢ yᵢyᵢᵀ − ȳȳᵀ),   tr F = d/σ² − (α²/σ⁴)(Σ wᵢ‖yᵢ‖² − ‖ȳ‖²).
@@ -26,30 +27,30 @@ type Mixture struct {
 	yVar, y2Var *model.Variable
 }
 
-// NewMixture stores the points y [N][d] as non-trainable variables of a new
-// context and compiles the closed forms.
-func NewMixture(backend compute.Backend, s schedule.Schedule, dtype dtypes.DType, y [][]float64) (*Mixture, error) {
-	if _, _, err := checkBatch(y, nil); err != nil {
+// NewMixture stores the points y [N, d] as non-trainable variables of a new
+// store and compiles the closed forms.
+func NewMixture(backend compute.Backend, s schedule.Schedule, dtype dtypes.DType, y *mat.Dense) (*Mixture, error) {
+	n, d, err := checkBatch(y, nil)
+	if err != nil {
 		return nil, fmt.Errorf("access: mixture points: %w", err)
 	}
-	m := &Mixture{n: len(y), d: len(y[0])}
+	m := &Mixture{n: n, d: d}
 	store := model.NewStore()
 	m.yVar = store.Scope("/mixture").VariableWithValue("y", matrix(dtype, y)).SetTrainable(false)
-	norms := make([]float64, len(y))
-	for i, r := range y {
-		for _, v := range r {
+	norms := make([]float64, n)
+	for i := range n {
+		for _, v := range rowOf(y, i) {
 			norms[i] += v * v
 		}
 	}
-	m.y2Var = store.Scope("/mixture").VariableWithValue("y2", matrix(dtype, [][]float64{norms})).SetTrainable(false)
-	m.net = &Net{Backend: backend, Store: store, Schedule: s, DType: dtype, Eps: m.Eps, T: m.T, Nu: m.Nu}
-	var err error
-	if m.trace, err = m.net.exec(func(ctx *model.Scope, in []*graph.Node) *graph.Node {
+	m.y2Var = store.Scope("/mixture").VariableWithValue("y2", matrix(dtype, mat.NewDense(1, n, norms))).SetTrainable(false)
+	m.net = NewNet(backend, store, s, dtype, Network{Eps: m.Eps, T: m.T, Nu: m.Nu})
+	if m.trace, err = m.net.exec(func(_ *model.Scope, in []*graph.Node) *graph.Node {
 		return m.traceGraph(in[0], in[1], in[2])
 	}); err != nil {
 		return nil, err
 	}
-	if m.mvec, err = m.net.exec(func(ctx *model.Scope, in []*graph.Node) *graph.Node {
+	if m.mvec, err = m.net.exec(func(_ *model.Scope, in []*graph.Node) *graph.Node {
 		return m.matVecGraph(in[0], in[1], in[2], in[3])
 	}); err != nil {
 		return nil, err
@@ -80,7 +81,7 @@ func (m *Mixture) Eps(_ *model.Scope, x, alpha, sigma *graph.Node) *graph.Node {
 	return graph.Div(graph.Sub(x, graph.Mul(graph.InsertAxes(alpha, -1), ybar)), graph.InsertAxes(sigma, -1))
 }
 
-// T is the exact DF-TM target Σ wᵢ‖yᵢ‖²/d (Proposition optimal_t).
+// T is the exact DF-TM target Σ wᵢ‖yᵢ‖²/d (Prop. optimal_t).
 func (m *Mixture) T(_ *model.Scope, x, alpha, sigma *graph.Node) *graph.Node {
 	_, _, wy2 := m.posterior(x, alpha, sigma)
 	return graph.DivScalar(wy2, float64(m.d))
@@ -115,8 +116,8 @@ func (m *Mixture) matVecGraph(x, v, alpha, sigma *graph.Node) *graph.Node {
 
 func (*Mixture) Name() string { return "exact" }
 
-// Trace is the closed-form tr F (Proposition trace_matching).
-func (m *Mixture) Trace(x [][]float64, t float64) ([]float64, error) {
+// Trace is the closed-form tr F (Prop. trace_matching).
+func (m *Mixture) Trace(x *mat.Dense, t float64) ([]float64, error) {
 	if _, d, err := checkBatch(x, nil); err != nil {
 		return nil, err
 	} else if d != m.d {
@@ -125,8 +126,8 @@ func (m *Mixture) Trace(x [][]float64, t float64) ([]float64, error) {
 	return m.net.scalarAt(m.trace, x, t)
 }
 
-// MatVec is the closed-form F v (Proposition analytic_dirac).
-func (m *Mixture) MatVec(x [][]float64, t float64, v [][]float64) ([][]float64, error) {
+// MatVec is the closed-form F v (Prop. analytic_dirac).
+func (m *Mixture) MatVec(x *mat.Dense, t float64, v *mat.Dense) (*mat.Dense, error) {
 	b, d, a, s, err := m.net.batchAt(x, v, t)
 	if err != nil {
 		return nil, err
@@ -139,5 +140,5 @@ func (m *Mixture) MatVec(x [][]float64, t float64, v [][]float64) ([][]float64, 
 	if err != nil {
 		return nil, fmt.Errorf("access: %w", err)
 	}
-	return rowsOf(flat(res[0]), d), nil
+	return mat.NewDense(b, d, flat(res[0])), nil
 }

@@ -25,13 +25,13 @@ func newVJPRunner(n *Net, maxRows int) (*vjpRunner, error) {
 	}
 	r := &vjpRunner{net: n, maxRows: maxRows}
 	var err error
-	if r.quad, err = n.exec(func(ctx *model.Scope, in []*graph.Node) *graph.Node {
-		return quadGraph(n.Eps, ctx, in[0], in[1], in[2], in[3])
+	if r.quad, err = n.exec(func(scope *model.Scope, in []*graph.Node) *graph.Node {
+		return VJPQuadGraph(n.Network, scope, in[0], in[1], in[2], in[3])
 	}); err != nil {
 		return nil, err
 	}
-	if r.mvec, err = n.exec(func(ctx *model.Scope, in []*graph.Node) *graph.Node {
-		return matVecGraph(n.Eps, ctx, in[0], in[1], in[2], in[3])
+	if r.mvec, err = n.exec(func(scope *model.Scope, in []*graph.Node) *graph.Node {
+		return VJPMatVecGraph(n.Network, scope, in[0], in[1], in[2], in[3])
 	}); err != nil {
 		return nil, err
 	}
@@ -39,17 +39,20 @@ func newVJPRunner(n *Net, maxRows int) (*vjpRunner, error) {
 }
 
 // run evaluates the quadratic forms (quad) or matvecs of rows x[i], v[i]
-// at one α, σ, in chunks of at most maxRows rows; it returns flat outputs.
-func (r *vjpRunner) run(quad bool, x, v [][]float64, alpha, sigma float64) ([]float64, error) {
+// [R, d] at one α, σ, in chunks of at most maxRows rows; it returns flat
+// outputs.
+func (r *vjpRunner) run(quad bool, x, v *mat.Dense, alpha, sigma float64) ([]float64, error) {
 	var out []float64
-	for start := 0; start < len(x); start += r.maxRows {
-		end := min(start+r.maxRows, len(x))
+	rows, d := x.Dims()
+	for start := 0; start < rows; start += r.maxRows {
+		end := min(start+r.maxRows, rows)
 		e := r.mvec
 		if quad {
 			e = r.quad
 		}
 		dt := r.net.DType
-		res, err := e.Exec(matrix(dt, x[start:end]), matrix(dt, v[start:end]), filled(dt, end-start, alpha), filled(dt, end-start, sigma))
+		res, err := e.Exec(matrix(dt, x.Slice(start, end, 0, d)), matrix(dt, v.Slice(start, end, 0, d)),
+			filled(dt, end-start, alpha), filled(dt, end-start, sigma))
 		if err != nil {
 			return nil, fmt.Errorf("access: %w", err)
 		}
@@ -70,20 +73,16 @@ func NewVJPTrace(n *Net, maxRows int) (*VJPTrace, error) {
 
 func (*VJPTrace) Name() string { return "vjp-exact" }
 
-func (e *VJPTrace) Trace(x [][]float64, t float64) ([]float64, error) {
+func (e *VJPTrace) Trace(x *mat.Dense, t float64) ([]float64, error) {
 	b, d, a, s, err := e.r.net.batchAt(x, nil, t)
 	if err != nil {
 		return nil, err
 	}
-	xs, vs := make([][]float64, 0, b*d), make([][]float64, 0, b*d)
-	basis := make([][]float64, d)
-	for i := range basis {
-		basis[i] = make([]float64, d)
-		basis[i][i] = 1
-	}
+	xs, vs := mat.NewDense(b*d, d, nil), mat.NewDense(b*d, d, nil)
 	for q := range b {
 		for i := range d {
-			xs, vs = append(xs, x[q]), append(vs, basis[i])
+			xs.SetRow(q*d+i, rowOf(x, q))
+			vs.Set(q*d+i, i, 1)
 		}
 	}
 	quads, err := e.r.run(true, xs, vs, a, s)
@@ -113,8 +112,8 @@ const (
 	Gaussian                // entries N(0,1): Var = 2‖F‖_F²/K for symmetric F
 )
 
-func (p Probe) sample(rng *rand.Rand, d int) []float64 {
-	z := make([]float64, d)
+// sample fills z with one probe.
+func (p Probe) sample(rng *rand.Rand, z []float64) {
 	for i := range z {
 		if p == Gaussian {
 			z[i] = rng.NormFloat64()
@@ -124,7 +123,6 @@ func (p Probe) sample(rng *rand.Rand, d int) []float64 {
 			z[i] = -1
 		}
 	}
-	return z
 }
 
 // Hutchinson estimates tr F ≈ (1/K) Σₖ zₖᵀ F zₖ with K independent probes
@@ -148,16 +146,17 @@ func NewHutchinson(n *Net, k int, p Probe, seed uint64) (*Hutchinson, error) {
 
 func (h *Hutchinson) Name() string { return fmt.Sprintf("hutchinson-%d", h.K) }
 
-func (h *Hutchinson) Trace(x [][]float64, t float64) ([]float64, error) {
+func (h *Hutchinson) Trace(x *mat.Dense, t float64) ([]float64, error) {
 	b, d, a, s, err := h.r.net.batchAt(x, nil, t)
 	if err != nil {
 		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(h.Seed, 0x5eed))
-	xs, vs := make([][]float64, 0, b*h.K), make([][]float64, 0, b*h.K)
+	xs, vs := mat.NewDense(b*h.K, d, nil), mat.NewDense(b*h.K, d, nil)
 	for q := range b {
-		for range h.K {
-			xs, vs = append(xs, x[q]), append(vs, h.Probe.sample(rng, d))
+		for k := range h.K {
+			xs.SetRow(q*h.K+k, rowOf(x, q))
+			h.Probe.sample(rng, vs.RawRowView(q*h.K+k))
 		}
 	}
 	quads, err := h.r.run(true, xs, vs, a, s)
@@ -187,39 +186,45 @@ func NewHutchPP(n *Net, m int, seed uint64) (*HutchPP, error) {
 
 func (h *HutchPP) Name() string { return fmt.Sprintf("hutch++-%d", h.M) }
 
-func (h *HutchPP) Trace(x [][]float64, t float64) ([]float64, error) {
+func (h *HutchPP) Trace(x *mat.Dense, t float64) ([]float64, error) {
 	b, d, a, s, err := h.r.net.batchAt(x, nil, t)
 	if err != nil {
 		return nil, err
 	}
 	k := min(h.M/3, d)
 	rng := rand.New(rand.NewPCG(h.Seed, 0x5eed))
-	xs, vs := make([][]float64, 0, b*k), make([][]float64, 0, b*k)
+	xs, vs := mat.NewDense(b*k, d, nil), mat.NewDense(b*k, d, nil)
 	for q := range b {
-		for range k {
-			xs, vs = append(xs, x[q]), append(vs, Rademacher.sample(rng, d))
+		for j := range k {
+			xs.SetRow(q*k+j, rowOf(x, q))
+			Rademacher.sample(rng, vs.RawRowView(q*k+j))
 		}
 	}
 	ys, err := h.r.run(false, xs, vs, a, s) // F S, k vectors per query
 	if err != nil {
 		return nil, err
 	}
-	xs2, vs2 := make([][]float64, 0, 2*b*k), make([][]float64, 0, 2*b*k)
+	// Per query: k rows Q (an orthonormal basis of range(F S)), then k rows
+	// (I − QQᵀ) g of Rademacher g.
+	xs2, vs2 := mat.NewDense(2*b*k, d, nil), mat.NewDense(2*b*k, d, nil)
 	for q := range b {
 		var qr mat.QR
 		qr.Factorize(mat.NewDense(k, d, ys[q*k*d:(q+1)*k*d]).T())
 		var qm mat.Dense
 		qr.QTo(&qm) // d×d; the first k columns span range(F S)
+		base := 2 * q * k
 		for j := range k {
-			xs2, vs2 = append(xs2, x[q]), append(vs2, mat.Col(nil, j, &qm))
+			xs2.SetRow(base+j, rowOf(x, q))
+			vs2.SetRow(base+j, mat.Col(nil, j, &qm))
 		}
-		for range k {
-			g := mat.NewVecDense(d, Rademacher.sample(rng, d))
+		for i := range k {
+			g := mat.NewVecDense(d, vs2.RawRowView(base+k+i))
+			Rademacher.sample(rng, g.RawVector().Data)
 			for j := range k { // g ← (I − QQᵀ) g
 				col := mat.NewVecDense(d, mat.Col(nil, j, &qm))
 				g.AddScaledVec(g, -mat.Dot(col, g), col)
 			}
-			xs2, vs2 = append(xs2, x[q]), append(vs2, g.RawVector().Data)
+			xs2.SetRow(base+k+i, rowOf(x, q))
 		}
 	}
 	quads, err := h.r.run(true, xs2, vs2, a, s)
@@ -246,8 +251,8 @@ func NewVJPMatVec(n *Net) (*VJPMatVec, error) {
 
 func (*VJPMatVec) Name() string { return "vjp-matvec" }
 
-func (m *VJPMatVec) MatVec(x [][]float64, t float64, v [][]float64) ([][]float64, error) {
-	_, d, a, s, err := m.r.net.batchAt(x, v, t)
+func (m *VJPMatVec) MatVec(x *mat.Dense, t float64, v *mat.Dense) (*mat.Dense, error) {
+	b, d, a, s, err := m.r.net.batchAt(x, v, t)
 	if err != nil {
 		return nil, err
 	}
@@ -255,5 +260,5 @@ func (m *VJPMatVec) MatVec(x [][]float64, t float64, v [][]float64) ([][]float64
 	if err != nil {
 		return nil, err
 	}
-	return rowsOf(out, d), nil
+	return mat.NewDense(b, d, out), nil
 }

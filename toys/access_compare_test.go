@@ -1,4 +1,4 @@
-package access
+package toys
 
 import (
 	"context"
@@ -7,15 +7,19 @@ import (
 	"testing"
 )
 
-func TestQuickComparisonRunsAndScoresTheExactMethodsExactly(t *testing.T) {
+// TestAccessQuickComparisonRunsAndScoresTheExactMethodsExactly: the quick
+// comparison has every row, and its "exact" rows (access.Mixture's graph
+// closed forms) agree with dfx/mixture's independent float64 evaluation to
+// round-off.
+func TestAccessQuickComparisonRunsAndScoresTheExactMethodsExactly(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains two networks")
 	}
-	res, err := Run(context.Background(), Quick())
+	res, err := RunAccess(context.Background(), AccessQuick())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := len(Quick().Times) * 8; len(res.Rows) != want {
+	if want := len(AccessQuick().Times) * 8; len(res.Rows) != want {
 		t.Fatalf("%d rows, want %d", len(res.Rows), want)
 	}
 	for _, r := range res.Rows {

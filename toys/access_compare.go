@@ -1,4 +1,4 @@
-package access
+package toys
 
 import (
 	"context"
@@ -9,16 +9,22 @@ import (
 	"time"
 
 	"github.com/gomlx/compute/dtypes"
+	"gonum.org/v1/gonum/mat"
 
+	"github.com/dfx-lab/dfx/dfx/access"
+	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/models"
 )
 
-// Config of the access-method comparison: a score network and a DF-TM
-// network are trained on N Gaussian points in d dimensions (so q₀ is exactly
-// a Dirac mixture), then every access method is timed and scored against
-// the exact mixture Fisher at each time.
-type Config struct {
+// AccessConfig configures the access-method comparison: a score network and
+// a DF-TM network are trained on N Gaussian points in d dimensions (so q₀ is
+// exactly a Dirac mixture), then every access method of dfx/access is timed
+// and scored against the exact mixture Fisher at each time, evaluated in
+// float64 by dfx/mixture. The "exact" rows are access.Mixture, the same
+// closed forms as a GoMLX graph: their error is round-off, and anything more
+// is a bug in one of the two.
+type AccessConfig struct {
 	Schedule     string // schedule.ByName, default parameters
 	Dim, Points  int
 	Times        []float64
@@ -31,20 +37,20 @@ type Config struct {
 	Seed         uint64
 }
 
-// Quick is the notebook/CI profile (seconds).
-func Quick() Config {
-	return Config{Schedule: "vp", Dim: 8, Points: 8, Times: []float64{0.3, 0.6, 0.9}, Queries: 16,
+// AccessQuick is the notebook/CI profile (seconds).
+func AccessQuick() AccessConfig {
+	return AccessConfig{Schedule: "vp", Dim: 8, Points: 8, Times: []float64{0.3, 0.6, 0.9}, Queries: 16,
 		Steps: 400, Width: 64, Depth: 2, HutchK: 4, HutchPPM: 12, Seed: 1}
 }
 
-// Full is the profile of the committed table.
-func Full() Config {
-	return Config{Schedule: "vp", Dim: 64, Points: 32, Times: []float64{0.1, 0.3, 0.5, 0.7, 0.9}, Queries: 64,
+// AccessFull is the profile of the committed table.
+func AccessFull() AccessConfig {
+	return AccessConfig{Schedule: "vp", Dim: 64, Points: 32, Times: []float64{0.1, 0.3, 0.5, 0.7, 0.9}, Queries: 64,
 		Steps: 4000, Width: 256, Depth: 3, HutchK: 16, HutchPPM: 48, EMA: true, Seed: 1}
 }
 
-// Row is one method at one time.
-type Row struct {
+// AccessRow is one method at one time.
+type AccessRow struct {
 	T, Sigma     float64
 	Kind, Method string  // Kind: "trace" or "matvec"
 	RelErr       float64 // mean over queries of |est − exact| / |exact| (norms for matvec)
@@ -52,20 +58,20 @@ type Row struct {
 	VsExactVJP   float64 // time ÷ the exact VJP trace's time at the same t
 }
 
-// Result of Run.
-type Result struct {
-	Config Config
-	Rows   []Row
+// AccessResult is the result of RunAccess.
+type AccessResult struct {
+	Config AccessConfig
+	Rows   []AccessRow
 }
 
-// Run trains the networks and compares the methods.
-func Run(ctx context.Context, cfg Config) (*Result, error) {
+// RunAccess trains the networks and compares the methods.
+func RunAccess(ctx context.Context, cfg AccessConfig) (*AccessResult, error) {
 	s, err := schedule.ByName(cfg.Schedule, schedule.Params{})
 	if err != nil {
 		return nil, err
 	}
 	if cfg.Dim < 1 || cfg.Points < 1 || cfg.Queries < 1 || cfg.Steps < 1 {
-		return nil, fmt.Errorf("access: config needs positive Dim, Points, Queries, Steps: %+v", cfg)
+		return nil, fmt.Errorf("toys: access comparison config needs positive Dim, Points, Queries, Steps: %+v", cfg)
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 17))
 	y := gaussianRows(rng, cfg.Points, cfg.Dim)
@@ -96,77 +102,79 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, err
 		}
 	}
-	net, err := FromModel(models.MustNewBackend(), mctx, s, true)
+	net, err := models.NewAccessNet(models.MustNewBackend(), mctx, s, true)
 	if err != nil {
 		return nil, err
 	}
-	mix, err := NewMixture(net.Backend, s, dtypes.Float64, y)
+	ym := denseOf(y)
+	mix, err := access.NewMixture(net.Backend, s, dtypes.Float64, ym)
 	if err != nil {
 		return nil, err
 	}
-	vjp, _ := NewVJPTrace(net, 0)
-	hut, _ := NewHutchinson(net, cfg.HutchK, Rademacher, cfg.Seed)
-	hpp, err := NewHutchPP(net, cfg.HutchPPM, cfg.Seed)
+	ref, err := mixture.NewDirac(ym, nil) // the ground truth, independent of the graphs
 	if err != nil {
 		return nil, err
 	}
-	dftm, _ := NewDFTM(net)
-	mv, _ := NewVJPMatVec(net)
-	ea, _ := NewDFEA(net, nil)
-	res := &Result{Config: cfg}
+	vjp, _ := access.NewVJPTrace(net, 0)
+	hut, _ := access.NewHutchinson(net, cfg.HutchK, access.Rademacher, cfg.Seed)
+	hpp, err := access.NewHutchPP(net, cfg.HutchPPM, cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
+	dftm, _ := access.NewDFTM(net)
+	mv, _ := access.NewVJPMatVec(net)
+	ea, _ := access.NewDFEA(net, nil)
+	res := &AccessResult{Config: cfg}
 	for _, tm := range cfg.Times {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		a, sg := s.Alpha(tm), s.Sigma(tm)
-		x, x0, v := make([][]float64, cfg.Queries), make([][]float64, cfg.Queries), gaussianRows(rng, cfg.Queries, cfg.Dim)
-		for q := range x {
-			x0[q] = y[rng.IntN(cfg.Points)]
-			x[q] = make([]float64, cfg.Dim)
-			for j := range x[q] {
-				x[q][j] = a*x0[q][j] + sg*rng.NormFloat64()
+		v := denseOf(gaussianRows(rng, cfg.Queries, cfg.Dim))
+		x, x0 := mat.NewDense(cfg.Queries, cfg.Dim, nil), mat.NewDense(cfg.Queries, cfg.Dim, nil)
+		for q := range cfg.Queries {
+			x0.SetRow(q, y[rng.IntN(cfg.Points)])
+			for j := range cfg.Dim {
+				x.Set(q, j, a*x0.At(q, j)+sg*rng.NormFloat64())
 			}
 		}
-		exactTr, err := mix.Trace(x, tm)
+		exact, err := ref.Eval(mixture.Query{Schedule: s, T: tm, X: x, V: v, Want: mixture.Trace | mixture.MatVec})
 		if err != nil {
 			return nil, err
 		}
-		exactFv, err := mix.MatVec(x, tm, v)
-		if err != nil {
-			return nil, err
-		}
+		exactTr, exactFv := exact.Trace, exact.MatVec
 		var vjpTime time.Duration
-		for _, e := range []TraceEstimator{vjp, hut, hpp, dftm, mix} {
+		for _, e := range []access.TraceEstimator{vjp, hut, hpp, dftm, mix} {
 			var got []float64
 			el, err := timed(func() (err error) { got, err = e.Trace(x, tm); return })
 			if err != nil {
 				return nil, err
 			}
-			if e == TraceEstimator(vjp) {
+			if e == access.TraceEstimator(vjp) {
 				vjpTime = el
 			}
 			var rel float64
-			for q := range x {
-				rel += math.Abs(got[q]-exactTr[q]) / math.Abs(exactTr[q]) / float64(len(x))
+			for q := range cfg.Queries {
+				rel += math.Abs(got[q]-exactTr[q]) / math.Abs(exactTr[q]) / float64(cfg.Queries)
 			}
-			res.Rows = append(res.Rows, Row{tm, sg, "trace", e.Name(), rel, el / time.Duration(len(x)), float64(el) / float64(vjpTime)})
+			res.Rows = append(res.Rows, AccessRow{tm, sg, "trace", e.Name(), rel, el / time.Duration(cfg.Queries), float64(el) / float64(vjpTime)})
 		}
-		ops := map[string]func() ([][]float64, error){
-			mv.Name():  func() ([][]float64, error) { return mv.MatVec(x, tm, v) },
-			ea.Name():  func() ([][]float64, error) { return ea.MatVecAt(x, x0, tm, v) },
-			mix.Name(): func() ([][]float64, error) { return mix.MatVec(x, tm, v) },
+		ops := map[string]func() (*mat.Dense, error){
+			mv.Name():  func() (*mat.Dense, error) { return mv.MatVec(x, tm, v) },
+			ea.Name():  func() (*mat.Dense, error) { return ea.MatVecAt(x, x0, tm, v) },
+			mix.Name(): func() (*mat.Dense, error) { return mix.MatVec(x, tm, v) },
 		}
 		for _, name := range []string{mv.Name(), ea.Name(), mix.Name()} {
-			var got [][]float64
+			var got *mat.Dense
 			el, err := timed(func() (err error) { got, err = ops[name](); return })
 			if err != nil {
 				return nil, err
 			}
 			var rel float64
-			for q := range x {
-				rel += relNorm(got[q], exactFv[q]) / float64(len(x))
+			for q := range cfg.Queries {
+				rel += relNorm(got.RawRowView(q), exactFv.RawRowView(q)) / float64(cfg.Queries)
 			}
-			res.Rows = append(res.Rows, Row{tm, sg, "matvec", name, rel, el / time.Duration(len(x)), float64(el) / float64(vjpTime)})
+			res.Rows = append(res.Rows, AccessRow{tm, sg, "matvec", name, rel, el / time.Duration(cfg.Queries), float64(el) / float64(vjpTime)})
 		}
 	}
 	return res, nil
@@ -191,6 +199,15 @@ func relNorm(got, want []float64) float64 {
 	return math.Sqrt(num / den)
 }
 
+// denseOf copies rows into a [len(rows), d] matrix.
+func denseOf(rows [][]float64) *mat.Dense {
+	m := mat.NewDense(len(rows), len(rows[0]), nil)
+	for i, r := range rows {
+		m.SetRow(i, r)
+	}
+	return m
+}
+
 func gaussianRows(rng *rand.Rand, n, d int) [][]float64 {
 	out := make([][]float64, n)
 	for i := range out {
@@ -203,7 +220,7 @@ func gaussianRows(rng *rand.Rand, n, d int) [][]float64 {
 }
 
 // Markdown is the comparison table.
-func (r *Result) Markdown() string {
+func (r *AccessResult) Markdown() string {
 	var b strings.Builder
 	c := r.Config
 	fmt.Fprintf(&b, "# Fisher access methods vs the exact Dirac-mixture Fisher (%s, d = %d, N = %d, %d queries, %d training steps)\n\n",
@@ -212,13 +229,13 @@ func (r *Result) Markdown() string {
 	for _, w := range r.Rows {
 		fmt.Fprintf(&b, "| %g | %.3f | %s | %s | %.3g | %s | %.3g |\n", w.T, w.Sigma, w.Kind, w.Method, w.RelErr, w.PerQuery.Round(time.Microsecond), w.VsExactVJP)
 	}
-	b.WriteString("\nErrors are against the closed form of the data's Dirac mixture (Proposition analytic_dirac); " +
-		"`exact` is that closed form itself (its error is 0). DF-EA uses the true endpoint x₀ of each query.\n")
+	b.WriteString("\nErrors are against the closed form of the data's Dirac mixture (Prop. analytic_dirac) evaluated in float64 by dfx/mixture; " +
+		"`exact` is the same closed form as a GoMLX graph (access.Mixture), so its error is round-off. DF-EA uses the true endpoint x₀ of each query.\n")
 	return b.String()
 }
 
 // CSV is the table as comma-separated values.
-func (r *Result) CSV() string {
+func (r *AccessResult) CSV() string {
 	var b strings.Builder
 	b.WriteString("t,sigma,kind,method,rel_err,seconds_per_query,vs_exact_vjp\n")
 	for _, w := range r.Rows {

@@ -1,4 +1,4 @@
-package access
+package toys
 
 import (
 	"bytes"
@@ -15,16 +15,17 @@ import (
 	"gonum.org/v1/plot/vg"
 )
 
-// Plane is the 2-D profile: the estimators' error versus t on an 8-point
-// mixture in the plane, where every method can be checked at a glance.
-func Plane() Config {
-	return Config{Schedule: "vp", Dim: 2, Points: 8, Times: []float64{0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9},
+// AccessPlane is the 2-D profile of the access comparison: the estimators'
+// error versus t on an 8-point mixture in the plane, where every method can
+// be checked at a glance.
+func AccessPlane() AccessConfig {
+	return AccessConfig{Schedule: "vp", Dim: 2, Points: 8, Times: []float64{0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9},
 		Queries: 64, Steps: 3000, Width: 128, Depth: 3, HutchK: 4, HutchPPM: 6, EMA: true, Seed: 1}
 }
 
-// PlaneQuick is Plane with short training, for notebooks in CI.
-func PlaneQuick() Config {
-	c := Plane()
+// AccessPlaneQuick is AccessPlane with short training, for notebooks in CI.
+func AccessPlaneQuick() AccessConfig {
+	c := AccessPlane()
 	c.Times = []float64{0.1, 0.3, 0.5, 0.7, 0.9}
 	c.Queries, c.Steps, c.Width, c.Depth, c.EMA = 16, 400, 64, 2, false
 	return c
@@ -33,7 +34,7 @@ func PlaneQuick() Config {
 // ErrorPlots draws the mean relative error of each method versus t, one
 // panel for traces and one for matrix-vector products (log scale; the exact
 // closed form, whose error is 0, is left out).
-func (r *Result) ErrorPlots() ([]*plot.Plot, error) {
+func (r *AccessResult) ErrorPlots() ([]*plot.Plot, error) {
 	var out []*plot.Plot
 	for _, kind := range []string{"trace", "matvec"} {
 		byMethod := map[string]*plotx.Series{}
@@ -69,7 +70,7 @@ func (r *Result) ErrorPlots() ([]*plot.Plot, error) {
 }
 
 // ErrorPNG is ErrorPlots side by side, for notebooks.
-func (r *Result) ErrorPNG() ([]byte, error) {
+func (r *AccessResult) ErrorPNG() ([]byte, error) {
 	ps, err := r.ErrorPlots()
 	if err != nil {
 		return nil, err
@@ -78,7 +79,7 @@ func (r *Result) ErrorPNG() ([]byte, error) {
 }
 
 // writeAll writes <name>.md, <name>.csv and <name>_errors.png into dir.
-func (r *Result) writeAll(dir, name string) error {
+func (r *AccessResult) writeAll(dir, name string) error {
 	if err := atomicfile.WriteFile(filepath.Join(dir, name+".md"), []byte(r.Markdown())); err != nil {
 		return err
 	}
@@ -92,19 +93,21 @@ func (r *Result) writeAll(dir, name string) error {
 	return atomicfile.WriteFile(filepath.Join(dir, name+"_errors.png"), png)
 }
 
-// Reproduce runs the comparison in d = 64 (Full or Quick) and in the plane
-// (Plane or PlaneQuick) and writes tables and error-versus-t figures into outDir.
-func Reproduce(ctx context.Context, outDir string, quick bool, log io.Writer) error {
+// ReproduceAccess runs the access comparison in d = 64 (AccessFull or
+// AccessQuick) and in the plane (AccessPlane or AccessPlaneQuick) and writes
+// tables and error-versus-t figures into outDir; it is what `dfx reproduce
+// access` calls.
+func ReproduceAccess(ctx context.Context, outDir string, quick bool, log io.Writer) error {
 	runs := []struct {
 		name string
-		cfg  Config
-	}{{"access", Full()}, {"plane", Plane()}}
+		cfg  AccessConfig
+	}{{"access", AccessFull()}, {"plane", AccessPlane()}}
 	if quick {
-		runs[0].cfg, runs[1].cfg = Quick(), PlaneQuick()
+		runs[0].cfg, runs[1].cfg = AccessQuick(), AccessPlaneQuick()
 	}
 	for _, run := range runs {
 		start := time.Now()
-		r, err := Run(ctx, run.cfg)
+		r, err := RunAccess(ctx, run.cfg)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,70 @@
+package models
+
+import (
+	"fmt"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/model"
+
+	"github.com/dfx-lab/dfx/dfx/access"
+	"github.com/dfx-lab/dfx/dfx/schedule"
+)
+
+// AccessNetwork is the networks of a store as dfx/access's model contract,
+// for unconditional queries (the null class where the networks are
+// class-conditional): Eps is the score network (ScoreScope), and with
+// withTrace T is the DF-TM network (TraceScope) and Nu the centred DF-TM
+// network (CentredTraceScope) where the store holds one.
+func AccessNetwork(store *model.Store, withTrace bool) access.Network {
+	net := access.Network{Eps: func(scope *model.Scope, x, alpha, sigma *graph.Node) *graph.Node {
+		return Eps(scope, Inputs{X: x, Alpha: alpha, Sigma: sigma, Class: nullClass(scope, x)})
+	}}
+	if withTrace {
+		net.T = func(scope *model.Scope, x, alpha, sigma *graph.Node) *graph.Node {
+			return TraceNet(scope, Inputs{X: x, Alpha: alpha, Sigma: sigma, Class: nullClass(scope, x)})
+		}
+		if HasNetwork(store, CentredTraceScope) {
+			net.Nu = func(scope *model.Scope, x, alpha, sigma *graph.Node) *graph.Node {
+				return CentredTraceNet(scope, Inputs{X: x, Alpha: alpha, Sigma: sigma, Class: nullClass(scope, x)})
+			}
+		}
+	}
+	return net
+}
+
+// NewAccessNet wraps a store's networks (AccessNetwork) as an access.Net in
+// the store's dtype. Use EMAStore(store) to evaluate the EMA weights. The
+// variables are moved to host memory, so the backend may differ from the one
+// that trained them.
+func NewAccessNet(backend compute.Backend, store *model.Store, s schedule.Schedule, withTrace bool) (*access.Net, error) {
+	dt, err := DTypeOf(store)
+	if err != nil {
+		return nil, err
+	}
+	for v := range store.IterVariables() {
+		if !v.HasValue() {
+			continue
+		}
+		val, err := v.Value()
+		if err != nil {
+			return nil, err
+		}
+		if err := val.ToLocal(); err != nil {
+			return nil, fmt.Errorf("models: variable %s: %w", v.Path(), err)
+		}
+	}
+	return access.NewNet(backend, store, s, dt, AccessNetwork(store, withTrace)), nil
+}
+
+// nullClass is the unconditional label K for every row of x (nil when the
+// network has no classes).
+func nullClass(scope *model.Scope, x *graph.Node) *graph.Node {
+	k := model.GetParamOr(scope, ParamNumClasses, 0)
+	if k == 0 {
+		return nil
+	}
+	return graph.AddScalar(graph.Zeros(x.Graph(), shapes.Make(dtypes.Int32, x.Shape().Dimensions[0])), float64(k))
+}
