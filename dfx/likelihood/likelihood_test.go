@@ -236,17 +236,17 @@ func TestLogProbRejectsBadInput(t *testing.T) {
 		dyn Dynamics
 		cfg Config
 	}{
-		"noise to data":     {x, Exact{g, s}, Config{Schedule: s, T0: 0.9, T1: 0.1, Steps: 4}},
-		"zero steps":        {x, Exact{g, s}, Config{Schedule: s}},
-		"one step estimate": {x, Exact{g, s}, Config{Schedule: s, Steps: 1, EstimateError: true}},
-		"no schedule":       {x, Exact{g, s}, Config{Steps: 4}},
+		"noise to data":        {x, Exact{g, s}, Config{Schedule: s, T0: 0.9, T1: 0.1, Steps: 4}},
+		"zero steps":           {x, Exact{g, s}, Config{Schedule: s}},
+		"one step estimate":    {x, Exact{g, s}, Config{Schedule: s, Steps: 1, EstimateError: true}},
+		"no schedule":          {x, Exact{g, s}, Config{Steps: 4}},
 		"solver without log q": {x, Exact{g, s}, Config{Schedule: s, Steps: 4, Solver: pfode.DDIM}},
-		"negative rtol":     {x, Exact{g, s}, Config{Schedule: s, Steps: 4, RTol: -1}},
-		"time outside":      {x, Exact{g, s}, Config{Schedule: s, T1: 2, Steps: 4}},
-		"NaN point":         {bad, Exact{g, s}, Config{Schedule: s, Steps: 4}},
-		"no points":         {nil, Exact{g, s}, Config{Schedule: s, Steps: 4}},
-		"no dynamics":       {x, nil, Config{Schedule: s, Steps: 4}},
-		"half Funcs":        {x, Funcs{}, Config{Schedule: s, Steps: 4}},
+		"negative rtol":        {x, Exact{g, s}, Config{Schedule: s, Steps: 4, RTol: -1}},
+		"time outside":         {x, Exact{g, s}, Config{Schedule: s, T1: 2, Steps: 4}},
+		"NaN point":            {bad, Exact{g, s}, Config{Schedule: s, Steps: 4}},
+		"no points":            {nil, Exact{g, s}, Config{Schedule: s, Steps: 4}},
+		"no dynamics":          {x, nil, Config{Schedule: s, Steps: 4}},
+		"half Funcs":           {x, Funcs{}, Config{Schedule: s, Steps: 4}},
 	} {
 		if _, err := LogProb(c.x, c.dyn, c.cfg); !errors.Is(err, ErrInput) {
 			t.Errorf("%s: got %v, want ErrInput", name, err)
