@@ -101,8 +101,9 @@ var DDIM Method = ddim{}
 
 type ddim struct{}
 
-func (ddim) Name() string { return "ddim" }
-func (ddim) Order() int   { return 1 }
+func (ddim) Name() string   { return "ddim" }
+func (ddim) String() string { return "ddim" }
+func (ddim) Order() int     { return 1 }
 func (ddim) step(sys System, t, t1 float64, y []float64, _ *work) (int, error) {
 	e, ok := sys.(Exponential)
 	if !ok {

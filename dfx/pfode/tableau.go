@@ -37,8 +37,9 @@ type Tableau struct {
 	FSAL  bool
 }
 
-func (tb *Tableau) Name() string { return tb.Label }
-func (tb *Tableau) Order() int   { return tb.P }
+func (tb *Tableau) Name() string   { return tb.Label }
+func (tb *Tableau) String() string { return tb.Label }
+func (tb *Tableau) Order() int     { return tb.P }
 
 // Stages is the number of evaluations of one step.
 func (tb *Tableau) Stages() int { return len(tb.B) }
