@@ -75,7 +75,7 @@ var Methods = []Method{Euler, Heun, RK4, DDIM}
 // ParseMethod returns the fixed-step method of that name
 // (euler, heun, rk4, ddim, dopri5).
 func ParseMethod(name string) (Method, error) {
-	for _, m := range append(Methods, Method(Dopri5)) {
+	for _, m := range []Method{Euler, Heun, RK4, DDIM, Dopri5} {
 		if m.Name() == name {
 			return m, nil
 		}
