@@ -99,13 +99,13 @@ func Beyond(ctx context.Context, c BeyondConfig) ([]BeyondRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := Continuous(s)
+	p := schedule.Continuous{Schedule: s}
 	run := func(data mixture.Mixture, end float64, row BeyondRow) (BeyondRow, error) {
 		grid, err := Grid(p, schedule.GridKarras, end, c.Steps)
 		if err != nil {
 			return row, err
 		}
-		out, err := Test(ctx, Spec{Data: data, Path: p, Grid: grid, Solver: RK4, Chains: c.Chains, Seed: c.Seed, Tol: c.Tol})
+		out, err := Test(ctx, Spec{Data: data, Schedule: p, Grid: grid, Solver: RK4, Chains: c.Chains, Seed: c.Seed, Tol: c.Tol})
 		if err != nil {
 			return row, fmt.Errorf("ot: beyond %s d=%d δ=%g: %w", row.Study, row.Dim, row.Offset, err)
 		}

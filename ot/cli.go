@@ -84,7 +84,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if *steps < 1 {
 		return bad(fmt.Errorf("--steps must be at least 1, got %d", *steps))
 	}
-	var path Path
+	var path schedule.Source
 	var grid []float64
 	switch *protocol {
 	case "paper":
@@ -92,7 +92,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return bad(err)
 		}
-		path = Continuous(sc)
+		path = schedule.Continuous{Schedule: sc}
 		if grid, err = Grid(path, *gridKind, *s, *steps); err != nil {
 			return bad(err)
 		}
@@ -117,7 +117,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if math.IsNaN(*prior) || *prior < 0 {
 		return bad(fmt.Errorf("--prior-std must be non-negative, got %g", *prior))
 	}
-	out, err := Test(context.Background(), Spec{Data: data, Path: path, Grid: grid, Solver: sol, Rules: rules,
+	out, err := Test(context.Background(), Spec{Data: data, Schedule: path, Grid: grid, Solver: sol, Rules: rules,
 		Chains: *chains, Seed: *seed, PriorStd: *prior, Tol: *tol})
 	if err != nil {
 		fmt.Fprintf(stderr, "dfx ot: %v\n", err)

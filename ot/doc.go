@@ -8,13 +8,15 @@
 // mixture) and a noise schedule, the PF-ODE dx/dt = h(x,t),
 // h = f x − ½ g² ∇log q_t (paper eq. PFODE), is integrated with the exact
 // score from x_T to x_s, s < T, by Euler, DDIM (the exponential-integrator
-// step with the exact denoiser), Heun or RK4 on a chosen time grid. Along
-// each chain the package carries a d×d matrix A by one of three rules:
+// step with the exact denoiser), Heun or RK4 on a chosen time grid, all
+// dfx/pfode's. The schedule is a schedule.Source: a continuous schedule, or
+// the published protocol's discrete table (Published). Along each chain the
+// package carries a d×d matrix A by one of three rules:
 //
-//   - Jacobian: the variational equation discretised with the same stages as
-//     the state update, so A is exactly Φ = ∂x_s/∂x_T of the computed
-//     discrete map (checked against central finite differences in the
-//     tests). The drift's Jacobian is J = f I − ½ g² ∇²log q_t = f I + ½ g² F;
+//   - Jacobian: pfode's Jacobian component, the variational equation
+//     discretised with the same stages as the state update, so A is exactly
+//     Φ = ∂x_s/∂x_T of the computed discrete map (checked against central
+//     finite differences in the tests). The drift's Jacobian is J = f I − ½ g² ∇²log q_t = f I + ½ g² F;
 //     the DDIM step's Jacobian is (σ'/σ) I + (α' − σ'α/σ) ∂ȳ/∂x with
 //     ∂ȳ/∂x = (I − σ² F)/α (Tweedie).
 //   - Paper: the paper's Algorithm, A ← A + dt Aᵀ B with the paper's
@@ -45,8 +47,9 @@
 //
 // # Asymmetry rate
 //
-// I(A) = ‖A − Aᵀ‖_F / (√2 ‖A‖_F) ∈ [0, 1] (paper appendix "Numerical OT
-// Experiments"); the published script zeroes the diagonal of A before both
+// I(A) = ‖A − Aᵀ‖_F / (√2 ‖A‖_F) ∈ [0, √2] (paper appendix "Numerical OT
+// Experiments", which states [0, 1]: a skew-symmetric A has
+// ‖A − Aᵀ‖_F = 2‖A‖_F, so I = √2); the published script zeroes the diagonal of A before both
 // norms (Verdict.AsymOffDiag). A chain is OT-compatible iff I < tol and the
 // symmetric part ½(A + Aᵀ) is positive definite.
 package ot

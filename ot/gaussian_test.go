@@ -46,7 +46,7 @@ func TestSingleGaussianJacobianMatchesClosedFormFlow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := Test(context.Background(), Spec{Data: g, Path: p, Grid: grid, Solver: RK4, Chains: 3, Seed: 9})
+		out, err := Test(context.Background(), Spec{Data: g, Schedule: p, Grid: grid, Solver: RK4, Chains: 3, Seed: 9})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,13 +8,13 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-func mustSchedule(t *testing.T, name string) Path {
+func mustSchedule(t *testing.T, name string) schedule.Source {
 	t.Helper()
 	s, err := schedule.ByName(name, schedule.Params{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Continuous(s)
+	return schedule.Continuous{Schedule: s}
 }
 
 func mustPoints(t *testing.T, rows [][]float64) mixture.Mixture {

@@ -7,17 +7,22 @@ import (
 	"strings"
 
 	"github.com/dfx-lab/dfx/dfx/mixture"
+	"github.com/dfx-lab/dfx/dfx/pfode"
+	"github.com/dfx-lab/dfx/dfx/schedule"
 	"gonum.org/v1/gonum/mat"
 )
 
-// Solver is a PF-ODE step.
-type Solver string
+// Solver is a dfx/pfode fixed-step method; the package uses these four.
+type Solver = pfode.Method
 
-const (
-	Euler Solver = "euler" // x' = x + dt h(x, t)
-	DDIM  Solver = "ddim"  // x' = α' ȳ + σ' (x − α ȳ)/σ, ȳ the exact denoiser
-	Heun  Solver = "heun"  // explicit trapezoid (2 evaluations)
-	RK4   Solver = "rk4"   // classical Runge–Kutta (4 evaluations)
+// The solvers of the OT test (dfx/pfode's): Euler x' = x + dt h(x, t);
+// DDIM x' = α' ȳ + σ' (x − α ȳ)/σ with ȳ the exact denoiser; Heun the
+// explicit trapezoid (2 evaluations); RK4 the classical Runge–Kutta method.
+var (
+	Euler = pfode.Euler
+	DDIM  = pfode.DDIM
+	Heun  = pfode.Heun
+	RK4   = pfode.RK4
 )
 
 // Solvers lists the solvers ParseSolver knows.
@@ -26,11 +31,11 @@ var Solvers = []Solver{Euler, DDIM, Heun, RK4}
 // ParseSolver returns the solver with that name.
 func ParseSolver(s string) (Solver, error) {
 	for _, v := range Solvers {
-		if strings.EqualFold(s, string(v)) {
+		if strings.EqualFold(s, v.Name()) {
 			return v, nil
 		}
 	}
-	return "", fmt.Errorf("ot: unknown solver %q (euler, ddim, heun, rk4)", s)
+	return nil, fmt.Errorf("ot: unknown solver %q (euler, ddim, heun, rk4)", s)
 }
 
 // Rule is how the matrix A is carried along a chain (see the package doc).
@@ -44,8 +49,8 @@ const (
 
 // Integration is one batch of PF-ODE chains on a time grid.
 type Integration struct {
-	Mixture mixture.Mixture
-	Path    Path
+	Mixture  mixture.Mixture
+	Schedule schedule.Source
 	// Grid holds the M+1 times the chains visit, from the start time
 	// Grid[0] down to the end time Grid[M].
 	Grid   []float64
@@ -60,26 +65,14 @@ type Integration struct {
 
 // Chains are the ends of a batch of chains.
 type Chains struct {
-	X *mat.Dense     // end states [K, d]
-	A [][]*mat.Dense // A[r][k]: the matrix of Rules[r] for chain k
-}
-
-// butcher tableaux of the explicit Runge–Kutta solvers.
-type tableau struct {
-	a    [][]float64
-	b, c []float64
-}
-
-var tableaux = map[Solver]tableau{
-	Euler: {a: [][]float64{{}}, b: []float64{1}, c: []float64{0}},
-	Heun:  {a: [][]float64{{}, {1}}, b: []float64{0.5, 0.5}, c: []float64{0, 1}},
-	RK4: {a: [][]float64{{}, {0.5}, {0, 0.5}, {0, 0, 1}},
-		b: []float64{1.0 / 6, 1.0 / 3, 1.0 / 3, 1.0 / 6}, c: []float64{0, 0.5, 0.5, 1}},
+	X     *mat.Dense     // end states [K, d]
+	A     [][]*mat.Dense // A[r][k]: the matrix of Rules[r] for chain k
+	Stats pfode.Stats
 }
 
 func (in *Integration) check(x0 *mat.Dense) (k, d int, err error) {
-	if in.Mixture == nil || in.Path == nil {
-		return 0, 0, fmt.Errorf("ot: integration needs a mixture and a path")
+	if in.Mixture == nil || in.Schedule == nil {
+		return 0, 0, fmt.Errorf("ot: integration needs a mixture and a schedule")
 	}
 	if len(in.Grid) < 2 {
 		return 0, 0, fmt.Errorf("ot: time grid needs at least 2 points (M ≥ 1 steps), got %d", len(in.Grid))
@@ -89,8 +82,12 @@ func (in *Integration) check(x0 *mat.Dense) (k, d int, err error) {
 			return 0, 0, fmt.Errorf("ot: time grid must decrease strictly, got t[%d] = %g, t[%d] = %g", i-1, in.Grid[i-1], i, in.Grid[i])
 		}
 	}
-	if _, ok := tableaux[in.Solver]; !ok && in.Solver != DDIM {
-		return 0, 0, fmt.Errorf("ot: unknown solver %q", in.Solver)
+	known := false
+	for _, s := range Solvers {
+		known = known || in.Solver == s
+	}
+	if !known {
+		return 0, 0, fmt.Errorf("ot: unknown solver %v", in.Solver)
 	}
 	for _, r := range in.Rules {
 		if r != Jacobian && r != PaperRule && r != PublishedRule {
@@ -107,36 +104,88 @@ func (in *Integration) check(x0 *mat.Dense) (k, d int, err error) {
 	return k, d, nil
 }
 
-// Run integrates the chains that start at x0 ([K, d], at time Grid[0]).
+// exactModel is the mixture's exact denoiser (and Fisher) as a pfode.Model.
+// It keeps the first evaluation after reset: the coefficients and Fisher at
+// a step's start (x_n, t_n), which every solver here evaluates first, and
+// which the explicit matrix rules use.
+type exactModel struct {
+	mix    mixture.Mixture
+	fisher bool // always ask for the Fisher (explicit rules)
+	seen   bool
+	c0     schedule.Coefficients
+	f0     []*mat.SymDense
+}
+
+func (m *exactModel) Eval(c schedule.Coefficients, x *mat.Dense, want pfode.Want) (*pfode.Eval, error) {
+	w := mixture.Denoiser
+	if m.fisher || want&pfode.WantFisher != 0 {
+		w |= mixture.Full
+	}
+	r, err := m.mix.Eval(mixture.Query{At: c, X: x, Want: w})
+	if err != nil {
+		return nil, err
+	}
+	if !m.seen {
+		m.seen, m.c0, m.f0 = true, c, r.Fisher
+	}
+	return &pfode.Eval{Denoiser: r.Denoiser, Fisher: r.Fisher}, nil
+}
+
+// Run integrates the chains that start at x0 ([K, d], at time Grid[0]) with
+// dfx/pfode: the Jacobian rule is pfode's Jacobian component (the
+// variational equation through the same stages, or the DDIM step's exact
+// Jacobian), so A is the derivative of the computed discrete map; the
+// paper's and the published rules are explicit in the paper's
+// B = f I − ½ g² F (eq. ot_b) at the step's start (x_n, t_n), whatever the
+// state solver.
 func (in *Integration) Run(ctx context.Context, x0 *mat.Dense) (*Chains, error) {
 	k, d, err := in.check(x0)
 	if err != nil {
 		return nil, err
 	}
-	x := make([]float64, k*d)
-	for i := 0; i < k; i++ {
-		copy(x[i*d:(i+1)*d], x0.RawRowView(i))
+	var carry pfode.Carry
+	explicit := false
+	for _, r := range in.Rules {
+		if r == Jacobian {
+			carry = pfode.Jacobian
+		} else {
+			explicit = true
+		}
 	}
+	model := &exactModel{mix: in.Mixture, fisher: explicit}
+	sys := pfode.New(in.Schedule, model, k, d, carry)
+	y := sys.Init(x0, nil)
 	mats := make([][]float64, len(in.Rules))
-	for r := range mats {
-		mats[r] = identities(k, d)
+	for r, rule := range in.Rules {
+		if rule == Jacobian {
+			mats[r] = sys.Jacobians(y) // a view: the solver updates it in place
+		} else {
+			mats[r] = identities(k, d)
+		}
 	}
-	w := newWork(k, d)
 	if in.Observe != nil {
-		in.Observe(0, in.Grid[0], mat.NewDense(k, d, x), mats)
+		in.Observe(0, in.Grid[0], sys.X(y), mats)
 	}
-	for i := 0; i+1 < len(in.Grid); i++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	b, tmp := make([]float64, d*d), make([]float64, d*d)
+	obs := func(step int, t float64, y []float64) error {
+		if explicit {
+			t0 := in.Grid[step-1]
+			if !model.seen || math.Abs(model.c0.T-t0) > 1e-9 {
+				return fmt.Errorf("ot: step %d: no evaluation at its start t = %g", step, t0)
+			}
+			in.explicitRules(mats, model.c0, model.f0, t-t0, k, d, b, tmp)
 		}
-		if err := in.step(in.Grid[i], in.Grid[i+1], x, mats, w); err != nil {
-			return nil, fmt.Errorf("ot: step %d (t = %g → %g): %w", i+1, in.Grid[i], in.Grid[i+1], err)
-		}
+		model.seen = false
 		if in.Observe != nil {
-			in.Observe(i+1, in.Grid[i+1], mat.NewDense(k, d, x), mats)
+			in.Observe(step, t, sys.X(y), mats)
 		}
+		return nil
 	}
-	out := &Chains{X: mat.NewDense(k, d, x), A: make([][]*mat.Dense, len(in.Rules))}
+	st, err := pfode.Solve(ctx, sys, in.Solver, in.Grid, y, obs)
+	if err != nil {
+		return nil, fmt.Errorf("ot: %w", err)
+	}
+	out := &Chains{X: mat.DenseCopyOf(sys.X(y)), A: make([][]*mat.Dense, len(in.Rules)), Stats: st}
 	for r, m := range mats {
 		out.A[r] = make([]*mat.Dense, k)
 		for c := 0; c < k; c++ {
@@ -146,46 +195,59 @@ func (in *Integration) Run(ctx context.Context, x0 *mat.Dense) (*Chains, error) 
 	return out, nil
 }
 
-// field is the PF-ODE at one node for a batch: the drift h = f x − ½ g² ∇log q
-// (with ∇log q = −(x − α ȳ)/σ²), its Jacobian J = f I − ½ g² ∇²log q =
-// f I + ½ g² F, the Fisher F and the denoiser ȳ. (The paper's B of eq. ot_b
-// is f I − ½ g² F: not J, see the package doc.)
-type field struct{ h, j, fis, ybar []float64 }
-
-func evalField(m mixture.Mixture, n Node, x []float64, k, d int, f *field) error {
-	if !(n.Sigma > 0) || !(n.Alpha > 0) {
-		return fmt.Errorf("PF-ODE undefined at t = %g (α = %g, σ = %g)", n.T, n.Alpha, n.Sigma)
-	}
-	r, err := m.Eval(mixture.Query{Schedule: frozen{n.Alpha, n.Sigma}, T: n.T, X: mat.NewDense(k, d, x), Want: mixture.Denoiser | mixture.Full})
-	if err != nil {
-		return err
-	}
-	s2 := n.Sigma * n.Sigma
-	half := 0.5 * n.G2
-	for c := 0; c < k; c++ {
-		xr, yr := x[c*d:(c+1)*d], r.Denoiser.RawRowView(c)
-		copy(f.ybar[c*d:], yr)
-		for i := 0; i < d; i++ {
-			f.h[c*d+i] = n.F*xr[i] + half*(xr[i]-n.Alpha*yr[i])/s2
+// explicitRules applies A ← A + dt Aᵀ B (paper) or A ← A + dt B A
+// (published) with the paper's B = f I − ½ g² F at the step's start.
+func (in *Integration) explicitRules(mats [][]float64, c schedule.Coefficients, fis []*mat.SymDense, dt float64, k, d int, b, tmp []float64) {
+	for r, rule := range in.Rules {
+		if rule == Jacobian {
+			continue
 		}
-		fis := r.Fisher[c]
-		jc := f.j[c*d*d : (c+1)*d*d]
-		for i := 0; i < d; i++ {
-			for l := 0; l < d; l++ {
-				fv := fis.At(i, l)
-				f.fis[c*d*d+i*d+l] = fv
-				v := half * fv
-				if i == l {
-					v += n.F
+		a := mats[r]
+		for ch := 0; ch < k; ch++ {
+			ac := a[ch*d*d : (ch+1)*d*d]
+			for i := 0; i < d; i++ {
+				for l := 0; l < d; l++ {
+					b[i*d+l] = -0.5 * c.G2 * fis[ch].At(i, l)
 				}
-				jc[i*d+l] = v
+			}
+			for i := 0; i < d; i++ {
+				b[i*d+i] += c.F
+			}
+			if rule == PublishedRule {
+				mul(tmp, b, ac, d, false) // B A
+			} else {
+				mul(tmp, ac, b, d, true) // Aᵀ B
+			}
+			for i := range ac {
+				ac[i] += dt * tmp[i]
 			}
 		}
 	}
-	for _, v := range f.h {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("PF-ODE drift is not finite at t = %g", n.T)
+}
+
+// mul sets dst = a·b, or aᵀ·b when transA (d×d, row-major).
+func mul(dst, a, b []float64, d int, transA bool) {
+	for i := 0; i < d; i++ {
+		for l := 0; l < d; l++ {
+			s := 0.0
+			for m := 0; m < d; m++ {
+				if transA {
+					s += a[m*d+i] * b[m*d+l]
+				} else {
+					s += a[i*d+m] * b[m*d+l]
+				}
+			}
+			dst[i*d+l] = s
 		}
 	}
-	return nil
+}
+
+func identities(k, d int) []float64 {
+	a := make([]float64, k*d*d)
+	for c := 0; c < k; c++ {
+		for i := 0; i < d; i++ {
+			a[c*d*d+i*d+i] = 1
+		}
+	}
+	return a
 }

@@ -70,7 +70,7 @@ func TestJacobianRuleEqualsFiniteDifferencesOfComputedMap(t *testing.T) {
 		for dn, data := range datas {
 			for _, sol := range Solvers {
 				t.Run(fmt.Sprintf("%s/%s/%s", sched, dn, sol), func(t *testing.T) {
-					in := Integration{Mixture: data, Path: p, Grid: grid, Solver: sol}
+					in := Integration{Mixture: data, Schedule: p, Grid: grid, Solver: sol}
 					n0, _ := p.At(grid[0])
 					x0 := StartStates(4, 2, n0.Sigma, 7)
 					in.Rules = []Rule{Jacobian}
@@ -103,7 +103,7 @@ func TestJacobianRuleEqualsFiniteDifferencesOnPublishedGrid(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, sol := range []Solver{Euler, DDIM} {
-			in := Integration{Mixture: data, Path: p, Grid: grid, Solver: sol, Rules: []Rule{Jacobian}}
+			in := Integration{Mixture: data, Schedule: p, Grid: grid, Solver: sol, Rules: []Rule{Jacobian}}
 			x0 := StartStates(4, 2, 1, 3)
 			ch, err := in.Run(context.Background(), x0)
 			if err != nil {

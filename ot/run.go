@@ -143,7 +143,7 @@ func (res *Result) figureData(ctx context.Context) error {
 		if pc := res.Config.Table3.PublishedChains; pc > 0 {
 			pubChains = pc
 		}
-		out, err := Test(ctx, Spec{Data: pubCases[2].Data, Path: pp, Grid: pgrid, Solver: DDIM, Rules: []Rule{PublishedRule},
+		out, err := Test(ctx, Spec{Data: pubCases[2].Data, Schedule: pp, Grid: pgrid, Solver: DDIM, Rules: []Rule{PublishedRule},
 			Chains: pubChains, Seed: seed, PriorStd: 1, Observe: meanAsymObserver(&cv, 2, true, func(t float64) float64 { return t })})
 		if err != nil {
 			return err
@@ -156,14 +156,14 @@ func (res *Result) figureData(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		p := Continuous(s)
+		p := schedule.Continuous{Schedule: s}
 		grid, err := Grid(p, schedule.GridKarras, 0, fc.ReferenceSteps)
 		if err != nil {
 			return err
 		}
 		cr := Curve{Schedule: sched}
 		noise := func(t float64) float64 { return s.Sigma(t) / s.Alpha(t) }
-		out, err = Test(ctx, Spec{Data: paperCases[2].Data, Path: p, Grid: grid, Solver: RK4, Chains: fc.Chains, Seed: seed,
+		out, err = Test(ctx, Spec{Data: paperCases[2].Data, Schedule: p, Grid: grid, Solver: RK4, Chains: fc.Chains, Seed: seed,
 			Observe: meanAsymObserver(&cr, 2, false, noise)})
 		if err != nil {
 			return err
@@ -192,7 +192,7 @@ func deformation(ctx context.Context, dc DataCase, fc FigureConfig) (Deformation
 	if err != nil {
 		return Deformation{}, err
 	}
-	p := Continuous(s)
+	p := schedule.Continuous{Schedule: s}
 	grid, err := Grid(p, schedule.GridKarras, end, max(fc.ReferenceSteps/2, 20))
 	if err != nil {
 		return Deformation{}, err
@@ -215,7 +215,7 @@ func deformation(ctx context.Context, dc DataCase, fc FigureConfig) (Deformation
 			}
 		}
 	}
-	in := &Integration{Mixture: dc.Data, Path: p, Grid: grid, Solver: RK4}
+	in := &Integration{Mixture: dc.Data, Schedule: p, Grid: grid, Solver: RK4}
 	ch, err := in.Run(ctx, x0)
 	if err != nil {
 		return Deformation{}, err

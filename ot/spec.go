@@ -15,11 +15,13 @@ const DefaultChains = 256
 
 // Spec is one OT test: data, schedule, grid, solver and chains.
 type Spec struct {
-	Data   mixture.Mixture
-	Path   Path
-	Grid   []float64 // M+1 decreasing times, Grid[0] = T, Grid[M] = s
-	Solver Solver
-	Rules  []Rule // default {Jacobian}
+	Data mixture.Mixture
+	// Schedule gives the coefficients at the grid's times: a continuous
+	// schedule (schedule.Continuous) or the published table (Published).
+	Schedule schedule.Source
+	Grid     []float64 // M+1 decreasing times, Grid[0] = T, Grid[M] = s
+	Solver   Solver
+	Rules    []Rule // default {Jacobian}
 	// X0 are given starting states [K, d]; if nil, Chains (default
 	// DefaultChains) states are drawn from N(0, PriorStd² I) with Seed.
 	X0       *mat.Dense
@@ -55,12 +57,7 @@ func (o *Outcome) Of(r Rule) (Summary, bool) {
 // seed gives the same states.
 func StartStates(k, d int, std float64, seed uint64) *mat.Dense {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	x := mat.NewDense(k, d, nil)
-	raw := x.RawMatrix().Data
-	for i := range raw {
-		raw[i] = std * rng.NormFloat64()
-	}
-	return x
+	return schedule.SamplePrior(schedule.Coefficients{Sigma: std}, k, d, rng)
 }
 
 // Test integrates the chains and judges every matrix.
@@ -68,7 +65,7 @@ func Test(ctx context.Context, sp Spec) (*Outcome, error) {
 	if sp.Data == nil {
 		return nil, fmt.Errorf("ot: no data")
 	}
-	if sp.Path == nil {
+	if sp.Schedule == nil {
 		return nil, fmt.Errorf("ot: no schedule")
 	}
 	if len(sp.Grid) < 2 {
@@ -89,15 +86,15 @@ func Test(ctx context.Context, sp Spec) (*Outcome, error) {
 		}
 		std := sp.PriorStd
 		if std == 0 {
-			n, err := sp.Path.At(sp.Grid[0])
+			c, err := sp.Schedule.At(sp.Grid[0])
 			if err != nil {
 				return nil, fmt.Errorf("ot: start time: %w", err)
 			}
-			std = n.Sigma
+			std = c.Sigma
 		}
 		x0 = StartStates(k, sp.Data.Dim(), std, sp.Seed)
 	}
-	in := &Integration{Mixture: sp.Data, Path: sp.Path, Grid: sp.Grid, Solver: sp.Solver, Rules: rules, Observe: sp.Observe}
+	in := &Integration{Mixture: sp.Data, Schedule: sp.Schedule, Grid: sp.Grid, Solver: sp.Solver, Rules: rules, Observe: sp.Observe}
 	ch, err := in.Run(ctx, x0)
 	if err != nil {
 		return nil, err
@@ -117,11 +114,11 @@ func Test(ctx context.Context, sp Spec) (*Outcome, error) {
 // Grid is M+1 times from the path's T down to s, of a kind known to
 // schedule.TimeGrid ("uniform", "logsigma", "karras"); s ≤ 0 means TMin.
 // Only continuous schedules have the inverse σ⁻¹ the non-uniform kinds need.
-func Grid(p Path, kind string, s float64, m int) ([]float64, error) {
+func Grid(p schedule.Source, kind string, s float64, m int) ([]float64, error) {
 	if kind == "" || kind == schedule.GridUniform {
 		return UniformGrid(p, s, m)
 	}
-	c, ok := p.(continuous)
+	c, ok := p.(schedule.Continuous)
 	if !ok {
 		return nil, fmt.Errorf("ot: grid kind %q needs a continuous schedule, not %s", kind, p.Name())
 	}
@@ -132,13 +129,13 @@ func Grid(p Path, kind string, s float64, m int) ([]float64, error) {
 	if !(s < hi) {
 		return nil, fmt.Errorf("ot: end time s = %g must be below T = %g", s, hi)
 	}
-	return schedule.TimeGrid(c.s, kind, s, hi, m)
+	return schedule.TimeGrid(c.Schedule, kind, s, hi, m)
 }
 
 // UniformGrid is M+1 times uniform in t from the schedule's T down to s
 // (the paper's text gives no grid; dt = t_{i−1} − t_i). s ≤ 0 means the
 // schedule's smallest time TMin (σ must stay positive).
-func UniformGrid(p Path, s float64, m int) ([]float64, error) {
+func UniformGrid(p schedule.Source, s float64, m int) ([]float64, error) {
 	if m < 1 {
 		return nil, fmt.Errorf("ot: need M ≥ 1 steps, got %d", m)
 	}

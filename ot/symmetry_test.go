@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dfx-lab/dfx/dfx/mixture"
+	"github.com/dfx-lab/dfx/dfx/pfode"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -33,7 +34,7 @@ func TestSingleGaussianAndAffineDataGiveSymmetricSPDMapsUnderEverySchedule(t *te
 				if err != nil {
 					t.Fatal(err)
 				}
-				out, err := Test(context.Background(), Spec{Data: data, Path: p, Grid: grid, Solver: sol, Rules: allRules, Chains: 16, Seed: 1})
+				out, err := Test(context.Background(), Spec{Data: data, Schedule: p, Grid: grid, Solver: sol, Rules: allRules, Chains: 16, Seed: 1})
 				if err != nil {
 					t.Fatalf("%s/%s/%s: %v", sched, dn, sol, err)
 				}
@@ -58,7 +59,7 @@ func TestPublishedProtocolAffineIsSymmetricAndNonAffineIsNot(t *testing.T) {
 			pts       [][]float64
 			symmetric bool
 		}{{[][]float64{{0, 0}, {0, 0.5}, {0, -0.6}}, true}, {[][]float64{{0.5, 0}, {0, -0.5}, {0, 0}}, false}} {
-			out, err := Test(context.Background(), Spec{Data: mustPoints(t, c.pts), Path: p, Grid: grid, Solver: DDIM, Rules: allRules, Chains: 32, Seed: 2, PriorStd: 1})
+			out, err := Test(context.Background(), Spec{Data: mustPoints(t, c.pts), Schedule: p, Grid: grid, Solver: DDIM, Rules: allRules, Chains: 32, Seed: 2, PriorStd: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -84,7 +85,7 @@ func TestNonAffineDataGiveClearlyAsymmetricMaps(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := Test(context.Background(), Spec{Data: mustPoints(t, nonAffinePts), Path: p, Grid: grid, Solver: Heun, Chains: 64, Seed: 3})
+		out, err := Test(context.Background(), Spec{Data: mustPoints(t, nonAffinePts), Schedule: p, Grid: grid, Solver: Heun, Chains: 64, Seed: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +107,7 @@ func TestAsymmetryConvergesUnderGridRefinement(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, err := Test(context.Background(), Spec{Data: mustPoints(t, nonAffinePts), Path: p, Grid: grid, Solver: RK4, Chains: 16, Seed: 4})
+			out, err := Test(context.Background(), Spec{Data: mustPoints(t, nonAffinePts), Schedule: p, Grid: grid, Solver: RK4, Chains: 16, Seed: 4})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -131,7 +132,7 @@ func TestPublishedRuleTracksInverseTransposeJacobianForDriftFreeSchedules(t *tes
 	// A → Φ⁻ᵀ as the steps shrink: I(A) → I(Φ⁻¹).
 	p := mustSchedule(t, "ve")
 	grid, _ := UniformGrid(p, 0.2, 4000)
-	out, err := Test(context.Background(), Spec{Data: mustPoints(t, nonAffinePts), Path: p, Grid: grid, Solver: RK4, Rules: []Rule{Jacobian, PublishedRule}, Chains: 8, Seed: 5})
+	out, err := Test(context.Background(), Spec{Data: mustPoints(t, nonAffinePts), Schedule: p, Grid: grid, Solver: RK4, Rules: []Rule{Jacobian, PublishedRule}, Chains: 8, Seed: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,12 +172,12 @@ func TestBadConfigurationsAreErrors(t *testing.T) {
 	}
 	grid, _ := UniformGrid(p, 0.1, 5)
 	cases := map[string]Spec{
-		"no data":      {Path: p, Grid: grid, Solver: Euler},
-		"no grid":      {Data: data, Path: p, Grid: grid[:1], Solver: Euler},
-		"bad solver":   {Data: data, Path: p, Grid: grid, Solver: "leapfrog"},
-		"bad chains":   {Data: data, Path: p, Grid: grid, Solver: Euler, Chains: -1},
-		"increasing":   {Data: data, Path: p, Grid: []float64{0.1, 0.5}, Solver: Euler},
-		"dim mismatch": {Data: data, Path: p, Grid: grid, Solver: Euler, X0: mat.NewDense(1, 3, nil)},
+		"no data":      {Schedule: p, Grid: grid, Solver: Euler},
+		"no grid":      {Data: data, Schedule: p, Grid: grid[:1], Solver: Euler},
+		"bad solver":   {Data: data, Schedule: p, Grid: grid, Solver: &pfode.Tableau{Label: "leapfrog"}},
+		"bad chains":   {Data: data, Schedule: p, Grid: grid, Solver: Euler, Chains: -1},
+		"increasing":   {Data: data, Schedule: p, Grid: []float64{0.1, 0.5}, Solver: Euler},
+		"dim mismatch": {Data: data, Schedule: p, Grid: grid, Solver: Euler, X0: mat.NewDense(1, 3, nil)},
 	}
 	for name, sp := range cases {
 		if _, err := Test(ctx, sp); err == nil {
@@ -186,7 +187,7 @@ func TestBadConfigurationsAreErrors(t *testing.T) {
 	// RK4 needs the published table between its nodes: an error, not a guess.
 	pub, _ := Published("vp")
 	pg, _ := PublishedGrid(19)
-	if _, err := Test(ctx, Spec{Data: data, Path: pub, Grid: pg, Solver: RK4, Chains: 2}); err == nil {
+	if _, err := Test(ctx, Spec{Data: data, Schedule: pub, Grid: pg, Solver: RK4, Chains: 2}); err == nil {
 		t.Error("RK4 on the published table accepted")
 	}
 	if _, err := Published("cosine"); err == nil {
@@ -224,7 +225,7 @@ func TestSameSeedGivesSameVerdicts(t *testing.T) {
 	p := mustSchedule(t, "vp")
 	grid, _ := UniformGrid(p, 0.05, 30)
 	run := func(seed uint64) []Verdict {
-		out, err := Test(context.Background(), Spec{Data: mustPoints(t, nonAffinePts), Path: p, Grid: grid, Solver: Heun, Chains: 8, Seed: seed})
+		out, err := Test(context.Background(), Spec{Data: mustPoints(t, nonAffinePts), Schedule: p, Grid: grid, Solver: Heun, Chains: 8, Seed: seed})
 		if err != nil {
 			t.Fatal(err)
 		}

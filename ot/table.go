@@ -86,7 +86,7 @@ func WriteTable3CSV(w io.Writer, rows []Row) error {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
 	for _, r := range rows {
 		s := r.Summary
-		rec := []string{r.Protocol, r.Schedule, r.Data, f(r.S), strconv.Itoa(r.Steps), r.Grid, string(r.Solver), string(r.Rule),
+		rec := []string{r.Protocol, r.Schedule, r.Data, f(r.S), strconv.Itoa(r.Steps), r.Grid, r.Solver.Name(), string(r.Rule),
 			strconv.Itoa(s.Chains), f(s.Asym.Mean), f(s.Asym.Std), f(s.Asym.Worst), f(s.AsymOffDiag.Mean), f(s.AsymOffDiag.Std),
 			f(s.AsymOffDiag.Worst), f(s.AsymInverse.Mean), f(s.MinEig.Worst), f(s.MinEig.Mean), f(s.FailFrac),
 			strconv.FormatBool(s.OT), f(r.Paper)}

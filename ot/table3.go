@@ -128,12 +128,12 @@ func Table3(ctx context.Context, c Table3Config) ([]Row, error) {
 		return nil, err
 	}
 	var rows []Row
-	add := func(proto, sched string, dc DataCase, p Path, grid []float64, kind string, sol Solver, rules []Rule, prior float64) error {
+	add := func(proto, sched string, dc DataCase, p schedule.Source, grid []float64, kind string, sol Solver, rules []Rule, prior float64) error {
 		chains := c.Chains
 		if proto == ProtocolPublished && c.PublishedChains > 0 {
 			chains = c.PublishedChains
 		}
-		out, err := Test(ctx, Spec{Data: dc.Data, Path: p, Grid: grid, Solver: sol, Rules: rules, Chains: chains, Seed: c.Seed, Tol: c.Tol, PriorStd: prior})
+		out, err := Test(ctx, Spec{Data: dc.Data, Schedule: p, Grid: grid, Solver: sol, Rules: rules, Chains: chains, Seed: c.Seed, Tol: c.Tol, PriorStd: prior})
 		if err != nil {
 			return fmt.Errorf("ot: table 3, %s %s %s: %w", proto, sched, dc.Name, err)
 		}
@@ -152,7 +152,7 @@ func Table3(ctx context.Context, c Table3Config) ([]Row, error) {
 		if err != nil {
 			return nil, err
 		}
-		p := Continuous(s)
+		p := schedule.Continuous{Schedule: s}
 		for _, dc := range paperCases {
 			for _, m := range c.Steps {
 				grid, err := UniformGrid(p, dc.S, m)

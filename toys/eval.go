@@ -72,7 +72,7 @@ func (ev *evaluator) row(t float64, withNLL bool) (Row, error) {
 	for k := 0; k < nNets; k++ {
 		for _, seed := range ev.cfg.EvalSeeds {
 			x := DrawQT(ev.data, ev.sch, t, ev.cfg.EvalPoints, seedAt(seed, t))
-			ex, err := ev.mix.Eval(mixture.Query{Schedule: ev.sch, T: t, X: x, Want: mixture.Score | mixture.Trace | mixture.SecondMoment})
+			ex, err := ev.mix.Eval(mixture.Query{At: ev.at(t), X: x, Want: mixture.Score | mixture.Trace | mixture.SecondMoment})
 			if err != nil {
 				return row, fmt.Errorf("toys: exact at t = %g: %w", t, err)
 			}
@@ -116,7 +116,7 @@ func (ev *evaluator) row(t float64, withNLL bool) (Row, error) {
 		return row, nil
 	}
 	x := DrawQT(ev.data, ev.sch, t, ev.cfg.NLLPoints, seedAt(ev.cfg.EvalSeeds[0]+7919, t))
-	ex, err := ev.mix.Eval(mixture.Query{Schedule: ev.sch, T: t, X: x, Want: mixture.LogProb})
+	ex, err := ev.mix.Eval(mixture.Query{At: ev.at(t), X: x, Want: mixture.LogProb})
 	if err != nil {
 		return row, err
 	}
@@ -206,7 +206,7 @@ func (ev *evaluator) heatFields() ([]HeatField, error) {
 		t = clampTime(t, lo, hi)
 		s2 := ev.sch.Sigma(t) * ev.sch.Sigma(t)
 		traces := map[string][]float64{}
-		ex, err := ev.mix.Eval(mixture.Query{Schedule: ev.sch, T: t, X: x, Want: mixture.Trace})
+		ex, err := ev.mix.Eval(mixture.Query{At: ev.at(t), X: x, Want: mixture.Trace})
 		if err != nil {
 			return nil, err
 		}
@@ -256,7 +256,7 @@ func (ev *evaluator) timing() ([]Timing, error) {
 		name string
 		fn   func() error
 	}{{MethodExact + fmt.Sprintf(" (N = %d)", ev.cfg.N), func() error {
-		_, err := ev.mix.Eval(mixture.Query{Schedule: ev.sch, T: t, X: x, Want: mixture.Trace})
+		_, err := ev.mix.Eval(mixture.Query{At: ev.at(t), X: x, Want: mixture.Trace})
 		return err
 	}}}
 	if len(ev.nets) > 0 {
@@ -295,4 +295,12 @@ func (ev *evaluator) timing() ([]Timing, error) {
 		out = append(out, Timing{Method: f.name, Batch: ev.cfg.TimingBatch, PerQuery: per})
 	}
 	return out, nil
+}
+
+// at is the schedule's coefficients at t, a time the evaluator has already
+// clamped into the schedule's interval (zero coefficients, which the mixture
+// rejects, otherwise).
+func (ev *evaluator) at(t float64) schedule.Coefficients {
+	c, _ := schedule.At(ev.sch, t)
+	return c
 }

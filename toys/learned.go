@@ -1,6 +1,7 @@
 package toys
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/gomlx/compute"
@@ -8,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/access"
+	"github.com/dfx-lab/dfx/dfx/pfode"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/models"
 )
@@ -143,59 +145,33 @@ func (v dftmDynamics) Eval(x *mat.Dense, t float64) (*mat.Dense, []float64, erro
 }
 
 // Sample draws m points by Heun steps of the PF-ODE with the learned score
-// from x_T ~ N(0, σ_T² I) down to the schedule's TMin.
+// from x_T ~ N(0, σ_T² I) (schedule.SamplePrior) down to the schedule's
+// TMin, on a grid uniform in log σ; the last step is Euler, as is usual at
+// the smallest σ. The integrator is dfx/pfode's; the velocity is
+// f x + ½ g² ε̂/σ (pfode.VelocityFromEps).
 func (n *Networks) Sample(m, steps int, seed uint64) (*mat.Dense, error) {
 	lo, hi := n.Schedule.Interval()
 	ts, err := schedule.TimeGrid(n.Schedule, schedule.GridLogSigma, lo, hi, steps)
 	if err != nil {
 		return nil, err
 	}
-	rng := NewRNG(seed)
-	x := mat.NewDense(m, 2, nil)
-	sT := n.Schedule.Sigma(hi)
-	for i := range x.RawMatrix().Data {
-		x.RawMatrix().Data[i] = sT * rng.NormFloat64()
+	const d = 2
+	x0 := schedule.SamplePrior(schedule.Prior(n.Schedule), m, d, NewRNG(seed))
+	eps := pfode.ModelFunc(func(c schedule.Coefficients, x *mat.Dense, _ pfode.Want) (*pfode.Eval, error) {
+		e, err := n.Eps(x, c.T)
+		return &pfode.Eval{Eps: e}, err
+	})
+	sys := pfode.New(schedule.Continuous{Schedule: n.Schedule}, eps, m, d, 0)
+	y := sys.Init(x0, nil)
+	ctx := context.Background()
+	last := len(ts) - 2
+	if last > 0 {
+		if _, err := pfode.Solve(ctx, sys, pfode.Heun, ts[:last+1], y, nil); err != nil {
+			return nil, fmt.Errorf("toys: sampling: %w", err)
+		}
 	}
-	vel := func(x *mat.Dense, t float64) (*mat.Dense, error) {
-		eps, err := n.Eps(x, t)
-		if err != nil {
-			return nil, err
-		}
-		c, err := schedule.At(n.Schedule, t)
-		if err != nil {
-			return nil, err
-		}
-		// f x − ½ g² ∇log q = f x + ½ g² ε̂/σ
-		var v mat.Dense
-		v.Scale(0.5*c.G2/c.Sigma, eps)
-		v.Add(&v, scaled(c.F, x))
-		return &v, nil
+	if _, err := pfode.Solve(ctx, sys, pfode.Euler, ts[last:], y, nil); err != nil {
+		return nil, fmt.Errorf("toys: sampling: %w", err)
 	}
-	for k := 0; k+1 < len(ts); k++ {
-		h := ts[k+1] - ts[k]
-		k1, err := vel(x, ts[k])
-		if err != nil {
-			return nil, err
-		}
-		var pred mat.Dense
-		pred.Add(x, scaled(h, k1))
-		if k+2 == len(ts) { // last step: Euler, as is usual at the smallest σ
-			x = &pred
-			break
-		}
-		k2, err := vel(&pred, ts[k+1])
-		if err != nil {
-			return nil, err
-		}
-		var sum mat.Dense
-		sum.Add(k1, k2)
-		x.Add(x, scaled(h/2, &sum))
-	}
-	return x, nil
-}
-
-func scaled(a float64, m *mat.Dense) *mat.Dense {
-	var s mat.Dense
-	s.Scale(a, m)
-	return &s
+	return sys.X(y), nil
 }

@@ -116,7 +116,11 @@ func analytic(dataPath, pointsPath, weightsPath, vecPath string, t float64, full
 	if err != nil {
 		return nil, err
 	}
-	q := mixture.Query{Schedule: s, T: t, X: x, Want: mixture.LogProb | mixture.Score | mixture.Denoiser | mixture.Trace}
+	c, err := schedule.At(s, t)
+	if err != nil {
+		return nil, err
+	}
+	q := mixture.Query{At: c, X: x, Want: mixture.LogProb | mixture.Score | mixture.Denoiser | mixture.Trace}
 	if full {
 		q.Want |= mixture.Full
 	}

@@ -50,7 +50,8 @@ func TestAnalyticAnswersAsSpecified(t *testing.T) {
 	// Same numbers as the library.
 	s, _ := schedule.ByName("vp", schedule.Params{BetaMax: 10})
 	m, _ := mixture.NewDirac(mat.NewDense(3, 2, []float64{0, 0, 1, 0, 0, 2}), []float64{1, 2, 1})
-	r, err := m.Eval(mixture.Query{Schedule: s, T: 0.4, X: mat.NewDense(2, 2, []float64{0.3, 0.4, -1, 1}),
+	c, _ := schedule.At(s, 0.4)
+	r, err := m.Eval(mixture.Query{At: c, X: mat.NewDense(2, 2, []float64{0.3, 0.4, -1, 1}),
 		V: mat.NewDense(1, 2, []float64{1, -1}), Want: mixture.Trace | mixture.MatVec | mixture.Full | mixture.LogProb})
 	if err != nil {
 		t.Fatal(err)

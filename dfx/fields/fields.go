@@ -107,11 +107,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		r, err := m.Eval(mixture.Query{Schedule: s, T: t, X: grid, Want: mixture.Trace | mixture.LogProb | mixture.Score})
+		c, err := schedule.At(s, t)
+		if err != nil {
+			return nil, fmt.Errorf("fields: %w", err)
+		}
+		r, err := m.Eval(mixture.Query{At: c, X: grid, Want: mixture.Trace | mixture.LogProb | mixture.Score})
 		if err != nil {
 			return nil, fmt.Errorf("fields: t = %g: %w", t, err)
 		}
-		ra, err := m.Eval(mixture.Query{Schedule: s, T: t, X: arrows, Want: mixture.Score})
+		ra, err := m.Eval(mixture.Query{At: c, X: arrows, Want: mixture.Score})
 		if err != nil {
 			return nil, fmt.Errorf("fields: t = %g: %w", t, err)
 		}

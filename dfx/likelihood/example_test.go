@@ -24,7 +24,8 @@ func ExampleLogProb() {
 		panic(err)
 	}
 	lo, _ := s.Interval()
-	exact, _ := m.Eval(mixture.Query{Schedule: s, T: lo, X: x, Want: mixture.LogProb})
+	c, _ := schedule.At(s, lo)
+	exact, _ := m.Eval(mixture.Query{At: c, X: x, Want: mixture.LogProb})
 	bpd, _ := likelihood.BitsPerDim(res.LogProb, 2, nil)
 	for i := range res.LogProb {
 		fmt.Printf("log q = %.3f (exact %.3f, solver error %.0e), %.3f bits/dim\n",

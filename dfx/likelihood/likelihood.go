@@ -2,7 +2,7 @@
 // probability-flow ODE (paper eq. nll_ode, after Chen et al. 2018 and
 // Song et al. 2021) with a pluggable trace of the diffusion Fisher:
 //
-//	dx/dt = f(t) x − ½ g²(t) ∇log q_t(x)                  (PF-ODE)
+//	dx/dt = f(t) x − ½ g²(t) ∇log q_t(x)                  (eq. PFODE)
 //	d log q_t(x_t)/dt = −f(t) d − ½ g²(t) tr F_t(x_t)       (eq. nll_ode)
 //
 // so that, integrating from data to noise (t from t0 = ε up to T),
@@ -14,15 +14,19 @@
 // peers' bug noted in NOTES.md: the ODE must be started at the data point.
 //
 // The trace comes from any estimator (exact mixture, VJP of a network,
-// Hutchinson, DF-TM), so the same solver scores them all.
+// Hutchinson, DF-TM), so the same solver scores them all. The integration
+// is dfx/pfode's: its PF-ODE system carrying the log-density component, with
+// a fixed-step tableau on a time grid or adaptive Dormand–Prince.
 package likelihood
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
 
 	"github.com/dfx-lab/dfx/dfx/mixture"
+	"github.com/dfx-lab/dfx/dfx/pfode"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"gonum.org/v1/gonum/mat"
 )
@@ -71,34 +75,27 @@ type Exact struct {
 
 // Eval implements Dynamics.
 func (e Exact) Eval(x *mat.Dense, t float64) (*mat.Dense, []float64, error) {
-	r, err := e.M.Eval(mixture.Query{Schedule: e.Schedule, T: t, X: x, Want: mixture.Score | mixture.Trace})
+	c, err := schedule.At(e.Schedule, t)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := e.M.Eval(mixture.Query{At: c, X: x, Want: mixture.Score | mixture.Trace})
 	if err != nil {
 		return nil, nil, err
 	}
 	return r.Score, r.Trace, nil
 }
 
-// Solver names a fixed-step ODE scheme.
-type Solver string
+// Solver is a dfx/pfode fixed-step method that carries the log-density: one
+// of pfode's tableaux (Euler, Heun, RK4, or any other Tableau).
+type Solver = pfode.Method
 
-const (
-	Euler Solver = "euler" // order 1, 1 evaluation per step (the paper's choice)
-	Heun  Solver = "heun"  // order 2, 2 evaluations per step
-	RK4   Solver = "rk4"   // order 4, 4 evaluations per step
+// The fixed-step solvers.
+var (
+	Euler Solver = pfode.Euler // order 1, 1 evaluation per step (the paper's choice)
+	Heun  Solver = pfode.Heun  // order 2, 2 evaluations per step
+	RK4   Solver = pfode.RK4   // order 4, 4 evaluations per step
 )
-
-// Order is the scheme's order of convergence.
-func (s Solver) Order() int {
-	switch s {
-	case Euler:
-		return 1
-	case Heun:
-		return 2
-	case RK4:
-		return 4
-	}
-	return 0
-}
 
 // ErrInput is wrapped by every error about bad input.
 var ErrInput = errors.New("invalid input")
@@ -113,6 +110,10 @@ type Config struct {
 	// Steps is the number of solver steps (≥ 1); Solver defaults to Euler.
 	Steps  int
 	Solver Solver
+	// RTol, if positive, integrates adaptively with pfode's Dormand–Prince
+	// 5(4) under RTol and ATol (zero: 1e-3·RTol) instead of Steps fixed
+	// steps (Steps, Solver and Grid are then ignored).
+	RTol, ATol float64
 	// Grid is a schedule.TimeGrid kind. The default is "logsigma" (uniform
 	// in log σ) for schedules with α ≡ 1 (VE, EDM), where the integrand is
 	// smooth in log σ, and "uniform" otherwise (VP: a log-σ grid crowds the
@@ -134,7 +135,8 @@ type Result struct {
 	// SolverError is the step-halving estimate of |error of LogProb| [B];
 	// nil unless Config.EstimateError.
 	SolverError []float64
-	Evals       int // Dynamics evaluations used (both runs)
+	Evals       int         // Dynamics evaluations used (both runs)
+	Stats       pfode.Stats // steps, rejections and evaluations (both runs)
 }
 
 // NLL is −LogProb, in nats per point.
@@ -153,21 +155,26 @@ func LogProb(x *mat.Dense, dyn Dynamics, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := integrate(x, dyn, cfg, cfg.Steps)
+	res, err := integrate(x, dyn, cfg, cfg.Steps, 1)
 	if err != nil {
 		return nil, err
 	}
 	if cfg.EstimateError {
-		half, err := integrate(x, dyn, cfg, cfg.Steps/2)
+		half, err := integrate(x, dyn, cfg, cfg.Steps/2, 32)
 		if err != nil {
 			return nil, err
 		}
-		den := math.Pow(2, float64(cfg.Solver.Order())) - 1
+		order := cfg.Solver.Order()
+		if cfg.RTol > 0 {
+			order = pfode.Dopri5.Order()
+		}
+		den := math.Pow(2, float64(order)) - 1
 		res.SolverError = make([]float64, len(res.LogProb))
 		for i := range res.SolverError {
 			res.SolverError[i] = math.Abs(res.LogProb[i]-half.LogProb[i]) / den
 		}
 		res.Evals += half.Evals
+		res.Stats.Add(half.Stats)
 	}
 	return res, nil
 }
@@ -202,17 +209,25 @@ func checkConfig(x *mat.Dense, dyn Dynamics, cfg Config) (Config, error) {
 			return cfg, fmt.Errorf("likelihood: %w: %w", err, ErrInput)
 		}
 	}
-	if cfg.Steps < 1 {
+	if cfg.RTol < 0 || cfg.ATol < 0 || math.IsNaN(cfg.RTol) || math.IsNaN(cfg.ATol) {
+		return cfg, fmt.Errorf("likelihood: tolerances must be non-negative, got rtol %g, atol %g: %w", cfg.RTol, cfg.ATol, ErrInput)
+	}
+	if cfg.RTol > 0 {
+		if cfg.ATol == 0 {
+			cfg.ATol = 1e-3 * cfg.RTol
+		}
+	}
+	if cfg.RTol == 0 && cfg.Steps < 1 {
 		return cfg, fmt.Errorf("likelihood: need at least 1 step, got %d: %w", cfg.Steps, ErrInput)
 	}
-	if cfg.EstimateError && cfg.Steps < 2 {
+	if cfg.RTol == 0 && cfg.EstimateError && cfg.Steps < 2 {
 		return cfg, fmt.Errorf("likelihood: the error estimate needs at least 2 steps, got %d: %w", cfg.Steps, ErrInput)
 	}
-	if cfg.Solver == "" {
+	if cfg.Solver == nil {
 		cfg.Solver = Euler
 	}
-	if cfg.Solver.Order() == 0 {
-		return cfg, fmt.Errorf("likelihood: unknown solver %q (euler, heun, rk4): %w", cfg.Solver, ErrInput)
+	if _, ok := cfg.Solver.(*pfode.Tableau); !ok {
+		return cfg, fmt.Errorf("likelihood: solver %s carries no log-density (use a Runge–Kutta tableau: euler, heun, rk4): %w", cfg.Solver.Name(), ErrInput)
 	}
 	if cfg.Grid == "" {
 		cfg.Grid = schedule.GridUniform
@@ -238,59 +253,58 @@ func Grid(cfg Config, steps int) ([]float64, error) {
 	return ts, nil
 }
 
-// rhs writes the PF-ODE velocity f x − ½ g² s into dx and returns the
-// log-density rate f d + ½ g² tr F per row (the integrand of eq. nll_ode).
-func rhs(dyn Dynamics, s schedule.Schedule, x *mat.Dense, t float64, dx *mat.Dense, dl []float64) error {
-	c, err := schedule.At(s, t)
+// model adapts Dynamics to pfode's model contract.
+type model struct{ dyn Dynamics }
+
+func (m model) Eval(c schedule.Coefficients, x *mat.Dense, _ pfode.Want) (*pfode.Eval, error) {
+	score, tr, err := m.dyn.Eval(x, c.T)
 	if err != nil {
-		return err
-	}
-	score, tr, err := dyn.Eval(x, t)
-	if err != nil {
-		return fmt.Errorf("likelihood: dynamics at t = %g: %w", t, err)
+		return nil, fmt.Errorf("likelihood: dynamics at t = %g: %w", c.T, err)
 	}
 	b, d := x.Dims()
 	if sb, sd := score.Dims(); sb != b || sd != d || len(tr) != b {
-		return fmt.Errorf("likelihood: dynamics returned score [%d, %d] and trace [%d] for [%d, %d] points: %w", sb, sd, len(tr), b, d, ErrInput)
+		return nil, fmt.Errorf("likelihood: dynamics returned score [%d, %d] and trace [%d] for [%d, %d] points: %w", sb, sd, len(tr), b, d, ErrInput)
 	}
-	for i := 0; i < b; i++ {
-		xr, sr, dr := x.RawRowView(i), score.RawRowView(i), dx.RawRowView(i)
-		for j := range dr {
-			dr[j] = c.F*xr[j] - 0.5*c.G2*sr[j]
-		}
-		dl[i] = c.F*float64(d) + 0.5*c.G2*tr[i]
-		if math.IsNaN(dl[i]) || math.IsInf(dl[i], 0) {
-			return fmt.Errorf("likelihood: non-finite trace %v at t = %g, row %d", tr[i], t, i)
-		}
-	}
-	return nil
+	return &pfode.Eval{Score: score, Trace: tr}, nil
 }
 
-// integrate runs the fixed-step scheme on the grid of `steps` steps.
-func integrate(x0 *mat.Dense, dyn Dynamics, cfg Config, steps int) (*Result, error) {
-	ts, err := Grid(cfg, steps)
-	if err != nil {
-		return nil, err
-	}
+// integrate runs the PF-ODE with the log-density component from T0 to T1:
+// on the grid of `steps` steps, or adaptively (cfg.RTol > 0) with the
+// tolerances times tolScale (32 = 2⁵ stands for half the steps of the
+// order-5 method in the step-halving error estimate).
+func integrate(x0 *mat.Dense, dyn Dynamics, cfg Config, steps int, tolScale float64) (*Result, error) {
 	b, d := x0.Dims()
-	x := mat.DenseCopyOf(x0)
-	integral := make([]float64, b)
-	st := newStepper(cfg.Solver, b, d)
-	evals := 0
-	for k := 0; k+1 < len(ts); k++ {
-		n, err := st.step(dyn, cfg.Schedule, x, integral, ts[k], ts[k+1])
-		evals += n
-		if err != nil {
+	sys := pfode.New(schedule.Continuous{Schedule: cfg.Schedule}, model{dyn}, b, d, pfode.LogDensity)
+	y := sys.Init(x0, nil)
+	var st pfode.Stats
+	var err error
+	if cfg.RTol > 0 {
+		st, err = pfode.SolveAdaptive(context.Background(), sys, cfg.T0, cfg.T1, y,
+			pfode.Adaptive{RTol: tolScale * cfg.RTol, ATol: tolScale * cfg.ATol})
+	} else {
+		var ts []float64
+		if ts, err = Grid(cfg, steps); err != nil {
 			return nil, err
 		}
+		if len(ts) > 1 {
+			st, err = pfode.Solve(context.Background(), sys, cfg.Solver, ts, y, nil)
+		}
 	}
+	if err != nil {
+		return nil, fmt.Errorf("likelihood: %w", err)
+	}
+	x := sys.X(y)
 	prior, err := priorLogProb(cfg, x)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Prior: prior, Integral: integral, XT: x, Evals: evals, LogProb: make([]float64, b)}
+	// Δ = log q_{T1}(x_{T1}) − log q_{T0}(x_{T0}), so the integral of
+	// f d + ½ g² tr F is −Δ.
+	delta := sys.LogDensity(y)
+	res := &Result{Prior: prior, Integral: make([]float64, b), XT: x, Evals: st.NFE, Stats: st, LogProb: make([]float64, b)}
 	for i := range res.LogProb {
-		res.LogProb[i] = prior[i] + integral[i]
+		res.Integral[i] = -delta[i]
+		res.LogProb[i] = prior[i] + res.Integral[i]
 	}
 	return res, nil
 }
@@ -307,25 +321,15 @@ func priorLogProb(cfg Config, x *mat.Dense) ([]float64, error) {
 		}
 		return p, nil
 	}
-	return GaussianLogProb(x, cfg.Schedule.Sigma(cfg.T1)), nil
+	c, err := schedule.At(cfg.Schedule, cfg.T1)
+	if err != nil {
+		return nil, fmt.Errorf("likelihood: prior: %w", err)
+	}
+	return schedule.PriorLogProb(c, x), nil
 }
 
-// GaussianLogProb is log N(x; 0, s² I) for each row of x.
+// GaussianLogProb is log N(x; 0, s² I) for each row of x (schedule.PriorLogProb
+// with σ = s).
 func GaussianLogProb(x *mat.Dense, s float64) []float64 {
-	b, d := x.Dims()
-	out := make([]float64, b)
-	c := -0.5*float64(d)*math.Log(2*math.Pi) - float64(d)*math.Log(s)
-	for i := 0; i < b; i++ {
-		r := x.RawRowView(i)
-		out[i] = c - 0.5*dotSelf(r)/(s*s)
-	}
-	return out
-}
-
-func dotSelf(a []float64) float64 {
-	s := 0.0
-	for _, v := range a {
-		s += v * v
-	}
-	return s
+	return schedule.PriorLogProb(schedule.Coefficients{Sigma: s}, x)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dfx-lab/dfx/dfx/mixture"
+	"github.com/dfx-lab/dfx/dfx/pfode"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"gonum.org/v1/gonum/mat"
 )
@@ -33,7 +34,7 @@ func gaussian(t *testing.T) *mixture.Gaussian {
 
 func exactLogProb(t *testing.T, m mixture.Mixture, s schedule.Schedule, tt float64, x *mat.Dense) []float64 {
 	t.Helper()
-	r, err := m.Eval(mixture.Query{Schedule: s, T: tt, X: x, Want: mixture.LogProb})
+	r, err := m.Eval(mixture.Query{At: at(t, s, tt), X: x, Want: mixture.LogProb})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,11 +206,11 @@ func TestFuncsEqualsExactDynamics(t *testing.T) {
 	x := points(9, 6, 3, 1)
 	f := Funcs{
 		Score: func(x *mat.Dense, tt float64) (*mat.Dense, error) {
-			r, err := g.Eval(mixture.Query{Schedule: s, T: tt, X: x, Want: mixture.Score})
+			r, err := g.Eval(mixture.Query{At: at(t, s, tt), X: x, Want: mixture.Score})
 			return r.Score, err
 		},
 		Trace: func(x *mat.Dense, tt float64) ([]float64, error) {
-			r, err := g.Eval(mixture.Query{Schedule: s, T: tt, X: x, Want: mixture.Trace})
+			r, err := g.Eval(mixture.Query{At: at(t, s, tt), X: x, Want: mixture.Trace})
 			return r.Trace, err
 		},
 	}
@@ -235,16 +236,17 @@ func TestLogProbRejectsBadInput(t *testing.T) {
 		dyn Dynamics
 		cfg Config
 	}{
-		"noise to data":     {x, Exact{g, s}, Config{Schedule: s, T0: 0.9, T1: 0.1, Steps: 4}},
-		"zero steps":        {x, Exact{g, s}, Config{Schedule: s}},
-		"one step estimate": {x, Exact{g, s}, Config{Schedule: s, Steps: 1, EstimateError: true}},
-		"no schedule":       {x, Exact{g, s}, Config{Steps: 4}},
-		"unknown solver":    {x, Exact{g, s}, Config{Schedule: s, Steps: 4, Solver: "midpoint"}},
-		"time outside":      {x, Exact{g, s}, Config{Schedule: s, T1: 2, Steps: 4}},
-		"NaN point":         {bad, Exact{g, s}, Config{Schedule: s, Steps: 4}},
-		"no points":         {nil, Exact{g, s}, Config{Schedule: s, Steps: 4}},
-		"no dynamics":       {x, nil, Config{Schedule: s, Steps: 4}},
-		"half Funcs":        {x, Funcs{}, Config{Schedule: s, Steps: 4}},
+		"noise to data":        {x, Exact{g, s}, Config{Schedule: s, T0: 0.9, T1: 0.1, Steps: 4}},
+		"zero steps":           {x, Exact{g, s}, Config{Schedule: s}},
+		"one step estimate":    {x, Exact{g, s}, Config{Schedule: s, Steps: 1, EstimateError: true}},
+		"no schedule":          {x, Exact{g, s}, Config{Steps: 4}},
+		"solver without log q": {x, Exact{g, s}, Config{Schedule: s, Steps: 4, Solver: pfode.DDIM}},
+		"negative rtol":        {x, Exact{g, s}, Config{Schedule: s, Steps: 4, RTol: -1}},
+		"time outside":         {x, Exact{g, s}, Config{Schedule: s, T1: 2, Steps: 4}},
+		"NaN point":            {bad, Exact{g, s}, Config{Schedule: s, Steps: 4}},
+		"no points":            {nil, Exact{g, s}, Config{Schedule: s, Steps: 4}},
+		"no dynamics":          {x, nil, Config{Schedule: s, Steps: 4}},
+		"half Funcs":           {x, Funcs{}, Config{Schedule: s, Steps: 4}},
 	} {
 		if _, err := LogProb(c.x, c.dyn, c.cfg); !errors.Is(err, ErrInput) {
 			t.Errorf("%s: got %v, want ErrInput", name, err)
@@ -252,5 +254,36 @@ func TestLogProbRejectsBadInput(t *testing.T) {
 	}
 	if _, err := LogProb(wrongDim, Exact{g, s}, Config{Schedule: s, Steps: 4}); err == nil {
 		t.Error("points of the wrong dimension accepted")
+	}
+}
+
+func at(t testing.TB, s schedule.Schedule, tt float64) schedule.Coefficients {
+	t.Helper()
+	c, err := schedule.At(s, tt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestAdaptiveLogProbMeetsItsToleranceAndReportsStats(t *testing.T) {
+	s := mustSchedule(t, "vp")
+	g := gaussian(t)
+	x := points(3, 6, 3, 1)
+	lo, _ := s.Interval()
+	want := exactLogProb(t, g, s, lo, x)
+	for _, rtol := range []float64{1e-5, 1e-8} {
+		res, err := LogProb(x, Exact{g, s}, Config{Schedule: s, RTol: rtol, Prior: exactPrior(t, g, s), EstimateError: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := maxAbsDiff(res.LogProb, want)
+		if e > 100*rtol {
+			t.Errorf("rtol %g: error %g", rtol, e)
+		}
+		if res.Stats.Steps == 0 || res.Stats.NFE != res.Evals || len(res.SolverError) != len(want) {
+			t.Errorf("rtol %g: stats %+v, evals %d", rtol, res.Stats, res.Evals)
+		}
+		t.Logf("rtol %g: error %.2g, estimate %.2g, stats %+v", rtol, e, res.SolverError[0], res.Stats)
 	}
 }

@@ -37,7 +37,8 @@ func BenchmarkTraceMNISTScale(b *testing.B) {
 		}
 	}
 	s := schedule.DefaultEDM()
-	q := Query{Schedule: s, T: 0.5, X: x, Want: Trace}
+	c, _ := schedule.At(s, 0.5)
+	q := Query{At: c, X: x, Want: Trace}
 	b.ResetTimer()
 	for it := 0; it < b.N; it++ {
 		if _, err := m.Eval(q); err != nil {
@@ -57,7 +58,8 @@ func BenchmarkTraceSmall(b *testing.B) {
 	y := randDense(rng, 5000, 2, 1)
 	m, _ := NewDirac(y, nil)
 	x := randDense(rng, 4096, 2, 1)
-	q := Query{Schedule: schedule.DefaultVE(), T: 0.3, X: x, Want: Trace}
+	c, _ := schedule.At(schedule.DefaultVE(), 0.3)
+	q := Query{At: c, X: x, Want: Trace}
 	for it := 0; it < b.N; it++ {
 		if _, err := m.Eval(q); err != nil {
 			b.Fatal(err)

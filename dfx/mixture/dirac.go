@@ -70,11 +70,10 @@ func (m *Dirac) Data() *mat.Dense {
 // Eval implements Mixture.
 func (m *Dirac) Eval(q Query) (*Result, error) {
 	d := m.Dim()
-	b, err := checkQuery(q, d)
+	b, c, err := checkQuery(q, d)
 	if err != nil {
 		return nil, err
 	}
-	c, _ := scheduleAt(q)
 	res := newResult(q.Want, b, d)
 	qb := m.QueryBlock
 	if qb <= 0 {

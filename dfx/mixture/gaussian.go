@@ -83,11 +83,10 @@ func (g *Gaussian) Components() int { return len(g.means) }
 // Eval implements Mixture.
 func (g *Gaussian) Eval(q Query) (*Result, error) {
 	d := g.d
-	b, err := checkQuery(q, d)
+	b, c, err := checkQuery(q, d)
 	if err != nil {
 		return nil, err
 	}
-	c, _ := scheduleAt(q)
 	a, s2 := c.Alpha, c.Sigma*c.Sigma
 	res := newResult(q.Want, b, d)
 	kk := g.Components()

@@ -33,15 +33,23 @@ const (
 	Full                          // F as a d×d matrix per query
 )
 
-// Query is one batched evaluation: B points X at one time T of a schedule.
+// Query is one batched evaluation: B points X at one time, given by the
+// schedule's coefficients there (only α and σ are used).
 type Query struct {
-	Schedule schedule.Schedule
-	T        float64
-	X        *mat.Dense // [B, d]
+	// At is the time's coefficients: schedule.At(s, t) for a continuous
+	// schedule, or a node of a discrete protocol (schedule.Table).
+	At schedule.Coefficients
+	X  *mat.Dense // [B, d]
 	// V holds the vectors for MatVec: [B, d] (one per point) or [1, d]
 	// (the same vector for every point).
 	V    *mat.Dense
 	Want What
+
+	// Deprecated: set At. When Schedule is non-nil, At is taken to be
+	// schedule.At(Schedule, T) (checked); kept only until every caller has
+	// moved to At.
+	Schedule schedule.Schedule
+	T        float64
 }
 
 // Result holds what the query asked for; fields not asked for are nil.
@@ -66,14 +74,26 @@ type Mixture interface {
 // ErrInput is wrapped by every error about bad data or queries.
 var ErrInput = errors.New("invalid input")
 
-// checkQuery validates a query against dimension d and returns B.
-func checkQuery(q Query, d int) (int, error) {
-	if q.Schedule == nil {
-		return 0, fmt.Errorf("mixture: no schedule: %w", ErrInput)
+// checkQuery validates a query against dimension d and returns B and the
+// coefficients of its time.
+func checkQuery(q Query, d int) (int, schedule.Coefficients, error) {
+	b, err := checkPoints(q, d)
+	if err != nil {
+		return 0, schedule.Coefficients{}, err
 	}
-	if err := schedule.Check(q.Schedule, q.T); err != nil {
-		return 0, fmt.Errorf("mixture: %w", err)
+	c := q.At
+	if q.Schedule != nil {
+		if c, err = schedule.At(q.Schedule, q.T); err != nil {
+			return 0, c, fmt.Errorf("mixture: %w", err)
+		}
 	}
+	if err := c.Check(); err != nil {
+		return 0, c, fmt.Errorf("mixture: %w: %w", err, ErrInput)
+	}
+	return b, c, nil
+}
+
+func checkPoints(q Query, d int) (int, error) {
 	if q.X == nil {
 		return 0, fmt.Errorf("mixture: no query points: %w", ErrInput)
 	}
