@@ -138,7 +138,11 @@ func RunAccess(ctx context.Context, cfg AccessConfig) (*AccessResult, error) {
 				x.Set(q, j, a*x0.At(q, j)+sg*rng.NormFloat64())
 			}
 		}
-		exact, err := ref.Eval(mixture.Query{Schedule: s, T: tm, X: x, V: v, Want: mixture.Trace | mixture.MatVec})
+		at, err := schedule.At(s, tm)
+		if err != nil {
+			return nil, err
+		}
+		exact, err := ref.Eval(mixture.Query{At: at, X: x, V: v, Want: mixture.Trace | mixture.MatVec})
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 package access
 
 import (
+	"github.com/dfx-lab/dfx/dfx/schedule"
 	"testing"
 
 	"github.com/dfx-lab/dfx/dfx/mixture"
@@ -16,7 +17,7 @@ func TestCentredDFTMWithExactNuEqualsExactTrace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := ref.Eval(mixture.Query{Schedule: f.s, T: tm, X: f.xm, Want: mixture.Trace})
+		want, err := ref.Eval(mixture.Query{At: mustAt(f.s, tm), X: f.xm, Want: mixture.Trace})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,4 +47,13 @@ func TestCentredDFTMWithoutNuNetworkIsAnError(t *testing.T) {
 	if _, err := NewDFTMCentred(&n); err == nil {
 		t.Error("NewDFTMCentred accepted a Net without Nu")
 	}
+}
+
+// mustAt is schedule.At for times the test knows are valid.
+func mustAt(s schedule.Schedule, t float64) schedule.Coefficients {
+	c, err := schedule.At(s, t)
+	if err != nil {
+		panic(err)
+	}
+	return c
 }

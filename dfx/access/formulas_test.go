@@ -138,7 +138,7 @@ func dftmError(t *testing.T, f *fixture, tau float64, delta []float64) (errs, yb
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := ref.Eval(mixture.Query{Schedule: f.s, T: f.t, X: f.xm, Want: mixture.Trace | mixture.Denoiser})
+	want, err := ref.Eval(mixture.Query{At: mustAt(f.s, f.t), X: f.xm, Want: mixture.Trace | mixture.Denoiser})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +273,7 @@ func TestNetHostWrappersMatchPackageMixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := ref.Eval(mixture.Query{Schedule: f.s, T: f.t, X: f.xm, Want: mixture.Denoiser | mixture.SecondMoment})
+	want, err := ref.Eval(mixture.Query{At: mustAt(f.s, f.t), X: f.xm, Want: mixture.Denoiser | mixture.SecondMoment})
 	if err != nil {
 		t.Fatal(err)
 	}

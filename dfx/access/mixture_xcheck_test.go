@@ -24,7 +24,7 @@ func TestVJPEstimatorsAgreeWithPackageMixture(t *testing.T) {
 				v.Set(q, j, float64((q+1)*(j+2)%5)-2)
 			}
 		}
-		want, err := ref.Eval(mixture.Query{Schedule: f.s, T: tm, X: f.xm, V: v, Want: mixture.Trace | mixture.MatVec})
+		want, err := ref.Eval(mixture.Query{At: mustAt(f.s, tm), X: f.xm, V: v, Want: mixture.Trace | mixture.MatVec})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -44,12 +44,6 @@ type Query struct {
 	// (the same vector for every point).
 	V    *mat.Dense
 	Want What
-
-	// Deprecated: set At. When Schedule is non-nil, At is taken to be
-	// schedule.At(Schedule, T) (checked); kept only until every caller has
-	// moved to At.
-	Schedule schedule.Schedule
-	T        float64
 }
 
 // Result holds what the query asked for; fields not asked for are nil.
@@ -82,11 +76,6 @@ func checkQuery(q Query, d int) (int, schedule.Coefficients, error) {
 		return 0, schedule.Coefficients{}, err
 	}
 	c := q.At
-	if q.Schedule != nil {
-		if c, err = schedule.At(q.Schedule, q.T); err != nil {
-			return 0, c, fmt.Errorf("mixture: %w", err)
-		}
-	}
 	if err := c.Check(); err != nil {
 		return 0, c, fmt.Errorf("mixture: %w: %w", err, ErrInput)
 	}
