@@ -12,7 +12,7 @@ import (
 // Protocol names of Table 3's rows.
 const (
 	ProtocolPaper     = "paper-text" // the paper's Algorithm and appendix
-	ProtocolPublished = "published"  // the published script (NOTES.md)
+	ProtocolPublished = "published"  // the authors' published OT script (see Published)
 	ProtocolReference = "reference"  // converged: RK4 on a fine grid
 )
 

@@ -11,7 +11,7 @@
 //
 // with q_T ≈ N(0, σ_T² I) unless a prior is given. Integrating in the other
 // direction, or starting at the prior and walking to the data, is the
-// peers' bug noted in NOTES.md: the ODE must be started at the data point.
+// bug found in peers' likelihood code: the ODE must be started at the data point.
 //
 // The trace comes from any estimator (exact mixture, VJP of a network,
 // Hutchinson, DF-TM), so the same solver scores them all. The integration
@@ -66,7 +66,7 @@ func (f Funcs) Eval(x *mat.Dense, t float64) (*mat.Dense, []float64, error) {
 	return s, tr, nil
 }
 
-// Exact is the Dynamics of a mixture: its exact score and trace (Prop. 4)
+// Exact is the Dynamics of a mixture: its exact score and trace (Prop. trace_matching)
 // from one evaluation per point and time.
 type Exact struct {
 	M        mixture.Mixture

@@ -8,7 +8,7 @@ import (
 )
 
 // Gaussian is the mixture q_0 = Σ_k π_k N(μ_k, Σ_k) (the general setting,
-// Prop. 3). Its diffusion stays a Gaussian mixture,
+// Prop. analytic_general). Its diffusion stays a Gaussian mixture,
 // q_t = Σ_k π_k N(α μ_k, C_k), C_k = α² Σ_k + σ² I, so every quantity is in
 // closed form. With Σ_k = U_k Λ_k U_kᵀ, the posterior of component k given
 // x_t is N(m_k, P_k) with m_k = μ_k + α U_k diag(λ/c) U_kᵀ (x − α μ_k),
@@ -174,7 +174,7 @@ func (g *Gaussian) Eval(q Query) (*Result, error) {
 
 // fisher fills the Fisher outputs of dr in the form
 // F = Σ_k r_k C_k⁻¹ − Σ_k r_k (s_k − s)(s_k − s)ᵀ, s = Σ_k r_k s_k,
-// equal to Prop. 3's I/σ² − (α²/σ⁴) Cov[x_0|x_t] but free of its
+// equal to Prop. analytic_general's I/σ² − (α²/σ⁴) Cov[x_0|x_t] but free of its
 // cancellation when σ ≪ the component scales.
 func (g *Gaussian) fisher(dr *direct, rs []float64, sk, cs [][]float64, v []float64, want What) {
 	d := g.d

@@ -1,14 +1,15 @@
 // Package mixture computes, in float64, the exact quantities of a diffused
 // data mixture q_t(x) = Σ_i π_i N(x; α_t y_i, σ_t² I) (Dirac components,
 // paper eq. dirac_initial_dist) or q_t = Σ_k π_k N(α_t μ_k, α_t² Σ_k + σ_t² I)
-// (Gaussian components, the general setting of Prop. 3): log q_t with its
+// (Gaussian components, the general setting of Prop. analytic_general): log q_t with its
 // normalising constant, the score, the denoiser ȳ = E[x_0 | x_t], the
 // posterior second moment E[‖x_0‖² | x_t] (the DF-TM target times d), and the
 // diffusion Fisher F = −∇² log q_t = I/σ² − (α²/σ⁴) Cov[x_0 | x_t]
-// (Props. 1 and 3) as a full matrix, its trace (Prop. 4) and products F v.
+// (Props. analytic_dirac and analytic_general) as a full matrix, its trace
+// (Prop. trace_matching) and products F v.
 //
 // These are the ground truth that every learned estimator in dfx is scored
-// against. Shapes follow DESIGN.md: data [N, d], queries [B, d].
+// against. Shapes: data [N, d], queries [B, d].
 package mixture
 
 import (
@@ -28,7 +29,7 @@ const (
 	Score                         // ∇ log q_t(x) = −(x − α ȳ)/σ²
 	Denoiser                      // ȳ = E[x_0 | x_t] = Σ w_i y_i
 	SecondMoment                  // E[‖x_0‖² | x_t] = Σ w_i ‖y_i‖² (+ tr of component covariances)
-	Trace                         // tr F (Prop. 4)
+	Trace                         // tr F (Prop. trace_matching)
 	MatVec                        // F v for the given vectors
 	Full                          // F as a d×d matrix per query
 )
@@ -202,8 +203,8 @@ type direct struct {
 	full          *mat.SymDense
 }
 
-// finish writes row b of the result from the posterior moments (Prop. 1 / 3,
-// Prop. 4); x and v are the query point and its vector.
+// finish writes row b of the result from the posterior moments (Props.
+// analytic_dirac / analytic_general, trace_matching); x and v are the query point and its vector.
 func finish(r *Result, b int, c schedule.Coefficients, x, v []float64, p *posterior) {
 	d := len(x)
 	a, s2 := c.Alpha, c.Sigma*c.Sigma

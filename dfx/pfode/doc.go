@@ -26,6 +26,6 @@
 //     schedule.Source of coefficients; Velocity, VelocityFromDenoiser and
 //     LogDensityRate are its formulas, written once.
 //
-// Shapes follow DESIGN.md: x is [B, d] (a *mat.Dense), Δ is [B], A is B
+// Shapes: x is [B, d] (a *mat.Dense), Δ is [B], A is B
 // row-major d×d matrices, λ is [B, d].
 package pfode
