@@ -57,31 +57,24 @@ func open(path string) (io.Reader, func() error, error) {
 }
 
 // ReadImages reads an IDX image file (gzipped or not).
-func ReadImages(path string) (*Images, error) {
-	r, closeFn, err := open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer closeFn()
-	im, err := DecodeImages(r)
-	if err != nil {
-		return nil, fmt.Errorf("mnist: %s: %w", path, err)
-	}
-	return im, nil
-}
+func ReadImages(path string) (*Images, error) { return readFile(path, DecodeImages) }
 
 // ReadLabels reads an IDX label file (gzipped or not).
-func ReadLabels(path string) ([]uint8, error) {
+func ReadLabels(path string) ([]uint8, error) { return readFile(path, DecodeLabels) }
+
+// readFile opens path and decodes it, naming the file in errors.
+func readFile[T any](path string, decode func(io.Reader) (T, error)) (T, error) {
+	var zero T
 	r, closeFn, err := open(path)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
 	defer closeFn()
-	l, err := DecodeLabels(r)
+	v, err := decode(r)
 	if err != nil {
-		return nil, fmt.Errorf("mnist: %s: %w", path, err)
+		return zero, fmt.Errorf("mnist: %s: %w", path, err)
 	}
-	return l, nil
+	return v, nil
 }
 
 func header(r io.Reader, magic uint32, dims int) ([]int, error) {
