@@ -11,7 +11,7 @@ import (
 
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
-	"github.com/dfx-lab/dfx/internal/csvmat"
+	"github.com/dfx-lab/dfx/internal/input"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -89,17 +89,17 @@ func analytic(dataPath, pointsPath, weightsPath, vecPath string, t float64, full
 	if err != nil {
 		return nil, err
 	}
-	y, err := csvmat.ReadFile(dataPath)
+	y, err := input.ReadFile(dataPath, input.Options{})
 	if err != nil {
 		return nil, err
 	}
-	x, err := csvmat.ReadFile(pointsPath)
+	x, err := input.ReadFile(pointsPath, input.Options{})
 	if err != nil {
 		return nil, err
 	}
 	var w []float64
 	if weightsPath != "" {
-		wm, err := csvmat.ReadFile(weightsPath)
+		wm, err := input.ReadFile(weightsPath, input.Options{})
 		if err != nil {
 			return nil, err
 		}
@@ -125,7 +125,7 @@ func analytic(dataPath, pointsPath, weightsPath, vecPath string, t float64, full
 		q.Want |= mixture.Full
 	}
 	if vecPath != "" {
-		if q.V, err = csvmat.ReadFile(vecPath); err != nil {
+		if q.V, err = input.ReadFile(vecPath, input.Options{}); err != nil {
 			return nil, err
 		}
 		q.Want |= mixture.MatVec
