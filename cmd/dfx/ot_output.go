@@ -46,7 +46,9 @@ func (v jsonNum) MarshalJSON() ([]byte, error) {
 
 type jsonStat struct{ Mean, Std, Worst jsonNum }
 
-func toJSONStat(s ot.Stat) jsonStat { return jsonStat{jsonNum(s.Mean), jsonNum(s.Std), jsonNum(s.Worst)} }
+func toJSONStat(s ot.Stat) jsonStat {
+	return jsonStat{jsonNum(s.Mean), jsonNum(s.Std), jsonNum(s.Worst)}
+}
 
 type jsonChain struct {
 	Chain       int       `json:"chain"`
@@ -61,7 +63,7 @@ type jsonChain struct {
 }
 
 type jsonRule struct {
-	Matrix  ot.Rule        `json:"matrix"`
+	Matrix  ot.Rule     `json:"matrix"`
 	Chains  []jsonChain `json:"chains,omitempty"`
 	Summary struct {
 		Chains      int      `json:"chains"`
