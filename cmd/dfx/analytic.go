@@ -119,7 +119,11 @@ func analytic(ctx context.Context, a analyticArgs) ([]byte, error) {
 	}
 	n, d := y.Dims()
 	b, _ := x.Dims()
-	if err := budget.Check("dfx analytic", analyticBytes(n, b, d, a.full), "drop --full and use --vec V.csv for Fisher–vector products F·v, or pass fewer --points at a time"); err != nil {
+	what := fmt.Sprintf("%d points against %d data points in dimension %d", b, n, d)
+	if a.full {
+		what += " with --full"
+	}
+	if err := budget.Check(what, analyticBytes(n, b, d, a.full), "drop --full and use --vec V.csv for Fisher–vector products F·v, or pass fewer --points at a time"); err != nil {
 		return nil, err
 	}
 	m, err := mixture.NewDirac(y, w)

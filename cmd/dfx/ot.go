@@ -98,7 +98,7 @@ func runOT(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return bad(err)
 	}
-	need := otBytes(*chains, *steps, data.Dim(), len(rules), !*quiet)
+	need := otBytes(*chains, *steps, data.Dim(), len(rules), !*quiet, *asJSON)
 	if err := mem.Check(fmt.Sprintf("%d chains × %d steps in dimension %d", *chains, *steps, data.Dim()), need,
 		"run fewer --chains at a time (several --seed values give independent chains) or fewer --steps"); err != nil {
 		return bad(err)
@@ -174,15 +174,19 @@ func runOT(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // otBytes estimates the peak memory of an OT test: per chain the state and
 // its Jacobian (d + d²) times the solver's stages and copies, the Fisher of
 // every chain, each rule's matrix and its copy in the outcome, the printed
-// line; and the time grid.
-func otBytes(chains, steps, d, rules int, perChain bool) float64 {
+// line; and the time grid (built, checked, and printed in the JSON).
+func otBytes(chains, steps, d, rules int, perChain, asJSON bool) float64 {
 	k, dd := float64(chains), float64(d)
 	perState := 8 * (dd + dd*dd) * 8 // RK4 stages, work and the state itself
 	per := perState + 8*dd*dd*(1+2*float64(rules)) + 16*dd + 300*float64(rules)
 	if perChain {
 		per += 150*float64(rules) + 40*dd*dd*float64(rules)
 	}
-	return k*per + 8*float64(steps+1)
+	perStep := 16.0
+	if asJSON {
+		perStep += 24
+	}
+	return k*per + perStep*float64(steps+1)
 }
 
 func otData(dataPath, gauss, preset string, opt input.Options) (mixture.Mixture, error) {
