@@ -60,15 +60,22 @@ func ReadFile(path string, opt Options) (*mat.Dense, error) {
 		return nil, fmt.Errorf("empty file name")
 	}
 	if path == "-" {
-		return readStdin(opt)
+		return readStream(Stdin, StdinName, opt)
 	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.IsDir() {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.IsDir() {
 		return nil, fmt.Errorf("%s: is a folder, not a data file", path)
+	}
+	if !st.Mode().IsRegular() { // a pipe, a FIFO, /dev/stdin
+		return readStream(f, path, opt)
 	}
 	var m *mat.Dense
 	if strings.EqualFold(filepath.Ext(path), ".npy") {
@@ -82,9 +89,11 @@ func ReadFile(path string, opt Options) (*mat.Dense, error) {
 	return m, nil
 }
 
-func readStdin(opt Options) (*mat.Dense, error) {
+// readStream reads a CSV or .npy stream (told apart by the .npy magic
+// bytes), from a regular file where it is one, else from a spooled copy.
+func readStream(in io.Reader, name string, opt Options) (*mat.Dense, error) {
 	var rs io.ReadSeeker
-	if f, ok := Stdin.(*os.File); ok {
+	if f, ok := in.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
 			if _, err := f.Seek(0, io.SeekCurrent); err == nil {
 				rs = f
@@ -92,21 +101,21 @@ func readStdin(opt Options) (*mat.Dense, error) {
 		}
 	}
 	if rs == nil {
-		tmp, err := spool(Stdin)
+		tmp, err := spool(in)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", StdinName, err)
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		defer tmp.Close()
 		rs = tmp
 	}
 	start, err := rs.Seek(0, io.SeekCurrent)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", StdinName, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	magic := make([]byte, len(npyMagic))
 	n, _ := io.ReadFull(rs, magic)
 	if _, err := rs.Seek(start, io.SeekStart); err != nil {
-		return nil, fmt.Errorf("%s: %w", StdinName, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	var m *mat.Dense
 	if bytes.Equal(magic[:n], []byte(npyMagic)) {
@@ -115,7 +124,7 @@ func readStdin(opt Options) (*mat.Dense, error) {
 		m, err = ReadCSV(rs, opt)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", StdinName, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return m, nil
 }
