@@ -185,7 +185,7 @@ func Table3(ctx context.Context, c Table3Config) ([]Row, error) {
 		for _, dc := range pubCases {
 			g := pgrid
 			if dc.S > 0 { // the Gaussian is tested at s = 0.1 = timestep 100
-				g, err = publishedGridTo(pgrid, dc.S)
+				g, err = PublishedGridTo(pgrid, dc.S)
 				if err != nil {
 					return nil, err
 				}
@@ -198,8 +198,8 @@ func Table3(ctx context.Context, c Table3Config) ([]Row, error) {
 	return rows, nil
 }
 
-// publishedGridTo cuts the published grid at the first node ≤ s and ends it at s.
-func publishedGridTo(g []float64, s float64) ([]float64, error) {
+// PublishedGridTo cuts the published grid at the first node ≤ s and ends it at s.
+func PublishedGridTo(g []float64, s float64) ([]float64, error) {
 	out := []float64{}
 	for _, t := range g {
 		if t <= s {

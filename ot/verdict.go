@@ -137,3 +137,6 @@ func Summarise(vs []Verdict) Summary {
 	s.OT = len(vs) > 0 && fail == 0
 	return s
 }
+
+// Word is the verdict in words: "✓ OT", or "✗ (x% fail)".
+func (s Summary) Word() string { return verdictWord(s) }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -11,7 +12,8 @@ import (
 
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
-	"github.com/dfx-lab/dfx/internal/csvmat"
+	"github.com/dfx-lab/dfx/internal/input"
+	"github.com/dfx-lab/dfx/internal/membudget"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -24,82 +26,85 @@ type analyticPoint struct {
 	MatVec   []float64   `json:"matvec,omitempty"`
 }
 
-// scheduleFlags registers the schedule flags shared by subcommands.
-func scheduleFlags(fs *flag.FlagSet) func() (schedule.Schedule, error) {
-	name := fs.String("schedule", "", "noise schedule: ve|vp|subvp|edm|linear")
-	var p schedule.Params
-	fs.Float64Var(&p.SigmaMin, "sigma-min", 0, "VE σ_min (default 0.01)")
-	fs.Float64Var(&p.SigmaMax, "sigma-max", 0, "VE σ_max (default 50)")
-	fs.Float64Var(&p.BetaMin, "beta-min", 0, "VP/sub-VP β_min (default 0.1)")
-	fs.Float64Var(&p.BetaMax, "beta-max", 0, "VP/sub-VP β_max (default 20)")
-	fs.Float64Var(&p.TMin, "t-min", 0, "override the schedule's smallest valid t")
-	fs.Float64Var(&p.TMax, "t-max", 0, "override the schedule's largest valid t")
-	return func() (schedule.Schedule, error) {
-		if *name == "" {
-			return nil, errors.New("--schedule is required (ve|vp|subvp|edm|linear)")
-		}
-		for _, v := range []float64{p.SigmaMin, p.SigmaMax, p.BetaMin, p.BetaMax} {
-			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-				return nil, fmt.Errorf("schedule parameter %v must be finite and positive", v)
-			}
-		}
-		return schedule.ByName(*name, p)
-	}
-}
-
-func runAnalytic(args []string, stdout, stderr io.Writer) int {
+func runAnalytic(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dfx analytic", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	dataPath := fs.String("data", "", "CSV of data points Y (N×d), required")
-	pointsPath := fs.String("points", "", "CSV of query points X (B×d), required")
-	weightsPath := fs.String("weights", "", "CSV of N non-negative weights (optional)")
-	vecPath := fs.String("vec", "", "CSV of vectors v for F·v: B rows, or one row used for all points")
-	t := fs.Float64("t", math.NaN(), "time t, required")
-	full := fs.Bool("full", false, "also print the full d×d Fisher matrix")
-	sched := scheduleFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stderr)
-			fs.PrintDefaults()
-			return 0
-		}
-		return fail(stderr, "analytic", err)
+	a := analyticArgs{}
+	fs.StringVar(&a.data, "data", "", "data points Y (N×d), CSV or .npy; - for stdin; required")
+	fs.StringVar(&a.points, "points", "", "query points X (B×d), CSV or .npy; - for stdin; required")
+	fs.StringVar(&a.weights, "weights", "", "N non-negative weights, one column or one row (optional)")
+	fs.StringVar(&a.vec, "vec", "", "vectors v for F·v: B rows, or one row used for all points")
+	fs.Float64Var(&a.t, "t", math.NaN(), "time t, required, in the schedule's [t-min, t-max]")
+	fs.BoolVar(&a.full, "full", false, "also print the full d×d Fisher matrix of every point (B·d² numbers; --vec gives products instead)")
+	fs.BoolVar(&a.header, "header", false, "skip the first line of each CSV file")
+	a.sched = scheduleFlags(fs, "")
+	a.budget = memoryFlag(fs)
+	if code, ok := parseFlags(fs, args, stderr, "analytic", "usage: dfx analytic --data Y.csv --points X.csv --schedule NAME --t T [flags]"); !ok {
+		return code
 	}
-	if fs.NArg() > 0 {
-		return fail(stderr, "analytic", fmt.Errorf("unexpected argument %q", fs.Arg(0)))
-	}
-	out, err := analytic(*dataPath, *pointsPath, *weightsPath, *vecPath, *t, *full, sched)
+	a.tSet = isSet(fs, "t")
+	out, err := analytic(ctx, a)
 	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return failRun(stderr, "analytic", err)
+		}
 		return fail(stderr, "analytic", err)
 	}
 	if _, err := stdout.Write(out); err != nil {
-		return fail(stderr, "analytic", err)
+		return failRun(stderr, "analytic", err)
 	}
 	return 0
 }
 
-func analytic(dataPath, pointsPath, weightsPath, vecPath string, t float64, full bool, sched func() (schedule.Schedule, error)) ([]byte, error) {
-	if dataPath == "" || pointsPath == "" {
+type analyticArgs struct {
+	data, points, weights, vec string
+	t                          float64
+	tSet, full, header         bool
+	sched                      func() (schedule.Schedule, error)
+	budget                     func() (membudget.Budget, error)
+}
+
+func analytic(ctx context.Context, a analyticArgs) ([]byte, error) {
+	if a.data == "" || a.points == "" {
 		return nil, errors.New("--data and --points are required")
 	}
-	if math.IsNaN(t) {
+	if !a.tSet {
 		return nil, errors.New("--t is required")
 	}
-	s, err := sched()
+	if math.IsNaN(a.t) || math.IsInf(a.t, 0) {
+		return nil, fmt.Errorf("--t must be a finite time, got %g", a.t)
+	}
+	stdin := 0
+	for _, p := range []string{a.data, a.points, a.weights, a.vec} {
+		if p == "-" {
+			stdin++
+		}
+	}
+	if stdin > 1 {
+		return nil, errors.New("only one of --data, --points, --weights, --vec can read stdin (-)")
+	}
+	s, err := a.sched()
 	if err != nil {
 		return nil, err
 	}
-	y, err := csvmat.ReadFile(dataPath)
+	if lo, hi := s.Interval(); a.t < lo || a.t > hi {
+		return nil, fmt.Errorf("--t %g is outside the schedule's time domain [%g, %g]", a.t, lo, hi)
+	}
+	budget, err := a.budget()
 	if err != nil {
 		return nil, err
 	}
-	x, err := csvmat.ReadFile(pointsPath)
+	opt := input.Options{Header: a.header, MaxBytes: budget.Bytes}
+	y, err := input.ReadFile(a.data, opt)
+	if err != nil {
+		return nil, err
+	}
+	x, err := input.ReadFile(a.points, opt)
 	if err != nil {
 		return nil, err
 	}
 	var w []float64
-	if weightsPath != "" {
-		wm, err := csvmat.ReadFile(weightsPath)
+	if a.weights != "" {
+		wm, err := input.ReadFile(a.weights, opt)
 		if err != nil {
 			return nil, err
 		}
@@ -112,29 +117,40 @@ func analytic(dataPath, pointsPath, weightsPath, vecPath string, t float64, full
 			w = mat.Row(nil, 0, wm)
 		}
 	}
+	n, d := y.Dims()
+	b, _ := x.Dims()
+	what := fmt.Sprintf("%d points against %d data points in dimension %d", b, n, d)
+	if a.full {
+		what += " with --full"
+	}
+	if err := budget.Check(what, analyticBytes(n, b, d, a.full), "drop --full and use --vec V.csv for Fisher–vector products F·v, or pass fewer --points at a time"); err != nil {
+		return nil, err
+	}
 	m, err := mixture.NewDirac(y, w)
 	if err != nil {
 		return nil, err
 	}
-	c, err := schedule.At(s, t)
+	c, err := schedule.At(s, a.t)
 	if err != nil {
 		return nil, err
 	}
 	q := mixture.Query{At: c, X: x, Want: mixture.LogProb | mixture.Score | mixture.Denoiser | mixture.Trace}
-	if full {
+	if a.full {
 		q.Want |= mixture.Full
 	}
-	if vecPath != "" {
-		if q.V, err = csvmat.ReadFile(vecPath); err != nil {
+	if a.vec != "" {
+		if q.V, err = input.ReadFile(a.vec, opt); err != nil {
 			return nil, err
 		}
 		q.Want |= mixture.MatVec
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	r, err := m.Eval(q)
 	if err != nil {
 		return nil, err
 	}
-	b, _ := x.Dims()
 	pts := make([]analyticPoint, b)
 	for i := range pts {
 		p := &pts[i]
@@ -158,4 +174,17 @@ func analytic(dataPath, pointsPath, weightsPath, vecPath string, t float64, full
 		return nil, fmt.Errorf("encoding result (non-finite value?): %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// analyticBytes estimates the peak memory of an analytic query: the data,
+// the weights of every point against every component, and per point the
+// score, denoiser and — with --full — the d×d Fisher, its copy for the
+// output and its JSON text (≈ 24 bytes a number).
+func analyticBytes(n, b, d int, full bool) float64 {
+	fn, fb, fd := float64(n), float64(b), float64(d)
+	bytes := 8*fn*fd + 16*fb*fn + 8*fb*fd*6 + 24*fb*fd*3
+	if full {
+		bytes += fb * fd * fd * (8 + 8 + 24)
+	}
+	return bytes
 }

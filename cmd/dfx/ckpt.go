@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -40,7 +41,7 @@ type ckptReport struct {
 
 // runCkpt verifies a checkpoint (checksum, bounds, strict variable set,
 // finite values) and lists what it holds.
-func runCkpt(args []string, stdout, stderr io.Writer) int {
+func runCkpt(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dfx ckpt", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "print the report as JSON")

@@ -1,37 +1,59 @@
 // Command dfx is the command line of the dfx toolkit:
 //
 //	dfx analytic   exact quantities of a data mixture at given points (JSON)
+//	dfx ot         numerical optimal-transport test of PF-ODE maps
 //	dfx ckpt       verify a checkpoint, list its variables and configuration
 //	dfx reproduce  regenerate the paper's tables and figures into figures/
 //
-// Bad input prints one line on stderr and exits with status 2.
+// Bad input prints one line on stderr and exits with status 2, with nothing
+// on stdout; a computation that fails (or is interrupted) exits with 1.
+// SIGINT and SIGTERM cancel the running command, which stops within about a
+// second and removes its temporary files; a second signal kills at once.
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // command is one subcommand: it gets its arguments and returns an exit code.
 type command struct {
 	summary string
-	run     func(args []string, stdout, stderr io.Writer) int
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
 }
 
 var commands = map[string]command{
 	"analytic":  {"exact log q_t, score, denoiser, Fisher trace / matrix / products of a data mixture", runAnalytic},
 	"ckpt":      {"verify a checkpoint and list its variables and configuration: dfx ckpt [--json] FILE", runCkpt},
+	"ot":        {"numerical OT test of PF-ODE maps (paper Section 6)", runOT},
 	"reproduce": {"regenerate tables and figures: dfx reproduce <experiment|all> [-quick] [-out figures]", runReproduce},
 }
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() { os.Exit(mainWithSignals()) }
 
-func run(args []string, stdout, stderr io.Writer) int {
+// mainWithSignals runs the command line with a context that SIGINT and
+// SIGTERM cancel; after the first signal the default handling is restored,
+// so a second one ends the process at once.
+func mainWithSignals() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	return run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version" || args[0] == "version") {
-		return runVersion(args[1:], stdout, stderr)
+		return runVersion(ctx, args[1:], stdout, stderr)
 	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stderr)
@@ -45,7 +67,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "dfx: unknown command %q (want one of %s)\n", args[0], strings.Join(commandNames(), ", "))
 		return 2
 	}
-	return c.run(args[1:], stdout, stderr)
+	return c.run(ctx, args[1:], stdout, stderr)
 }
 
 func commandNames() []string {
@@ -64,9 +86,21 @@ func usage(w io.Writer) {
 	}
 }
 
-// fail prints a one-line error and returns exit status 2.
+// oneLine flattens a message to one line.
+func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", " ") }
+
+// fail prints a one-line error and returns exit status 2 (bad input).
 func fail(stderr io.Writer, cmd string, err error) int {
-	msg := strings.ReplaceAll(err.Error(), "\n", " ")
-	fmt.Fprintf(stderr, "dfx %s: %s\n", cmd, msg)
+	fmt.Fprintf(stderr, "dfx %s: %s\n", cmd, oneLine(err))
 	return 2
+}
+
+// failRun prints a one-line error for a computation that failed or was
+// interrupted and returns exit status 1.
+func failRun(stderr io.Writer, cmd string, err error) int {
+	if errors.Is(err, context.Canceled) {
+		err = errors.New("interrupted")
+	}
+	fmt.Fprintf(stderr, "dfx %s: %s\n", cmd, oneLine(err))
+	return 1
 }

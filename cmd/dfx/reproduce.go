@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -18,18 +19,54 @@ type experiment func(ctx context.Context, outDir string, quick bool, log io.Writ
 // experiments is filled by the reproduce_*.go files.
 var experiments = map[string]experiment{}
 
-func runReproduce(args []string, stdout, stderr io.Writer) int {
+// experimentDocs describes each experiment for `dfx reproduce -h`.
+var experimentDocs = map[string]string{
+	"access":      "access comparison: exact vs VJP / Hutchinson / DF-TM / DF-EA traces and products, d = 64 and the plane",
+	"fields":      "quick-start: exact trace and score fields of a 2-D mixture",
+	"ot":          "paper Table 3: OT test of PF-ODE maps in both protocols, studies beyond the paper, figures",
+	"toys":        "paper Table 2 on the toy data set (full: committed checkpoints, trains what is missing)",
+	"toys-others": "the Table 2 pipeline on every other toy data set",
+}
+
+// reproduceEnv lists the environment variables reproduce and the
+// experiments read, for -h.
+var reproduceEnv = [][2]string{
+	{"DFX_QUICK=1", "makes -quick the default"},
+	{"DFX_RETRAIN=1", "toys: retrain instead of loading the committed checkpoints, and rewrite toys/checkpoints (run from the repository root)"},
+	{"GOMLX_BACKEND", "GoMLX backend of the learned experiments (default: the Go backend; e.g. xla:cuda with the xla build tag)"},
+	{"DFX_MNIST_DIR", "folder of the MNIST IDX files (default: the GoMNIST module's data folder)"},
+}
+
+func reproduceUsage(w io.Writer) {
+	fmt.Fprintf(w, "usage: dfx reproduce <experiment…|all> [-quick] [-out figures]\n")
+	fmt.Fprintf(w, "Runs each experiment and swaps its outputs into OUT/<experiment>; progress goes to stderr, the list of folders written to stdout at the end.\n")
+	fmt.Fprintf(w, "Profiles: full (default; the committed figures) or -quick (small, minutes; the default when DFX_QUICK=1).\n")
+	fmt.Fprintf(w, "  -out DIR   output folder, one sub-folder per experiment (default \"figures\")\n")
+	fmt.Fprintf(w, "  -quick     quick profile\n")
+	fmt.Fprintln(w, "experiments:")
+	for _, n := range experimentNames() {
+		fmt.Fprintf(w, "  %-12s %s\n", n, experimentDocs[n])
+	}
+	fmt.Fprintf(w, "  %-12s every experiment above, in this order\n", "all")
+	fmt.Fprintln(w, "environment:")
+	for _, e := range reproduceEnv {
+		fmt.Fprintf(w, "  %-14s %s\n", e[0], e[1])
+	}
+	fmt.Fprintln(w, "exit status: 0 done, 1 an experiment failed or was interrupted, 2 bad input")
+}
+
+func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dfx reproduce", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	out := fs.String("out", "figures", "output folder (one sub-folder per experiment)")
-	quick := fs.Bool("quick", os.Getenv("DFX_QUICK") == "1", "quick profile (defaults to $DFX_QUICK=1)")
-	// flags may come before or after the experiment name
+	quick := fs.Bool("quick", false, "quick profile (default when DFX_QUICK=1)")
+	// flags may come before or after the experiment names
 	var names []string
 	rest := args
 	for len(rest) > 0 {
 		if err := fs.Parse(rest); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprintf(stderr, "usage: dfx reproduce <%s|all> [-quick] [-out figures]\n", strings.Join(experimentNames(), "|"))
+				reproduceUsage(stderr)
 				return 0
 			}
 			return fail(stderr, "reproduce", err)
@@ -39,6 +76,13 @@ func runReproduce(args []string, stdout, stderr io.Writer) int {
 			names = append(names, rest[0])
 			rest = rest[1:]
 		}
+	}
+	switch q := os.Getenv("DFX_QUICK"); {
+	case isSet(fs, "quick"):
+	case q == "1":
+		*quick = true
+	case q != "" && q != "0":
+		return fail(stderr, "reproduce", fmt.Errorf("DFX_QUICK=%q, want 1, 0 or unset", q))
 	}
 	if len(names) == 0 {
 		return fail(stderr, "reproduce", fmt.Errorf("name an experiment (%s) or all", strings.Join(experimentNames(), ", ")))
@@ -51,17 +95,46 @@ func runReproduce(args []string, stdout, stderr io.Writer) int {
 			return fail(stderr, "reproduce", fmt.Errorf("unknown experiment %q (want one of %s, all)", n, strings.Join(experimentNames(), ", ")))
 		}
 	}
-	ctx := context.Background()
+	if err := checkWritable(*out); err != nil {
+		return fail(stderr, "reproduce", err)
+	}
+	profile := "full"
+	if *quick {
+		profile = "quick"
+	}
+	var done []string
 	for _, n := range names {
 		start := time.Now()
-		fmt.Fprintf(stdout, "reproduce %s → %s/%s\n", n, *out, n)
-		if err := experiments[n](ctx, *out+"/"+n, *quick, stdout); err != nil {
-			fmt.Fprintf(stderr, "dfx reproduce %s: %s\n", n, strings.ReplaceAll(err.Error(), "\n", " "))
-			return 1
+		dir := filepath.Join(*out, n)
+		fmt.Fprintf(stderr, "reproduce %s (%s) → %s\n", n, profile, dir)
+		if err := experiments[n](ctx, dir, *quick, stderr); err != nil {
+			if ctx.Err() != nil {
+				err = context.Canceled
+			}
+			return failRun(stderr, "reproduce "+n, err)
 		}
-		fmt.Fprintf(stdout, "reproduce %s done in %.1fs\n", n, time.Since(start).Seconds())
+		fmt.Fprintf(stderr, "reproduce %s done in %.1fs\n", n, time.Since(start).Seconds())
+		done = append(done, fmt.Sprintf("%s\t%s\t%.1fs", n, dir, time.Since(start).Seconds()))
 	}
+	fmt.Fprintln(stdout, strings.Join(done, "\n"))
 	return 0
+}
+
+// checkWritable requires a non-empty output folder that exists or can be
+// created, and in which a file can be created.
+func checkWritable(dir string) error {
+	if strings.TrimSpace(dir) == "" {
+		return errors.New("-out is empty; name an output folder")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("-out %s: cannot create the folder: %w", dir, err)
+	}
+	f, err := os.CreateTemp(dir, ".dfx-write-check-*")
+	if err != nil {
+		return fmt.Errorf("-out %s: not writable: %w", dir, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 func experimentNames() []string {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"runtime"
@@ -33,7 +34,7 @@ func versionLine() string {
 	return fmt.Sprintf("dfx: %s, commit %s%s, %s, GOEXPERIMENT=%s", mod, commit, modified, runtime.Version(), exp)
 }
 
-func runVersion(_ []string, stdout, _ io.Writer) int {
+func runVersion(_ context.Context, _ []string, stdout, _ io.Writer) int {
 	fmt.Fprintln(stdout, versionLine())
 	return 0
 }

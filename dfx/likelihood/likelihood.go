@@ -151,16 +151,22 @@ func (r *Result) NLL() []float64 {
 // LogProb integrates the PF-ODE and the log-density from x at cfg.T0 to
 // cfg.T1 and returns log q_{T0}(x) for each row of x.
 func LogProb(x *mat.Dense, dyn Dynamics, cfg Config) (*Result, error) {
+	return LogProbContext(context.Background(), x, dyn, cfg)
+}
+
+// LogProbContext is LogProb that stops between solver steps, with ctx's
+// error, once ctx is cancelled (e.g. by SIGINT in the command line).
+func LogProbContext(ctx context.Context, x *mat.Dense, dyn Dynamics, cfg Config) (*Result, error) {
 	cfg, err := checkConfig(x, dyn, cfg)
 	if err != nil {
 		return nil, err
 	}
-	res, err := integrate(x, dyn, cfg, cfg.Steps, 1)
+	res, err := integrate(ctx, x, dyn, cfg, cfg.Steps, 1)
 	if err != nil {
 		return nil, err
 	}
 	if cfg.EstimateError {
-		half, err := integrate(x, dyn, cfg, cfg.Steps/2, 32)
+		half, err := integrate(ctx, x, dyn, cfg, cfg.Steps/2, 32)
 		if err != nil {
 			return nil, err
 		}
@@ -272,14 +278,14 @@ func (m model) Eval(c schedule.Coefficients, x *mat.Dense, _ pfode.Want) (*pfode
 // on the grid of `steps` steps, or adaptively (cfg.RTol > 0) with the
 // tolerances times tolScale (32 = 2⁵ stands for half the steps of the
 // order-5 method in the step-halving error estimate).
-func integrate(x0 *mat.Dense, dyn Dynamics, cfg Config, steps int, tolScale float64) (*Result, error) {
+func integrate(ctx context.Context, x0 *mat.Dense, dyn Dynamics, cfg Config, steps int, tolScale float64) (*Result, error) {
 	b, d := x0.Dims()
 	sys := pfode.New(schedule.Continuous{Schedule: cfg.Schedule}, model{dyn}, b, d, pfode.LogDensity)
 	y := sys.Init(x0, nil)
 	var st pfode.Stats
 	var err error
 	if cfg.RTol > 0 {
-		st, err = pfode.SolveAdaptive(context.Background(), sys, cfg.T0, cfg.T1, y,
+		st, err = pfode.SolveAdaptive(ctx, sys, cfg.T0, cfg.T1, y,
 			pfode.Adaptive{RTol: tolScale * cfg.RTol, ATol: tolScale * cfg.ATol})
 	} else {
 		var ts []float64
@@ -287,7 +293,7 @@ func integrate(x0 *mat.Dense, dyn Dynamics, cfg Config, steps int, tolScale floa
 			return nil, err
 		}
 		if len(ts) > 1 {
-			st, err = pfode.Solve(context.Background(), sys, cfg.Solver, ts, y, nil)
+			st, err = pfode.Solve(ctx, sys, cfg.Solver, ts, y, nil)
 		}
 	}
 	if err != nil {

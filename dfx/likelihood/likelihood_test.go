@@ -1,6 +1,7 @@
 package likelihood
 
 import (
+	"context"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -285,5 +286,19 @@ func TestAdaptiveLogProbMeetsItsToleranceAndReportsStats(t *testing.T) {
 			t.Errorf("rtol %g: stats %+v, evals %d", rtol, res.Stats, res.Evals)
 		}
 		t.Logf("rtol %g: error %.2g, estimate %.2g, stats %+v", rtol, e, res.SolverError[0], res.Stats)
+	}
+}
+
+func TestLogProbContextStopsWhenCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	y := mat.NewDense(2, 1, []float64{-1, 1})
+	m, err := mixture.NewDirac(y, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = LogProbContext(ctx, mat.NewDense(1, 1, []float64{0.3}), Exact{M: m, Schedule: schedule.DefaultVP()}, Config{Schedule: schedule.DefaultVP(), T0: 1e-3, T1: 1, Steps: 50})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
 	}
 }

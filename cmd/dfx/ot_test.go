@@ -1,7 +1,6 @@
-package ot
+package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -9,10 +8,8 @@ import (
 	"testing"
 )
 
-func runCLI(args ...string) (int, string, string) {
-	var out, errb bytes.Buffer
-	code := Main(args, &out, &errb)
-	return code, out.String(), errb.String()
+func runOTCLI(args ...string) (int, string, string) {
+	return runCLI(append([]string{"ot"}, args...)...)
 }
 
 func TestCLIBadInputExitsTwoWithOneLine(t *testing.T) {
@@ -37,12 +34,12 @@ func TestCLIBadInputExitsTwoWithOneLine(t *testing.T) {
 		{"--preset", "paper-affine", "--protocol", "other"},
 		{"--preset", "paper-affine", "extra"},
 	} {
-		code, _, stderr := runCLI(args...)
+		code, _, stderr := runOTCLI(args...)
 		if code != 2 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || stderr == "" {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and one line", args, code, stderr)
 		}
 	}
-	if code, _, _ := runCLI("--no-such-flag"); code != 2 {
+	if code, _, _ := runOTCLI("--no-such-flag"); code != 2 {
 		t.Errorf("unknown flag: exit %d", code)
 	}
 }
@@ -53,11 +50,11 @@ func TestCLIPrintsPerChainAndSummaryAsTextAndJSON(t *testing.T) {
 	if err := os.WriteFile(data, []byte("x,y\n0,0.5\n0,0\n0.5,0\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, stderr := runCLI("--data", data, "--schedule", "ve", "--steps", "50", "--solver", "heun", "--chains", "3", "--matrix", "jacobian,paper")
+	code, out, stderr := runOTCLI("--data", data, "--header", "--schedule", "ve", "--steps", "50", "--solver", "heun", "--chains", "3", "--matrix", "jacobian,paper")
 	if code != 0 || !strings.Contains(out, "summary:") || !strings.Contains(out, "matrix paper") || stderr != "" {
 		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
 	}
-	code, out, stderr = runCLI("--preset", "published-nonaffine", "--protocol", "published", "--schedule", "edm",
+	code, out, stderr = runOTCLI("--preset", "published-nonaffine", "--protocol", "published", "--schedule", "edm",
 		"--steps", "19", "--solver", "ddim", "--matrix", "published", "--chains", "4", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -74,7 +71,7 @@ func TestCLIPrintsPerChainAndSummaryAsTextAndJSON(t *testing.T) {
 	if len(doc.Results) != 1 || len(doc.Results[0].Chains) != 4 || doc.Results[0].Summary.Chains != 4 {
 		t.Fatalf("unexpected JSON %s", out)
 	}
-	code, _, stderr = runCLI("--gaussian", "0.5,0.5,0.05,0.02,0.02,0.03", "--s", "0.1", "--steps", "20", "--chains", "2", "--summary-only")
+	code, _, stderr = runOTCLI("--gaussian", "0.5,0.5,0.05,0.02,0.02,0.03", "--s", "0.1", "--steps", "20", "--chains", "2", "--summary-only")
 	if code != 0 {
 		t.Fatalf("gaussian: exit %d: %s", code, stderr)
 	}

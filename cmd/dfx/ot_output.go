@@ -1,4 +1,4 @@
-package ot
+package main
 
 import (
 	"encoding/json"
@@ -6,9 +6,11 @@ import (
 	"io"
 	"math"
 	"text/tabwriter"
+
+	"github.com/dfx-lab/dfx/ot"
 )
 
-func writeText(w io.Writer, out *Outcome, perChain bool, sched string, grid []float64, sol Solver) error {
+func writeText(w io.Writer, out *ot.Outcome, perChain bool, sched string, grid []float64, sol ot.Solver) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	k, _ := out.X0.Dims()
 	fmt.Fprintf(w, "schedule %s, %s, %d steps from t = %g to s = %g, %d chains; rates in %%\n",
@@ -27,7 +29,7 @@ func writeText(w io.Writer, out *Outcome, perChain bool, sched string, grid []fl
 		s := out.Summary[r]
 		fmt.Fprintf(w, "summary: I = %.4f ± %.4f (worst %.4f); off-diag %.4f ± %.4f; I(A⁻¹) %.4f; λ_min ≥ %.4g; OT-compatible %d/%d chains; verdict: %s\n",
 			100*s.Asym.Mean, 100*s.Asym.Std, 100*s.Asym.Worst, 100*s.AsymOffDiag.Mean, 100*s.AsymOffDiag.Std,
-			100*s.AsymInverse.Mean, s.MinEig.Worst, s.Chains-int(math.Round(s.FailFrac*float64(s.Chains))), s.Chains, verdictWord(s))
+			100*s.AsymInverse.Mean, s.MinEig.Worst, s.Chains-int(math.Round(s.FailFrac*float64(s.Chains))), s.Chains, s.Word())
 	}
 	return nil
 }
@@ -44,7 +46,9 @@ func (v jsonNum) MarshalJSON() ([]byte, error) {
 
 type jsonStat struct{ Mean, Std, Worst jsonNum }
 
-func toJSONStat(s Stat) jsonStat { return jsonStat{jsonNum(s.Mean), jsonNum(s.Std), jsonNum(s.Worst)} }
+func toJSONStat(s ot.Stat) jsonStat {
+	return jsonStat{jsonNum(s.Mean), jsonNum(s.Std), jsonNum(s.Worst)}
+}
 
 type jsonChain struct {
 	Chain       int       `json:"chain"`
@@ -59,7 +63,7 @@ type jsonChain struct {
 }
 
 type jsonRule struct {
-	Matrix  Rule        `json:"matrix"`
+	Matrix  ot.Rule     `json:"matrix"`
 	Chains  []jsonChain `json:"chains,omitempty"`
 	Summary struct {
 		Chains      int      `json:"chains"`
@@ -72,7 +76,7 @@ type jsonRule struct {
 	} `json:"summary"`
 }
 
-func writeJSON(w io.Writer, out *Outcome, perChain bool, grid []float64) error {
+func writeJSON(w io.Writer, out *ot.Outcome, perChain bool, grid []float64) error {
 	doc := struct {
 		Grid  []float64  `json:"grid"`
 		Rules []jsonRule `json:"results"`

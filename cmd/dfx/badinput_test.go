@@ -1,0 +1,118 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestEveryBadInputIsOneLineExitTwoNothingOnStdout runs every command with
+// inputs a new user got wrong: each must exit 2, print nothing on stdout
+// and exactly one line on stderr (never the usage text, a goroutine dump or
+// a partial result).
+func TestEveryBadInputIsOneLineExitTwoNothingOnStdout(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	y := file("y.csv", "0,0\n1,0\n")
+	x := file("x.csv", "0.3,0.4\n")
+	wide := file("wide.csv", strings.TrimSuffix(strings.Repeat("0.5,", 100000), ",")+"\n") // d = 100 000
+	badFirst := file("badfirst.csv", "0.5,abc\n1,2\n")
+	bomHeader := file("bom.csv", "\xef\xbb\xbfx,y\n1,2\n")
+	emptyField := file("empty.csv", "0,,0\n")
+	aFile := file("plain", "x")
+	an := []string{"analytic", "--data", y, "--points", x}
+	ve := append(append([]string{}, an...), "--schedule", "ve", "--t", "0.5")
+	vp := append(append([]string{}, an...), "--schedule", "vp", "--t", "0.5")
+	cat := func(a []string, b ...string) []string { return append(append([]string{}, a...), b...) }
+	otp := []string{"ot", "--preset", "paper-affine", "--steps", "5", "--chains", "2"}
+	cases := []struct {
+		name string
+		args []string
+		env  string // DFX_QUICK value, if not empty
+		want string // a fragment of the message
+	}{
+		{"unknown command", []string{"nosuchcommand"}, "", "unknown command"},
+		// dfx analytic
+		{"analytic unknown flag", []string{"analytic", "--bogus"}, "", "not defined: -bogus"},
+		{"analytic no schedule", cat(an, "--t", "0.5"), "", "--schedule is required"},
+		{"analytic no t", cat(an, "--schedule", "ve"), "", "--t is required"},
+		{"analytic sigma-max 0", cat(ve, "--sigma-max", "0"), "", "--sigma-max must be a finite number > 0"},
+		{"analytic sigma-min -1", cat(ve, "--sigma-min", "-1"), "", "--sigma-min must be"},
+		{"analytic beta-max NaN", cat(vp, "--beta-max", "NaN"), "", "--beta-max must be"},
+		{"analytic beta-min Inf", cat(vp, "--beta-min", "Inf"), "", "--beta-min must be"},
+		{"analytic t-min -1 t -0.5", cat(an, "--schedule", "ve", "--t-min", "-1", "--t", "-0.5"), "", "--t-min must be a finite number ≥ 0"},
+		{"analytic t outside", cat(an, "--schedule", "ve", "--t", "2"), "", "outside the schedule's time domain"},
+		{"analytic t NaN", cat(an, "--schedule", "ve", "--t", "NaN"), "", "--t must be a finite time"},
+		{"analytic t Inf", cat(an, "--schedule", "ve", "--t", "Inf"), "", "--t must be a finite time"},
+		{"analytic beta-min with ve", cat(ve, "--beta-min", "0.2"), "", "--beta-min applies to the vp/subvp schedule"},
+		{"analytic sigma-min with vp", cat(vp, "--sigma-min", "0.1"), "", "--sigma-min applies to the ve schedule"},
+		{"analytic sigma-max with edm", cat(an, "--schedule", "edm", "--t", "1", "--sigma-max", "3"), "", "--sigma-max applies to the ve"},
+		{"analytic t-min ≥ t-max", cat(ve, "--t-min", "0.9", "--t-max", "0.5"), "", "invalid interval"},
+		{"analytic unknown schedule", cat(an, "--schedule", "nope", "--t", "0.5"), "", "unknown --schedule"},
+		{"analytic first row not a number", []string{"analytic", "--data", badFirst, "--points", x, "--schedule", "ve", "--t", "0.5"}, "", `badfirst.csv: line 1, column 2: "abc"`},
+		{"analytic BOM header", []string{"analytic", "--data", bomHeader, "--points", x, "--schedule", "ve", "--t", "0.5"}, "", "bom.csv: line 1"},
+		{"analytic empty field", []string{"analytic", "--data", emptyField, "--points", x, "--schedule", "ve", "--t", "0.5"}, "", "empty.csv: line 1, column 2: empty value"},
+		{"analytic missing file", []string{"analytic", "--data", filepath.Join(dir, "no.csv"), "--points", x, "--schedule", "ve", "--t", "0.5"}, "", "no such file"},
+		{"analytic two stdin", []string{"analytic", "--data", "-", "--points", "-", "--schedule", "ve", "--t", "0.5"}, "", "only one of"},
+		{"analytic full d=100000", []string{"analytic", "--data", wide, "--points", wide, "--schedule", "ve", "--t", "0.5", "--full"}, "", "--vec"},
+		{"analytic over --max-memory", cat(ve, "--max-memory", "100"), "", "more than the memory budget 100 B (--max-memory)"},
+		{"analytic bad --max-memory", cat(ve, "--max-memory", "lots"), "", "--max-memory"},
+		{"analytic extra argument", cat(ve, "extra"), "", "unexpected argument"},
+		// dfx ot
+		{"ot unknown flag", []string{"ot", "--bogus"}, "", "not defined: -bogus"},
+		{"ot seed -1", cat(otp, "--seed", "-1"), "", "want an integer in [0, 2^64−1]"},
+		{"ot chains 1e8", []string{"ot", "--preset", "paper-affine", "--chains", "100000000", "--max-memory", "8G"}, "", "fewer --chains"},
+		{"ot chains 1e10 machine budget", []string{"ot", "--preset", "paper-affine", "--chains", "10000000000"}, "", "MemAvailable"},
+		{"ot steps 2e9", []string{"ot", "--preset", "paper-affine", "--steps", "2000000000", "--max-memory", "8G"}, "", "fewer --steps"},
+		{"ot s -1", cat(otp, "--s", "-1"), "", "--s must be a finite number ≥ 0"},
+		{"ot s 0 below t_min", cat(otp, "--s", "0"), "", "outside [t_min, T)"},
+		{"ot s ≥ T", cat(otp, "--s", "5"), "", "outside [t_min, T)"},
+		{"ot grid under published", cat(otp, "--protocol", "published", "--grid", "karras"), "", "would ignore --grid"},
+		{"ot prior-std Inf", cat(otp, "--prior-std", "Inf"), "", "--prior-std must be a finite number > 0"},
+		{"ot prior-std 0", cat(otp, "--prior-std", "0"), "", "--prior-std must be"},
+		{"ot prior-std NaN", cat(otp, "--prior-std", "NaN"), "", "--prior-std must be"},
+		{"ot tol Inf", cat(otp, "--tol", "Inf"), "", "--tol must be"},
+		{"ot tol 0", cat(otp, "--tol", "0"), "", "--tol must be"},
+		{"ot chains 0", cat(otp, "--chains", "0"), "", "--chains must be at least 1"},
+		{"ot steps 0", cat(otp, "--steps", "0"), "", "--steps must be at least 1"},
+		{"ot published steps 1000", []string{"ot", "--preset", "paper-affine", "--protocol", "published", "--steps", "1000"}, "", "at most 999"},
+		{"ot header without data", cat(otp, "--header"), "", "--header applies to --data"},
+		{"ot two data sources", cat(otp, "--data", y), "", "exactly one of"},
+		{"ot data first row not a number", []string{"ot", "--data", badFirst}, "", `badfirst.csv: line 1, column 2: "abc"`},
+		{"ot unknown protocol", cat(otp, "--protocol", "other"), "", "unknown --protocol"},
+		{"ot unknown matrix", cat(otp, "--matrix", "hessian"), "", "unknown --matrix"},
+		// dfx ckpt
+		{"ckpt unknown flag", []string{"ckpt", "--bogus"}, "", "not defined"},
+		{"ckpt no file", []string{"ckpt"}, "", "want one checkpoint file"},
+		{"ckpt missing file", []string{"ckpt", filepath.Join(dir, "none.ckpt")}, "", "no such file"},
+		{"ckpt not a checkpoint", []string{"ckpt", aFile}, "", "ckpt"},
+		// dfx reproduce
+		{"reproduce unknown flag", []string{"reproduce", "--bogus", "ot"}, "", "not defined"},
+		{"reproduce no experiment", []string{"reproduce"}, "", "name an experiment"},
+		{"reproduce unknown experiment", []string{"reproduce", "nope"}, "", "unknown experiment"},
+		{"reproduce empty -out", []string{"reproduce", "-out", "", "ot"}, "", "-out is empty"},
+		{"reproduce -out under a file", []string{"reproduce", "-out", filepath.Join(aFile, "sub"), "ot"}, "", "cannot create"},
+		{"reproduce bad DFX_QUICK", []string{"reproduce", "ot"}, "yes", "DFX_QUICK"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.env != "" {
+				t.Setenv("DFX_QUICK", c.env)
+			}
+			code, out, errOut := runCLI(c.args...)
+			if code != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.HasSuffix(errOut, "\n") {
+				t.Fatalf("%v: exit %d, stdout %q, stderr %q; want 2, nothing, one line", c.args, code, out, errOut)
+			}
+			if !strings.Contains(errOut, c.want) {
+				t.Errorf("%v: stderr %q does not say %q", c.args, errOut, c.want)
+			}
+		})
+	}
+}

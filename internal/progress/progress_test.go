@@ -1,0 +1,25 @@
+package progress
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestPlainLinesCarryCountRateAndETAAndRespectTheDelay(t *testing.T) {
+	var b bytes.Buffer
+	m := New(&b, "run", "steps", 10)
+	m.Delay = time.Hour
+	m.Set(5, "")
+	if b.Len() != 0 {
+		t.Fatalf("printed before the delay: %q", b.String())
+	}
+	m.Delay, m.Period = 0, 0
+	m.Set(10, "3 chains")
+	m.Done()
+	out := b.String()
+	if strings.Count(out, "\n") != 1 || !strings.Contains(out, "run steps 10/10  3 chains") || !strings.Contains(out, "ETA 0s") {
+		t.Fatalf("got %q", out)
+	}
+}
