@@ -1,11 +1,8 @@
 package models
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
-	"iter"
 	"math"
 	"math/rand/v2"
 
@@ -291,94 +288,6 @@ func (tr *Trainer) tensor(v []float64, dims ...int) *tensors.Tensor {
 		f[i] = float32(x)
 	}
 	return tensors.FromFlatDataAndDimensions(f, dims...)
-}
-
-// Name implements train.Dataset.
-func (tr *Trainer) Name() string { return "dfx-" + tr.Objective.String() }
-
-// Iter implements train.Dataset: an endless stream of host-sampled batches.
-func (tr *Trainer) Iter() iter.Seq2[train.Batch, error] {
-	return func(yield func(train.Batch, error) bool) {
-		for {
-			b := train.Batch{Inputs: tr.batch()}
-			tr.step++
-			if !yield(b, nil) {
-				return
-			}
-		}
-	}
-}
-
-// TrainSteps runs n optimisation steps without a progress display and
-// returns the last batch loss.
-func (tr *Trainer) TrainSteps(n int) (loss float64, err error) {
-	for range n {
-		b := train.Batch{Inputs: tr.batch()}
-		var metrics []*tensors.Tensor
-		metrics, err = tr.GoMLX.TrainStep(b)
-		if err != nil {
-			return math.NaN(), fmt.Errorf("models: training step %d: %w", tr.step+1, err)
-		}
-		tr.step++
-		loss = scalarOf(metrics[0])
-		for _, m := range metrics {
-			m.MustFinalizeAll()
-		}
-		if math.IsNaN(loss) || math.IsInf(loss, 0) {
-			return loss, fmt.Errorf("models: loss %g at step %d", loss, tr.step)
-		}
-	}
-	return loss, nil
-}
-
-// Fit runs n steps through GoMLX's train.Loop. ctx cancels it between
-// steps. progress (nil for none) receives a progress display with the loss,
-// steps/s and ETA (see NewProgress); onStep, if not nil, sees each step's
-// batch loss. It returns the last batch loss.
-func (tr *Trainer) Fit(ctx context.Context, n int, progress io.Writer, onStep func(step int64, loss float64)) (loss float64, err error) {
-	if n <= 0 {
-		return math.NaN(), nil
-	}
-	loop := train.NewLoop(tr.GoMLX)
-	loop.LoopStep = int(tr.step)
-	var pr *Progress
-	if progress != nil {
-		pr = NewProgress(progress, tr.Name(), n)
-	}
-	loop.OnStep("dfx", 0, func(_ *train.Loop, metrics []*tensors.Tensor) error {
-		loss = scalarOf(metrics[0])
-		if math.IsNaN(loss) || math.IsInf(loss, 0) {
-			return fmt.Errorf("models: loss %g at step %d", loss, tr.step)
-		}
-		if onStep != nil {
-			onStep(tr.step, loss)
-		}
-		if pr != nil {
-			pr.Update(loss, scalarOf(metrics[1]))
-		}
-		return ctx.Err()
-	})
-	_, err = loop.RunSteps(tr, n)
-	if pr != nil {
-		pr.Done()
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return loss, ctx.Err()
-		}
-		return loss, fmt.Errorf("models: %w", err)
-	}
-	return loss, nil
-}
-
-func scalarOf(t *tensors.Tensor) float64 {
-	switch v := t.Value().(type) {
-	case float32:
-		return float64(v)
-	case float64:
-		return v
-	}
-	return math.NaN()
 }
 
 // meanLoss reduces the per-sample losses the model function returns.
