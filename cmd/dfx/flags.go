@@ -77,14 +77,13 @@ func scheduleFlags(fs *flag.FlagSet, defaultName string) func() (schedule.Schedu
 		v           *float64
 		min         float64
 		inclusive   bool
-		owners      []string
 	}{
-		{"sigma-min", "VE σ_min (default 0.01)", new(float64), 0, false, []string{"ve"}},
-		{"sigma-max", "VE σ_max (default 50)", new(float64), 0, false, []string{"ve"}},
-		{"beta-min", "VP/sub-VP β_min (default 0.1)", new(float64), 0, false, []string{"vp", "subvp"}},
-		{"beta-max", "VP/sub-VP β_max (default 20)", new(float64), 0, false, []string{"vp", "subvp"}},
-		{"t-min", "the schedule's smallest time (default: the schedule's)", new(float64), 0, true, nil},
-		{"t-max", "the schedule's largest time (default: the schedule's)", new(float64), 0, false, nil},
+		{schedule.ParamSigmaMin, "VE σ_min (default 0.01)", new(float64), 0, false},
+		{schedule.ParamSigmaMax, "VE σ_max (default 50)", new(float64), 0, false},
+		{schedule.ParamBetaMin, "VP/sub-VP β_min (default 0.1)", new(float64), 0, false},
+		{schedule.ParamBetaMax, "VP/sub-VP β_max (default 20)", new(float64), 0, false},
+		{schedule.ParamTMin, "the schedule's smallest time (default: the schedule's)", new(float64), 0, true},
+		{schedule.ParamTMax, "the schedule's largest time (default: the schedule's)", new(float64), 0, false},
 	}
 	for _, p := range params {
 		fs.Float64Var(p.v, p.flag, 0, p.usage)
@@ -97,76 +96,31 @@ func scheduleFlags(fs *flag.FlagSet, defaultName string) func() (schedule.Schedu
 		if n == "rf" {
 			n = "linear"
 		}
-		var s schedule.Schedule
+		if n == "" {
+			return nil, fmt.Errorf("--schedule is required (%s)", strings.Join(schedule.Names, "|"))
+		}
+		if _, err := schedule.New(n, nil); err != nil {
+			return nil, fmt.Errorf("unknown --schedule %q (want one of %s)", *name, strings.Join(schedule.Names, ", "))
+		}
 		set := map[string]float64{}
 		for _, p := range params {
 			if !isSet(fs, p.flag) {
 				continue
 			}
-			if p.owners != nil && !contains(p.owners, n) {
-				return nil, fmt.Errorf("--%s applies to the %s schedule, not %q: the %s schedule would ignore it", p.flag, strings.Join(p.owners, "/"), n, n)
+			if !schedule.Takes(n, p.flag) {
+				return nil, fmt.Errorf("--%s applies to the %s schedule, not %q: the %s schedule would ignore it", p.flag, strings.Join(schedule.Takers(p.flag), "/"), n, n)
 			}
 			if err := finite(p.flag, *p.v, p.min, p.inclusive); err != nil {
 				return nil, err
 			}
 			set[p.flag] = *p.v
 		}
-		apply := func(dst *float64, flag string) {
-			if v, ok := set[flag]; ok {
-				*dst = v
-			}
-		}
-		switch n {
-		case "":
-			return nil, fmt.Errorf("--schedule is required (%s)", strings.Join(schedule.Names, "|"))
-		case "ve":
-			v := schedule.DefaultVE()
-			apply(&v.SigmaMin, "sigma-min")
-			apply(&v.SigmaMax, "sigma-max")
-			apply(&v.TMin, "t-min")
-			apply(&v.TMax, "t-max")
-			s = v
-		case "vp":
-			v := schedule.DefaultVP()
-			apply(&v.BetaMin, "beta-min")
-			apply(&v.BetaMax, "beta-max")
-			apply(&v.TMin, "t-min")
-			apply(&v.TMax, "t-max")
-			s = v
-		case "subvp":
-			v := schedule.DefaultSubVP()
-			apply(&v.BetaMin, "beta-min")
-			apply(&v.BetaMax, "beta-max")
-			apply(&v.TMin, "t-min")
-			apply(&v.TMax, "t-max")
-			s = v
-		case "edm":
-			v := schedule.DefaultEDM()
-			apply(&v.TMin, "t-min")
-			apply(&v.TMax, "t-max")
-			s = v
-		case "linear":
-			v := schedule.DefaultLinear()
-			apply(&v.TMin, "t-min")
-			apply(&v.TMax, "t-max")
-			s = v
-		default:
-			return nil, fmt.Errorf("unknown --schedule %q (want one of %s)", *name, strings.Join(schedule.Names, ", "))
-		}
-		if err := schedule.Validate(s); err != nil {
+		s, err := schedule.New(n, set)
+		if err != nil {
 			return nil, err
 		}
 		return s, nil
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // memoryFlag registers --max-memory; the returned function gives the budget.

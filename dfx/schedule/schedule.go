@@ -89,57 +89,108 @@ type Params struct {
 	TMin, TMax         float64
 }
 
-// Names lists the schedules ByName knows.
+// Names lists the schedules New and ByName know.
 var Names = []string{"ve", "vp", "subvp", "edm", "linear"}
 
-// ByName builds a continuous schedule from its name and parameters.
-func ByName(name string, p Params) (Schedule, error) {
-	var s Schedule
+// Parameter names, as New takes them (and the command line spells them).
+const (
+	ParamSigmaMin = "sigma-min" // VE
+	ParamSigmaMax = "sigma-max" // VE
+	ParamBetaMin  = "beta-min"  // VP, sub-VP
+	ParamBetaMax  = "beta-max"  // VP, sub-VP
+	ParamTMin     = "t-min"     // every schedule: the valid interval
+	ParamTMax     = "t-max"
+)
+
+// defaults returns the named schedule at its defaults and the addresses of
+// its parameters by name.
+func defaults(name string) (Schedule, map[string]*float64, error) {
 	switch strings.ToLower(name) {
 	case "ve":
 		v := DefaultVE()
-		setIf(&v.SigmaMin, p.SigmaMin)
-		setIf(&v.SigmaMax, p.SigmaMax)
-		setIf(&v.TMin, p.TMin)
-		setIf(&v.TMax, p.TMax)
-		s = v
+		return &v, map[string]*float64{ParamSigmaMin: &v.SigmaMin, ParamSigmaMax: &v.SigmaMax, ParamTMin: &v.TMin, ParamTMax: &v.TMax}, nil
 	case "vp":
 		v := DefaultVP()
-		setIf(&v.BetaMin, p.BetaMin)
-		setIf(&v.BetaMax, p.BetaMax)
-		setIf(&v.TMin, p.TMin)
-		setIf(&v.TMax, p.TMax)
-		s = v
+		return &v, map[string]*float64{ParamBetaMin: &v.BetaMin, ParamBetaMax: &v.BetaMax, ParamTMin: &v.TMin, ParamTMax: &v.TMax}, nil
 	case "subvp", "sub-vp":
 		v := DefaultSubVP()
-		setIf(&v.BetaMin, p.BetaMin)
-		setIf(&v.BetaMax, p.BetaMax)
-		setIf(&v.TMin, p.TMin)
-		setIf(&v.TMax, p.TMax)
-		s = v
+		return &v, map[string]*float64{ParamBetaMin: &v.BetaMin, ParamBetaMax: &v.BetaMax, ParamTMin: &v.TMin, ParamTMax: &v.TMax}, nil
 	case "edm":
 		v := DefaultEDM()
-		setIf(&v.TMin, p.TMin)
-		setIf(&v.TMax, p.TMax)
-		s = v
+		return &v, map[string]*float64{ParamTMin: &v.TMin, ParamTMax: &v.TMax}, nil
 	case "linear", "rf":
 		v := DefaultLinear()
-		setIf(&v.TMin, p.TMin)
-		setIf(&v.TMax, p.TMax)
-		s = v
-	default:
-		return nil, fmt.Errorf("schedule: unknown name %q (want one of %s)", name, strings.Join(Names, ", "))
+		return &v, map[string]*float64{ParamTMin: &v.TMin, ParamTMax: &v.TMax}, nil
 	}
+	return nil, nil, fmt.Errorf("schedule: unknown name %q (want one of %s)", name, strings.Join(Names, ", "))
+}
+
+// Takes reports whether the named schedule has the parameter.
+func Takes(name, param string) bool {
+	_, ps, err := defaults(name)
+	_, ok := ps[param]
+	return err == nil && ok
+}
+
+// Takers lists the schedules (of Names) that take the parameter.
+func Takers(param string) []string {
+	var out []string
+	for _, n := range Names {
+		if Takes(n, param) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// New builds the named continuous schedule: parameters absent from set keep
+// their defaults; a parameter the schedule does not take is an error naming
+// it (it would be ignored); the result is checked with Validate.
+func New(name string, set map[string]float64) (Schedule, error) {
+	ptr, ps, err := defaults(name)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range set {
+		dst, ok := ps[k]
+		if !ok {
+			return nil, fmt.Errorf("schedule %s: takes no parameter %q (it would be ignored)", name, k)
+		}
+		*dst = v
+	}
+	s := deref(ptr)
 	if err := Validate(s); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-func setIf(dst *float64, v float64) {
-	if v != 0 {
-		*dst = v
+// deref returns the schedule value a defaults pointer holds.
+func deref(p Schedule) Schedule {
+	switch v := p.(type) {
+	case *VE:
+		return *v
+	case *VP:
+		return *v
+	case *SubVP:
+		return *v
+	case *EDM:
+		return *v
+	case *Linear:
+		return *v
 	}
+	return p
+}
+
+// ByName is New with Params' non-zero fields set.
+func ByName(name string, p Params) (Schedule, error) {
+	set := map[string]float64{}
+	for k, v := range map[string]float64{ParamSigmaMin: p.SigmaMin, ParamSigmaMax: p.SigmaMax, ParamBetaMin: p.BetaMin, ParamBetaMax: p.BetaMax, ParamTMin: p.TMin, ParamTMax: p.TMax} {
+		if v != 0 && Takes(name, k) {
+			set[k] = v
+		}
+	}
+	return New(name, set)
 }
 
 // Validate checks a schedule's parameters: a finite, non-empty interval on
