@@ -7,6 +7,7 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/model/initializer"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
@@ -129,11 +130,7 @@ func EMAStore(store *model.Store) (*model.Store, error) {
 		if ev == nil || !ev.HasValue() {
 			continue
 		}
-		val, err := ev.Value()
-		if err != nil {
-			return nil, err
-		}
-		clone, err := val.LocalClone()
+		clone, err := localCopy(ev)
 		if err != nil {
 			return nil, err
 		}
@@ -142,4 +139,34 @@ func EMAStore(store *model.Store) (*model.Store, error) {
 		}
 	}
 	return c, nil
+}
+
+// localCopy is a host copy of a variable's value.
+func localCopy(v *model.Variable) (*tensors.Tensor, error) {
+	val, err := v.Value()
+	if err != nil {
+		return nil, err
+	}
+	return val.LocalClone()
+}
+
+// CopyTrainable copies the trainable variables of each source store into
+// dst under the same paths (host copies), e.g. to put networks trained in
+// separate stores side by side.
+func CopyTrainable(dst *model.Store, srcs ...*model.Store) error {
+	for _, src := range srcs {
+		for v := range src.IterVariables() {
+			if !v.Trainable {
+				continue
+			}
+			clone, err := localCopy(v)
+			if err != nil {
+				return err
+			}
+			if _, err := dst.CreateVariable(v.Path(), clone); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

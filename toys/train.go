@@ -180,27 +180,9 @@ func trainNetwork(ctx context.Context, backend compute.Backend, tc TrainConfig, 
 }
 
 // mergeWeights copies the trainable variables of each source into dst
-// under the same scopes (the two networks live under different scopes).
+// under the same scopes (the networks live under different scopes).
 func mergeWeights(dst *mlctx.Store, srcs ...*mlctx.Store) (*mlctx.Store, error) {
-	for _, src := range srcs {
-		for v := range src.IterVariables() {
-			if !v.Trainable {
-				continue
-			}
-			val, err := v.Value()
-			if err != nil {
-				return nil, err
-			}
-			clone, err := val.LocalClone()
-			if err != nil {
-				return nil, err
-			}
-			if _, err := dst.CreateVariable(v.Path(), clone); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return dst, nil
+	return dst, models.CopyTrainable(dst, srcs...)
 }
 
 // netScopes are the models scopes of the three networks, by name.

@@ -33,10 +33,7 @@ import (
 // ≈ 20 while the printed bound is 0.01. Note the factor α²/σ⁴: DF-TM's
 // error blows up at small σ unless δ₁ and δ₂ shrink like σ⁴ (DFTMCentred
 // is our variant without the cancellation).
-type DFTM struct {
-	net  *Net
-	exec *model.Exec
-}
+type DFTM struct{ scalarTrace }
 
 // DFTMErrorBound is the bound (α²/σ⁴)(d·δ₁ + δ₂(2‖ȳ‖ + δ₂)) on |tr F_DFTM −
 // tr F| derived in DFTM's comment: δ₁ = |t_θ − t*|, δ₂ = ‖ȳ_θ − ȳ‖, ybarNorm
@@ -51,15 +48,28 @@ func NewDFTM(n *Net) (*DFTM, error) {
 	if n.T == nil {
 		return nil, errors.New("access: DF-TM needs a trace network (Net.T)")
 	}
-	e, err := n.exec(func(scope *model.Scope, in []*graph.Node) *graph.Node {
-		return DFTMTraceGraph(n.Network, scope, in[0], in[1], in[2])
-	})
-	return &DFTM{n, e}, err
+	st, err := newScalarTrace(n, "df-tm", DFTMTraceGraph)
+	return &DFTM{st}, err
 }
 
-func (*DFTM) Name() string { return "df-tm" }
+// scalarTrace is a trace estimator that is one compiled graph of (x, α, σ)
+// per query row: DF-TM, the centred DF-TM.
+type scalarTrace struct {
+	name string
+	net  *Net
+	exec *model.Exec
+}
 
-func (e *DFTM) Trace(x *mat.Dense, t float64) ([]float64, error) {
+func newScalarTrace(n *Net, name string, build func(Network, *model.Scope, *graph.Node, *graph.Node, *graph.Node) *graph.Node) (scalarTrace, error) {
+	e, err := n.exec(func(scope *model.Scope, in []*graph.Node) *graph.Node {
+		return build(n.Network, scope, in[0], in[1], in[2])
+	})
+	return scalarTrace{name, n, e}, err
+}
+
+func (e scalarTrace) Name() string { return e.name }
+
+func (e scalarTrace) Trace(x *mat.Dense, t float64) ([]float64, error) {
 	return e.net.scalarAt(e.exec, x, t)
 }
 

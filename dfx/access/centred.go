@@ -1,12 +1,6 @@
 package access
 
-import (
-	"errors"
-
-	"github.com/gomlx/gomlx/core/graph"
-	"github.com/gomlx/gomlx/ml/model"
-	"gonum.org/v1/gonum/mat"
-)
+import "errors"
 
 // DFTMCentred is centred DF trace matching, our variant of DF-TM (beyond the
 // paper). The scalar network ν_θ(x_t, t) is regressed on the per-sample DSM
@@ -23,24 +17,13 @@ import (
 // a 1% error in ν_θ is at most a 1% error in the trace's deficit from d/σ².
 // Its bias is one-signed: ν_θ* ≥ ν, so the trace is underestimated by
 // (α²/σ⁴)‖ȳ − ȳ_θ‖², the score network's own error.
-type DFTMCentred struct {
-	net  *Net
-	exec *model.Exec
-}
+type DFTMCentred struct{ scalarTrace }
 
 // NewDFTMCentred compiles the estimator; the Net must have a ν network.
 func NewDFTMCentred(n *Net) (*DFTMCentred, error) {
 	if n.Nu == nil {
 		return nil, errors.New("access: centred DF-TM needs a centred trace network (Net.Nu)")
 	}
-	e, err := n.exec(func(scope *model.Scope, in []*graph.Node) *graph.Node {
-		return DFTMCentredTraceGraph(n.Network, scope, in[0], in[1], in[2])
-	})
-	return &DFTMCentred{n, e}, err
-}
-
-func (*DFTMCentred) Name() string { return "df-tm-c" }
-
-func (e *DFTMCentred) Trace(x *mat.Dense, t float64) ([]float64, error) {
-	return e.net.scalarAt(e.exec, x, t)
+	st, err := newScalarTrace(n, "df-tm-c", DFTMCentredTraceGraph)
+	return &DFTMCentred{st}, err
 }
