@@ -31,6 +31,17 @@ func TestEveryBadInputIsOneLineExitTwoNothingOnStdout(t *testing.T) {
 	ve := append(append([]string{}, an...), "--schedule", "ve", "--t", "0.5")
 	vp := append(append([]string{}, an...), "--schedule", "vp", "--t", "0.5")
 	cat := func(a []string, b ...string) []string { return append(append([]string{}, a...), b...) }
+	gmm := file("g.json", `{"weights":[1,2],"means":[[0,0],[1,0]],"covs":[[[1,0],[0,1]],[[0.5,0.1],[0.1,0.5]]]}`)
+	gmmAsym := file("asym.json", `{"means":[[0,0]],"covs":[[[1,0.2],[0.1,1]]]}`)
+	gmmNeg := file("neg.json", `{"means":[[0,0]],"covs":[[[1,2],[2,1]]]}`)
+	gmmW := file("w.json", `{"weights":[-1],"means":[[0,0]],"covs":[[[1,0],[0,1]]]}`)
+	gmmRag := file("rag.json", `{"means":[[0,0]],"covs":[[[1,0],[0]]]}`)
+	gmmBad := file("bad.json", `{"mean":[[0,0]]}`)
+	gmmHuge := file("huge.json", `{"means":[[1e999,0]],"covs":[[[1,0],[0,1]]]}`)
+	x5 := file("x5.csv", "1,2,3,4,5\n")
+	score := "../../toys/checkpoints/checkerboard-n5000-d1-ve-score-w64x3-s8000-seed1.dfxckpt"
+	dftmCk := "../../toys/checkpoints/checkerboard-n5000-d1-ve-df-tm-w64x3-s8000-seed1.dfxckpt"
+	nl := []string{"nll", "--gmm", gmm, "--points", x, "--schedule", "vp"}
 	otp := []string{"ot", "--preset", "paper-affine", "--steps", "5", "--chains", "2"}
 	cases := []struct {
 		name string
@@ -88,6 +99,43 @@ func TestEveryBadInputIsOneLineExitTwoNothingOnStdout(t *testing.T) {
 		{"ot data first row not a number", []string{"ot", "--data", badFirst}, "", `badfirst.csv: line 1, column 2: "abc"`},
 		{"ot unknown protocol", cat(otp, "--protocol", "other"), "", "unknown --protocol"},
 		{"ot unknown matrix", cat(otp, "--matrix", "hessian"), "", "unknown --matrix"},
+		// dfx nll
+		{"nll no model", []string{"nll", "--points", x, "--schedule", "vp"}, "", "give a model"},
+		{"nll both models", cat(nl, "--checkpoint", score), "", "exclusive"},
+		{"nll trace with gmm", cat(nl, "--trace", "vjp"), "", "--trace conflicts with --gmm"},
+		{"nll no points", []string{"nll", "--gmm", gmm, "--schedule", "vp"}, "", "--points is required"},
+		{"nll no schedule", []string{"nll", "--gmm", gmm, "--points", x}, "", "--schedule is required"},
+		{"nll unknown solver", cat(nl, "--solver", "midpoint"), "", "unknown --solver"},
+		{"nll steps with dopri5", cat(nl, "--steps", "10"), "", "would ignore --steps"},
+		{"nll rtol with rk4", cat(nl, "--solver", "rk4", "--rtol", "1e-3", "--atol", "1e-3"), "", "would ignore --rtol and --atol"},
+		{"nll steps 0", cat(nl, "--solver", "euler", "--steps", "0"), "", "--steps must be at least 1"},
+		{"nll rtol 0", cat(nl, "--rtol", "0"), "", "--rtol must be a finite number > 0"},
+		{"nll atol NaN", cat(nl, "--atol", "NaN"), "", "--atol must be"},
+		{"nll s outside", cat(nl, "--s", "1"), "", "outside [t_min, T)"},
+		{"nll s NaN", cat(nl, "--s", "NaN"), "", "--s must be"},
+		{"nll batch 0", cat(nl, "--batch", "0"), "", "--batch must be at least 1"},
+		{"nll seed unused", cat(nl, "--seed", "3"), "", "--seed applies to"},
+		{"nll dequantize csv", cat(nl, "--dequantize"), "", "--dequantize applies to IDX"},
+		{"nll gmm dim mismatch", []string{"nll", "--gmm", gmm, "--points", x5, "--schedule", "vp"}, "", "dimension 2, the --points are of dimension 5"},
+		{"nll gmm not symmetric", []string{"nll", "--gmm", gmmAsym, "--points", x, "--schedule", "vp"}, "", "not symmetric"},
+		{"nll gmm not PSD", []string{"nll", "--gmm", gmmNeg, "--points", x, "--schedule", "vp"}, "", "not positive semi-definite"},
+		{"nll gmm negative weight", []string{"nll", "--gmm", gmmW, "--points", x, "--schedule", "vp"}, "", "weights must be finite and ≥ 0"},
+		{"nll gmm ragged cov", []string{"nll", "--gmm", gmmRag, "--points", x, "--schedule", "vp"}, "", "covariance 0 row 1 has 1 values"},
+		{"nll gmm unknown field", []string{"nll", "--gmm", gmmBad, "--points", x, "--schedule", "vp"}, "", "unknown field"},
+		{"nll gmm overflow", []string{"nll", "--gmm", gmmHuge, "--points", x, "--schedule", "vp"}, "", "not a mixture JSON"},
+		{"nll gmm missing", []string{"nll", "--gmm", filepath.Join(dir, "none.json"), "--points", x, "--schedule", "vp"}, "", "no such file"},
+		{"nll unknown trace", []string{"nll", "--checkpoint", score, "--points", x, "--schedule", "ve", "--trace", "exact"}, "", "unknown --trace"},
+		{"nll hutchinson 0", []string{"nll", "--checkpoint", score, "--points", x, "--schedule", "ve", "--trace", "hutchinson:0"}, "", "K must be an integer ≥ 1"},
+		{"nll hutchinson no K", []string{"nll", "--checkpoint", score, "--points", x, "--schedule", "ve", "--trace", "hutchinson"}, "", "needs the number of probes"},
+		{"nll hutchpp 2", []string{"nll", "--checkpoint", score, "--points", x, "--schedule", "ve", "--trace", "hutchpp:2"}, "", "K ≥ 3"},
+		{"nll dftm without its network", []string{"nll", "--checkpoint", score, "--points", x, "--schedule", "ve", "--trace", "dftm"}, "", "needs the dftm network"},
+		{"nll dftm-c without its network", []string{"nll", "--checkpoint", score, "--points", x, "--schedule", "ve", "--trace", "dftm-c"}, "", "needs the nu network"},
+		{"nll no score network", []string{"nll", "--checkpoint", dftmCk, "--points", x, "--schedule", "ve"}, "", "no score network"},
+		{"nll same network twice", []string{"nll", "--checkpoint", score, "--checkpoint", score, "--points", x, "--schedule", "ve"}, "", "both hold the score network"},
+		{"nll checkpoint dim mismatch", []string{"nll", "--checkpoint", score, "--points", x5, "--schedule", "ve"}, "", "takes points of dimension 2"},
+		{"nll not a checkpoint", []string{"nll", "--checkpoint", aFile, "--points", x, "--schedule", "ve"}, "", "--checkpoint"},
+		{"nll over --max-memory", cat(nl, "--max-memory", "100"), "", "memory budget"},
+		{"nll extra argument", cat(nl, "extra"), "", "unexpected argument"},
 		// dfx ckpt
 		{"ckpt unknown flag", []string{"ckpt", "--bogus"}, "", "not defined"},
 		{"ckpt no file", []string{"ckpt"}, "", "want one checkpoint file"},

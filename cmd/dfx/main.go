@@ -32,6 +32,7 @@ type command struct {
 var commands = map[string]command{
 	"analytic":  {"exact log q_t, score, denoiser, Fisher trace / matrix / products of a data mixture", runAnalytic},
 	"ckpt":      {"verify a checkpoint and list its variables and configuration: dfx ckpt [--json] FILE", runCkpt},
+	"nll":       {"negative log-likelihood −log q_s(x) of points by the PF-ODE (Gaussian mixture or trained network)", runNLL},
 	"ot":        {"numerical OT test of PF-ODE maps (paper Section 6)", runOT},
 	"reproduce": {"regenerate tables and figures: dfx reproduce <experiment|all> [-quick] [-out figures]", runReproduce},
 }

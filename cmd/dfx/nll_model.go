@@ -1,0 +1,453 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gomlx/gomlx/ml/model"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dfx-lab/dfx/dfx/access"
+	"github.com/dfx-lab/dfx/dfx/likelihood"
+	"github.com/dfx-lab/dfx/dfx/mixture"
+	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/internal/input"
+	"github.com/dfx-lab/dfx/internal/membudget"
+	"github.com/dfx-lab/dfx/mnist"
+	"github.com/dfx-lab/dfx/models"
+)
+
+// nllModel is the score and trace that the likelihood ODE integrates.
+type nllModel struct {
+	kind, trace string // "gmm" or "checkpoint"; the trace's name
+	dyn         likelihood.Dynamics
+	workBytes   func(batch int) float64
+	info        string
+}
+
+func (m nllModel) dynamics() likelihood.Dynamics { return m.dyn }
+func (m nllModel) describe() string              { return m.info }
+func (m nllModel) bytes(batch int) float64       { return m.workBytes(batch) }
+
+// countingDynamics calls tick after every evaluation (for progress).
+type countingDynamics struct {
+	inner likelihood.Dynamics
+	tick  func()
+}
+
+func (c countingDynamics) Eval(x *mat.Dense, t float64) (*mat.Dense, []float64, error) {
+	s, tr, err := c.inner.Eval(x, t)
+	c.tick()
+	return s, tr, err
+}
+
+// --- Gaussian mixture -------------------------------------------------------
+
+// maxGMMBytes bounds the JSON read by --gmm (the budget may lower it).
+const maxGMMBytes = 256 << 20
+
+type gmmJSON struct {
+	Weights []float64     `json:"weights"`
+	Means   [][]float64   `json:"means"`
+	Covs    [][][]float64 `json:"covs"`
+}
+
+// loadGMM reads and validates a --gmm file for points of dimension d.
+func loadGMM(path string, d int, s schedule.Schedule, budget membudget.Budget) (nllModel, error) {
+	var r io.Reader
+	name := path
+	if path == "-" {
+		r, name = input.Stdin, input.StdinName
+	} else {
+		f, err := os.Open(path)
+		if err != nil {
+			return nllModel{}, fmt.Errorf("--gmm: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	limit := int64(maxGMMBytes)
+	if budget.Bytes > 0 {
+		limit = min(limit, budget.Bytes/4)
+	}
+	raw, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nllModel{}, fmt.Errorf("--gmm %s: %w", name, err)
+	}
+	if int64(len(raw)) > limit {
+		return nllModel{}, fmt.Errorf("--gmm %s: larger than %s (the bound on a mixture file: 256 MiB, or a quarter of the memory budget, --max-memory)", name, membudget.Format(float64(limit)))
+	}
+	g, err := parseGMM(raw)
+	if err != nil {
+		return nllModel{}, fmt.Errorf("--gmm %s: %w", name, err)
+	}
+	k, gd := g.means.Dims()
+	if gd != d {
+		return nllModel{}, fmt.Errorf("--gmm %s is a mixture in dimension %d, the --points are of dimension %d", name, gd, d)
+	}
+	m, err := mixture.NewGaussian(g.means, g.covs, g.weights)
+	if err != nil {
+		return nllModel{}, fmt.Errorf("--gmm %s: %w", name, err)
+	}
+	fk, fd := float64(k), float64(d)
+	return nllModel{kind: "gmm", trace: "exact", dyn: likelihood.Exact{M: m, Schedule: s},
+		workBytes: func(b int) float64 { return 8*fk*fd*fd*3 + 8*float64(b)*fk*(fd+4)*4 },
+		info:      fmt.Sprintf("a %d-component Gaussian mixture", k)}, nil
+}
+
+type gmmSpec struct {
+	means   *mat.Dense
+	covs    []*mat.SymDense
+	weights []float64
+}
+
+// parseGMM decodes and checks the JSON of a Gaussian mixture: shapes,
+// finiteness, weights, symmetry (positive semi-definiteness is checked by
+// mixture.NewGaussian).
+func parseGMM(raw []byte) (*gmmSpec, error) {
+	var g gmmJSON
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&g); err != nil {
+		return nil, fmt.Errorf("not a mixture JSON {\"weights\", \"means\", \"covs\"}: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("data after the JSON object")
+	}
+	k := len(g.Means)
+	if k == 0 {
+		return nil, errors.New(`"means" is empty: want K ≥ 1 means of dimension d`)
+	}
+	d := len(g.Means[0])
+	if d == 0 {
+		return nil, errors.New("mean 0 is empty: want dimension d ≥ 1")
+	}
+	if len(g.Covs) != k {
+		return nil, fmt.Errorf("%d means but %d covariances", k, len(g.Covs))
+	}
+	if g.Weights != nil && len(g.Weights) != k {
+		return nil, fmt.Errorf("%d means but %d weights", k, len(g.Weights))
+	}
+	sum := 0.0
+	for i, w := range g.Weights {
+		if !(w >= 0) || math.IsInf(w, 0) {
+			return nil, fmt.Errorf("weight %d is %g: weights must be finite and ≥ 0", i, w)
+		}
+		sum += w
+	}
+	if g.Weights != nil && !(sum > 0 && !math.IsInf(sum, 0)) {
+		return nil, fmt.Errorf("weights sum to %g: want a positive finite sum", sum)
+	}
+	out := &gmmSpec{means: mat.NewDense(k, d, nil), weights: g.Weights}
+	for i, mu := range g.Means {
+		if len(mu) != d {
+			return nil, fmt.Errorf("mean %d has %d values, mean 0 has %d", i, len(mu), d)
+		}
+		for _, v := range mu {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("mean %d has %g: want finite values", i, v)
+			}
+		}
+		out.means.SetRow(i, mu)
+	}
+	for i, c := range g.Covs {
+		if len(c) != d {
+			return nil, fmt.Errorf("covariance %d has %d rows, want %d (d×d)", i, len(c), d)
+		}
+		scale := 0.0
+		for r, row := range c {
+			if len(row) != d {
+				return nil, fmt.Errorf("covariance %d row %d has %d values, want %d (d×d)", i, r, len(row), d)
+			}
+			for _, v := range row {
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					return nil, fmt.Errorf("covariance %d has %g: want finite values", i, v)
+				}
+				scale = math.Max(scale, math.Abs(v))
+			}
+		}
+		sym := mat.NewSymDense(d, nil)
+		for r := range d {
+			for q := r; q < d; q++ {
+				if math.Abs(c[r][q]-c[q][r]) > 1e-12*scale {
+					return nil, fmt.Errorf("covariance %d is not symmetric: (%d,%d) = %g, (%d,%d) = %g", i, r, q, c[r][q], q, r, c[q][r])
+				}
+				sym.SetSym(r, q, c[r][q])
+			}
+		}
+		out.covs = append(out.covs, sym)
+	}
+	return out, nil
+}
+
+// --- trained networks -------------------------------------------------------
+
+// traceSpec is a parsed --trace.
+type traceSpec struct {
+	kind string // vjp, hutchinson, hutchpp, dftm, dftm-c
+	k    int    // probes (hutchinson) or matvecs (hutchpp)
+}
+
+func (t traceSpec) random() bool { return t.kind == "hutchinson" || t.kind == "hutchpp" }
+
+func (t traceSpec) String() string {
+	if t.random() {
+		return t.kind + ":" + strconv.Itoa(t.k)
+	}
+	return t.kind
+}
+
+const traceForms = "vjp, hutchinson:K, hutchpp:K, dftm, dftm-c"
+
+func parseTrace(v string) (traceSpec, error) {
+	name, arg, hasArg := strings.Cut(strings.ToLower(strings.TrimSpace(v)), ":")
+	switch name {
+	case "df-tm":
+		name = "dftm"
+	case "df-tm-c", "dftmc":
+		name = "dftm-c"
+	case "hutch++":
+		name = "hutchpp"
+	}
+	switch name {
+	case "vjp", "dftm", "dftm-c":
+		if hasArg {
+			return traceSpec{}, fmt.Errorf("--trace %s takes no :K", name)
+		}
+		return traceSpec{kind: name}, nil
+	case "hutchinson", "hutchpp":
+		if !hasArg {
+			return traceSpec{}, fmt.Errorf("--trace %s needs the number of probes: %s:K", name, name)
+		}
+		k, err := strconv.Atoi(arg)
+		if err != nil || k < 1 {
+			return traceSpec{}, fmt.Errorf("--trace %s:%s: K must be an integer ≥ 1", name, arg)
+		}
+		if name == "hutchpp" && k < 3 {
+			return traceSpec{}, fmt.Errorf("--trace hutchpp:%d: Hutch++ needs K ≥ 3 matvecs (a third each for the sketch, its range and the residual)", k)
+		}
+		return traceSpec{kind: name, k: k}, nil
+	}
+	return traceSpec{}, fmt.Errorf("unknown --trace %q (want one of %s)", v, traceForms)
+}
+
+// trainingOnlyParams are the hyperparameters that may differ between files
+// combined with repeated --checkpoint (they only steer training).
+var trainingOnlyParams = map[string]bool{
+	"/seed": true, "/learning_rate": true, "/batch_size": true, "/warmup_steps": true, "/cosine_steps": true,
+	"/ema_decay": true, "/clip_norm": true, "/weight_decay": true, "/min_snr_gamma": true, "/weighting": true,
+	"/time_sampling": true, "/cfg_dropout": true,
+}
+
+// loadNetModel reads the --checkpoint files (weights checkpoints; networks
+// in separate files are put side by side) and builds the score and trace.
+func loadNetModel(paths []string, tr traceSpec, d int, s schedule.Schedule, seed uint64) (nllModel, error) {
+	var store *model.Store
+	var first *models.Checkpoint
+	have := map[string]string{} // network scope → file
+	var others []*model.Store
+	for _, p := range paths {
+		c, err := models.ReadCheckpoint(p)
+		if err != nil {
+			return nllModel{}, fmt.Errorf("--checkpoint: %w", err)
+		}
+		if c.Header.Kind != models.KindWeights {
+			return nllModel{}, fmt.Errorf("--checkpoint %s is a %q checkpoint; dfx nll takes %q checkpoints (the evaluation weights)", p, c.Header.Kind, models.KindWeights)
+		}
+		if c.Header.Dim != d {
+			return nllModel{}, fmt.Errorf("--checkpoint %s takes points of dimension %d, the --points are of dimension %d", p, c.Header.Dim, d)
+		}
+		for _, n := range c.Header.Networks {
+			if f, dup := have[n]; dup {
+				return nllModel{}, fmt.Errorf("--checkpoint %s and %s both hold the %s network: give each network once", f, p, n)
+			}
+			have[n] = p
+		}
+		if first != nil {
+			for _, key := range slices.Sorted(mapsKeys(first.Header.Params, c.Header.Params)) {
+				if a, b := first.Header.Params[key], c.Header.Params[key]; a != b && !trainingOnlyParams[key] {
+					return nllModel{}, fmt.Errorf("--checkpoint %s has %s=%q but %s has %q: networks of different architectures cannot be combined", p, key, b, paths[0], a)
+				}
+			}
+		}
+		st, err := models.LoadWeights(c)
+		if err != nil {
+			return nllModel{}, fmt.Errorf("--checkpoint %s: %w", p, err)
+		}
+		if store == nil {
+			store, first = st, c
+		} else {
+			others = append(others, st)
+		}
+	}
+	if err := models.CopyTrainable(store, others...); err != nil {
+		return nllModel{}, fmt.Errorf("--checkpoint: combining the files: %w", err)
+	}
+	held := slices.Sorted(mapsKeys(have, nil))
+	if _, ok := have[models.ScoreScope]; !ok {
+		return nllModel{}, fmt.Errorf("no score network (%s) in the --checkpoint files, which hold %s", models.ScoreScope, strings.Join(held, ", "))
+	}
+	need := map[string]string{"dftm": models.TraceScope, "dftm-c": models.CentredTraceScope}[tr.kind]
+	if _, ok := have[need]; need != "" && !ok {
+		return nllModel{}, fmt.Errorf("--trace %s needs the %s network in a --checkpoint (repeat --checkpoint with the file that holds it, e.g. the *-%s-* checkpoint beside the score network's); the files hold %s",
+			tr.kind, need, map[string]string{"dftm": "df-tm", "dftm-c": "df-tm-c"}[tr.kind], strings.Join(held, ", "))
+	}
+	backend, err := models.NewBackend()
+	if err != nil {
+		return nllModel{}, fmt.Errorf("backend: %w", err)
+	}
+	net, err := models.NewAccessNet(backend, store, s, need != "")
+	if err != nil {
+		return nllModel{}, fmt.Errorf("--checkpoint: %w", err)
+	}
+	if tr.kind != "dftm" {
+		net.T = nil
+	}
+	dyn := &netDynamics{net: net, sched: s}
+	rowsPer := 1 // graph rows per point of one trace call
+	switch tr.kind {
+	case "vjp":
+		dyn.est, err = access.NewVJPTrace(net, 0)
+		rowsPer = d
+	case "hutchinson":
+		dyn.est, err = access.NewHutchinson(net, tr.k, access.Rademacher, seed)
+		rowsPer = tr.k
+	case "hutchpp":
+		dyn.est, err = access.NewHutchPP(net, tr.k, seed)
+		rowsPer = tr.k
+	case "dftm":
+		dyn.est, err = access.NewDFTM(net)
+	case "dftm-c":
+		dyn.est, err = access.NewDFTMCentred(net)
+	}
+	if err != nil {
+		return nllModel{}, fmt.Errorf("--trace %s: %w", tr, err)
+	}
+	dyn.perCall = max(1, access.DefaultMaxRows/rowsPer)
+	width := float64(model.GetParamOr(store.Scope("/"), models.ParamWidth, 256))
+	fd := float64(d)
+	return nllModel{kind: "checkpoint", trace: tr.String(), dyn: dyn,
+		workBytes: func(b int) float64 {
+			rows := float64(min(b, dyn.perCall) * rowsPer)
+			return rows*fd*8*4 + rows*(fd+width)*4*32
+		},
+		info: fmt.Sprintf("networks %s, trace %s", strings.Join(held, "+"), tr)}, nil
+}
+
+// mapsKeys iterates the union of the keys of a and b.
+func mapsKeys[V any](a, b map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range a {
+			if !yield(k) {
+				return
+			}
+		}
+		for k := range b {
+			if _, dup := a[k]; !dup && !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// netDynamics is a network's score −ε_θ/σ and a trace estimator, the trace
+// evaluated perCall points at a time (bounding the rows of one graph call).
+type netDynamics struct {
+	net     *access.Net
+	est     access.TraceEstimator
+	sched   schedule.Schedule
+	perCall int
+}
+
+func (n *netDynamics) Eval(x *mat.Dense, t float64) (*mat.Dense, []float64, error) {
+	c, err := schedule.At(n.sched, t)
+	if err != nil {
+		return nil, nil, err
+	}
+	eps, err := n.net.EpsAt(x, t)
+	if err != nil {
+		return nil, nil, err
+	}
+	eps.Scale(-1/c.Sigma, eps)
+	b, d := x.Dims()
+	tr := make([]float64, 0, b)
+	for first := 0; first < b; first += n.perCall {
+		end := min(first+n.perCall, b)
+		part, err := n.est.Trace(mat.DenseCopyOf(x.Slice(first, end, 0, d)), t)
+		if err != nil {
+			return nil, nil, err
+		}
+		tr = append(tr, part...)
+	}
+	return eps, tr, nil
+}
+
+// --- points -------------------------------------------------------------------
+
+// nllPoints are the points and what is known of their quantisation.
+type nllPoints struct {
+	x           *mat.Dense
+	images      bool // 8-bit IDX images scaled to [−1, 1]
+	dequantized bool
+}
+
+// isIDX reports whether path names IDX images: a .gz file, or a file that
+// starts with the IDX image magic 0x00000803.
+func isIDX(path string) bool {
+	if path == "-" {
+		return false
+	}
+	if strings.HasSuffix(path, ".gz") {
+		return true
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false // input.ReadFile reports it
+	}
+	defer f.Close()
+	var magic [4]byte
+	n, _ := io.ReadFull(f, magic[:])
+	return n == 4 && magic == [4]byte{0, 0, 8, 3}
+}
+
+func readNLLPoints(a nllArgs, budget membudget.Budget) (*nllPoints, error) {
+	if !isIDX(a.points) {
+		if a.dequantize {
+			return nil, errors.New("--dequantize applies to IDX images (8-bit pixels); the --points are CSV/.npy values")
+		}
+		x, err := input.ReadFile(a.points, input.Options{Header: a.header, MaxBytes: budget.Bytes})
+		if err != nil {
+			return nil, err
+		}
+		return &nllPoints{x: x}, nil
+	}
+	if a.header {
+		return nil, errors.New("--header applies to CSV --points, not IDX images")
+	}
+	im, err := mnist.ReadImages(a.points)
+	if err != nil {
+		return nil, err
+	}
+	if err := budget.Check(fmt.Sprintf("%d IDX images of %d×%d", im.N, im.Rows, im.Cols), float64(im.N)*float64(im.Dim())*8, "pass fewer images"); err != nil {
+		return nil, err
+	}
+	set := &mnist.Set{Images: im}
+	var x *mat.Dense
+	if a.dequantize {
+		x, err = set.Dequantized(0, im.N, uint64(a.seed))
+	} else {
+		x, err = set.Scaled(0, im.N)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &nllPoints{x: x, images: true, dequantized: a.dequantize}, nil
+}

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dfx-lab/dfx/dfx/schedule"
+	"gonum.org/v1/gonum/mat"
+)
+
+type nllOut struct {
+	Points []struct {
+		NLL, BPD float64
+		NFE      int
+	} `json:"points"`
+	Summary map[string]any `json:"summary"`
+}
+
+func runNLLJSON(t *testing.T, args ...string) nllOut {
+	t.Helper()
+	code, out, errOut := runCLI(append([]string{"nll", "--json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("dfx nll %v: exit %d: %s", args, code, errOut)
+	}
+	var r nllOut
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("bad JSON %q: %v", out, err)
+	}
+	return r
+}
+
+// gmmCase is a Gaussian mixture in d dimensions with its JSON and points.
+type gmmCase struct {
+	w      []float64
+	mu     [][]float64
+	cov    [][][]float64
+	points [][]float64
+}
+
+func (g gmmCase) files(t *testing.T) (gmmPath, csvPath string) {
+	raw, _ := json.Marshal(map[string]any{"weights": g.w, "means": g.mu, "covs": g.cov})
+	var b strings.Builder
+	for _, p := range g.points {
+		b.WriteString(strings.Trim(strings.Join(strings.Fields(fmt.Sprint(p)), ","), "[]") + "\n")
+	}
+	return writeTemp(t, "g.json", string(raw)), writeTemp(t, "x.csv", b.String())
+}
+
+// exactNLL is −log q_s(x), q_s = Σ_k w_k N(α_s μ_k, α_s² Σ_k + σ_s² I), by
+// Cholesky factors (independent of dfx/mixture).
+func (g gmmCase) exactNLL(t *testing.T, s schedule.Schedule, at float64, x []float64) float64 {
+	c, err := schedule.At(s, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := len(x)
+	wsum := 0.0
+	for _, w := range g.w {
+		wsum += w
+	}
+	logs := make([]float64, len(g.w))
+	for k := range g.w {
+		cov := mat.NewSymDense(d, nil)
+		for i := range d {
+			for j := i; j < d; j++ {
+				v := c.Alpha * c.Alpha * g.cov[k][i][j]
+				if i == j {
+					v += c.Sigma * c.Sigma
+				}
+				cov.SetSym(i, j, v)
+			}
+		}
+		var ch mat.Cholesky
+		if !ch.Factorize(cov) {
+			t.Fatal("covariance not PD")
+		}
+		r := mat.NewVecDense(d, nil)
+		for i := range d {
+			r.SetVec(i, x[i]-c.Alpha*g.mu[k][i])
+		}
+		var sol mat.VecDense
+		if err := ch.SolveVecTo(&sol, r); err != nil {
+			t.Fatal(err)
+		}
+		logs[k] = math.Log(g.w[k]/wsum) - 0.5*mat.Dot(r, &sol) - 0.5*ch.LogDet() - 0.5*float64(d)*math.Log(2*math.Pi)
+	}
+	mx := math.Inf(-1)
+	for _, l := range logs {
+		mx = math.Max(mx, l)
+	}
+	sum := 0.0
+	for _, l := range logs {
+		sum += math.Exp(l - mx)
+	}
+	return -(mx + math.Log(sum))
+}
+
+var gmm2 = gmmCase{
+	w:      []float64{0.3, 0.7},
+	mu:     [][]float64{{0.5, -0.2}, {-0.4, 0.3}},
+	cov:    [][][]float64{{{0.2, 0.05}, {0.05, 0.1}}, {{0.1, -0.02}, {-0.02, 0.3}}},
+	points: [][]float64{{0.1, 0.2}, {-0.5, 0.4}, {1, 1}},
+}
+
+var gmm5 = gmmCase{
+	w:  []float64{2, 1},
+	mu: [][]float64{{0.3, -0.2, 0.1, 0, 0.4}, {-0.3, 0.2, 0, -0.1, -0.2}},
+	cov: [][][]float64{
+		{{0.3, 0.1, 0, 0, 0}, {0.1, 0.2, 0.05, 0, 0}, {0, 0.05, 0.25, 0, 0}, {0, 0, 0, 0.1, 0.02}, {0, 0, 0, 0.02, 0.15}},
+		{{0.2, 0, 0, 0, -0.05}, {0, 0.3, 0, 0, 0}, {0, 0, 0.1, 0.03, 0}, {0, 0, 0.03, 0.2, 0}, {-0.05, 0, 0, 0, 0.25}},
+	},
+	points: [][]float64{{0.1, 0.2, -0.3, 0.1, 0}, {-0.6, 0.4, 0.2, -0.2, -0.5}},
+}
+
+// TestNLLOfAGaussianMixtureIsTheExactDiffusedDensity: with the exact score
+// and trace, the command's NLL equals −log q_s(x) in closed form, up to the
+// solver's error and the prior's mismatch at T (VP with β_max = 40: α_T ≈
+// 4·10⁻⁵, so log q_T and log N(0, σ_T² I) differ by ≈ 10⁻⁵). A flipped
+// trace sign moves the NLL by Δ = ∫ g² tr F, orders above the tolerance.
+func TestNLLOfAGaussianMixtureIsTheExactDiffusedDensity(t *testing.T) {
+	s, err := schedule.New("vp", map[string]float64{schedule.ParamBetaMax: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []struct {
+		name string
+		c    gmmCase
+	}{{"d=2", gmm2}, {"d=5", gmm5}} {
+		gp, xp := g.c.files(t)
+		common := []string{"--gmm", gp, "--points", xp, "--schedule", "vp", "--beta-max", "40"}
+		for _, sv := range []struct {
+			name string
+			args []string
+			at   float64
+			tol  float64
+		}{
+			{"dopri5 1e-8", []string{"--rtol", "1e-8", "--atol", "1e-8"}, 0, 1e-4},
+			{"rk4 400 steps", []string{"--solver", "rk4", "--steps", "400"}, 0, 1e-4},
+			{"dopri5 from s=0.3", []string{"--rtol", "1e-8", "--atol", "1e-8", "--s", "0.3"}, 0.3, 1e-4},
+		} {
+			t.Run(g.name+" "+sv.name, func(t *testing.T) {
+				r := runNLLJSON(t, append(append([]string{}, common...), sv.args...)...)
+				at := sv.at
+				if at == 0 {
+					at, _ = s.Interval()
+				}
+				for i, p := range r.Points {
+					want := g.c.exactNLL(t, s, at, g.c.points[i])
+					if rel := math.Abs(p.NLL-want) / math.Max(math.Abs(want), 1); rel > sv.tol {
+						t.Errorf("point %d: nll %.10g, exact %.10g (relative error %.2g > %g)", i, p.NLL, want, rel, sv.tol)
+					}
+					if d := float64(len(g.c.points[i])); math.Abs(p.BPD-p.NLL/(d*math.Ln2)) > 1e-12 {
+						t.Errorf("point %d: bpd %g ≠ nll/(d ln 2) = %g for CSV points", i, p.BPD, p.NLL/(d*math.Ln2))
+					}
+				}
+			})
+		}
+	}
+}
+
+// toyNet is a committed toy network (checkerboard, VE, seed 1).
+func toyNet(t *testing.T, net string) string {
+	p := filepath.Join("..", "..", "toys", "checkpoints", "checkerboard-n5000-d1-ve-"+net+"-w64x3-s8000-seed1.dfxckpt")
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("no committed checkpoint: %v", err)
+	}
+	return p
+}
+
+// TestNLLOfAToyNetworkIsFiniteForEveryTraceAndVJPAgreesWithDFTM: the
+// committed checkerboard networks (score, DF-TM, centred DF-TM in separate
+// files, combined by repeating --checkpoint) give finite NLLs with every
+// trace estimator; at a large s, where the Fisher is nearly d/σ² and the
+// networks are accurate, VJP and DF-TM agree.
+func TestNLLOfAToyNetworkIsFiniteForEveryTraceAndVJPAgreesWithDFTM(t *testing.T) {
+	score, dftm, dftmc := toyNet(t, "score"), toyNet(t, "df-tm"), toyNet(t, "df-tm-c")
+	x := writeTemp(t, "x.csv", "0.5,0.5\n-0.5,0.5\n1.5,-1.2\n")
+	base := []string{"--checkpoint", score, "--checkpoint", dftm, "--checkpoint", dftmc, "--points", x, "--schedule", "ve", "--solver", "euler", "--steps", "20"}
+	nll := map[string][]float64{}
+	for _, tr := range []string{"vjp", "hutchinson:4", "hutchpp:6", "dftm", "dftm-c"} {
+		for _, s := range []string{"0.05", "0.5"} {
+			r := runNLLJSON(t, append(append([]string{}, base...), "--trace", tr, "--s", s)...)
+			for i, p := range r.Points {
+				if math.IsNaN(p.NLL) || math.IsInf(p.NLL, 0) || p.NFE != 30 {
+					t.Errorf("--trace %s --s %s point %d: nll %g, nfe %d (want finite, 20+10 evaluations)", tr, s, i, p.NLL, p.NFE)
+				}
+				nll[tr+"@"+s] = append(nll[tr+"@"+s], p.NLL)
+			}
+		}
+	}
+	for i := range 3 {
+		v, d := nll["vjp@0.5"][i], nll["dftm@0.5"][i]
+		if math.Abs(v-d) > 0.05*math.Max(1, math.Abs(v)) {
+			t.Errorf("point %d at s = 0.5: VJP nll %g and DF-TM nll %g differ by more than 5%%", i, v, d)
+		}
+	}
+	t.Logf("nll by trace@s: %v", nll)
+}
