@@ -2,6 +2,7 @@
 //
 //	dfx analytic   exact quantities of a data mixture at given points (JSON)
 //	dfx ot         numerical optimal-transport test of PF-ODE maps
+//	dfx nll        the likelihood of points (PF-ODE) under a Gaussian mixture or a network
 //	dfx ckpt       verify a checkpoint, list its variables and configuration
 //	dfx reproduce  regenerate the paper's tables and figures into figures/
 //
