@@ -6,14 +6,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/dfx-lab/dfx/dfx/report"
 )
 
-// experiment regenerates one experiment's tables and figures under outDir.
-type experiment func(ctx context.Context, outDir string, quick bool, log io.Writer) error
+// experiment computes one experiment (Quick or Full profile). One result
+// is written into <out>/<experiment>; several (toys-others: one per data
+// set) into <out>/<experiment>/<report name> each.
+type experiment func(ctx context.Context, quick bool, log io.Writer) ([]report.Result, error)
 
 // experiments is filled by the reproduce_*.go files.
 var experiments = map[string]experiment{}
@@ -22,7 +25,7 @@ func runReproduce(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dfx reproduce", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	out := fs.String("out", "figures", "output folder (one sub-folder per experiment)")
-	quick := fs.Bool("quick", os.Getenv("DFX_QUICK") == "1", "quick profile (defaults to $DFX_QUICK=1)")
+	quick := fs.Bool("quick", report.QuickProfile(), "quick profile (defaults to $DFX_QUICK=1)")
 	// flags may come before or after the experiment name
 	var names []string
 	rest := args
@@ -55,7 +58,7 @@ func runReproduce(args []string, stdout, stderr io.Writer) int {
 	for _, n := range names {
 		start := time.Now()
 		fmt.Fprintf(stdout, "reproduce %s → %s/%s\n", n, *out, n)
-		if err := experiments[n](ctx, *out+"/"+n, *quick, stdout); err != nil {
+		if err := reproduce(ctx, n, *out, *quick, stdout); err != nil {
 			fmt.Fprintf(stderr, "dfx reproduce %s: %s\n", n, strings.ReplaceAll(err.Error(), "\n", " "))
 			return 1
 		}

@@ -4,12 +4,22 @@ import (
 	"context"
 	"io"
 
+	"github.com/dfx-lab/dfx/dfx/report"
+
 	"github.com/dfx-lab/dfx/ot"
 )
 
 func init() {
 	commands["ot"] = command{"numerical OT test of PF-ODE maps (paper Section 6): dfx ot -h", ot.Main}
-	experiments["ot"] = func(ctx context.Context, outDir string, quick bool, _ io.Writer) error {
-		return ot.Reproduce(ctx, outDir, quick)
+	experiments["ot"] = func(ctx context.Context, quick bool, _ io.Writer) ([]report.Result, error) {
+		c := ot.Full()
+		if quick {
+			c = ot.Quick()
+		}
+		res, err := ot.Run(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		return []report.Result{res}, nil
 	}
 }
