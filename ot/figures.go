@@ -1,18 +1,15 @@
 package ot
 
 import (
-	"bytes"
 	"fmt"
 	"image/color"
 	"math"
-	"path/filepath"
 
-	"github.com/dfx-lab/dfx/internal/atomicfile"
+	"github.com/dfx-lab/dfx/dfx/plotx"
+	"github.com/dfx-lab/dfx/dfx/report"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // scheduleColors gives each schedule of Table 3 one colour in every figure.
@@ -23,7 +20,7 @@ var scheduleColors = map[string]color.Color{
 	"edm":   color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
 }
 
-// Figure names written by DrawFigures (PNG, in the output folder).
+// Figure names of the report (PNG).
 const (
 	FigAsymPublished = "asym_vs_t_published.png"
 	FigAsymReference = "asym_vs_noise_reference.png"
@@ -32,29 +29,15 @@ const (
 	FigDeformation   = "grid_deformation.png"
 )
 
-func renderPNG(w, h vg.Length, draw func(dc draw.Canvas)) ([]byte, error) {
-	img := vgimg.New(w, h)
-	draw(drawCanvas(img))
-	var buf bytes.Buffer
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-func drawCanvas(img *vgimg.Canvas) draw.Canvas { return draw.New(img) }
-
-func renderPlot(p *plot.Plot) ([]byte, error) {
-	return renderPNG(16*vg.Centimeter, 11*vg.Centimeter, p.Draw)
-}
-
+// curvePlot draws one curve per schedule in percent (as in the tables);
+// when every curve lies within 1 % (relative) of the first, the legend says
+// that they coincide, so that the reader does not look for hidden ones.
 func curvePlot(title, xlabel, ylabel string, curves []Curve, logX bool) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, xlabel, ylabel
 	if logX {
-		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{}
+		p.X.Scale = plot.LogScale{}
 	}
-	p.Legend.Top = true
 	for _, c := range curves {
 		xys := plotter.XYs{}
 		for i := range c.X {
@@ -71,15 +54,60 @@ func curvePlot(title, xlabel, ylabel string, curves []Curve, logX bool) (*plot.P
 		p.Add(l)
 		p.Legend.Add(c.Schedule, l)
 	}
+	if coincide(curves, 0.01) {
+		p.Legend.Add("the curves coincide")
+		p.Legend.Add("(drawn on top of one another)")
+	}
 	p.Add(plotter.NewGrid())
 	return p, nil
+}
+
+// coincide reports whether every curve lies within rel (relative to the
+// largest value) of the first wherever their x ranges overlap (the first
+// curve interpolated linearly).
+func coincide(curves []Curve, rel float64) bool {
+	if len(curves) < 2 || len(curves[0].X) < 2 {
+		return false
+	}
+	var top float64
+	for _, c := range curves {
+		for _, y := range c.Y {
+			top = math.Max(top, math.Abs(y))
+		}
+	}
+	ref := curves[0]
+	for _, c := range curves[1:] {
+		for i, x := range c.X {
+			y, ok := interpolate(ref, x)
+			if ok && math.Abs(c.Y[i]-y) > rel*top {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// interpolate is c's value at x, linear between neighbours; ok is false
+// outside c's range. c.X is monotone, increasing or decreasing.
+func interpolate(c Curve, x float64) (float64, bool) {
+	for i := 1; i < len(c.X); i++ {
+		x0, x1 := c.X[i-1], c.X[i]
+		if (x-x0)*(x-x1) <= 0 {
+			if x1 == x0 {
+				return c.Y[i], true
+			}
+			w := (x - x0) / (x1 - x0)
+			return c.Y[i-1] + w*(c.Y[i]-c.Y[i-1]), true
+		}
+	}
+	return 0, false
 }
 
 // histPlot draws per-schedule histograms on common bins as step lines, with
 // optional vertical marks (e.g. the paper's reported values).
 func histPlot(title, xlabel string, h map[string][]float64, marks map[string]float64) (*plot.Plot, error) {
 	p := plot.New()
-	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, xlabel, "fraction of chains"
+	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, xlabel, "fraction of chains per bin"
 	hi := 0.0
 	for _, v := range h {
 		for _, x := range v {
@@ -127,13 +155,15 @@ func histPlot(title, xlabel string, h map[string][]float64, marks map[string]flo
 			p.Add(ml)
 		}
 	}
-	p.Legend.Top = true
+	if len(marks) > 0 {
+		p.Legend.Add("dashed: the paper's rate")
+	}
 	return p, nil
 }
 
 func deformationPlot(d Deformation) (*plot.Plot, error) {
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s data: grid of x_T mapped to σ = 0.2 (VP)", d.Data)
+	p.Title.Text = fmt.Sprintf("%s data: a grid of x(T) mapped to σ = 0.2 (VP)", d.Data)
 	p.X.Label.Text, p.Y.Label.Text = "x₁", "x₂"
 	for i, line := range d.Lines {
 		xys := make(plotter.XYs, len(line))
@@ -164,88 +194,80 @@ func deformationPlot(d Deformation) (*plot.Plot, error) {
 		sc.GlyphStyle.Radius, sc.GlyphStyle.Color = vg.Points(4), color.Black
 		p.Add(sc)
 	}
+	plotx.Readable(p)
 	return p, nil
+}
+
+// plotFigure renders one plot of the result at the figures' size.
+func plotFigure(name, caption string, mk func() (*plot.Plot, error)) *report.Figure {
+	return &report.Figure{Name: name, Caption: caption, Render: func(format string) ([]byte, error) {
+		p, err := mk()
+		if err != nil {
+			return nil, err
+		}
+		plotx.Readable(p)
+		return plotx.Bytes(p, 19*vg.Centimeter, 11*vg.Centimeter, format)
+	}}
+}
+
+// figures are the result's figures (none when their data were not computed).
+func (res *Result) figures() []*report.Figure {
+	if len(res.CurvesPublished) == 0 {
+		return nil
+	}
+	fs := []*report.Figure{
+		plotFigure(FigAsymPublished, "published protocol, non-affine data: mean off-diagonal asymmetry (%) of the script's matrix along the chain, per schedule", func() (*plot.Plot, error) {
+			p, err := curvePlot("Published protocol, non-affine: mean off-diagonal asymmetry along the chain",
+				"t (from T = 0.999 down to 0)", "mean off-diagonal asymmetry (%)", res.CurvesPublished, false)
+			if err == nil {
+				p.X.Scale = plot.InvertedScale{Normalizer: plot.LinearScale{}}
+			}
+			return p, err
+		}),
+		plotFigure(FigAsymReference, "converged map, non-affine data: mean asymmetry I(Φ) (%) versus the noise level σ/α; the four schedules' curves coincide", func() (*plot.Plot, error) {
+			p, err := curvePlot("Converged map, non-affine: mean I(Φ) of the map to time t",
+				"noise level σ(t)/α(t) (from large to small)", "mean asymmetry I (%)", res.CurvesReference, true)
+			if err == nil {
+				p.X.Scale = plot.InvertedScale{Normalizer: plot.LogScale{}}
+			}
+			return p, err
+		}),
+		plotFigure(FigHistPublished, "published protocol, non-affine data: histogram of the per-chain off-diagonal rate (%), the paper's values dashed", func() (*plot.Plot, error) {
+			return histPlot("Published protocol, non-affine: per-chain rate", "off-diagonal asymmetry (%)", res.HistPublished, PaperReported)
+		}),
+		plotFigure(FigHistReference, "converged map, non-affine data: histogram of the per-chain asymmetry I(Φ) (%)", func() (*plot.Plot, error) {
+			return histPlot("Converged map, non-affine: per-chain I(Φ)", "asymmetry I (%)", res.HistReference, nil)
+		}),
+	}
+	if len(res.Deformations) > 0 {
+		fs = append(fs, &report.Figure{Name: FigDeformation, Caption: "a grid of x(T) deformed by the VP map down to σ = 0.2, affine versus non-affine data",
+			Render: func(format string) ([]byte, error) {
+				var row []*plot.Plot
+				for _, d := range res.Deformations {
+					dp, err := deformationPlot(d)
+					if err != nil {
+						return nil, err
+					}
+					row = append(row, dp)
+				}
+				return plotx.TilesBytes(row, len(row), 14*vg.Centimeter, 13*vg.Centimeter, format)
+			}})
+	}
+	return fs
 }
 
 // Figures renders the figures of the result as PNG, by file name (empty
 // when the figure data were not computed).
 func (res *Result) Figures() (map[string][]byte, error) {
 	out := map[string][]byte{}
-	if len(res.CurvesPublished) == 0 {
-		return out, nil
-	}
-	add := func(name string, p *plot.Plot, err error) error {
-		if err != nil {
-			return err
-		}
-		b, err := renderPlot(p)
-		if err != nil {
-			return err
-		}
-		out[name] = b
-		return nil
-	}
-	p, err := curvePlot("Published protocol, non-affine: mean off-diagonal asymmetry along the chain",
-		"t (from T = 0.999 down to 0)", "mean asymmetry (off-diag) %", res.CurvesPublished, false)
-	if err == nil {
-		p.X.Scale = plot.InvertedScale{Normalizer: plot.LinearScale{}}
-	}
-	if err := add(FigAsymPublished, p, err); err != nil {
-		return nil, err
-	}
-	p, err = curvePlot("Converged map, non-affine: mean I(Φ_t) along the chain",
-		"noise level σ(t)/α(t)", "mean asymmetry I %", res.CurvesReference, true)
-	if err == nil {
-		p.X.Scale = plot.InvertedScale{Normalizer: plot.LogScale{}}
-	}
-	if err := add(FigAsymReference, p, err); err != nil {
-		return nil, err
-	}
-	p, err = histPlot("Published protocol, non-affine: per-chain rate (dashed: paper)", "off-diagonal asymmetry %", res.HistPublished, PaperReported)
-	if err := add(FigHistPublished, p, err); err != nil {
-		return nil, err
-	}
-	p, err = histPlot("Converged map, non-affine: per-chain I(Φ)", "asymmetry I %", res.HistReference, nil)
-	if err := add(FigHistReference, p, err); err != nil {
-		return nil, err
-	}
-	var row []*plot.Plot
-	for _, d := range res.Deformations {
-		dp, err := deformationPlot(d)
+	for _, f := range res.figures() {
+		b, err := f.PNG()
 		if err != nil {
 			return nil, err
 		}
-		row = append(row, dp)
-	}
-	if len(row) > 0 {
-		b, err := renderPNG(vg.Length(len(row))*14*vg.Centimeter, 13*vg.Centimeter, func(dc draw.Canvas) {
-			cs := plot.Align([][]*plot.Plot{row}, draw.Tiles{Rows: 1, Cols: len(row), PadX: vg.Centimeter, PadTop: vg.Centimeter / 3, PadBottom: vg.Centimeter / 6}, dc)
-			for i, p := range row {
-				p.Draw(cs[0][i])
-			}
-		})
-		if err != nil {
-			return nil, err
-		}
-		out[FigDeformation] = b
+		out[f.Name] = b
 	}
 	return out, nil
-}
-
-// DrawFigures writes the figures of the result into dir (atomically).
-func (res *Result) DrawFigures(dir string) error {
-	figs, err := res.Figures()
-	if err != nil {
-		return err
-	}
-	for _, name := range FigureNames {
-		if b, ok := figs[name]; ok {
-			if err := atomicfile.WriteFile(filepath.Join(dir, name), b); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // FigureNames lists the figures in display order.

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dfx-lab/dfx/dfx/report"
 )
 
 func TestReproduceWritesTablesAndFiguresWithExpectedVerdicts(t *testing.T) {
@@ -17,11 +19,15 @@ func TestReproduceWritesTablesAndFiguresWithExpectedVerdicts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	if err := res.Write(dir); err != nil {
+	rep, err := res.Report()
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range append([]string{Table3Markdown, Table3CSV, BeyondMarkdown, BeyondCSV}, FigureNames...) {
+	dir := filepath.Join(t.TempDir(), "ot")
+	if err := report.WriteDir(context.Background(), rep, dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range append([]string{"table3.md", "table3.csv", "beyond.md", "beyond.csv"}, FigureNames...) {
 		if st, err := os.Stat(filepath.Join(dir, name)); err != nil || st.Size() == 0 {
 			t.Errorf("%s missing or empty: %v", name, err)
 		}
@@ -40,11 +46,23 @@ func TestReproduceWritesTablesAndFiguresWithExpectedVerdicts(t *testing.T) {
 			t.Errorf("%s %s %s %s: worst I %.3g", r.Protocol, r.Schedule, r.Data, r.Rule, r.Summary.Asym.Worst)
 		}
 	}
-	md, err := os.ReadFile(filepath.Join(dir, Table3Markdown))
+	md, err := os.ReadFile(filepath.Join(dir, "table3.md"))
 	if err != nil || !strings.Contains(string(md), "25.28") {
 		t.Errorf("table3.md lacks the paper's figures: %v", err)
 	}
 	if !strings.Contains(res.Headline(), "vp") {
 		t.Errorf("headline %q", res.Headline())
+	}
+}
+
+func TestCoincideSeesEqualCurvesOnDifferentGrids(t *testing.T) {
+	a := Curve{X: []float64{10, 1, 0.1, 0.01}, Y: []float64{0, 0.01, 0.03, 0.03}}
+	b := Curve{X: []float64{5, 0.5, 0.05}, Y: []float64{0.01 * 5 / 9, 0.01 + 0.02*5/9, 0.03}}
+	if !coincide([]Curve{a, b}, 0.01) {
+		t.Error("equal curves on two grids: want coincide")
+	}
+	b.Y[2] = 0.02
+	if coincide([]Curve{a, b}, 0.01) {
+		t.Error("curves 30 % apart: want not coincide")
 	}
 }

@@ -2,7 +2,8 @@
 # run-notebooks.sh — execute GoNB notebooks headless and fail on any failed cell.
 #
 # Usage: scripts/run-notebooks.sh [--full] [--inplace] [NOTEBOOK.ipynb ...]
-#   default notebooks: notebooks/*.ipynb; default mode: quick (DFX_QUICK=1).
+#   default notebooks: notebooks/*.ipynb; default mode: quick (DFX_QUICK=1, read by
+#   report.QuickProfile in dfx/report — the one place the profile is chosen).
 #   --full     run with the full configurations (DFX_QUICK unset).
 #   --inplace  on success, write the executed notebook over the committed one.
 #   --keep     keep the executed copies (their folder is printed).
@@ -22,7 +23,7 @@ for a in "$@"; do
     --full) quick=0 ;;
     --inplace) inplace=1 ;;
     --keep) keep=1 ;;
-    -h|--help) sed -n '2,13p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "${BASH_SOURCE[0]}"; exit 0 ;;
     -*) echo "run-notebooks: unknown flag $a" >&2; exit 2 ;;
     *) nbs+=("$a") ;;
   esac

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"github.com/gomlx/compute/dtypes"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/mixture"
+	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/models"
 )
@@ -25,6 +25,7 @@ import (
 // closed forms as a GoMLX graph: their error is round-off, and anything more
 // is a bug in one of the two.
 type AccessConfig struct {
+	Name         string // file stem of the outputs ("" : "access")
 	Schedule     string // schedule.ByName, default parameters
 	Dim, Points  int
 	Times        []float64
@@ -39,13 +40,13 @@ type AccessConfig struct {
 
 // AccessQuick is the notebook/CI profile (seconds).
 func AccessQuick() AccessConfig {
-	return AccessConfig{Schedule: "vp", Dim: 8, Points: 8, Times: []float64{0.3, 0.6, 0.9}, Queries: 16,
+	return AccessConfig{Name: "access", Schedule: "vp", Dim: 8, Points: 8, Times: []float64{0.3, 0.6, 0.9}, Queries: 16,
 		Steps: 400, Width: 64, Depth: 2, HutchK: 4, HutchPPM: 12, Seed: 1}
 }
 
 // AccessFull is the profile of the committed table.
 func AccessFull() AccessConfig {
-	return AccessConfig{Schedule: "vp", Dim: 64, Points: 32, Times: []float64{0.1, 0.3, 0.5, 0.7, 0.9}, Queries: 64,
+	return AccessConfig{Name: "access", Schedule: "vp", Dim: 64, Points: 32, Times: []float64{0.1, 0.3, 0.5, 0.7, 0.9}, Queries: 64,
 		Steps: 4000, Width: 256, Depth: 3, HutchK: 16, HutchPPM: 48, EMA: true, Seed: 1}
 }
 
@@ -223,27 +224,32 @@ func gaussianRows(rng *rand.Rand, n, d int) [][]float64 {
 	return out
 }
 
-// Markdown is the comparison table.
-func (r *AccessResult) Markdown() string {
-	var b strings.Builder
+// Tables are the comparison as Markdown (rounded, with its note) and as
+// CSV (full precision, seconds), both named Config.Name.
+func (r *AccessResult) Tables() []*report.Table {
 	c := r.Config
-	fmt.Fprintf(&b, "# Fisher access methods vs the exact Dirac-mixture Fisher (%s, d = %d, N = %d, %d queries, %d training steps)\n\n",
-		c.Schedule, c.Dim, c.Points, c.Queries, c.Steps)
-	b.WriteString("| t | σ | kind | method | mean relative error | time / query | time ÷ exact VJP trace |\n|---|---|---|---|---|---|---|\n")
+	md := &report.Table{Name: c.name(), NoCSV: true,
+		Title: fmt.Sprintf("# Fisher access methods vs the exact Dirac-mixture Fisher (%s, d = %d, N = %d, %d queries, %d training steps)",
+			c.Schedule, c.Dim, c.Points, c.Queries, c.Steps),
+		Caption: fmt.Sprintf("relative error and cost of every Fisher access method against the exact Fisher, d = %d", c.Dim),
+		Header:  []string{"t", "σ", "kind", "method", "mean relative error", "time / query", "time ÷ exact VJP trace"},
+		Notes: []string{"Errors are against the closed form of the data's Dirac mixture (Prop. analytic_dirac) evaluated in float64 by dfx/mixture; " +
+			"`exact` is the same closed form as a GoMLX graph (access.Mixture), so its error is round-off. DF-EA uses the true endpoint x₀ of each query."}}
+	csv := &report.Table{Name: c.name(), NoMarkdown: true,
+		Header: []string{"t", "sigma", "kind", "method", "rel_err", "seconds_per_query", "vs_exact_vjp"}}
 	for _, w := range r.Rows {
-		fmt.Fprintf(&b, "| %g | %.3f | %s | %s | %.3g | %s | %.3g |\n", w.T, w.Sigma, w.Kind, w.Method, w.RelErr, w.PerQuery.Round(time.Microsecond), w.VsExactVJP)
+		md.Rows = append(md.Rows, []string{fmt.Sprintf("%g", w.T), fmt.Sprintf("%.3f", w.Sigma), w.Kind, w.Method,
+			fmt.Sprintf("%.3g", w.RelErr), w.PerQuery.Round(time.Microsecond).String(), fmt.Sprintf("%.3g", w.VsExactVJP)})
+		csv.Rows = append(csv.Rows, []string{fmt.Sprintf("%g", w.T), fmt.Sprintf("%g", w.Sigma), w.Kind, w.Method,
+			fmt.Sprintf("%g", w.RelErr), fmt.Sprintf("%g", w.PerQuery.Seconds()), fmt.Sprintf("%g", w.VsExactVJP)})
 	}
-	b.WriteString("\nErrors are against the closed form of the data's Dirac mixture (Prop. analytic_dirac) evaluated in float64 by dfx/mixture; " +
-		"`exact` is the same closed form as a GoMLX graph (access.Mixture), so its error is round-off. DF-EA uses the true endpoint x₀ of each query.\n")
-	return b.String()
+	return []*report.Table{md, csv}
 }
 
-// CSV is the table as comma-separated values.
-func (r *AccessResult) CSV() string {
-	var b strings.Builder
-	b.WriteString("t,sigma,kind,method,rel_err,seconds_per_query,vs_exact_vjp\n")
-	for _, w := range r.Rows {
-		fmt.Fprintf(&b, "%g,%g,%s,%s,%g,%g,%g\n", w.T, w.Sigma, w.Kind, w.Method, w.RelErr, w.PerQuery.Seconds(), w.VsExactVJP)
+// name is the file stem of the comparison's outputs.
+func (c AccessConfig) name() string {
+	if c.Name == "" {
+		return "access"
 	}
-	return b.String()
+	return c.Name
 }

@@ -27,14 +27,11 @@ func TestAccessQuickComparisonRunsAndScoresTheExactMethodsExactly(t *testing.T) 
 			t.Errorf("t=%g %s exact: relative error %g", r.T, r.Kind, r.RelErr)
 		}
 	}
-	dir := t.TempDir()
-	if err := res.writeAll(dir, "access"); err != nil {
-		t.Fatal(err)
-	}
+	dir := writeReport(t, res)
 	for _, f := range []string{"access.md", "access.csv", "access_errors.png"} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 			t.Fatalf("%s: %v", f, err)
 		}
 	}
-	t.Log("\n" + res.Markdown())
+	t.Log("\n" + res.Tables()[0].Markdown())
 }

@@ -5,12 +5,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
+	"math"
 	"sort"
 	"time"
 
 	"github.com/dfx-lab/dfx/dfx/plotx"
-	"github.com/dfx-lab/dfx/internal/atomicfile"
+	"github.com/dfx-lab/dfx/dfx/report"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 )
@@ -19,7 +19,7 @@ import (
 // error versus t on an 8-point mixture in the plane, where every method can
 // be checked at a glance.
 func AccessPlane() AccessConfig {
-	return AccessConfig{Schedule: "vp", Dim: 2, Points: 8, Times: []float64{0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9},
+	return AccessConfig{Name: "plane", Schedule: "vp", Dim: 2, Points: 8, Times: []float64{0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9},
 		Queries: 64, Steps: 3000, Width: 128, Depth: 3, HutchK: 4, HutchPPM: 6, EMA: true, Seed: 1}
 }
 
@@ -31,15 +31,30 @@ func AccessPlaneQuick() AccessConfig {
 	return c
 }
 
-// ErrorPlots draws the mean relative error of each method versus t, one
-// panel for traces and one for matrix-vector products (log scale; the exact
-// closed form, whose error is 0, is left out).
+// AccessPlaneProfile is the notebooks' choice: AccessPlaneQuick under the
+// quick profile (report.QuickProfile), AccessPlane otherwise.
+func AccessPlaneProfile() AccessConfig {
+	if report.QuickProfile() {
+		return AccessPlaneQuick()
+	}
+	return AccessPlane()
+}
+
+// ErrorPlots draws the mean relative error (a ratio, as in the table) of
+// each method versus t, one panel for traces and one for matrix-vector
+// products, on a log scale. The exact closed form's error is round-off
+// (≈ 1e-16): it is not drawn, and the legend says how small it is.
 func (r *AccessResult) ErrorPlots() ([]*plot.Plot, error) {
 	var out []*plot.Plot
 	for _, kind := range []string{"trace", "matvec"} {
 		byMethod := map[string]*plotx.Series{}
+		exactMax := -1.0
 		for _, w := range r.Rows {
-			if w.Kind != kind || w.Method == "exact" {
+			if w.Kind != kind {
+				continue
+			}
+			if w.Method == "exact" {
+				exactMax = max(exactMax, w.RelErr)
 				continue
 			}
 			s := byMethod[w.Method]
@@ -59,8 +74,12 @@ func (r *AccessResult) ErrorPlots() ([]*plot.Plot, error) {
 		for _, n := range names {
 			series = append(series, *byMethod[n])
 		}
-		title := fmt.Sprintf("%s: relative error vs exact (d=%d, %s)", kind, r.Config.Dim, r.Config.Schedule)
-		p, err := plotx.LogLines(title, "t", "mean relative error", false, true, series...)
+		markCoinciding(series)
+		if exactMax >= 0 {
+			series = append(series, plotx.Series{Name: fmt.Sprintf("exact: %.0e (not drawn)", exactMax), Note: true})
+		}
+		title := fmt.Sprintf("%s: relative error vs exact (d = %d, %s)", map[string]string{"trace": "tr F", "matvec": "F v"}[kind], r.Config.Dim, r.Config.Schedule)
+		p, err := plotx.LogLines(title, "t", "mean relative error (ratio)", false, true, series...)
 		if err != nil {
 			return nil, err
 		}
@@ -69,59 +88,94 @@ func (r *AccessResult) ErrorPlots() ([]*plot.Plot, error) {
 	return out, nil
 }
 
+// markCoinciding appends to the name of each series that lies within 2 %
+// of an earlier one at every t a note saying so: it is drawn on top, and
+// the reader would otherwise look for the hidden curve.
+func markCoinciding(series []plotx.Series) {
+	for j := range series {
+		for i := 0; i < j; i++ {
+			a, b := series[i], series[j]
+			if len(a.Y) != len(b.Y) {
+				continue
+			}
+			same := true
+			for k := range a.Y {
+				if a.X[k] != b.X[k] || math.Abs(a.Y[k]-b.Y[k]) > 0.02*math.Abs(a.Y[k]) {
+					same = false
+				}
+			}
+			if same {
+				series[j].Name += " (≈ " + a.Name + ": curves coincide)"
+				break
+			}
+		}
+	}
+}
+
 // ErrorPNG is ErrorPlots side by side, for notebooks.
-func (r *AccessResult) ErrorPNG() ([]byte, error) {
+func (r *AccessResult) ErrorPNG() ([]byte, error) { return r.errorFigure("png") }
+
+func (r *AccessResult) errorFigure(format string) ([]byte, error) {
 	ps, err := r.ErrorPlots()
 	if err != nil {
 		return nil, err
 	}
-	return plotx.TilesBytes(ps, len(ps), 4.5*vg.Inch, 3.5*vg.Inch, "png")
+	return plotx.TilesBytes(ps, len(ps), 5.5*vg.Inch, 3.8*vg.Inch, format)
 }
 
-// writeAll writes <name>.md, <name>.csv and <name>_errors.png into dir.
-func (r *AccessResult) writeAll(dir, name string) error {
-	if err := atomicfile.WriteFile(filepath.Join(dir, name+".md"), []byte(r.Markdown())); err != nil {
-		return err
-	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, name+".csv"), []byte(r.CSV())); err != nil {
-		return err
-	}
-	png, err := r.ErrorPNG()
-	if err != nil {
-		return err
-	}
-	return atomicfile.WriteFile(filepath.Join(dir, name+"_errors.png"), png)
+// Report holds the comparison's tables (Config.Name.md/.csv) and its
+// figure (Config.Name_errors.png).
+func (r *AccessResult) Report() (*report.Report, error) {
+	c := r.Config
+	return &report.Report{Name: "access", Title: fmt.Sprintf("Fisher access methods vs the exact Fisher, d = %d", c.Dim),
+		Tables: r.Tables(),
+		Figures: []*report.Figure{{Name: c.name() + "_errors.png", Render: r.errorFigure,
+			Caption: fmt.Sprintf("relative error (ratio) of each trace estimator and F v method versus t, d = %d, log scale", c.Dim)}},
+	}, nil
 }
 
-// ReproduceAccess runs the access comparison in d = 64 (AccessFull or
-// AccessQuick) and in the plane (AccessPlane or AccessPlaneQuick) and writes
-// tables and error-versus-t figures into outDir; it is what `dfx reproduce
-// access` calls.
-func ReproduceAccess(ctx context.Context, outDir string, quick bool, log io.Writer) error {
-	runs := []struct {
-		name string
-		cfg  AccessConfig
-	}{{"access", AccessFull()}, {"plane", AccessPlane()}}
+// AccessRuns is what `dfx reproduce access` computes: the comparison in
+// d = 64 and in the plane.
+type AccessRuns struct{ Runs []*AccessResult }
+
+// RunAccessAll runs AccessFull and AccessPlane (or AccessQuick and
+// AccessPlaneQuick), logging each method's error.
+func RunAccessAll(ctx context.Context, quick bool, log io.Writer) (*AccessRuns, error) {
+	cfgs := []AccessConfig{AccessFull(), AccessPlane()}
 	if quick {
-		runs[0].cfg, runs[1].cfg = AccessQuick(), AccessPlaneQuick()
+		cfgs = []AccessConfig{AccessQuick(), AccessPlaneQuick()}
 	}
-	for _, run := range runs {
+	out := &AccessRuns{}
+	for _, cfg := range cfgs {
 		start := time.Now()
-		r, err := RunAccess(ctx, run.cfg)
+		r, err := RunAccess(ctx, cfg)
 		if err != nil {
-			return err
-		}
-		if err := r.writeAll(outDir, run.name); err != nil {
-			return err
+			return nil, err
 		}
 		var buf bytes.Buffer
 		for _, w := range r.Rows {
-			fmt.Fprintf(&buf, "  d=%-3d t=%-4g %-6s %-13s rel. error %-9.3g %v/query\n", run.cfg.Dim, w.T, w.Kind, w.Method, w.RelErr, w.PerQuery.Round(time.Microsecond))
+			fmt.Fprintf(&buf, "  d=%-3d t=%-4g %-6s %-13s rel. error %-9.3g %v/query\n", cfg.Dim, w.T, w.Kind, w.Method, w.RelErr, w.PerQuery.Round(time.Microsecond))
 		}
-		fmt.Fprintf(&buf, "  (%s: %.0fs)\n", run.name, time.Since(start).Seconds())
-		if _, err := log.Write(buf.Bytes()); err != nil {
-			return err
+		fmt.Fprintf(&buf, "  (%s: %.0fs)\n", cfg.name(), time.Since(start).Seconds())
+		if log != nil {
+			if _, err := log.Write(buf.Bytes()); err != nil {
+				return nil, err
+			}
 		}
+		out.Runs = append(out.Runs, r)
 	}
-	return nil
+	return out, nil
+}
+
+// Report merges the runs' reports into one folder, "access".
+func (a *AccessRuns) Report() (*report.Report, error) {
+	var rs []*report.Report
+	for _, r := range a.Runs {
+		rep, err := r.Report()
+		if err != nil {
+			return nil, err
+		}
+		rs = append(rs, rep)
+	}
+	return report.Merge("access", "Fisher access methods vs the exact Fisher", rs...), nil
 }

@@ -89,7 +89,7 @@ func Full() Config {
 	return c
 }
 
-// Result is everything Run measured; Write turns it into files.
+// Result is everything Run measured; Report turns it into tables and figures.
 type Result struct {
 	Config    Config
 	Schedule  schedule.Schedule

@@ -42,16 +42,13 @@ func TestExactSideRunsEndToEndAndItsNLLMatchesTheMixture(t *testing.T) {
 			t.Errorf("t = %g: mean exact trace %g", r.T, r.ExactTr.Mean)
 		}
 	}
-	dir := t.TempDir()
-	if err := res.Write(dir); err != nil {
-		t.Fatal(err)
-	}
+	dir := writeReport(t, res)
 	for _, name := range []string{"table2.md", "table2.csv", "curve.csv", "trace_fields.png"} {
 		if st, err := os.Stat(filepath.Join(dir, name)); err != nil || st.Size() == 0 {
 			t.Errorf("%s missing or empty: %v", name, err)
 		}
 	}
-	if err := DatasetsFigure(filepath.Join(dir, "datasets.png"), 200, 1); err != nil {
+	if b, err := DatasetsFigure("png", 200, 1); err != nil || len(b) == 0 {
 		t.Error(err)
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, "table2.md"))
@@ -88,10 +85,7 @@ func TestCheckpointsAreReloadedAndGiveTheSameTable(t *testing.T) {
 	if len(second.Losses) != 3 || len(second.Losses[0].Loss) != 3 {
 		t.Errorf("loss curves not restored: %+v", second.Losses)
 	}
-	dir := t.TempDir()
-	if err := second.Write(dir); err != nil {
-		t.Fatal(err)
-	}
+	dir := writeReport(t, second)
 	for _, name := range []string{"relerr_vs_t.png", "samples.png", "loss.png", "losses.csv"} {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			t.Errorf("%s: %v", name, err)

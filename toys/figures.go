@@ -3,56 +3,55 @@ package toys
 import (
 	"fmt"
 	"image/color"
-	"io"
 	"math"
-	"path/filepath"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/dfx-lab/dfx/dfx/plotx"
-	"github.com/dfx-lab/dfx/internal/atomicfile"
+	"github.com/dfx-lab/dfx/dfx/report"
 )
 
-// writeFigures draws the heat maps, the error-versus-t curves, the model's
-// samples and the loss curves (the Figure 1a analogue).
-func (r *Result) writeFigures(dir string) error {
-	if err := r.heatFigure(filepath.Join(dir, "trace_fields.png")); err != nil {
-		return err
+// figures are the heat maps, the error-versus-t curves, the model's
+// samples, the loss curves (the Figure 1a analogue) and, for the
+// checkerboard, every data set; each renders on demand.
+func (r *Result) figures() []*report.Figure {
+	var fs []*report.Figure
+	if len(r.Heat) > 0 {
+		fs = append(fs, &report.Figure{Name: "trace_fields.png", Render: r.heatFigure,
+			Caption: "σ² tr F / d over the plane, exact and by each learned method (rows: times); values beyond the colour range in the saturation colours, extremes on the colour bar"})
 	}
 	if r.learned() {
-		if err := r.errorFigure(filepath.Join(dir, "relerr_vs_t.png")); err != nil {
-			return err
-		}
+		fs = append(fs, &report.Figure{Name: "relerr_vs_t.png", Render: r.errorFigure,
+			Caption: "relative Fisher-trace error (%) versus t, mean ± sd over seeds, with the paper's Table 2 values"})
 	}
 	if r.Samples != nil {
-		if err := r.samplesFigure(filepath.Join(dir, "samples.png")); err != nil {
-			return err
-		}
+		fs = append(fs, &report.Figure{Name: "samples.png", Render: r.samplesFigure, Caption: "the data beside PF-ODE samples of the score network"})
 	}
 	if len(r.Losses) > 0 {
-		if err := r.lossFigure(filepath.Join(dir, "loss.png")); err != nil {
-			return err
-		}
+		fs = append(fs, &report.Figure{Name: "loss.png", Render: r.lossFigure, Caption: "training losses of the score, DF-TM and centred DF-TM networks (Figure 1a analogue)"})
 	}
-	return nil
+	if r.Config.Dataset == "checkerboard" {
+		n, seed := r.Config.N, r.Config.DataSeed
+		fs = append(fs, &report.Figure{Name: "datasets.png", Caption: "every 2-D data set of the toys, as sampled",
+			Render: func(format string) ([]byte, error) { return DatasetsFigure(format, n, seed) }})
+	}
+	return fs
 }
 
 // heatFigure tiles the normalised trace fields: one row per time, one
 // column per method, a shared colour range per row.
-func (r *Result) heatFigure(path string) error {
-	if len(r.Heat) == 0 {
-		return nil
-	}
+func (r *Result) heatFigure(format string) ([]byte, error) {
 	methods := r.Methods
 	rows := make([][]*plot.Plot, len(r.Heat))
 	for i, h := range r.Heat {
-		// the field is ≤ 1 and dips far below 0 on thin ridges between
-		// modes: saturate below −2 so the bulk stays readable
+		// the exact field is ≤ 1 and dips far below 0 on thin ridges
+		// between modes: the colour range stops at −2 so the bulk stays
+		// readable, and HeatMap paints and names what lies beyond (the
+		// learned fields' errors among it)
 		lo := math.Inf(1)
 		for _, z := range h.Fields[MethodExact] {
 			for _, v := range z {
@@ -62,45 +61,33 @@ func (r *Result) heatFigure(path string) error {
 		lo = math.Max(lo, -2)
 		for _, m := range methods {
 			p, err := plotx.HeatMap(fmt.Sprintf("%s, t = %.2g (σ = %.2g)", m, h.T, r.Schedule.Sigma(h.T)), h.Xs, h.Ys, h.Fields[m],
-				plotx.HeatOptions{Min: lo, Max: 1, ColorBarLabel: "σ² tr F / d"})
+				plotx.HeatOptions{Min: lo, Max: 1 + 1e-9, ColorBarLabel: "σ² tr F / d", XLabel: "x₁", YLabel: "x₂"})
 			if err != nil {
-				return err
+				return nil, err
 			}
 			rows[i] = append(rows[i], p)
 		}
 	}
-	return saveTiles(path, rows, 3.6*vg.Inch)
+	return tiles(rows, 3.6*vg.Inch, format)
 }
 
-// saveTiles draws plots[row][col] on one PNG, each tile size×(0.85 size).
-func saveTiles(path string, plots [][]*plot.Plot, size vg.Length) error {
-	nr, nc := len(plots), len(plots[0])
-	w, h := size*vg.Length(nc), 0.85*size*vg.Length(nr)
-	img := vgimg.New(w, h)
-	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: nr, Cols: nc, PadX: vg.Millimeter, PadY: vg.Millimeter, PadTop: vg.Millimeter, PadBottom: vg.Millimeter, PadLeft: vg.Millimeter, PadRight: vg.Millimeter}
-	canvases := plot.Align(plots, tiles, dc)
-	for i := range plots {
-		for j := range plots[i] {
-			if plots[i][j] != nil {
-				plots[i][j].Draw(canvases[i][j])
-			}
-		}
+// tiles draws plots[row][col] on one picture, each tile size×(0.85 size).
+func tiles(plots [][]*plot.Plot, size vg.Length, format string) ([]byte, error) {
+	var flat []*plot.Plot
+	for _, row := range plots {
+		flat = append(flat, row...)
 	}
-	return atomicfile.Write(path, func(out io.Writer) error {
-		_, err := vgimg.PngCanvas{Canvas: img}.WriteTo(out)
-		return err
-	})
+	return plotx.TilesBytes(flat, len(plots[0]), size, 0.85*size, format)
 }
 
-// errorFigure is the relative trace error versus t for each learned method, with a
-// band of ± one standard deviation over seeds, on a log scale.
-func (r *Result) errorFigure(path string) error {
+// errorFigure is the relative trace error (in percent, as in table2.md)
+// versus t for each learned method, with a band of ± one standard deviation
+// over seeds, on a log scale.
+func (r *Result) errorFigure(format string) ([]byte, error) {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("Fisher-trace relative error, %s, %s", r.Config.Dataset, r.Schedule.Name())
-	p.X.Label.Text, p.Y.Label.Text = "t", "Σ|tr̂ − tr| / Σ|tr|"
-	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
-	p.Legend.Top = true
+	p.X.Label.Text, p.Y.Label.Text = "t", "Σ|tr̂ F − tr F| / Σ|tr F|  (%)"
+	p.Y.Scale = plot.LogScale{}
 	for k, m := range []string{MethodVJP, MethodDFTM, MethodDFTMC} {
 		col := plotutil.Color(k)
 		var line, upper, lower plotter.XYs
@@ -109,9 +96,9 @@ func (r *Result) errorFigure(path string) error {
 			if !(s.Mean > 0) {
 				continue
 			}
-			line = append(line, plotter.XY{X: row.T, Y: s.Mean})
-			upper = append(upper, plotter.XY{X: row.T, Y: s.Mean + s.Std})
-			lower = append(lower, plotter.XY{X: row.T, Y: math.Max(s.Mean-s.Std, s.Mean/10)})
+			line = append(line, plotter.XY{X: row.T, Y: 100 * s.Mean})
+			upper = append(upper, plotter.XY{X: row.T, Y: 100 * (s.Mean + s.Std)})
+			lower = append(lower, plotter.XY{X: row.T, Y: 100 * math.Max(s.Mean-s.Std, s.Mean/10)})
 		}
 		if len(line) == 0 {
 			continue
@@ -122,14 +109,14 @@ func (r *Result) errorFigure(path string) error {
 		}
 		poly, err := plotter.NewPolygon(band)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		c := color.NRGBAModel.Convert(col).(color.NRGBA)
 		c.A = 60
 		poly.Color, poly.LineStyle.Width = c, 0
 		l, pts, err := plotter.NewLinePoints(line)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		l.Color, pts.Color = col, col
 		p.Add(poly, l, pts)
@@ -145,22 +132,24 @@ func (r *Result) errorFigure(path string) error {
 		var paper plotter.XYs
 		lo, _ := r.Schedule.Interval()
 		for i, t := range paperTimes {
-			paper = append(paper, plotter.XY{X: math.Max(t, lo), Y: PaperTable2[m][i] / 100})
+			paper = append(paper, plotter.XY{X: math.Max(t, lo), Y: PaperTable2[m][i]})
 		}
 		sc, err := plotter.NewScatter(paper)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		sc.Color, sc.Shape = col, draw.CrossGlyph{}
 		sc.Radius = vg.Points(4)
 		p.Add(sc)
 		p.Legend.Add(m+" (paper)", sc)
 	}
-	return plotx.SavePNG(p, 6*vg.Inch, 4.5*vg.Inch, path)
+	p.Legend.Add("bands: ± 1 sd over seeds")
+	plotx.Readable(p)
+	return plotx.Bytes(p, 7.5*vg.Inch, 4.5*vg.Inch, format)
 }
 
 // samplesFigure shows the data next to the trained model's PF-ODE samples.
-func (r *Result) samplesFigure(path string) error {
+func (r *Result) samplesFigure(format string) ([]byte, error) {
 	mk := func(title string, pts interface {
 		Dims() (int, int)
 		At(int, int) float64
@@ -177,25 +166,27 @@ func (r *Result) samplesFigure(path string) error {
 		sc.Radius, sc.Color, sc.Shape = vg.Points(0.8), col, draw.CircleGlyph{}
 		p := plot.New()
 		p.Title.Text = title
+		p.X.Label.Text, p.Y.Label.Text = "x₁", "x₂"
 		p.Add(sc)
 		e := r.Config.HeatExtent
 		p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = -e, e, -e, e
+		plotx.Readable(p)
 		return p, nil
 	}
 	a, err := mk(fmt.Sprintf("data (%d points)", r.Config.N), r.Data, color.Black)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	b, err := mk(fmt.Sprintf("PF-ODE samples of the score net (%d)", r.Config.Samples), r.Samples, plotutil.Color(0))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return saveTiles(path, [][]*plot.Plot{{a, b}}, 4.5*vg.Inch)
+	return tiles([][]*plot.Plot{{a, b}}, 4.5*vg.Inch, format)
 }
 
 // lossFigure draws the training losses of both networks for every seed
 // (the paper's Figure 1a shows the DF-TM loss).
-func (r *Result) lossFigure(path string) error {
+func (r *Result) lossFigure(format string) ([]byte, error) {
 	var rows []*plot.Plot
 	for _, net := range []string{"score", "df-tm", "df-tm-c"} {
 		var series []plotx.Series
@@ -212,25 +203,25 @@ func (r *Result) lossFigure(path string) error {
 		if len(series) == 0 {
 			continue
 		}
-		title := map[string]string{"score": "score network (DSM, ε-loss)", "df-tm": "DF-TM network (|t_θ − ‖x₀‖²/d|²)",
-			"df-tm-c": "centred DF-TM network, ours (|ν_θ − ‖ε̂_θ − ε‖²/d|²)"}[net]
-		p, err := plotx.LogLines(title, "step", "training loss", false, true, series...)
+		title := map[string]string{"score": "score network: DSM loss ‖ε̂θ − ε‖²", "df-tm": "DF-TM network: |tθ − ‖x₀‖²/d|²",
+			"df-tm-c": "centred DF-TM (ours): |νθ − ‖ε̂θ − ε‖²/d|²"}[net]
+		p, err := plotx.LogLines(title, "training step", "loss (mean over a batch)", false, true, series...)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rows = append(rows, p)
 	}
-	return saveTiles(path, [][]*plot.Plot{rows}, 4.5*vg.Inch)
+	return tiles([][]*plot.Plot{rows}, 4.8*vg.Inch, format)
 }
 
 // DatasetsFigure draws n points of every data set of Generators side by
-// side (seeded).
-func DatasetsFigure(path string, n int, seed uint64) error {
+// side (seeded), as "png" or "svg".
+func DatasetsFigure(format string, n int, seed uint64) ([]byte, error) {
 	var row []*plot.Plot
 	for _, name := range Names() {
 		x, err := Sample(name, n, seed)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		xy := make(plotter.XYs, n)
 		for i := range xy {
@@ -238,14 +229,16 @@ func DatasetsFigure(path string, n int, seed uint64) error {
 		}
 		sc, err := plotter.NewScatter(xy)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		sc.Radius, sc.Color, sc.Shape = vg.Points(0.7), color.Black, draw.CircleGlyph{}
 		p := plot.New()
 		p.Title.Text = name
+		p.X.Label.Text, p.Y.Label.Text = "x₁", "x₂"
 		p.Add(sc)
 		p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = -5, 5, -5, 5
+		plotx.Readable(p)
 		row = append(row, p)
 	}
-	return saveTiles(path, [][]*plot.Plot{row}, 3*vg.Inch)
+	return tiles([][]*plot.Plot{row}, 3*vg.Inch, format)
 }

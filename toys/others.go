@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 	"sort"
 )
 
@@ -41,27 +40,26 @@ func OtherDatasets() []string {
 	return out
 }
 
-// ReproduceOthers runs the Table 2 pipeline on every other data set and
-// writes <outDir>/<dataset>/table2.md and figures.
-func ReproduceOthers(ctx context.Context, outDir string, quick bool, log io.Writer) error {
+// RunOthers runs the Table 2 pipeline on every other data set (OthersFull
+// or OthersQuick); each result's report is named after its data set.
+func RunOthers(ctx context.Context, quick bool, log io.Writer) ([]*Result, error) {
+	var out []*Result
 	for _, name := range OtherDatasets() {
 		cfg := OthersFull(name)
 		if quick {
 			cfg = OthersQuick(name)
 		}
 		if err := retrainFromEnv(&cfg); err != nil {
-			return err
+			return nil, err
 		}
 		res, err := Run(ctx, cfg, log)
 		if err != nil {
-			return fmt.Errorf("toys %s: %w", name, err)
-		}
-		if err := res.Write(filepath.Join(outDir, name)); err != nil {
-			return err
+			return nil, fmt.Errorf("toys %s: %w", name, err)
 		}
 		if log != nil {
 			fmt.Fprintf(log, "toys: %s done in %.1fs\n", name, res.Elapsed.Seconds())
 		}
+		out = append(out, res)
 	}
-	return nil
+	return out, nil
 }

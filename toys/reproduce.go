@@ -1,40 +1,33 @@
 package toys
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
+
+	"github.com/dfx-lab/dfx/dfx/report"
 )
 
-// Reproduce runs the Quick or Full profile and writes its table and figures
-// into outDir; it is what `dfx reproduce toys` calls. The full profile loads
-// the committed checkpoints (compiled in, so from any working directory)
-// and trains only what is missing; DFX_RETRAIN=1 retrains and rewrites
-// toys/checkpoints (run from the repository root).
-func Reproduce(ctx context.Context, outDir string, quick bool, log io.Writer) error {
+// Profile is the notebooks' choice: Quick under the quick profile
+// (report.QuickProfile, $DFX_QUICK=1), Full otherwise.
+func Profile() Config {
+	if report.QuickProfile() {
+		return Quick()
+	}
+	return Full()
+}
+
+// ReproduceConfig is the configuration of `dfx reproduce toys`: Full or
+// Quick. The full profile loads the committed checkpoints (compiled in, so
+// from any working directory) and trains only what is missing;
+// DFX_RETRAIN=1 retrains and rewrites toys/checkpoints (run from the
+// repository root).
+func ReproduceConfig(quick bool) (Config, error) {
 	cfg := Full()
 	if quick {
 		cfg = Quick()
 	}
-	if err := retrainFromEnv(&cfg); err != nil {
-		return err
-	}
-	res, err := Run(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
-	if err := res.Write(outDir); err != nil {
-		return err
-	}
-	if err := DatasetsFigure(filepath.Join(outDir, "datasets.png"), cfg.N, cfg.DataSeed); err != nil {
-		return err
-	}
-	if log != nil {
-		fmt.Fprintf(log, "toys: wrote %s/table2.md and figures in %.1fs\n", outDir, res.Elapsed.Seconds())
-	}
-	return nil
+	err := retrainFromEnv(&cfg)
+	return cfg, err
 }
 
 // retrainFromEnv applies DFX_RETRAIN=1: retrain, and write the new

@@ -1,15 +1,12 @@
 package toys
 
 import (
-	"encoding/csv"
 	"fmt"
-	"io"
 	"math"
-	"path/filepath"
 	"strconv"
 	"strings"
 
-	"github.com/dfx-lab/dfx/internal/atomicfile"
+	"github.com/dfx-lab/dfx/dfx/report"
 )
 
 // PaperTable2 holds the paper's Table 2 (relative trace error, %, at
@@ -41,26 +38,6 @@ func (r *Result) paperValue(method string, t float64) (float64, bool) {
 	return 0, false
 }
 
-// Write writes table2.md, table2.csv, curve.csv, losses.csv, timing.md and
-// the figures into dir.
-func (r *Result) Write(dir string) error {
-	if err := atomicfile.Write(filepath.Join(dir, "table2.md"), r.writeMarkdown); err != nil {
-		return err
-	}
-	if err := atomicfile.Write(filepath.Join(dir, "table2.csv"), func(w io.Writer) error { return r.writeRowsCSV(w, r.Rows, true) }); err != nil {
-		return err
-	}
-	if err := atomicfile.Write(filepath.Join(dir, "curve.csv"), func(w io.Writer) error { return r.writeRowsCSV(w, r.Curve, false) }); err != nil {
-		return err
-	}
-	if len(r.Losses) > 0 {
-		if err := atomicfile.Write(filepath.Join(dir, "losses.csv"), r.writeLossesCSV); err != nil {
-			return err
-		}
-	}
-	return r.writeFigures(dir)
-}
-
 func pct(v float64) string { return fmt.Sprintf("%.2f%%", 100*v) }
 
 func pm(s Stat) string {
@@ -72,9 +49,11 @@ func pm(s Stat) string {
 
 func (r *Result) learned() bool { return len(r.Methods) > 1 }
 
-func (r *Result) writeMarkdown(w io.Writer) error {
+// table2 is table2.md: the trace errors, then the NLL section and the
+// timings, with the paper's figures beside ours.
+func (r *Result) table2() *report.Table {
 	c := r.Config
-	lo, _ := r.Schedule.Interval()
+	lo, hi := r.Schedule.Interval()
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Table 2: Fisher-trace error of VJP versus DF-TM on 2-D %s\n\n", c.Dataset)
 	b.WriteString("DF-TM-c is ours, beyond the paper: a centred DF-TM whose scalar network ν_θ regresses the frozen score network's per-sample error ‖ε̂_θ − ε‖²/d = (α²/σ²)‖x₀ − ȳ_θ‖²/d, so tr F ≈ (d/σ²)(1 − ν_θ) without the paper's α²/σ⁴ (d t_θ − ‖ȳ_θ‖²) cancellation (access.DFTMCentred). " +
@@ -82,25 +61,28 @@ func (r *Result) writeMarkdown(w io.Writer) error {
 		"at large σ, where ν ≈ 2e-3, ν_θ's absolute regression error (≈ 1e-2) sets a ≈ 1% floor that DF-TM does not have.\n\n")
 	fmt.Fprintf(&b, "Ground truth: the Dirac mixture of %d points (seed %d), schedule %s; t = 0 is the schedule's smallest time %g. ", c.N, c.DataSeed, r.Schedule, lo)
 	fmt.Fprintf(&b, "Relative error Σ|est − exact| / Σ|exact| over %d points x_t ~ q_t per seed; ", c.EvalPoints)
-	fmt.Fprintf(&b, "mean ± sd over %d evaluation seed(s) × %d training seed(s).\n\n", len(c.EvalSeeds), max(len(c.TrainSeeds), 1))
+	fmt.Fprintf(&b, "mean ± sd over %d evaluation seed(s) × %d training seed(s).", len(c.EvalSeeds), max(len(c.TrainSeeds), 1))
 	if r.learned() {
-		fmt.Fprintf(&b, "Networks: residual MLP width %d depth %d, %d steps, batch %d (%s).\n\n", c.Train.Width, c.Train.Depth, c.Train.Steps, c.Train.BatchSize, r.NetsNotes)
+		fmt.Fprintf(&b, "\n\nNetworks: residual MLP width %d depth %d, %d steps, batch %d (%s).", c.Train.Width, c.Train.Depth, c.Train.Steps, c.Train.BatchSize, r.NetsNotes)
 	}
-	b.WriteString("| t | σ_t | mean exact tr F |")
+	main := &report.Table{Name: "table2", NoCSV: true, Title: b.String(),
+		Caption: fmt.Sprintf("Table 2 on %s: relative Fisher-trace error (%%) of VJP, DF-TM and DF-TM-c against the exact mixture, beside the paper's; NLL errors; cost per query", c.Dataset),
+		Header:  []string{"t", "σ_t", "mean exact tr F"}}
 	if r.learned() {
-		b.WriteString(" VJP (ours) | VJP (paper) | DF-TM (ours) | DF-TM (paper) | DF-TM-c (ours, centred) | score net ‖Δs‖/‖s‖ | t_θ error |")
+		main.Header = append(main.Header, "VJP (ours)", "VJP (paper)", "DF-TM (ours)", "DF-TM (paper)", "DF-TM-c (ours, centred)", "score net ‖Δs‖/‖s‖", "t_θ error")
 	}
-	b.WriteString("\n|---|---|---|")
+	nll := &report.Table{Title: fmt.Sprintf("## NLL from t to T\n\n−log q_t(x_t) by the PF-ODE (eq. nll_ode) from t to T = %g with %d %s steps, prior N(0, σ_T² I), against the exact log q_t of the mixture, over %d points (networks of the first training seed); relative error Σ|Δ| / Σ|exact|. ", hi, c.NLLSteps, c.NLLSolver, c.NLLPoints) +
+		"The exact-trace column integrates the exact score and trace: its error is the solver's and the prior's. Solver error: step-halving estimate, nats.",
+		Header: []string{"t", "mean exact NLL (nats)", "exact trace", "solver err"}}
 	if r.learned() {
-		b.WriteString("---|---|---|---|---|---|---|")
+		nll.Header = append(nll.Header, "VJP", "solver err", "DF-TM", "solver err", "DF-TM-c (ours, centred)", "solver err")
 	}
-	b.WriteString("\n")
 	for _, row := range r.Rows {
 		label := row.T
 		if row.T == lo {
 			label = 0
 		}
-		fmt.Fprintf(&b, "| %g | %.3g | %.4g |", label, row.Sigma, row.ExactTr.Mean)
+		cells := []string{fmt.Sprintf("%g", label), fmt.Sprintf("%.3g", row.Sigma), fmt.Sprintf("%.4g", row.ExactTr.Mean)}
 		if r.learned() {
 			pv, okv := r.paperValue(MethodVJP, label)
 			pd, _ := r.paperValue(MethodDFTM, label)
@@ -110,55 +92,39 @@ func (r *Result) writeMarkdown(w io.Writer) error {
 				}
 				return fmt.Sprintf("%.2f%%", v)
 			}
-			fmt.Fprintf(&b, " %s | %s | %s | %s | %s | %s | %s |", pm(row.TraceErr[MethodVJP]), paper(pv), pm(row.TraceErr[MethodDFTM]), paper(pd), pm(row.TraceErr[MethodDFTMC]), pm(row.ScoreErr), pm(row.TNetErr))
+			cells = append(cells, pm(row.TraceErr[MethodVJP]), paper(pv), pm(row.TraceErr[MethodDFTM]), paper(pd), pm(row.TraceErr[MethodDFTMC]), pm(row.ScoreErr), pm(row.TNetErr))
 		}
-		b.WriteString("\n")
-	}
-	_, hi := r.Schedule.Interval()
-	fmt.Fprintf(&b, "\n## NLL from t to T\n\n−log q_t(x_t) by the PF-ODE (eq. nll_ode) from t to T = %g with %d %s steps, prior N(0, σ_T² I), against the exact log q_t of the mixture, over %d points (networks of the first training seed); relative error Σ|Δ| / Σ|exact|. ", hi, c.NLLSteps, c.NLLSolver, c.NLLPoints)
-	b.WriteString("The exact-trace column integrates the exact score and trace: its error is the solver's and the prior's. Solver error: step-halving estimate, nats.\n\n")
-	b.WriteString("| t | mean exact NLL (nats) | exact trace | solver err |")
-	if r.learned() {
-		b.WriteString(" VJP | solver err | DF-TM | solver err | DF-TM-c (ours, centred) | solver err |")
-	}
-	b.WriteString("\n|---|---|---|---|")
-	if r.learned() {
-		b.WriteString("---|---|---|---|---|---|")
-	}
-	b.WriteString("\n")
-	for _, row := range r.Rows {
-		label := row.T
-		if row.T == lo {
-			label = 0
-		}
-		fmt.Fprintf(&b, "| %g | %.4g | %s | %.3g |", label, row.ExactNLL, pct(row.NLLErr[MethodExact]), row.SolverErr[MethodExact])
+		main.Rows = append(main.Rows, cells)
+		cells = []string{fmt.Sprintf("%g", label), fmt.Sprintf("%.4g", row.ExactNLL), pct(row.NLLErr[MethodExact]), fmt.Sprintf("%.3g", row.SolverErr[MethodExact])}
 		if r.learned() {
-			fmt.Fprintf(&b, " %s | %.3g | %s | %.3g | %s | %.3g |", pct(row.NLLErr[MethodVJP]), row.SolverErr[MethodVJP], pct(row.NLLErr[MethodDFTM]), row.SolverErr[MethodDFTM], pct(row.NLLErr[MethodDFTMC]), row.SolverErr[MethodDFTMC])
+			cells = append(cells, pct(row.NLLErr[MethodVJP]), fmt.Sprintf("%.3g", row.SolverErr[MethodVJP]), pct(row.NLLErr[MethodDFTM]), fmt.Sprintf("%.3g", row.SolverErr[MethodDFTM]), pct(row.NLLErr[MethodDFTMC]), fmt.Sprintf("%.3g", row.SolverErr[MethodDFTMC]))
 		}
-		b.WriteString("\n")
+		nll.Rows = append(nll.Rows, cells)
 	}
+	main.More = []*report.Table{nll}
+	last := nll
 	if len(r.Timing) > 0 {
-		b.WriteString("\n## Cost per query at d = 2\n\n| method | batch | time per query |\n|---|---|---|\n")
+		timing := &report.Table{Title: "## Cost per query at d = 2", Header: []string{"method", "batch", "time per query"}}
 		for _, t := range r.Timing {
-			fmt.Fprintf(&b, "| %s | %d | %.3g µs |\n", t.Method, t.Batch, float64(t.PerQuery.Nanoseconds())/1e3)
+			timing.Rows = append(timing.Rows, []string{t.Method, fmt.Sprint(t.Batch), fmt.Sprintf("%.3g µs", float64(t.PerQuery.Nanoseconds())/1e3)})
 		}
+		main.More = append(main.More, timing)
+		last = timing
 	}
-	fmt.Fprintf(&b, "\nGenerated by `dfx reproduce toys` in %.0f s.\n", r.Elapsed.Seconds())
-	_, err := io.WriteString(w, b.String())
-	return err
+	last.Notes = []string{fmt.Sprintf("Generated by `dfx reproduce toys` in %.0f s.", r.Elapsed.Seconds())}
+	return main
 }
 
 func f(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
 
-func (r *Result) writeRowsCSV(w io.Writer, rows []Row, withNLL bool) error {
-	cw := csv.NewWriter(w)
+// rowsCSV is table2.csv (withNLL) or curve.csv: full precision, errors
+// as fractions.
+func (r *Result) rowsCSV(name string, rows []Row, withNLL bool) *report.Table {
 	head := []string{"t", "sigma", "exact_trace_mean", "vjp_rel_err", "vjp_rel_err_sd", "dftm_rel_err", "dftm_rel_err_sd", "dftmc_rel_err", "dftmc_rel_err_sd", "score_rel_err", "score_rel_err_sd", "tnet_rel_err", "tnet_rel_err_sd"}
 	if withNLL {
 		head = append(head, "exact_nll", "nll_rel_err_exact_trace", "nll_solver_err_exact_trace", "nll_rel_err_vjp", "nll_solver_err_vjp", "nll_rel_err_dftm", "nll_solver_err_dftm", "nll_rel_err_dftmc", "nll_solver_err_dftmc", "paper_vjp_pct", "paper_dftm_pct")
 	}
-	if err := cw.Write(head); err != nil {
-		return err
-	}
+	t := &report.Table{Name: name, NoMarkdown: true, Header: head}
 	lo, _ := r.Schedule.Interval()
 	for _, row := range rows {
 		v, d, dc := statOf(row.TraceErr, MethodVJP), statOf(row.TraceErr, MethodDFTM), statOf(row.TraceErr, MethodDFTMC)
@@ -179,12 +145,9 @@ func (r *Result) writeRowsCSV(w io.Writer, rows []Row, withNLL bool) error {
 				f(nanIfMissing(row.NLLErr, MethodDFTM)), f(nanIfMissing(row.SolverErr, MethodDFTM)),
 				f(nanIfMissing(row.NLLErr, MethodDFTMC)), f(nanIfMissing(row.SolverErr, MethodDFTMC)), ps[0], ps[1])
 		}
-		if err := cw.Write(rec); err != nil {
-			return err
-		}
+		t.Rows = append(t.Rows, rec)
 	}
-	cw.Flush()
-	return cw.Error()
+	return t
 }
 
 var nan = math.NaN()
@@ -203,18 +166,28 @@ func nanIfMissing(m map[string]float64, k string) float64 {
 	return nan
 }
 
-func (r *Result) writeLossesCSV(w io.Writer) error {
-	cw := csv.NewWriter(w)
-	if err := cw.Write([]string{"net", "seed", "step", "loss"}); err != nil {
-		return err
-	}
+// lossesCSV is losses.csv: every training loss curve.
+func (r *Result) lossesCSV() *report.Table {
+	t := &report.Table{Name: "losses", NoMarkdown: true, Caption: "training loss of every network and seed", Header: []string{"net", "seed", "step", "loss"}}
 	for _, c := range r.Losses {
 		for i := range c.Step {
-			if err := cw.Write([]string{c.Net, strconv.FormatUint(c.Seed, 10), strconv.Itoa(c.Step[i]), f(c.Loss[i])}); err != nil {
-				return err
-			}
+			t.Rows = append(t.Rows, []string{c.Net, strconv.FormatUint(c.Seed, 10), strconv.Itoa(c.Step[i]), f(c.Loss[i])})
 		}
 	}
-	cw.Flush()
-	return cw.Error()
+	return t
+}
+
+// Report holds table2.md/.csv, curve.csv, losses.csv and the figures: the
+// trace fields, the error versus t, the samples, the losses and, for the
+// paper's checkerboard, every data set.
+func (r *Result) Report() (*report.Report, error) {
+	curve := r.rowsCSV("curve", r.Curve, false)
+	curve.Caption = "the trace errors on a fine grid of t (the curves of relerr_vs_t.png), as fractions"
+	rep := &report.Report{Name: r.Config.Dataset, Title: fmt.Sprintf("Table 2 pipeline on 2-D %s (%s schedule)", r.Config.Dataset, r.Schedule.Name()),
+		Tables: []*report.Table{r.table2(), r.rowsCSV("table2", r.Rows, true), curve}}
+	if len(r.Losses) > 0 {
+		rep.Tables = append(rep.Tables, r.lossesCSV())
+	}
+	rep.Figures = r.figures()
+	return rep, nil
 }

@@ -11,10 +11,14 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/dfx-lab/dfx/dfx/report"
 )
 
-// experiment regenerates one experiment's tables and figures under outDir.
-type experiment func(ctx context.Context, outDir string, quick bool, log io.Writer) error
+// experiment computes one experiment (Quick or Full profile). One result
+// is written into <out>/<experiment>; several (toys-others: one per data
+// set) into <out>/<experiment>/<report name> each.
+type experiment func(ctx context.Context, quick bool, log io.Writer) ([]report.Result, error)
 
 // experiments is filled by the reproduce_*.go files.
 var experiments = map[string]experiment{}
@@ -77,12 +81,12 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			rest = rest[1:]
 		}
 	}
-	switch q := os.Getenv("DFX_QUICK"); {
+	switch q := os.Getenv(report.QuickEnv); {
 	case isSet(fs, "quick"):
 	case q == "1":
-		*quick = true
+		*quick = report.QuickProfile()
 	case q != "" && q != "0":
-		return fail(stderr, "reproduce", fmt.Errorf("DFX_QUICK=%q, want 1, 0 or unset", q))
+		return fail(stderr, "reproduce", fmt.Errorf("%s=%q, want 1, 0 or unset", report.QuickEnv, q))
 	}
 	if len(names) == 0 {
 		return fail(stderr, "reproduce", fmt.Errorf("name an experiment (%s) or all", strings.Join(experimentNames(), ", ")))
@@ -107,7 +111,7 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		start := time.Now()
 		dir := filepath.Join(*out, n)
 		fmt.Fprintf(stderr, "reproduce %s (%s) → %s\n", n, profile, dir)
-		if err := experiments[n](ctx, dir, *quick, stderr); err != nil {
+		if err := reproduce(ctx, n, *out, *quick, stderr); err != nil {
 			if ctx.Err() != nil {
 				err = context.Canceled
 			}

@@ -4,18 +4,23 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/palette"
 	"gonum.org/v1/plot/palette/moreland"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/text"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 )
 
 // HeatOptions tunes HeatMap; the zero value gives a smooth blue–red colour map
 // over the finite data range with a colour bar on the right.
+//
+// A colour scale either covers the data or says what it clips: when Min and
+// Max leave values outside, those cells are painted UnderColor / OverColor,
+// the colour bar ends in a triangle of that colour and names the data's
+// extreme beside it ("min −28.3"), and its label says "(clipped)".
+// SymLog is the alternative that covers a range over several decades of
+// both signs without clipping.
 type HeatOptions struct {
 	// ColorMap maps values to colours (nil: moreland.SmoothBlueRed()). Its
 	// range is reset to [0, 1] before use.
@@ -23,50 +28,80 @@ type HeatOptions struct {
 	// Colors is the number of distinct colours (0: 256).
 	Colors int
 	// Min and Max fix the colour range; when Min >= Max the finite range of
-	// the (possibly log-transformed) data is used. With LogZ they are log10 values.
+	// the data is used. They are in data units (with LogZ: log10 units).
 	Min, Max float64
 	// LogZ colours by log10(z); non-positive values are left blank.
 	LogZ bool
+	// SymLog > 0 colours by the symmetric logarithm
+	// sign(z)·log10(1 + |z|/SymLog): linear within about ±SymLog,
+	// logarithmic beyond; the colour bar is labelled in data units.
+	SymLog float64
+	// UnderColor and OverColor paint values below Min and above Max
+	// (nil: black and gold, outside every palette of gonum/plot).
+	UnderColor, OverColor color.Color
 	// XLabel, YLabel and ColorBarLabel label the axes and the colour bar.
 	XLabel, YLabel, ColorBarLabel string
 	// NoColorBar leaves the colour bar out.
 	NoColorBar bool
 }
 
+// Default saturation colours of HeatMap.
+var (
+	DefaultUnderColor color.Color = color.Black
+	DefaultOverColor  color.Color = color.RGBA{R: 0xff, G: 0xc8, B: 0x00, A: 0xff}
+)
+
 // HeatMap draws the field z[iy][ix] over the grid (xs[ix], ys[iy]) with a colour
 // bar; xs and ys must be strictly increasing (they need not be uniform). NaN
 // values are left blank. At most one HeatOptions is used.
 func HeatMap(title string, xs, ys []float64, z [][]float64, opts ...HeatOptions) (*plot.Plot, error) {
+	p, _, err := heatMap(title, xs, ys, z, opts...)
+	return p, err
+}
+
+// heatMap is HeatMap returning its colour bar (nil with NoColorBar).
+func heatMap(title string, xs, ys []float64, z [][]float64, opts ...HeatOptions) (*plot.Plot, *colorBar, error) {
 	var o HeatOptions
 	switch len(opts) {
 	case 0:
 	case 1:
 		o = opts[0]
 	default:
-		return nil, fmt.Errorf("plotx: HeatMap %q: got %d HeatOptions, want at most 1", title, len(opts))
+		return nil, nil, fmt.Errorf("plotx: HeatMap %q: got %d HeatOptions, want at most 1", title, len(opts))
 	}
 	if err := checkAxis("xs", xs); err != nil {
-		return nil, fmt.Errorf("heat map %q: %w", title, err)
+		return nil, nil, fmt.Errorf("heat map %q: %w", title, err)
 	}
 	if err := checkAxis("ys", ys); err != nil {
-		return nil, fmt.Errorf("heat map %q: %w", title, err)
+		return nil, nil, fmt.Errorf("heat map %q: %w", title, err)
 	}
 	if err := checkField("z", z, len(xs), len(ys)); err != nil {
-		return nil, fmt.Errorf("heat map %q: %w", title, err)
+		return nil, nil, fmt.Errorf("heat map %q: %w", title, err)
+	}
+	if o.LogZ && o.SymLog > 0 {
+		return nil, nil, fmt.Errorf("plotx: heat map %q: LogZ and SymLog exclude each other", title)
+	}
+	if o.SymLog < 0 || math.IsNaN(o.SymLog) || math.IsInf(o.SymLog, 0) {
+		return nil, nil, fmt.Errorf("plotx: heat map %q: SymLog %v must be positive and finite", title, o.SymLog)
 	}
 	if o.LogZ {
 		z = log10Field(z)
 	}
+	dlo, dhi, ok := finiteRange(z)
+	if !ok {
+		return nil, nil, fmt.Errorf("plotx: heat map %q has no finite (positive, with LogZ) value", title)
+	}
 	lo, hi := o.Min, o.Max
 	if !(lo < hi) {
-		var ok bool
-		if lo, hi, ok = finiteRange(z); !ok {
-			return nil, fmt.Errorf("plotx: heat map %q has no finite (positive, with LogZ) value", title)
-		}
+		lo, hi = dlo, dhi
 	}
-	if lo == hi { // a constant field still gets a usable colour range
-		d := math.Max(math.Abs(lo)*1e-3, 1e-12)
-		lo, hi = lo-d, hi+d
+	under, over := dlo < lo, dhi > hi
+	sc := scale{symLog: o.SymLog}
+	z = sc.field(z)
+	tlo, thi := sc.to(lo), sc.to(hi)
+	if tlo == thi { // a constant field still gets a usable colour range
+		d := math.Max(math.Abs(tlo)*1e-3, 1e-12)
+		tlo, thi = tlo-d, thi+d
 	}
 	n := o.Colors
 	if n <= 0 {
@@ -84,26 +119,56 @@ func HeatMap(title string, xs, ys []float64, z [][]float64, opts ...HeatOptions)
 	pal := cm.Palette(n)
 
 	h := plotter.NewHeatMap(grid{xs: xs, ys: ys, z: z}, pal)
-	h.Min, h.Max = lo, hi
+	h.Min, h.Max = tlo, thi
 	// Raster drawing (one image) avoids the hairline seams between vector cells,
 	// but gonum's raster path assumes evenly spaced cells.
 	h.Rasterized = uniform(xs) && uniform(ys)
 	cols := pal.Colors()
-	h.Underflow, h.Overflow = cols[0], cols[len(cols)-1]
+	h.Underflow, h.Overflow = o.UnderColor, o.OverColor
+	if h.Underflow == nil {
+		h.Underflow = DefaultUnderColor
+	}
+	if h.Overflow == nil {
+		h.Overflow = DefaultOverColor
+	}
 
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text, p.Y.Label.Text = o.XLabel, o.YLabel
 	p.X.Padding, p.Y.Padding = 0, 0
 	p.Add(h)
-	if !o.NoColorBar {
-		label := o.ColorBarLabel
-		if o.LogZ && label == "" {
-			label = "log10"
-		}
-		p.Add(&colorBar{colors: cols, min: lo, max: hi, label: label, style: p.Y.Tick.Label, lineStyle: p.Y.Tick.LineStyle})
+	Readable(p)
+	if o.NoColorBar {
+		return p, nil, nil
 	}
-	return p, nil
+	label := o.ColorBarLabel
+	if o.LogZ && label == "" {
+		label = "log10"
+	}
+	b := &colorBar{colors: cols, min: tlo, max: thi, label: label, ticks: sc.ticks(tlo, thi),
+		style: p.Y.Tick.Label, lineStyle: p.Y.Tick.LineStyle}
+	if under {
+		b.under, b.underText = h.Underflow, "min "+formatExtreme(dlo, o.LogZ)
+	}
+	if over {
+		b.over, b.overText = h.Overflow, "max "+formatExtreme(dhi, o.LogZ)
+	}
+	if under || over {
+		if b.label != "" {
+			b.label += " "
+		}
+		b.label += "(clipped)"
+	}
+	p.Add(b)
+	return p, b, nil
+}
+
+// formatExtreme writes a clipped extreme in data units.
+func formatExtreme(v float64, logZ bool) string {
+	if logZ {
+		return strconv.FormatFloat(v, 'g', 3, 64) + " (log10)"
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
 // uniform reports whether the values are evenly spaced (to 1e-6 of the step).
@@ -131,81 +196,4 @@ func log10Field(z [][]float64) [][]float64 {
 		}
 	}
 	return out
-}
-
-// colorBar is a vertical colour scale drawn to the right of the data area; it
-// reserves its room through a glyph box, which makes the plot shrink its data
-// area, so it works with any plot and survives Quiver overlays.
-type colorBar struct {
-	colors    []color.Color
-	min, max  float64
-	label     string
-	style     text.Style
-	lineStyle draw.LineStyle
-}
-
-const (
-	barGap   = vg.Length(8)
-	barWidth = vg.Length(12)
-	barTick  = vg.Length(3)
-	barPad   = vg.Length(3)
-)
-
-func (b *colorBar) ticks() []plot.Tick {
-	var ts []plot.Tick
-	for _, t := range (plot.DefaultTicks{}).Ticks(b.min, b.max) {
-		if t.Label != "" && t.Value >= b.min && t.Value <= b.max {
-			ts = append(ts, t)
-		}
-	}
-	return ts
-}
-
-// width is the horizontal room the bar needs right of the data area.
-func (b *colorBar) width() vg.Length {
-	var lw vg.Length
-	for _, t := range b.ticks() {
-		lw = max(lw, b.style.Width(t.Label))
-	}
-	w := barGap + barWidth + barTick + barPad + lw
-	if b.label != "" {
-		w += barPad + b.style.Height(b.label)
-	}
-	return w
-}
-
-// GlyphBoxes implements plot.GlyphBoxer: a box at the right edge as wide as the bar.
-func (b *colorBar) GlyphBoxes(*plot.Plot) []plot.GlyphBox {
-	return []plot.GlyphBox{{X: 1, Y: 0.5, Rectangle: vg.Rectangle{Max: vg.Point{X: b.width()}}}}
-}
-
-// Plot implements plot.Plotter.
-func (b *colorBar) Plot(c draw.Canvas, _ *plot.Plot) {
-	x0 := c.Max.X + barGap
-	x1 := x0 + barWidth
-	y0, y1 := c.Min.Y, c.Max.Y
-	n := len(b.colors)
-	dy := (y1 - y0) / vg.Length(n)
-	for k, col := range b.colors {
-		ya := y0 + vg.Length(k)*dy
-		c.SetColor(col)
-		// Overlap neighbours by a hair so no background shows between bands.
-		c.Fill(vg.Rectangle{Min: vg.Point{X: x0, Y: ya}, Max: vg.Point{X: x1, Y: ya + dy + 0.3}}.Path())
-	}
-	c.StrokeLines(b.lineStyle, []vg.Point{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}, {X: x0, Y: y0}})
-	ts := b.style
-	ts.XAlign, ts.YAlign = draw.XLeft, draw.YCenter
-	var lw vg.Length
-	for _, t := range b.ticks() {
-		y := y0 + (y1-y0)*vg.Length((t.Value-b.min)/(b.max-b.min))
-		c.StrokeLine2(b.lineStyle, x1, y, x1+barTick, y)
-		c.FillText(ts, vg.Point{X: x1 + barTick + barPad, Y: y}, t.Label)
-		lw = max(lw, ts.Width(t.Label))
-	}
-	if b.label != "" {
-		ls := b.style
-		ls.Rotation = math.Pi / 2
-		ls.XAlign, ls.YAlign = draw.XCenter, draw.YTop
-		c.FillText(ls, vg.Point{X: x1 + barTick + 2*barPad + lw, Y: (y0 + y1) / 2}, b.label)
-	}
 }

@@ -15,9 +15,14 @@ type Series struct {
 	Name   string // legend entry; empty: not in the legend
 	X, Y   []float64
 	Points bool // also mark each point
+	// Note makes the series a line of text in the legend only (X and Y
+	// unused): what a figure must say about curves it does not draw.
+	Note bool
 }
 
-// Lines draws the series as lines on linear axes, in plotutil's colour order.
+// Lines draws the series as lines on linear axes, in plotutil's colour order,
+// with at least MinTicks labelled ticks per axis and the legend (named
+// series) right of the data area.
 func Lines(title, xlabel, ylabel string, series ...Series) (*plot.Plot, error) {
 	return LogLines(title, xlabel, ylabel, false, false, series...)
 }
@@ -33,14 +38,17 @@ func LogLines(title, xlabel, ylabel string, logX, logY bool, series ...Series) (
 	p.Title.Text = title
 	p.X.Label.Text, p.Y.Label.Text = xlabel, ylabel
 	if logX {
-		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+		p.X.Scale = plot.LogScale{}
 	}
 	if logY {
-		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+		p.Y.Scale = plot.LogScale{}
 	}
 	p.Add(plotter.NewGrid())
-	named := false
 	for i, s := range series {
+		if s.Note {
+			p.Legend.Add(s.Name)
+			continue
+		}
 		if len(s.X) != len(s.Y) {
 			return nil, fmt.Errorf("plotx: line plot %q: series %d (%q) has %d x and %d y values", title, i, s.Name, len(s.X), len(s.Y))
 		}
@@ -74,12 +82,9 @@ func LogLines(title, xlabel, ylabel string, logX, logY bool, series ...Series) (
 		}
 		if s.Name != "" {
 			p.Legend.Add(s.Name, thumbs...)
-			named = true
 		}
 	}
-	if named {
-		p.Legend.Top = true
-	}
+	Readable(p)
 	return p, nil
 }
 

@@ -58,8 +58,10 @@ func WriteDir(ctx context.Context, r *Report, dir string) error {
 		return nil
 	}
 	for _, t := range r.Tables {
-		if err := write(t.Name+".md", []byte(t.Markdown())); err != nil {
-			return err
+		if !t.NoMarkdown {
+			if err := write(t.Name+".md", []byte(t.Markdown())); err != nil {
+				return err
+			}
 		}
 		if !t.NoCSV {
 			if err := write(t.Name+".csv", []byte(t.CSV())); err != nil {

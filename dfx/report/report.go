@@ -29,17 +29,24 @@ type Report struct {
 	Files   []*File // other outputs (raw series, logs) written as they are
 }
 
-// Table is a table with a header row. Markdown renders Title above it and
-// Notes below; CSV has the header and rows only.
+// Table is a table with a header row. Markdown renders Title above it,
+// Notes below and then the More sections; CSV has the header and rows only.
+// Where the Markdown and the CSV views differ (rounded cells and sections
+// against full precision in one flat table), a report holds two tables of
+// one Name, one NoCSV and one NoMarkdown.
 type Table struct {
 	Name    string // file stem: Name.md and Name.csv
-	Title   string
+	Title   string // Markdown above the table: a heading, paragraphs
 	Caption string // one line for figures/INDEX.md
 	Header  []string
 	Rows    [][]string
 	Notes   []string
-	// NoCSV writes only the Markdown file.
-	NoCSV bool
+	// Align has one letter per column, 'l' (the default), 'r' or 'c'.
+	Align string
+	// More are further sections of the Markdown file (their Names unused).
+	More []*Table
+	// NoCSV writes only the Markdown file, NoMarkdown only the CSV file.
+	NoCSV, NoMarkdown bool
 }
 
 // Figure renders a picture on demand.
@@ -75,6 +82,14 @@ func (t *Table) Markdown() string {
 	seps := make([]string, len(t.Header))
 	for i := range seps {
 		seps[i] = "---"
+		if i < len(t.Align) {
+			switch t.Align[i] {
+			case 'r':
+				seps[i] = "---:"
+			case 'c':
+				seps[i] = ":---:"
+			}
+		}
 	}
 	row(seps)
 	for _, r := range t.Rows {
@@ -85,6 +100,9 @@ func (t *Table) Markdown() string {
 			b.WriteString("\n")
 		}
 		b.WriteString(n + "\n")
+	}
+	for _, m := range t.More {
+		b.WriteString("\n" + m.Markdown())
 	}
 	return b.String()
 }
@@ -125,17 +143,24 @@ func (r *Report) Check() error {
 		return nil
 	}
 	for _, t := range r.Tables {
-		if err := add(t.Name + ".md"); err != nil {
-			return err
+		if t.NoCSV && t.NoMarkdown {
+			return fmt.Errorf("report %s: table %s writes no file", r.Name, t.Name)
+		}
+		if !t.NoMarkdown {
+			if err := add(t.Name + ".md"); err != nil {
+				return err
+			}
 		}
 		if !t.NoCSV {
 			if err := add(t.Name + ".csv"); err != nil {
 				return err
 			}
 		}
-		for i, row := range t.Rows {
-			if len(row) != len(t.Header) {
-				return fmt.Errorf("report %s: table %s row %d has %d cells for %d columns", r.Name, t.Name, i, len(row), len(t.Header))
+		for _, part := range append([]*Table{t}, t.More...) {
+			for i, row := range part.Rows {
+				if len(row) != len(part.Header) {
+					return fmt.Errorf("report %s: table %s row %d has %d cells for %d columns", r.Name, t.Name, i, len(row), len(part.Header))
+				}
 			}
 		}
 	}
@@ -158,10 +183,22 @@ func (r *Report) Check() error {
 	return nil
 }
 
-// Table returns the table named name, or nil.
+// Table returns the table named name, or nil; of two tables of one name
+// (a Markdown and a CSV view), the Markdown one.
 func (r *Report) Table(name string) *Table {
+	var found *Table
 	for _, t := range r.Tables {
-		if t.Name == name {
+		if t.Name == name && (found == nil || found.NoMarkdown) {
+			found = t
+		}
+	}
+	return found
+}
+
+// csvOf is the CSV-only table named name, or nil.
+func (r *Report) csvOf(name string) *Table {
+	for _, t := range r.Tables {
+		if t.Name == name && t.NoMarkdown {
 			return t
 		}
 	}
@@ -188,7 +225,17 @@ func (r *Report) IndexLines(dir, command string) []string {
 	for _, t := range r.Tables {
 		c := t.Caption
 		if c == "" {
-			c = t.Title
+			c = strings.SplitN(strings.TrimLeft(t.Title, "# "), "\n", 2)[0]
+		}
+		if t.NoMarkdown {
+			if md := r.Table(t.Name); md != nil && !md.NoMarkdown {
+				continue // listed with its Markdown table
+			}
+			line(t.Name+".csv", c)
+			continue
+		}
+		if !t.NoCSV || r.csvOf(t.Name) != nil {
+			c += " (also " + t.Name + ".csv)"
 		}
 		line(t.Name+".md", c)
 	}

@@ -147,3 +147,27 @@ func ExampleTable_Markdown() {
 	// | 1.0 | 0.06 % |
 	// | 0.2 | 4 210 % |
 }
+
+func TestSectionsAlignmentAndSplitViews(t *testing.T) {
+	r := &Report{Name: "x", Tables: []*Table{
+		{Name: "t", Title: "# T", Header: []string{"a", "b"}, Rows: [][]string{{"1", "2"}}, Align: "lr", NoCSV: true,
+			More: []*Table{{Title: "## More", Header: []string{"c"}, Rows: [][]string{{"3"}}, Notes: []string{"end"}}}},
+		{Name: "t", Header: []string{"a", "b", "extra"}, Rows: [][]string{{"1", "2", "3"}}, NoMarkdown: true},
+	}}
+	if err := r.Check(); err != nil {
+		t.Fatal(err)
+	}
+	md := r.Table("t").Markdown()
+	want := "# T\n\n| a | b |\n| --- | ---: |\n| 1 | 2 |\n\n## More\n\n| c |\n| --- |\n| 3 |\n\nend\n"
+	if md != want {
+		t.Errorf("markdown\n%q\nwant\n%q", md, want)
+	}
+	lines := r.IndexLines("figures/x", "dfx reproduce x")
+	if len(lines) != 1 || !strings.Contains(lines[0], "t.md") || !strings.Contains(lines[0], "t.csv") {
+		t.Errorf("index lines %q: want one line naming t.md and t.csv", lines)
+	}
+	r.Tables[0].More[0].Rows[0] = []string{"3", "4"}
+	if r.Check() == nil {
+		t.Error("ragged row in a section accepted")
+	}
+}

@@ -1,4 +1,4 @@
-package fields
+package toys
 
 import (
 	"context"
@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-func TestRunWritesFiguresAndTraceStaysBelowBound(t *testing.T) {
-	cfg := Quick()
+func TestFieldsReportAndTraceStaysBelowBound(t *testing.T) {
+	cfg := FieldsQuick()
 	cfg.Grid, cfg.Arrows = 24, 6
-	r, err := Run(context.Background(), cfg)
+	r, err := RunFields(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,10 +23,7 @@ func TestRunWritesFiguresAndTraceStaysBelowBound(t *testing.T) {
 	if s := r.Summaries()[0]; s.NegativeFraction == 0 {
 		t.Errorf("t=%g: expected regions with tr F < 0", s.T)
 	}
-	dir := t.TempDir()
-	if err := r.WriteTo(dir); err != nil {
-		t.Fatal(err)
-	}
+	dir := writeReport(t, r)
 	for _, f := range []string{"trace.png", "trace.svg", "score.png", "summary.md", "summary.csv"} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s missing or empty: %v", f, err)
@@ -37,17 +34,17 @@ func TestRunWritesFiguresAndTraceStaysBelowBound(t *testing.T) {
 	}
 }
 
-func TestBadConfigIsAnError(t *testing.T) {
-	for _, mod := range []func(*Config){
-		func(c *Config) { c.Grid = 1 },
-		func(c *Config) { c.Times = nil },
-		func(c *Config) { c.Schedule = "nope" },
-		func(c *Config) { c.Times = []float64{1e9} },
-		func(c *Config) { c.Extent = -1 },
+func TestBadFieldsConfigIsAnError(t *testing.T) {
+	for _, mod := range []func(*FieldsConfig){
+		func(c *FieldsConfig) { c.Grid = 1 },
+		func(c *FieldsConfig) { c.Times = nil },
+		func(c *FieldsConfig) { c.Schedule = "nope" },
+		func(c *FieldsConfig) { c.Times = []float64{1e9} },
+		func(c *FieldsConfig) { c.Extent = -1 },
 	} {
-		c := Quick()
+		c := FieldsQuick()
 		mod(&c)
-		if _, err := Run(context.Background(), c); err == nil {
+		if _, err := RunFields(context.Background(), c); err == nil {
 			t.Errorf("bad config accepted: %+v", c)
 		}
 	}

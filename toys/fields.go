@@ -1,8 +1,9 @@
-// Package fields is the quick-start experiment: the exact Fisher-trace field
-// tr F(x, t) and score field ∇log q_t(x) of a 2-D data mixture on a grid, at
-// several times — what the paper's outer-product form (Props. 1 and 4) gives
-// without any network.
-package fields
+package toys
+
+// The quick-start experiment (`dfx reproduce fields`, notebook 00): the
+// exact Fisher-trace field tr F(x, t) and score field ∇log q_t(x) of a 2-D
+// data mixture on a grid, at several times — what the paper's
+// outer-product form (Props. 1 and 4) gives without any network.
 
 import (
 	"context"
@@ -11,12 +12,13 @@ import (
 	"math"
 
 	"github.com/dfx-lab/dfx/dfx/mixture"
+	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"gonum.org/v1/gonum/mat"
 )
 
-// Config chooses the mixture, the schedule and the grid.
-type Config struct {
+// FieldsConfig chooses the mixture, the schedule and the grid.
+type FieldsConfig struct {
 	// Data are the Dirac points (N×2); nil means Ring(8, 2).
 	Data *mat.Dense
 	// Schedule by name (schedule.ByName) with default parameters.
@@ -31,14 +33,23 @@ type Config struct {
 	Arrows int
 }
 
-// Quick is the profile the notebooks and CI use.
-func Quick() Config {
-	return Config{Schedule: "edm", Times: []float64{0.2, 0.6, 1.5}, Grid: 48, Extent: 3.5, Arrows: 14}
+// FieldsQuick is the profile the notebooks and CI use.
+func FieldsQuick() FieldsConfig {
+	return FieldsConfig{Schedule: "edm", Times: []float64{0.2, 0.6, 1.5}, Grid: 48, Extent: 3.5, Arrows: 14}
 }
 
-// Full is the profile of `dfx reproduce fields`.
-func Full() Config {
-	return Config{Schedule: "edm", Times: []float64{0.1, 0.2, 0.4, 0.8, 1.5}, Grid: 160, Extent: 3.5, Arrows: 20}
+// FieldsFull is the profile of `dfx reproduce fields`.
+func FieldsFull() FieldsConfig {
+	return FieldsConfig{Schedule: "edm", Times: []float64{0.1, 0.2, 0.4, 0.8, 1.5}, Grid: 160, Extent: 3.5, Arrows: 20}
+}
+
+// FieldsProfile is the notebooks' choice: FieldsQuick under the quick
+// profile (report.QuickProfile), FieldsFull otherwise.
+func FieldsProfile() FieldsConfig {
+	if report.QuickProfile() {
+		return FieldsQuick()
+	}
+	return FieldsFull()
 }
 
 // Ring returns k points evenly spaced on a circle of the given radius.
@@ -63,45 +74,45 @@ type Field struct {
 	ArrowU, ArrowV   [][]float64
 }
 
-// Result is the experiment's output.
-type Result struct {
-	Config   Config
+// FieldsResult is the quick-start's output.
+type FieldsResult struct {
+	Config   FieldsConfig
 	Data     *mat.Dense
 	Xs, Ys   []float64
 	Fields   []Field
 	Schedule schedule.Schedule
 }
 
-// Run evaluates the fields.
-func Run(ctx context.Context, cfg Config) (*Result, error) {
+// RunFields evaluates the fields.
+func RunFields(ctx context.Context, cfg FieldsConfig) (*FieldsResult, error) {
 	if cfg.Grid < 2 || cfg.Arrows < 2 {
-		return nil, fmt.Errorf("fields: grid %d and arrows %d must be at least 2", cfg.Grid, cfg.Arrows)
+		return nil, fmt.Errorf("toys: fields: grid %d and arrows %d must be at least 2", cfg.Grid, cfg.Arrows)
 	}
 	if !(cfg.Extent > 0) || math.IsInf(cfg.Extent, 0) {
-		return nil, fmt.Errorf("fields: extent %v must be positive and finite", cfg.Extent)
+		return nil, fmt.Errorf("toys: fields: extent %v must be positive and finite", cfg.Extent)
 	}
 	if len(cfg.Times) == 0 {
-		return nil, errors.New("fields: no times")
+		return nil, errors.New("toys: fields: no times")
 	}
 	s, err := schedule.ByName(cfg.Schedule, schedule.Params{})
 	if err != nil {
-		return nil, fmt.Errorf("fields: %w", err)
+		return nil, fmt.Errorf("toys: fields: %w", err)
 	}
 	data := cfg.Data
 	if data == nil {
 		data = Ring(8, 2)
 	}
 	if _, d := data.Dims(); d != 2 {
-		return nil, fmt.Errorf("fields: data must be 2-D, got d = %d", d)
+		return nil, fmt.Errorf("toys: fields: data must be 2-D, got d = %d", d)
 	}
 	m, err := mixture.NewDirac(data, nil)
 	if err != nil {
-		return nil, fmt.Errorf("fields: %w", err)
+		return nil, fmt.Errorf("toys: fields: %w", err)
 	}
-	res := &Result{Config: cfg, Data: data, Xs: linspace(-cfg.Extent, cfg.Extent, cfg.Grid), Schedule: s}
+	res := &FieldsResult{Config: cfg, Data: data, Xs: fieldsLinspace(-cfg.Extent, cfg.Extent, cfg.Grid), Schedule: s}
 	res.Ys = res.Xs
 	grid := gridPoints(res.Xs, res.Ys)
-	ax := linspace(-cfg.Extent, cfg.Extent, cfg.Arrows)
+	ax := fieldsLinspace(-cfg.Extent, cfg.Extent, cfg.Arrows)
 	arrows := gridPoints(ax, ax)
 	for _, t := range cfg.Times {
 		if err := ctx.Err(); err != nil {
@@ -109,15 +120,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		c, err := schedule.At(s, t)
 		if err != nil {
-			return nil, fmt.Errorf("fields: %w", err)
+			return nil, fmt.Errorf("toys: fields: %w", err)
 		}
 		r, err := m.Eval(mixture.Query{At: c, X: grid, Want: mixture.Trace | mixture.LogProb | mixture.Score})
 		if err != nil {
-			return nil, fmt.Errorf("fields: t = %g: %w", t, err)
+			return nil, fmt.Errorf("toys: fields: t = %g: %w", t, err)
 		}
 		ra, err := m.Eval(mixture.Query{At: c, X: arrows, Want: mixture.Score})
 		if err != nil {
-			return nil, fmt.Errorf("fields: t = %g: %w", t, err)
+			return nil, fmt.Errorf("toys: fields: t = %g: %w", t, err)
 		}
 		f := Field{T: t, Sigma: s.Sigma(t), ArrowXs: ax, ArrowYs: ax}
 		f.Trace = reshape(r.Trace, cfg.Grid)
@@ -131,7 +142,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return res, nil
 }
 
-func linspace(a, b float64, n int) []float64 {
+func fieldsLinspace(a, b float64, n int) []float64 {
 	out := make([]float64, n)
 	for i := range out {
 		out[i] = a + (b-a)*float64(i)/float64(n-1)

@@ -1,0 +1,167 @@
+package plotx
+
+import (
+	"image/color"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+)
+
+func TestTickersLabelAtLeastFourValues(t *testing.T) {
+	for _, r := range [][2]float64{{-3.5, 3.5}, {0, 1}, {0.1, 0.6}, {-2, 1}, {0.002, 80}, {-5657, 200}, {1e-7, 2e-7}, {0.999, 1}, {3, 3.0001}, {-1e9, 1e9}} {
+		if n := LabelCount(Ticks{}, r[0], r[1]); n < MinTicks {
+			t.Errorf("Ticks on [%g, %g]: %d labels, want ≥ %d", r[0], r[1], n, MinTicks)
+		}
+	}
+	for _, r := range [][2]float64{{1e-16, 10}, {0.02, 0.5}, {0.3, 0.9}, {0.3, 0.35}, {1, 1000}, {0.05, 0.12}} {
+		if n := LabelCount(LogTicks{}, r[0], r[1]); n < MinTicks {
+			t.Errorf("LogTicks on [%g, %g]: %d labels, want ≥ %d", r[0], r[1], n, MinTicks)
+		}
+	}
+}
+
+func TestTickLabelsAreDistinctAndRound(t *testing.T) {
+	seen := map[string]bool{}
+	for _, tk := range (Ticks{}).Ticks(0.1, 0.6) {
+		if tk.Label == "" {
+			continue
+		}
+		if seen[tk.Label] || len(tk.Label) > 5 {
+			t.Errorf("label %q repeated or not rounded", tk.Label)
+		}
+		seen[tk.Label] = true
+	}
+}
+
+// field from lo to hi along x.
+func ramp(lo, hi float64) (xs, ys []float64, z [][]float64) {
+	xs, ys = []float64{0, 1, 2, 3, 4}, []float64{0, 1, 2}
+	for range ys {
+		row := make([]float64, len(xs))
+		for i := range row {
+			row[i] = lo + (hi-lo)*float64(i)/float64(len(xs)-1)
+		}
+		z = append(z, row)
+	}
+	return xs, ys, z
+}
+
+func TestHeatMapMarksWhatItClips(t *testing.T) {
+	xs, ys, z := ramp(-8, 3)
+	_, bar, err := heatMap("clipped", xs, ys, z, HeatOptions{Min: -2, Max: 1, ColorBarLabel: "v"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bar.under == nil || bar.over == nil {
+		t.Fatalf("range [−2, 1] over data [−8, 3]: under %v over %v, want both ends marked", bar.under, bar.over)
+	}
+	if !strings.Contains(bar.underText, "-8") || !strings.Contains(bar.overText, "3") {
+		t.Errorf("clip texts %q, %q: want the data's extremes −8 and 3", bar.underText, bar.overText)
+	}
+	if !strings.Contains(bar.label, "clipped") {
+		t.Errorf("colour-bar label %q does not say it is clipped", bar.label)
+	}
+	_, bar, err = heatMap("covered", xs, ys, z, HeatOptions{Min: -10, Max: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bar.under != nil || bar.over != nil || strings.Contains(bar.label, "clipped") {
+		t.Errorf("range covering the data marked as clipped: %+v", bar)
+	}
+}
+
+func TestHeatMapPaintsClippedCellsInTheSaturationColour(t *testing.T) {
+	xs, ys, z := ramp(-8, 3)
+	p, err := HeatMap("", xs, ys, z, HeatOptions{Min: -2, Max: 1, NoColorBar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := PNGBytes(p, 300, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := decodePNG(t, b)
+	dc := p.DataCanvas(drawCanvas(vg.Rectangle{Max: vg.Point{X: 300, Y: 200}}))
+	// the leftmost column (−8) is under, the rightmost (3) over; image y runs down
+	px := func(x vg.Length) color.Color {
+		y := 200 - (dc.Min.Y+dc.Max.Y)/2
+		return img.At(int(x*96/72), int(y*96/72))
+	}
+	same := func(a, b color.Color) bool {
+		r1, g1, b1, _ := a.RGBA()
+		r2, g2, b2, _ := b.RGBA()
+		return r1>>8 == r2>>8 && g1>>8 == g2>>8 && b1>>8 == b2>>8
+	}
+	if c := px(dc.Min.X + 3); !same(c, DefaultUnderColor) {
+		t.Errorf("cell below Min is %v, want the under colour", c)
+	}
+	if c := px(dc.Max.X - 3); !same(c, DefaultOverColor) {
+		t.Errorf("cell above Max is %v, want the over colour", c)
+	}
+}
+
+func TestHeatMapSymLogCoversTheDataAndLabelsDataUnits(t *testing.T) {
+	xs, ys, z := ramp(-5000, 1)
+	_, bar, err := heatMap("symlog", xs, ys, z, HeatOptions{SymLog: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bar.under != nil || bar.over != nil {
+		t.Fatal("SymLog over the data range clipped")
+	}
+	labels := map[string]bool{}
+	for _, tk := range bar.labelled() {
+		labels[tk.Label] = true
+	}
+	for _, want := range []string{"-1e+03", "-10", "0", "1"} {
+		if !labels[want] {
+			t.Errorf("SymLog colour bar lacks the label %q (has %v)", want, labels)
+		}
+	}
+	if len(bar.labelled()) < MinTicks {
+		t.Errorf("%d colour-bar labels, want ≥ %d", len(bar.labelled()), MinTicks)
+	}
+	if _, err := HeatMap("", xs, ys, z, HeatOptions{SymLog: 1, LogZ: true}); err == nil {
+		t.Error("SymLog with LogZ: want an error")
+	}
+}
+
+func TestColourBarHasFourLabelsOnNarrowRanges(t *testing.T) {
+	for _, r := range [][2]float64{{0.1, 0.9}, {-2, 1}, {-30, 1}} {
+		xs, ys, z := ramp(r[0], r[1])
+		_, bar, err := heatMap("", xs, ys, z)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(bar.labelled()); n < MinTicks {
+			t.Errorf("data [%g, %g]: %d colour-bar labels, want ≥ %d", r[0], r[1], n, MinTicks)
+		}
+	}
+}
+
+func TestLegendOutsideLeavesTheDataAreaFree(t *testing.T) {
+	mk := func(outside bool) (*plot.Plot, vg.Length) {
+		p, err := Lines("", "x", "y", Series{Name: "a long legend entry", X: []float64{0, 1}, Y: []float64{0, 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !outside { // undo: put a fresh legend back inside
+			p = plot.New()
+		}
+		dc := p.DataCanvas(drawCanvas(vg.Rectangle{Max: vg.Point{X: 300, Y: 200}}))
+		return p, dc.Max.X
+	}
+	_, in := mk(false)
+	p, out := mk(true)
+	if !(out < in-20) {
+		t.Fatalf("data area right edge %v with the legend outside, %v without: no room reserved", out, in)
+	}
+	if r := p.Legend.Rectangle(drawCanvas(vg.Rectangle{Max: vg.Point{X: 300, Y: 200}})); r.Max.X-r.Min.X > 0 {
+		t.Fatal("the plot's own legend (drawn inside) still has entries")
+	}
+	if _, err := PNGBytes(p, 300, 200); err != nil {
+		t.Fatal(err)
+	}
+}
