@@ -122,6 +122,8 @@ func histPlot(title, xlabel string, h map[string][]float64, marks map[string]flo
 	hi = math.Max(hi*1.05, 1e-9)
 	const bins = 30
 	w := hi / bins
+	var first []float64 // the first schedule's counts, to tell coinciding histograms
+	var top, gap float64
 	for _, sched := range Table3Schedules {
 		v, ok := h[sched]
 		if !ok || len(v) == 0 {
@@ -133,6 +135,12 @@ func histPlot(title, xlabel string, h map[string][]float64, marks map[string]flo
 				continue
 			}
 			counts[min(int(100*x/w), bins-1)] += 1 / float64(len(v))
+		}
+		if first == nil {
+			first = counts
+		}
+		for b, c := range counts {
+			top, gap = math.Max(top, c), math.Max(gap, math.Abs(c-first[b]))
 		}
 		xys := plotter.XYs{{X: 0, Y: 0}}
 		for b, c := range counts {
@@ -157,6 +165,10 @@ func histPlot(title, xlabel string, h map[string][]float64, marks map[string]flo
 	}
 	if len(marks) > 0 {
 		p.Legend.Add("dashed: the paper's rate")
+	}
+	if len(h) > 1 && gap <= 0.05*top {
+		p.Legend.Add("the histograms coincide")
+		p.Legend.Add("(to 5 % of the peak)")
 	}
 	return p, nil
 }
@@ -235,7 +247,7 @@ func (res *Result) figures() []*report.Figure {
 		plotFigure(FigHistPublished, "published protocol, non-affine data: histogram of the per-chain off-diagonal rate (%), the paper's values dashed", func() (*plot.Plot, error) {
 			return histPlot("Published protocol, non-affine: per-chain rate", "off-diagonal asymmetry (%)", res.HistPublished, PaperReported)
 		}),
-		plotFigure(FigHistReference, "converged map, non-affine data: histogram of the per-chain asymmetry I(Φ) (%)", func() (*plot.Plot, error) {
+		plotFigure(FigHistReference, "converged map, non-affine data: histogram of the per-chain asymmetry I(Φ) (%); the four schedules coincide", func() (*plot.Plot, error) {
 			return histPlot("Converged map, non-affine: per-chain I(Φ)", "asymmetry I (%)", res.HistReference, nil)
 		}),
 	}

@@ -74,12 +74,12 @@ func (r *AccessResult) ErrorPlots() ([]*plot.Plot, error) {
 		for _, n := range names {
 			series = append(series, *byMethod[n])
 		}
-		markCoinciding(series)
+		series = append(series, markCoinciding(series)...)
 		if exactMax >= 0 {
 			series = append(series, plotx.Series{Name: fmt.Sprintf("exact: %.0e (not drawn)", exactMax), Note: true})
 		}
 		title := fmt.Sprintf("%s: relative error vs exact (d = %d, %s)", map[string]string{"trace": "tr F", "matvec": "F v"}[kind], r.Config.Dim, r.Config.Schedule)
-		p, err := plotx.LogLines(title, "t", "mean relative error (ratio)", false, true, series...)
+		p, err := plotx.LogLines(title, "t", "mean rel. error (ratio)", false, true, series...)
 		if err != nil {
 			return nil, err
 		}
@@ -89,9 +89,10 @@ func (r *AccessResult) ErrorPlots() ([]*plot.Plot, error) {
 }
 
 // markCoinciding appends to the name of each series that lies within 2 %
-// of an earlier one at every t a note saying so: it is drawn on top, and
-// the reader would otherwise look for the hidden curve.
-func markCoinciding(series []plotx.Series) {
+// of an earlier one at every t the name of that one, and returns a legend
+// note saying that such curves coincide: one is drawn on top of the other,
+// and the reader would otherwise look for the hidden curve.
+func markCoinciding(series []plotx.Series) (note []plotx.Series) {
 	for j := range series {
 		for i := 0; i < j; i++ {
 			a, b := series[i], series[j]
@@ -105,11 +106,13 @@ func markCoinciding(series []plotx.Series) {
 				}
 			}
 			if same {
-				series[j].Name += " (≈ " + a.Name + ": curves coincide)"
+				series[j].Name += " ≈ " + a.Name
+				note = []plotx.Series{{Name: "(≈: curves coincide", Note: true}, {Name: " within 2 % at every t)", Note: true}}
 				break
 			}
 		}
 	}
+	return note
 }
 
 // ErrorPNG is ErrorPlots side by side, for notebooks.
@@ -120,7 +123,7 @@ func (r *AccessResult) errorFigure(format string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return plotx.TilesBytes(ps, len(ps), 5.5*vg.Inch, 3.8*vg.Inch, format)
+	return plotx.TilesBytes(ps, len(ps), 5.5*vg.Inch, 4.2*vg.Inch, format)
 }
 
 // Report holds the comparison's tables (Config.Name.md/.csv) and its

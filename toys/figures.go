@@ -26,7 +26,7 @@ func (r *Result) figures() []*report.Figure {
 	}
 	if r.learned() {
 		fs = append(fs, &report.Figure{Name: "relerr_vs_t.png", Render: r.errorFigure,
-			Caption: "relative Fisher-trace error (%) versus t, mean ± sd over seeds, with the paper's Table 2 values"})
+			Caption: "relative Fisher-trace error Σ|est − exact| / Σ|exact| (%) versus t, mean ± sd over seeds, with the paper's Table 2 values"})
 	}
 	if r.Samples != nil {
 		fs = append(fs, &report.Figure{Name: "samples.png", Render: r.samplesFigure, Caption: "the data beside PF-ODE samples of the score network"})
@@ -86,7 +86,7 @@ func tiles(plots [][]*plot.Plot, size vg.Length, format string) ([]byte, error) 
 func (r *Result) errorFigure(format string) ([]byte, error) {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("Fisher-trace relative error, %s, %s", r.Config.Dataset, r.Schedule.Name())
-	p.X.Label.Text, p.Y.Label.Text = "t", "Σ|tr̂ F − tr F| / Σ|tr F|  (%)"
+	p.X.Label.Text, p.Y.Label.Text = "t", "relative error of tr F (%)"
 	p.Y.Scale = plot.LogScale{}
 	for k, m := range []string{MethodVJP, MethodDFTM, MethodDFTMC} {
 		col := plotutil.Color(k)
@@ -143,7 +143,9 @@ func (r *Result) errorFigure(format string) ([]byte, error) {
 		p.Add(sc)
 		p.Legend.Add(m+" (paper)", sc)
 	}
-	p.Legend.Add("bands: ± 1 sd over seeds")
+	if len(r.Config.EvalSeeds)*max(len(r.Config.TrainSeeds), 1) > 1 {
+		p.Legend.Add("bands: ± 1 sd over seeds")
+	}
 	plotx.Readable(p)
 	return plotx.Bytes(p, 7.5*vg.Inch, 4.5*vg.Inch, format)
 }
@@ -205,7 +207,7 @@ func (r *Result) lossFigure(format string) ([]byte, error) {
 		}
 		title := map[string]string{"score": "score network: DSM loss ‖ε̂θ − ε‖²", "df-tm": "DF-TM network: |tθ − ‖x₀‖²/d|²",
 			"df-tm-c": "centred DF-TM (ours): |νθ − ‖ε̂θ − ε‖²/d|²"}[net]
-		p, err := plotx.LogLines(title, "training step", "loss (mean over a batch)", false, true, series...)
+		p, err := plotx.LogLines(title, "training step", "batch loss", false, true, series...)
 		if err != nil {
 			return nil, err
 		}

@@ -48,6 +48,9 @@ func WriteDir(ctx context.Context, r *Report, dir string) error {
 			os.RemoveAll(tmp)
 		}
 	}()
+	if err := os.Chmod(tmp, 0o755); err != nil { // MkdirTemp makes it private
+		return fmt.Errorf("report: %w", err)
+	}
 	write := func(name string, data []byte) error {
 		if err := ctx.Err(); err != nil {
 			return err

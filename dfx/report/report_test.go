@@ -171,3 +171,17 @@ func TestSectionsAlignmentAndSplitViews(t *testing.T) {
 		t.Error("ragged row in a section accepted")
 	}
 }
+
+func TestWriteDirFolderIsReadableByAll(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "exp")
+	if err := WriteDir(context.Background(), sample(false), dir); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o755 {
+		t.Errorf("folder mode %v, want rwxr-xr-x like any other", st.Mode().Perm())
+	}
+}
