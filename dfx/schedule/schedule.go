@@ -182,11 +182,12 @@ func deref(p Schedule) Schedule {
 	return p
 }
 
-// ByName is New with Params' non-zero fields set.
+// ByName is New with Params' non-zero fields set; a non-zero field the
+// named schedule does not take is an error (it would be ignored).
 func ByName(name string, p Params) (Schedule, error) {
 	set := map[string]float64{}
 	for k, v := range map[string]float64{ParamSigmaMin: p.SigmaMin, ParamSigmaMax: p.SigmaMax, ParamBetaMin: p.BetaMin, ParamBetaMax: p.BetaMax, ParamTMin: p.TMin, ParamTMax: p.TMax} {
-		if v != 0 && Takes(name, k) {
+		if v != 0 {
 			set[k] = v
 		}
 	}

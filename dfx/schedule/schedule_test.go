@@ -228,3 +228,12 @@ func TestDDPMMatchesItsBetaTable(t *testing.T) {
 		t.Errorf("continuous g² %g far from Kβ = %g", G2(d, 0.5005), d.DiscreteG2(501))
 	}
 }
+
+func TestByNameRefusesAParameterTheScheduleWouldIgnore(t *testing.T) {
+	if _, err := ByName("ve", Params{BetaMax: 10}); err == nil {
+		t.Error("β_max accepted for VE")
+	}
+	if s, err := ByName("vp", Params{BetaMax: 10}); err != nil || s.(VP).BetaMax != 10 {
+		t.Errorf("VP with β_max = 10: %v, %v", s, err)
+	}
+}
