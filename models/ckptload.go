@@ -22,6 +22,8 @@ func networksOf(obj Objective) []string {
 		return []string{TraceScope}
 	case DFTMCentred:
 		return []string{ScoreScope, CentredTraceScope}
+	case Classify:
+		return []string{ClassifierScope}
 	}
 	return []string{ScoreScope}
 }
@@ -71,6 +73,8 @@ func NetworkShapes(params *model.Store, d int, networks ...string) (map[string]s
 				TraceNet(scope, in)
 			case CentredTraceScope:
 				CentredTraceNet(scope, in)
+			case ClassifierScope:
+				ClassifierNet(scope, in.X)
 			default:
 				panic(fmt.Errorf("models: unknown network %q", n))
 			}
@@ -169,6 +173,7 @@ func (tr *Trainer) Save(path string) error {
 		return err
 	}
 	c.Header.Objective, c.Header.Dim, c.Header.Step = tr.Objective.String(), tr.d, tr.step
+	c.Header.Config = tr.Config
 	c.Header.Networks = networksOf(tr.Objective)
 	if c.Header.PCG, err = tr.pcg.MarshalBinary(); err != nil {
 		return err
@@ -218,6 +223,7 @@ func (tr *Trainer) Load(path string) error {
 	}
 	*tr.pcg = *pcg
 	tr.step = h.Step
+	tr.Config = h.Config
 	tr.GoMLX.ResetComputationGraphs()
 	return nil
 }

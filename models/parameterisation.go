@@ -2,6 +2,7 @@ package models
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/gomlx/gomlx/core/graph"
 )
@@ -9,16 +10,34 @@ import (
 // Parameterisation names what a score network outputs. With the forward
 // kernel x = α y + σ ε (paper eq. diffusion_kernel):
 //
-//	PredictEps: ε̂;   PredictY: ŷ = x̂₀;   PredictV: v = α ε − σ y.
+//	PredictEps: ε̂;   PredictY: ŷ = x̂₀;   PredictV: v = α ε − σ y;
+//	PredictEDM: F with ŷ = c_skip x/α + c_out F (Karras et al. 2022's
+//	preconditioning, σ_data = EDMSigmaData), i.e. ε = a x + b F with
+//	a = σ/(σ² + s²α²), b = −sα/√(σ² + s²α²).
 //
-// All three determine the score ∇log q_t(x) = −ε/σ exactly.
+// All four determine the score ∇log q_t(x) = −ε/σ exactly. PredictEDM
+// carries the identity map (ε ≈ x at high noise) in its skip term, so a
+// network narrower than the data (a residual MLP of width < d on MNIST)
+// does not have to learn a full-rank identity through its bottleneck; with
+// PredictEps such a network stalls at ε̂ ≈ 0 (loss ≈ 1) for long.
 type Parameterisation int
 
 const (
 	PredictEps Parameterisation = iota
 	PredictY
 	PredictV
+	PredictEDM
 )
+
+// EDMSigmaData is the data scale s of PredictEDM (EDM's default).
+const EDMSigmaData = 0.5
+
+// edmCoefficients are a, b of ε = a x + b F under PredictEDM.
+func edmCoefficients(alpha, sigma float64) (a, b float64) {
+	s := EDMSigmaData
+	den := sigma*sigma + s*s*alpha*alpha
+	return sigma / den, -s * alpha / math.Sqrt(den)
+}
 
 func (p Parameterisation) String() string {
 	switch p {
@@ -28,6 +47,8 @@ func (p Parameterisation) String() string {
 		return "y"
 	case PredictV:
 		return "v"
+	case PredictEDM:
+		return "edm"
 	}
 	return fmt.Sprintf("Parameterisation(%d)", int(p))
 }
@@ -41,8 +62,10 @@ func ParseParameterisation(s string) (Parameterisation, error) {
 		return PredictY, nil
 	case "v":
 		return PredictV, nil
+	case "edm":
+		return PredictEDM, nil
 	}
-	return 0, fmt.Errorf("models: parameterisation %q, want eps, y or v", s)
+	return 0, fmt.Errorf("models: parameterisation %q, want eps, y, v or edm", s)
 }
 
 // Conversions on scalars (float64), used by tests and host code.
@@ -54,6 +77,9 @@ func EpsFrom(p Parameterisation, out, x, alpha, sigma float64) float64 {
 		return (x - alpha*out) / sigma
 	case PredictV: // ε = (σ x + α v)/(α² + σ²)
 		return (sigma*x + alpha*out) / (alpha*alpha + sigma*sigma)
+	case PredictEDM:
+		a, b := edmCoefficients(alpha, sigma)
+		return a*x + b*out
 	}
 	return out
 }
@@ -66,6 +92,9 @@ func FromEps(p Parameterisation, eps, x, alpha, sigma float64) float64 {
 	case PredictV:
 		y := (x - sigma*eps) / alpha
 		return alpha*eps - sigma*y
+	case PredictEDM:
+		a, b := edmCoefficients(alpha, sigma)
+		return (eps - a*x) / b
 	}
 	return eps
 }
@@ -86,6 +115,12 @@ func EpsFromGraph(p Parameterisation, out, x, alpha, sigma *graph.Node) *graph.N
 	case PredictV:
 		norm := graph.Add(graph.Square(alpha), graph.Square(sigma))
 		return graph.Div(graph.Add(graph.Mul(sigma, x), graph.Mul(alpha, out)), norm)
+	case PredictEDM:
+		s := EDMSigmaData
+		den := graph.Add(graph.Square(sigma), graph.MulScalar(graph.Square(alpha), s*s))
+		a := graph.Div(sigma, den)
+		b := graph.Neg(graph.Div(graph.MulScalar(alpha, s), graph.Sqrt(den)))
+		return graph.Add(graph.Mul(a, x), graph.Mul(b, out))
 	}
 	return out
 }

@@ -32,9 +32,13 @@ const (
 	// optimum is (α²/σ²)(tr Cov[x₀|x_t] + ‖ȳ − ȳ_θ‖²)/d, and
 	// tr F ≈ (d/σ²)(1 − ν_θ) without DF-TM's α²/σ⁴ cancellation.
 	DFTMCentred
+	// Classify fits the clean-image classifier (ClassifierNet) by
+	// cross-entropy on the labels, with random translations of up to
+	// ParamShiftAugment pixels.
+	Classify
 )
 
-var objectiveNames = []string{"dsm", "df-tm", "df-tm-c"}
+var objectiveNames = []string{"dsm", "df-tm", "df-tm-c", "classifier"}
 
 // String is the objective's name as checkpoints record it.
 func (o Objective) String() string {
@@ -51,7 +55,7 @@ func ParseObjective(s string) (Objective, error) {
 			return Objective(i), nil
 		}
 	}
-	return 0, fmt.Errorf("models: objective %q, want dsm, df-tm or df-tm-c", s)
+	return 0, fmt.Errorf("models: objective %q, want dsm, df-tm, df-tm-c or classifier", s)
 }
 
 // Trainer fits one objective on an in-memory data set with GoMLX's
@@ -70,6 +74,9 @@ type Trainer struct {
 	Objective Objective
 	// GoMLX is the underlying GoMLX trainer (one executable per batch shape).
 	GoMLX *train.Trainer
+	// Config is the caller's record (e.g. a loss curve so far): Save writes
+	// it into the checkpoint and Load restores it.
+	Config []byte
 
 	data   []float64 // [N*d] row-major
 	labels []int32   // [N] or nil
@@ -90,7 +97,7 @@ func NewTrainer(backend compute.Backend, store *model.Store, s schedule.Schedule
 	if err := schedule.Validate(s); err != nil {
 		return nil, err
 	}
-	if obj < DSM || obj > DFTMCentred {
+	if obj < DSM || obj > Classify {
 		return nil, fmt.Errorf("models: unknown objective %d", int(obj))
 	}
 	dtype, err := DTypeOf(store)
@@ -119,6 +126,17 @@ func NewTrainer(backend compute.Backend, store *model.Store, s schedule.Schedule
 		tr.data = append(tr.data, row...)
 	}
 	k := model.GetRootParamOr(store, ParamNumClasses, 0)
+	if obj == Classify {
+		if labels == nil || k < 2 {
+			return nil, fmt.Errorf("models: the classifier needs labels and num_classes ≥ 2 (have %d)", k)
+		}
+		if sh := model.GetRootParamOr(store, ParamShiftAugment, 0); sh != 0 {
+			side := int(math.Round(math.Sqrt(float64(tr.d))))
+			if side*side != tr.d || sh < 0 || sh >= side {
+				return nil, fmt.Errorf("models: shift_augment %d needs square images and 0 ≤ shift < side (d = %d)", sh, tr.d)
+			}
+		}
+	}
 	if labels != nil {
 		if len(labels) != tr.n {
 			return nil, fmt.Errorf("models: %d labels for %d rows", len(labels), tr.n)
@@ -243,9 +261,22 @@ func (tr *Trainer) batch() []*tensors.Tensor {
 	eps := make([]float64, bs*tr.d)
 	alpha, sigma, weight := make([]float64, bs), make([]float64, bs), make([]float64, bs)
 	class := make([]int32, bs)
+	shift := 0
+	side := 0
+	if tr.Objective == Classify {
+		drop = 0
+		shift = model.GetRootParamOr(st, ParamShiftAugment, 0)
+		side = int(math.Round(math.Sqrt(float64(tr.d))))
+	}
 	for b := range bs {
 		i := tr.rng.IntN(tr.n)
-		copy(x0[b*tr.d:], tr.data[i*tr.d:(i+1)*tr.d])
+		if shift > 0 {
+			dy, dx := tr.rng.IntN(2*shift+1)-shift, tr.rng.IntN(2*shift+1)-shift
+			src := tr.data[i*tr.d : (i+1)*tr.d]
+			shiftImage(x0[b*tr.d:(b+1)*tr.d], src, side, dy, dx, src[0])
+		} else {
+			copy(x0[b*tr.d:], tr.data[i*tr.d:(i+1)*tr.d])
+		}
 		for j := range tr.d {
 			eps[b*tr.d+j] = tr.rng.NormFloat64()
 		}
@@ -303,6 +334,8 @@ func (tr *Trainer) perSampleLoss(scope *model.Scope, inputs []*graph.Node) *grap
 	a2, s2 := graph.InsertAxes(alpha, -1), graph.InsertAxes(sigma, -1)
 	in.X = graph.Add(graph.Mul(a2, x0), graph.Mul(s2, eps)) // x_t = α x₀ + σ ε
 	switch tr.Objective {
+	case Classify:
+		return classifierLoss(scope, x0, class)
 	case DFTM:
 		target := graph.DivScalar(graph.ReduceSum(graph.Square(x0), -1), float64(tr.d))
 		return graph.Square(graph.Sub(TraceNet(scope, in), target))

@@ -193,6 +193,12 @@ func deformationPlot(d Deformation) (*plot.Plot, error) {
 			l.Color = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
 		}
 		p.Add(l)
+		switch i {
+		case 0:
+			p.Legend.Add("grid lines of one family (images)", l)
+		case len(d.Lines) / 2:
+			p.Legend.Add("grid lines of the other family", l)
+		}
 	}
 	pts := make(plotter.XYs, len(d.Points))
 	for i, y := range d.Points {
@@ -205,6 +211,7 @@ func deformationPlot(d Deformation) (*plot.Plot, error) {
 		}
 		sc.GlyphStyle.Radius, sc.GlyphStyle.Color = vg.Points(4), color.Black
 		p.Add(sc)
+		p.Legend.Add("data points", sc)
 	}
 	plotx.Readable(p)
 	return p, nil

@@ -141,6 +141,18 @@ func TestEveryBadInputIsOneLineExitTwoNothingOnStdout(t *testing.T) {
 		{"ckpt no file", []string{"ckpt"}, "", "want one checkpoint file"},
 		{"ckpt missing file", []string{"ckpt", filepath.Join(dir, "none.ckpt")}, "", "no such file"},
 		{"ckpt not a checkpoint", []string{"ckpt", aFile}, "", "ckpt"},
+		// dfx train
+		{"train no network", []string{"train"}, "", "name the network"},
+		{"train flag first", []string{"train", "--steps", "3"}, "", "name the network"},
+		{"train unknown network", []string{"train", "unet"}, "", "no network"},
+		{"train unknown flag", []string{"train", "eps", "--bogus"}, "", "not defined"},
+		{"train zero steps", []string{"train", "eps", "--steps", "0", "-out", dir}, "", "--steps must be"},
+		{"train zero save-every", []string{"train", "eps", "--save-every", "0", "-out", dir}, "", "--save-every must be"},
+		{"train log-every above steps", []string{"train", "eps", "--steps", "10", "--log-every", "20", "-out", dir}, "", "--log-every must be"},
+		{"train empty -out", []string{"train", "eps", "-out", ""}, "", "--out must name"},
+		{"train -out under a file", []string{"train", "eps", "-out", filepath.Join(aFile, "sub")}, "", "--out"},
+		{"train resume without state", []string{"train", "eps", "-resume", "-out", dir}, "", "no saved state"},
+		{"train extra argument", []string{"train", "eps", "more"}, "", "unexpected argument"},
 		// dfx reproduce
 		{"reproduce unknown flag", []string{"reproduce", "--bogus", "ot"}, "", "not defined"},
 		{"reproduce no experiment", []string{"reproduce"}, "", "name an experiment"},

@@ -27,6 +27,7 @@ var experiments = map[string]experiment{}
 var experimentDocs = map[string]string{
 	"access":      "access comparison: exact vs VJP / Hutchinson / DF-TM / DF-EA traces and products, d = 64 and the plane",
 	"fields":      "quick-start: exact trace and score fields of a 2-D mixture",
+	"mnist":       "paper Table 1, Figures 1–2 on MNIST, and every estimator against the exact Fisher of the 60 000 training images (committed networks)",
 	"ot":          "paper Table 3: OT test of PF-ODE maps in both protocols, studies beyond the paper, figures",
 	"toys":        "paper Table 2 on the toy data set (full: committed checkpoints, trains what is missing)",
 	"toys-others": "the Table 2 pipeline on every other toy data set",
@@ -39,6 +40,7 @@ var reproduceEnv = [][2]string{
 	{"DFX_RETRAIN=1", "toys: retrain instead of loading the committed checkpoints, and rewrite toys/checkpoints (run from the repository root)"},
 	{"GOMLX_BACKEND", "GoMLX backend of the learned experiments (default: the Go backend; e.g. xla:cuda with the xla build tag)"},
 	{"DFX_MNIST_DIR", "folder of the MNIST IDX files (default: the GoMNIST module's data folder)"},
+	{"DFX_MNIST_NETS", "mnist: folder of the networks written by `dfx train` (default: the committed mnist/checkpoints, compiled in)"},
 }
 
 func reproduceUsage(w io.Writer) {

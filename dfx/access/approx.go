@@ -126,3 +126,33 @@ func (e *DFEA) MatVecAt(x, x0 *mat.Dense, t float64, v *mat.Dense) (*mat.Dense, 
 	}
 	return mat.NewDense(b, d, flat(res[0])), nil
 }
+
+// DFEAApply is DF-EA (eq. EA_approx) on the host from a denoiser output
+// already at hand: F v ≈ v/σ² + (α²/σ⁴)(⟨ȳ,v⟩ȳ − ⟨x₀,v⟩x₀) for each row of
+// ybar, x0, v [B, d]. Inside a sampler step that has computed ȳ_θ, this is
+// DF-EA's whole marginal cost: O(B·d) operations and no network pass.
+func DFEAApply(ybar, x0, v *mat.Dense, alpha, sigma float64) (*mat.Dense, error) {
+	b, d := v.Dims()
+	if rb, rd := ybar.Dims(); rb != b || rd != d {
+		return nil, fmt.Errorf("access: DF-EA: ȳ is [%d, %d], v is [%d, %d]", rb, rd, b, d)
+	}
+	if rb, rd := x0.Dims(); rb != b || rd != d {
+		return nil, fmt.Errorf("access: DF-EA: x₀ is [%d, %d], v is [%d, %d]", rb, rd, b, d)
+	}
+	s2 := sigma * sigma
+	c := alpha * alpha / (s2 * s2)
+	out := mat.NewDense(b, d, nil)
+	for i := range b {
+		y, x, vv, o := ybar.RawRowView(i), x0.RawRowView(i), v.RawRowView(i), out.RawRowView(i)
+		var yv, xv float64
+		for j := range d {
+			yv += y[j] * vv[j]
+			xv += x[j] * vv[j]
+		}
+		cy, cx := c*yv, c*xv
+		for j := range d {
+			o[j] = vv[j]/s2 + cy*y[j] - cx*x[j]
+		}
+	}
+	return out, nil
+}

@@ -40,6 +40,14 @@ func TestDFEAMatchesAFloat64EvaluationOfEqEAApprox(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		ybar := mat.NewDense(b, f.d, nil)
+		for q := range b {
+			ybar.SetRow(q, f.refYbar[q])
+		}
+		host, err := DFEAApply(ybar, x0, v, f.a, f.sg) // the host form, from ȳ at hand
+		if err != nil {
+			t.Fatal(err)
+		}
 		c := f.a * f.a / math.Pow(f.sg, 4)
 		for q := range b {
 			vq, x0q, yq := v.RawRowView(q), x0.RawRowView(q), f.refYbar[q]
@@ -51,6 +59,9 @@ func TestDFEAMatchesAFloat64EvaluationOfEqEAApprox(t *testing.T) {
 			floats.Add(want, ybarTerm)
 			if e := relNorm(got.RawRowView(q), want); e > 1e-9 {
 				t.Errorf("t=%g query %d: DF-EA relative error %g against eq. EA_approx", tm, q, e)
+			}
+			if e := relNorm(host.RawRowView(q), want); e > 1e-12 {
+				t.Errorf("t=%g query %d: DFEAApply relative error %g against eq. EA_approx", tm, q, e)
 			}
 			fv := make([]float64, f.d)
 			for j := range f.d {

@@ -1,0 +1,147 @@
+package mnist
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/dfx-lab/dfx/dfx/access"
+	"github.com/dfx-lab/dfx/dfx/report"
+	"github.com/dfx-lab/dfx/models"
+)
+
+// Config sizes `dfx reproduce mnist` (paper Table 1, Figures 1–2 and the
+// exact-Fisher study at image scale).
+type Config struct {
+	Quick   bool
+	NetsDir string // folder of the networks ("" or missing files: the committed ones)
+	Seed    uint64
+
+	// Table 1: interleaved timing rounds; ExactAt64 also times the exact
+	// VJP trace at batch 64 (≈ 50 000 VJPs, one round).
+	TimingRounds int
+	ExactAt64    bool
+
+	// Ground truth: queries per split (train, test) at each time.
+	TruthTimes   []float64
+	TruthQueries int
+
+	// Bits per dimension on the test set.
+	BPDStart      float64 // s, the start time of the PF-ODE
+	BPDSteps      int     // Heun steps of the converged fixed-step solver
+	BPDImages     int     // test images with DF-TM (10 000: the whole set)
+	CompareImages int     // images with the exact VJP trace, Hutchinson, DF-TM-c
+	CompareSteps  int     // Heun steps of that comparison (same trajectory for all)
+	ConvSteps     []int   // Heun steps of the convergence study
+	ConvRTol      float64 // dopri5 tolerance of the convergence study
+
+	// Figure 1b and 2.
+	Scales          []float64 // guidance scales s (ε̃ = ε_∅ + s(ε_c − ε_∅))
+	SamplesPerScale int       // balanced over the 10 classes
+	DDIMSteps       int
+	Fig2Seeds       int     // per class
+	Fig2Scale       float64 // guidance scale of Figure 2
+	TrajSamples     int     // unconditional samples for the trajectory NLL
+}
+
+// FullConfig is the committed profile (≤ 30 min on the 2-core CPU).
+func FullConfig() Config {
+	return Config{
+		Seed: 1, TimingRounds: 5, ExactAt64: true,
+		TruthTimes: []float64{0.02, 0.05, 0.1, 0.2, 0.4, 0.7}, TruthQueries: 16,
+		BPDStart: 1e-5, BPDSteps: 50, BPDImages: 10000, CompareImages: 64, CompareSteps: 10,
+		ConvSteps: []int{5, 10, 25, 50, 100}, ConvRTol: 1e-5,
+		Scales:          []float64{1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5, 9.5, 10.5, 11.5, 12.5, 13.5},
+		SamplesPerScale: 500, DDIMSteps: 25, Fig2Seeds: 16, Fig2Scale: 3.5, TrajSamples: 64,
+	}
+}
+
+// QuickConfig runs every part at toy size (≈ 1–2 min; for tests and the notebook).
+func QuickConfig() Config {
+	return Config{
+		Quick: true, Seed: 1, TimingRounds: 2,
+		TruthTimes: []float64{0.05, 0.4}, TruthQueries: 2,
+		BPDStart: 1e-5, BPDSteps: 10, BPDImages: 64, CompareImages: 2, CompareSteps: 3,
+		ConvSteps: []int{5, 10}, ConvRTol: 1e-3,
+		Scales:          []float64{1.5, 7.5, 13.5},
+		SamplesPerScale: 20, DDIMSteps: 10, Fig2Seeds: 4, Fig2Scale: 3.5, TrajSamples: 8,
+	}
+}
+
+// Result is everything `dfx reproduce mnist` measured.
+type Result struct {
+	Config   Config
+	Machine  string
+	Backend  string
+	Records  map[string]*TrainRecord
+	Timing   *TimingResult
+	Truth    *TruthResult
+	BPD      *BPDResult
+	Guidance *GuidanceResult
+	Fig2     *Fig2Result
+	Traj     *TrajResult
+	Elapsed  time.Duration
+}
+
+// Run runs every part of the MNIST experiment.
+func Run(ctx context.Context, cfg Config, log io.Writer) (*Result, error) {
+	start := time.Now()
+	backend, err := models.NewBackend()
+	if err != nil {
+		return nil, err
+	}
+	nets, err := LoadNetworks(backend, cfg.NetsDir)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Config: cfg, Machine: Machine(), Backend: backend.Name(), Records: nets.Records}
+	step := func(name string, f func() error) error {
+		t := time.Now()
+		fmt.Fprintf(log, "mnist: %s …\n", name)
+		if err := f(); err != nil {
+			return fmt.Errorf("mnist: %s: %w", name, err)
+		}
+		fmt.Fprintf(log, "mnist: %s done in %.1fs\n", name, time.Since(t).Seconds())
+		return ctx.Err()
+	}
+	train, err := Load(Train)
+	if err != nil {
+		return nil, err
+	}
+	test, err := Load(Test)
+	if err != nil {
+		return nil, err
+	}
+	if err := step("Table 1 timings", func() (err error) { res.Timing, err = RunTiming(ctx, nets, cfg, train); return }); err != nil {
+		return nil, err
+	}
+	if err := step("exact-Fisher ground truth", func() (err error) { res.Truth, err = RunTruth(ctx, nets, cfg, train, test); return }); err != nil {
+		return nil, err
+	}
+	if err := step("bits per dimension", func() (err error) { res.BPD, err = RunBPD(ctx, nets, cfg, test, log); return }); err != nil {
+		return nil, err
+	}
+	if err := step("Figure 1b guidance sweep", func() (err error) { res.Guidance, err = RunGuidance(ctx, nets, cfg, log); return }); err != nil {
+		return nil, err
+	}
+	if err := step("Figure 2 ranking", func() (err error) { res.Fig2, err = RunFig2(ctx, nets, cfg, train); return }); err != nil {
+		return nil, err
+	}
+	if err := step("trajectory NLL", func() (err error) { res.Traj, err = RunTraj(ctx, nets, cfg); return }); err != nil {
+		return nil, err
+	}
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+var _ access.TraceEstimator = (*access.DFTM)(nil)
+
+// Profile is the notebooks' choice: QuickConfig under the quick profile
+// (report.QuickProfile, $DFX_QUICK=1), FullConfig otherwise.
+func Profile() Config {
+	if report.QuickProfile() {
+		return QuickConfig()
+	}
+	return FullConfig()
+}

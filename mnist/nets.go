@@ -1,0 +1,249 @@
+package mnist
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dfx-lab/dfx/dfx/access"
+	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/models"
+)
+
+// Networks are the trained MNIST networks, ready to evaluate.
+type Networks struct {
+	Backend compute.Backend
+	// Store holds the ε-network, t_θ and ν_θ side by side (EMA weights).
+	Store *model.Store
+	// Net is the unconditional model (null class) as dfx/access's contract,
+	// with the DF-TM and centred DF-TM networks: every trace and F·v
+	// estimator runs on it.
+	Net *access.Net
+	// Classifier is the clean-image classifier.
+	Classifier *models.Classifier
+	// Records are the training records of each network, by name.
+	Records map[string]*TrainRecord
+
+	guided *model.Exec
+}
+
+// LoadNetworks loads the four networks (from dir where it holds them, else
+// the committed checkpoints) onto backend.
+func LoadNetworks(backend compute.Backend, dir string) (*Networks, error) {
+	nets := &Networks{Backend: backend, Records: map[string]*TrainRecord{}}
+	var stores []*model.Store
+	for _, name := range []string{"eps", "dftm", "dftm-c", "classifier"} {
+		st, rec, err := LoadNetwork(dir, name)
+		if err != nil {
+			return nil, err
+		}
+		nets.Records[name] = rec
+		if name == "classifier" {
+			if nets.Classifier, err = models.NewClassifier(backend, st, Dim); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		stores = append(stores, st)
+	}
+	merged := models.NewStore()
+	spec, _ := SpecByName("eps")
+	merged.SetParams(spec.Params)
+	if err := models.CopyTrainable(merged, stores...); err != nil {
+		return nil, err
+	}
+	nets.Store = merged
+	n, err := models.NewAccessNet(backend, merged, Schedule(), true)
+	if err != nil {
+		return nil, err
+	}
+	nets.Net = n
+	return nets, nil
+}
+
+// GuidedEps is classifier-free guidance with per-row scale and class:
+// ε̃ = ε(x, ∅) + s (ε(x, c) − ε(x, ∅)) [B, d] at time t, one forward pass of
+// 2B rows (s = 1 is the conditional model, s = 0 the unconditional one; the
+// paper's "guidance scale" is s).
+func (n *Networks) GuidedEps(x *mat.Dense, t float64, class []int, scale []float64) (*mat.Dense, error) {
+	b, d := x.Dims()
+	if d != Dim || len(class) != b || len(scale) != b {
+		return nil, fmt.Errorf("mnist: guided ε of [%d, %d] points with %d classes and %d scales", b, d, len(class), len(scale))
+	}
+	c, err := schedule.At(Schedule(), t)
+	if err != nil {
+		return nil, err
+	}
+	if n.guided == nil {
+		n.guided, err = model.NewExec(n.Backend, n.Store, func(scope *model.Scope, in []*graph.Node) *graph.Node {
+			x, cls, s, a, sg := in[0], in[1], in[2], in[3], in[4]
+			null := graph.AddScalar(graph.ZerosLike(cls), 10)
+			rows := x.Shape().Dimensions[0]
+			e := models.Eps(scope, models.Inputs{
+				X:     graph.Concatenate([]*graph.Node{x, x}, 0),
+				Alpha: graph.Concatenate([]*graph.Node{a, a}, 0), Sigma: graph.Concatenate([]*graph.Node{sg, sg}, 0),
+				Class: graph.Concatenate([]*graph.Node{cls, null}, 0),
+			})
+			cond := graph.Slice(e, graph.AxisRange(0, rows))
+			unc := graph.Slice(e, graph.AxisRange(rows, 2*rows))
+			return graph.Add(unc, graph.Mul(graph.InsertAxes(s, -1), graph.Sub(cond, unc)))
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	cl := make([]int32, b)
+	for i, k := range class {
+		if k < 0 || k > 9 {
+			return nil, fmt.Errorf("mnist: class %d outside 0…9", k)
+		}
+		cl[i] = int32(k)
+	}
+	fill := func(v float64) []float32 {
+		out := make([]float32, b)
+		for i := range out {
+			out[i] = float32(v)
+		}
+		return out
+	}
+	sc := make([]float32, b)
+	for i, s := range scale {
+		sc[i] = float32(s)
+	}
+	xs := make([]float32, b*d)
+	for i, v := range x.RawMatrix().Data[:b*d] {
+		xs[i] = float32(v)
+	}
+	out, err := n.guided.Exec(tensors.FromFlatDataAndDimensions(xs, b, d), tensors.FromFlatDataAndDimensions(cl, b),
+		tensors.FromFlatDataAndDimensions(sc, b), tensors.FromFlatDataAndDimensions(fill(c.Alpha), b),
+		tensors.FromFlatDataAndDimensions(fill(c.Sigma), b))
+	if err != nil {
+		return nil, fmt.Errorf("mnist: guided ε: %w", err)
+	}
+	defer out[0].MustFinalizeAll()
+	f := tensors.MustCopyFlatData[float32](out[0])
+	res := mat.NewDense(b, d, nil)
+	raw := res.RawMatrix().Data
+	for i, v := range f {
+		raw[i] = float64(v)
+	}
+	return res, nil
+}
+
+// SampleConfig is a DDIM run of the guided sampler.
+type SampleConfig struct {
+	Steps int     // DDIM steps from T to Final (uniform in t)
+	Final float64 // last time (0: the schedule's t_min)
+	Seed  uint64
+	Batch int // rows per network call (0: 256)
+}
+
+// Sample draws one image per (class, scale) pair by DDIM (η = 0) with
+// classifier-free guidance, from x_T ~ N(0, σ_T² I) drawn from Seed (row i
+// from its own stream, so a row does not depend on the batch it is in). It
+// returns the images at Final [B, d] (not clipped).
+func (n *Networks) Sample(cfg SampleConfig, class []int, scale []float64) (*mat.Dense, error) {
+	if cfg.Steps < 1 {
+		return nil, errors.New("mnist: DDIM needs ≥ 1 step")
+	}
+	if len(class) != len(scale) || len(class) == 0 {
+		return nil, fmt.Errorf("mnist: %d classes for %d scales", len(class), len(scale))
+	}
+	s := Schedule()
+	lo, hi := s.Interval()
+	final := cfg.Final
+	if final == 0 {
+		final = lo
+	}
+	if final < lo || final >= hi {
+		return nil, fmt.Errorf("mnist: final time %g outside [%g, %g)", final, lo, hi)
+	}
+	batch := cfg.Batch
+	if batch <= 0 {
+		batch = 256
+	}
+	grid := make([]float64, cfg.Steps+1)
+	for i := range grid {
+		grid[i] = hi + (final-hi)*float64(i)/float64(cfg.Steps)
+	}
+	b := len(class)
+	out := mat.NewDense(b, Dim, nil)
+	for lo := 0; lo < b; lo += batch {
+		hiRow := min(lo+batch, b)
+		x := InitialNoise(cfg.Seed, lo, hiRow)
+		for k := 0; k+1 < len(grid); k++ {
+			eps, err := n.GuidedEps(x, grid[k], class[lo:hiRow], scale[lo:hiRow])
+			if err != nil {
+				return nil, err
+			}
+			DDIMStep(x, eps, grid[k], grid[k+1])
+		}
+		for i := lo; i < hiRow; i++ {
+			out.SetRow(i, x.RawRowView(i-lo))
+		}
+	}
+	return out, nil
+}
+
+// InitialNoise is x_T for rows [lo, hi) of a sampling run: row i from the
+// PCG stream (seed, i), scaled by σ(T).
+func InitialNoise(seed uint64, lo, hi int) *mat.Dense {
+	s := Schedule()
+	_, tMax := s.Interval()
+	sig := s.Sigma(tMax)
+	x := mat.NewDense(hi-lo, Dim, nil)
+	for i := lo; i < hi; i++ {
+		rng := rand.New(rand.NewPCG(seed, uint64(i)))
+		row := x.RawRowView(i - lo)
+		for j := range row {
+			row[j] = sig * rng.NormFloat64()
+		}
+	}
+	return x
+}
+
+// DDIMStep moves x (in place) from t to t1 with the noise prediction eps:
+// x₁ = α₁ ŷ + σ₁ ε with ŷ = (x − σ ε)/α (Song et al. 2021, η = 0).
+func DDIMStep(x, eps *mat.Dense, t, t1 float64) {
+	s := Schedule()
+	a, sg := s.Alpha(t), s.Sigma(t)
+	a1, s1 := s.Alpha(t1), s.Sigma(t1)
+	raw, e := x.RawMatrix().Data, eps.RawMatrix().Data
+	for i, v := range raw {
+		y := (v - sg*e[i]) / a
+		raw[i] = a1*y + s1*e[i]
+	}
+}
+
+// ClassLogProb is the classifier's log p(c | x) of each row's requested
+// class, the stand-in for the CLIP score, and the penultimate features.
+func (n *Networks) ClassLogProb(x *mat.Dense, class []int) ([]float64, *mat.Dense, error) {
+	lp, feat, err := n.Classifier.LogProbs(x)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]float64, len(class))
+	for i, k := range class {
+		out[i] = lp.At(i, k)
+	}
+	return out, feat, nil
+}
+
+// Clip clamps images to the data range [−1, 1] (a copy).
+func Clip(x *mat.Dense) *mat.Dense {
+	out := mat.DenseCopyOf(x)
+	raw := out.RawMatrix().Data
+	for i, v := range raw {
+		raw[i] = math.Max(-1, math.Min(1, v))
+	}
+	return out
+}
+
+

@@ -1,0 +1,243 @@
+package mnist
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"os"
+	"testing"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/model"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dfx-lab/dfx/dfx/access"
+	"github.com/dfx-lab/dfx/models"
+)
+
+// tinyNetworks are randomly initialised networks of the MNIST shapes
+// (width 16), enough to check that the wrappers compute what they claim.
+func tinyNetworks(t *testing.T) *Networks {
+	t.Helper()
+	backend, err := models.NewBackend()
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := models.NewStore()
+	spec, _ := SpecByName("eps")
+	store.SetParams(spec.Params)
+	store.SetParams(map[string]any{models.ParamWidth: 16, models.ParamDepth: 1})
+	n, err := models.NewAccessNet(backend, store, Schedule(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Nu = func(scope *model.Scope, x, a, s *graph.Node) *graph.Node {
+		null := graph.AddScalar(graph.Zeros(x.Graph(), shapes.Make(dtypes.Int32, x.Shape().Dimensions[0])), 10)
+		return models.CentredTraceNet(scope, models.Inputs{X: x, Alpha: a, Sigma: s, Class: null})
+	}
+	return &Networks{Backend: backend, Store: store, Net: n}
+}
+
+func randomImages(b int, seed uint64) *mat.Dense {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	x := mat.NewDense(b, Dim, nil)
+	for i := range b {
+		for j := range Dim {
+			x.Set(i, j, rng.NormFloat64())
+		}
+	}
+	return x
+}
+
+func relDiff(a, b []float64) float64 {
+	var num, den float64
+	for i := range a {
+		num += (a[i] - b[i]) * (a[i] - b[i])
+		den += b[i] * b[i]
+	}
+	return math.Sqrt(num / den)
+}
+
+// TestFusedGraphMatchesTheAccessEstimators: the one-graph ε / DF-TM / DF-TM-c
+// evaluation the likelihood runs use equals access's separate estimators
+// (a wrong sign or power of σ in the fused formula fails it).
+func TestFusedGraphMatchesTheAccessEstimators(t *testing.T) {
+	nets := tinyNetworks(t)
+	f, err := newFused(nets.Net)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dftm, err := access.NewDFTM(nets.Net)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dftmc, err := access.NewDFTMCentred(nets.Net)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := randomImages(3, 1)
+	for _, tm := range []float64{0.05, 0.5} {
+		eps, tr, nu, err := f.eval(x, tm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantEps, _ := nets.Net.EpsAt(x, tm)
+		wantTr, _ := dftm.Trace(x, tm)
+		wantNu, _ := dftmc.Trace(x, tm)
+		if e := relDiff(eps.RawMatrix().Data, wantEps.RawMatrix().Data); e > 1e-5 {
+			t.Errorf("t=%g: ε differs by %g", tm, e)
+		}
+		if e := relDiff(tr, wantTr); e > 1e-4 {
+			t.Errorf("t=%g: DF-TM trace differs by %g: %v vs %v", tm, e, tr, wantTr)
+		}
+		if e := relDiff(nu, wantNu); e > 1e-4 {
+			t.Errorf("t=%g: centred DF-TM trace differs by %g", tm, e)
+		}
+	}
+}
+
+// TestGuidedEpsInterpolatesConditionalAndUnconditional: scale 0 is the
+// unconditional ε (the null class, as access.Net evaluates it), scale 1 the
+// conditional one, and scale s the affine combination ε_∅ + s(ε_c − ε_∅).
+func TestGuidedEpsInterpolatesConditionalAndUnconditional(t *testing.T) {
+	nets := tinyNetworks(t)
+	x := randomImages(4, 2)
+	class := []int{0, 3, 7, 9}
+	at := func(s float64) *mat.Dense {
+		e, err := nets.GuidedEps(x, 0.3, class, []float64{s, s, s, s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	unc, err := nets.Net.EpsAt(x, 0.3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e0, e1, e5 := at(0), at(1), at(5)
+	if d := relDiff(e0.RawMatrix().Data, unc.RawMatrix().Data); d > 1e-5 {
+		t.Errorf("scale 0 differs from the unconditional ε by %g", d)
+	}
+	if d := relDiff(e1.RawMatrix().Data, e0.RawMatrix().Data); d < 1e-3 {
+		t.Errorf("scale 1 equals scale 0 (%g): the class is ignored", d)
+	}
+	want := mat.NewDense(4, Dim, nil)
+	want.Sub(e1, e0)
+	want.Scale(5, want)
+	want.Add(want, e0)
+	if d := relDiff(e5.RawMatrix().Data, want.RawMatrix().Data); d > 1e-4 {
+		t.Errorf("scale 5 is not ε_∅ + 5(ε_c − ε_∅): %g", d)
+	}
+	if _, err := nets.GuidedEps(x, 0.3, []int{0, 1, 2, 10}, []float64{1, 1, 1, 1}); err == nil {
+		t.Error("class 10 accepted")
+	}
+}
+
+// TestDDIMStepIsExactForOnePoint: for data that is one point y the exact
+// noise prediction is ε = (x − α y)/σ, and a DDIM step from t to t₁ maps
+// α y + σ ε to α₁ y + σ₁ ε exactly.
+func TestDDIMStepIsExactForOnePoint(t *testing.T) {
+	s := Schedule()
+	rng := rand.New(rand.NewPCG(3, 3))
+	y, e := make([]float64, Dim), make([]float64, Dim)
+	for j := range y {
+		y[j], e[j] = rng.Float64()*2-1, rng.NormFloat64()
+	}
+	t0, t1 := 0.8, 0.3
+	x := mat.NewDense(1, Dim, nil)
+	for j := range y {
+		x.Set(0, j, s.Alpha(t0)*y[j]+s.Sigma(t0)*e[j])
+	}
+	eps := mat.NewDense(1, Dim, e)
+	DDIMStep(x, eps, t0, t1)
+	for j := range y {
+		if want := s.Alpha(t1)*y[j] + s.Sigma(t1)*e[j]; math.Abs(x.At(0, j)-want) > 1e-12 {
+			t.Fatalf("pixel %d: %g, want %g", j, x.At(0, j), want)
+		}
+	}
+}
+
+func TestSpearman(t *testing.T) {
+	for _, c := range []struct {
+		a, b []float64
+		want float64
+	}{
+		{[]float64{1, 2, 3, 4}, []float64{10, 20, 30, 40}, 1},
+		{[]float64{1, 2, 3, 4}, []float64{4, 3, 2, 1}, -1},
+		{[]float64{1, 2, 3, 4, 5}, []float64{1, 4, 9, 16, 25}, 1}, // monotone, not linear
+		{[]float64{1, 2, 2, 3}, []float64{1, 2, 3, 4}, 0.9486832980505138},
+	} {
+		if got := Spearman(c.a, c.b); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("Spearman(%v, %v) = %g, want %g", c.a, c.b, got, c.want)
+		}
+	}
+}
+
+// TestTrainingResumesExactly: training interrupted after 3 steps and resumed
+// gives the same weights as 6 uninterrupted steps (same seed), and the state
+// file is gone once training ends.
+func TestTrainingResumesExactly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads the MNIST training set")
+	}
+	backend, err := models.NewBackend()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, _ := SpecByName("classifier")
+	spec.Params = copyParams(spec.Params)
+	spec.Params[models.ParamWidth] = 16
+	spec.Params[models.ParamBatchSize] = 8
+	straight, resumed := t.TempDir(), t.TempDir()
+	if _, err := TrainNetwork(context.Background(), backend, spec, TrainOptions{Steps: 6, Out: straight, LogEvery: 1}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err = TrainNetwork(ctx, backend, spec, TrainOptions{Steps: 6, Out: resumed, LogEvery: 1, OnStep: func(s int64) {
+		if s == 3 {
+			cancel()
+		}
+	}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	if _, err := os.Stat(statePath(resumed, "classifier")); err != nil {
+		t.Fatalf("no state after the interruption: %v", err)
+	}
+	if _, err := TrainNetwork(context.Background(), backend, spec, TrainOptions{Steps: 6, Out: resumed, LogEvery: 1, Resume: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(statePath(resumed, "classifier")); !os.IsNotExist(err) {
+		t.Errorf("state left after training ended: %v", err)
+	}
+	a, _, err := LoadNetwork(straight, "classifier")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, recB, err := LoadNetwork(resumed, "classifier")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recB.Curve.Step) != 6 {
+		t.Errorf("resumed loss curve has %d points, want 6", len(recB.Curve.Step))
+	}
+	n := 0
+	for v := range a.IterVariables() {
+		w := b.GetVariable(v.Path())
+		if w == nil {
+			t.Fatalf("variable %s missing after resume", v.Path())
+		}
+		va, _ := v.Value()
+		vb, _ := w.Value()
+		if !va.Equal(vb) {
+			t.Errorf("variable %s differs between straight and resumed training", v.Path())
+		}
+		n++
+	}
+	if n == 0 {
+		t.Fatal("no variables compared")
+	}
+}

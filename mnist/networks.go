@@ -1,0 +1,404 @@
+package mnist
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/gomlx/ml/model"
+
+	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/models"
+)
+
+// NetSpec is one MNIST network and how `dfx train <name>` trains it.
+type NetSpec struct {
+	Name      string           // "eps", "dftm", "dftm-c", "classifier"
+	About     string           // one line for help texts
+	Objective models.Objective // what the trainer fits
+	Scope     string           // models scope of the trained network
+	Needs     string           // network whose weights the objective uses, frozen ("" none)
+	Steps     int              // training steps of the full profile
+	Params    map[string]any   // hyperparameters over models.SetDefaults
+}
+
+// Schedule is the VP schedule of every MNIST diffusion network (β from 0.1
+// to 20, t ∈ [10⁻⁵, 1]).
+func Schedule() schedule.Schedule { return schedule.DefaultVP() }
+
+// trunk are the hyperparameters every diffusion network shares (the three
+// live side by side in one store, so they must agree).
+func trunk() map[string]any {
+	return map[string]any{
+		models.ParamParam: "edm", // see models.PredictEDM: ε-prediction stalls at loss ≈ 1 with width < d
+		models.ParamWidth: 512, models.ParamDepth: 3, models.ParamEmbedDim: 32, models.ParamEmbedMaxFreq: 8.0,
+		models.ParamNumClasses: 10, models.ParamCFGDropout: 0.1, models.ParamBatchSize: 128,
+		models.ParamLearningRate: 1e-3, models.ParamWarmupSteps: 200, models.ParamEMADecay: 0.999,
+		models.ParamClipNorm: 1.0, models.ParamSeed: 1,
+	}
+}
+
+// Specs lists the MNIST networks in training order (each one's Needs comes
+// before it).
+func Specs() []NetSpec {
+	with := func(m map[string]any, kv ...any) map[string]any {
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return m
+	}
+	return []NetSpec{
+		{Name: "eps", About: "class-conditional ε-network (residual MLP, VP, null class for CFG)", Objective: models.DSM, Scope: models.ScoreScope,
+			Steps: 10000, Params: with(trunk(), models.ParamCosineSteps, 10000)},
+		{Name: "dftm", About: "DF-TM network t_θ (paper Algorithm tnet, target ‖x₀‖²/d)", Objective: models.DFTM, Scope: models.TraceScope,
+			Steps: 2000, Params: with(trunk(), models.ParamCosineSteps, 2000)},
+		{Name: "dftm-c", About: "centred DF-TM network ν_θ (target ‖ε̂_θ − ε‖²/d, frozen ε-network)", Objective: models.DFTMCentred, Scope: models.CentredTraceScope,
+			Needs: "eps", Steps: 2000, Params: with(trunk(), models.ParamCosineSteps, 2000)},
+		{Name: "classifier", About: "MNIST classifier (MLP 784-512-512-10, ±2 px shifts)", Objective: models.Classify, Scope: models.ClassifierScope,
+			Steps: 5000, Params: map[string]any{
+				models.ParamWidth: 512, models.ParamDepth: 2, models.ParamNumClasses: 10, models.ParamActivation: "relu",
+				models.ParamBatchSize: 128, models.ParamLearningRate: 1e-3, models.ParamWarmupSteps: 100, models.ParamCosineSteps: 5000,
+				models.ParamEMADecay: 0.999, models.ParamClipNorm: 5.0, models.ParamSeed: 1, models.ParamShiftAugment: 2,
+			}},
+	}
+}
+
+// SpecByName finds a network spec.
+func SpecByName(name string) (NetSpec, error) {
+	var names []string
+	for _, s := range Specs() {
+		if s.Name == name {
+			return s, nil
+		}
+		names = append(names, s.Name)
+	}
+	return NetSpec{}, fmt.Errorf("mnist: no network %q (have %v)", name, names)
+}
+
+// LossCurve is a training loss curve: Loss[i] is the mean batch loss of the
+// LogEvery steps ending at Step[i].
+type LossCurve struct {
+	Step []int64
+	Loss []float64
+}
+
+// TrainRecord is what a committed checkpoint records of its training.
+type TrainRecord struct {
+	Net      string
+	Steps    int
+	Seconds  float64 // wall-clock training time, summed over resumed runs
+	Machine  string  // where it was trained
+	Backend  string
+	Curve    LossCurve
+	Accuracy float64 `json:",omitempty"` // classifier: test-set accuracy
+}
+
+// TrainOptions controls one `dfx train` run.
+type TrainOptions struct {
+	Steps     int    // 0: the spec's
+	Out       string // folder of the final weights checkpoint <Out>/<name>.dfxckpt
+	StateDir  string // folder of the resumable trainer state ("": Out)
+	Resume    bool   // continue from <StateDir>/<name>.state.dfxckpt
+	SaveEvery int    // steps between state saves (0: 500)
+	LogEvery  int    // steps per loss-curve point (0: 50)
+	Progress  io.Writer
+	Log       io.Writer
+	// OnStep, if not nil, is called after every step with the step reached.
+	OnStep func(step int64)
+	// Needs supplies the stores of the networks a spec needs (nil: load
+	// them from Out or the committed checkpoints).
+	Needs map[string]*model.Store
+}
+
+// statePath and weightsPath are the files of a network under a folder.
+func statePath(dir, name string) string   { return filepath.Join(dir, "_"+name+".state.dfxckpt") }
+func weightsPath(dir, name string) string { return filepath.Join(dir, name+".dfxckpt") }
+
+// TrainingData is the 60 000 training images scaled to [−1, 1], as rows,
+// with their labels.
+func TrainingData() ([][]float64, []int, error) {
+	set, err := Load(Train)
+	if err != nil {
+		return nil, nil, err
+	}
+	x, err := set.Scaled(0, set.Images.N)
+	if err != nil {
+		return nil, nil, err
+	}
+	rows := make([][]float64, set.Images.N)
+	labels := make([]int, set.Images.N)
+	for i := range rows {
+		rows[i] = x.RawRowView(i)
+		labels[i] = int(set.Labels[i])
+	}
+	return rows, labels, nil
+}
+
+// TrainNetwork trains spec on the MNIST training set and writes its
+// weights checkpoint (EMA weights, with a TrainRecord) to
+// <Out>/<name>.dfxckpt; the trainer state is saved every SaveEvery steps for
+// Resume. ctx cancels between steps (the state is saved first).
+func TrainNetwork(ctx context.Context, backend compute.Backend, spec NetSpec, opt TrainOptions) (*TrainRecord, error) {
+	steps := spec.Steps
+	if opt.Steps > 0 {
+		steps = opt.Steps
+	}
+	if opt.Out == "" {
+		return nil, errors.New("mnist: no output folder")
+	}
+	stateDir := opt.StateDir
+	if stateDir == "" {
+		stateDir = opt.Out
+	}
+	saveEvery, logEvery := opt.SaveEvery, opt.LogEvery
+	if saveEvery <= 0 {
+		saveEvery = 500
+	}
+	if logEvery <= 0 {
+		logEvery = 50
+	}
+	log := opt.Log
+	if log == nil {
+		log = io.Discard
+	}
+	rows, labels, err := TrainingData()
+	if err != nil {
+		return nil, err
+	}
+	store := models.NewStore()
+	params := copyParams(spec.Params)
+	params[models.ParamCosineSteps] = steps
+	store.SetParams(params)
+	if spec.Needs != "" {
+		need := opt.Needs[spec.Needs]
+		if need == nil {
+			c, _, err := LoadNetwork(opt.Out, spec.Needs)
+			if err != nil {
+				return nil, fmt.Errorf("mnist: %s needs the %s network: %w", spec.Name, spec.Needs, err)
+			}
+			need = c
+		}
+		if err := models.CopyTrainable(store, need); err != nil {
+			return nil, err
+		}
+	}
+	var lab []int
+	if spec.Objective == models.DSM || spec.Objective == models.Classify {
+		lab = labels
+	}
+	tr, err := models.NewTrainer(backend, store, Schedule(), spec.Objective, rows, lab)
+	if err != nil {
+		return nil, err
+	}
+	rec := &TrainRecord{Net: spec.Name, Steps: steps, Machine: Machine(), Backend: backend.Name()}
+	sp := statePath(stateDir, spec.Name)
+	if opt.Resume {
+		if err := tr.Load(sp); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(tr.Config, rec); err != nil {
+			return nil, fmt.Errorf("mnist: %s: training record: %v: %w", sp, err, models.ErrCheckpoint)
+		}
+		if rec.Steps != steps {
+			return nil, fmt.Errorf("mnist: %s was started for %d steps, this run asks for %d", sp, rec.Steps, steps)
+		}
+		fmt.Fprintf(log, "mnist: %s: resumed at step %d of %d\n", spec.Name, tr.Step(), steps)
+	}
+	save := func() error {
+		raw, err := json.Marshal(rec)
+		if err != nil {
+			return err
+		}
+		tr.Config = raw
+		if err := os.MkdirAll(stateDir, 0o755); err != nil {
+			return err
+		}
+		return tr.Save(sp)
+	}
+	var pr *models.Progress
+	if opt.Progress != nil {
+		pr = models.NewProgress(opt.Progress, "train "+spec.Name, steps-int(tr.Step()))
+	}
+	start := time.Now()
+	sum, count := 0.0, 0
+	for tr.Step() < int64(steps) {
+		if ctx.Err() != nil {
+			rec.Seconds += time.Since(start).Seconds()
+			if err := save(); err != nil {
+				return nil, err
+			}
+			fmt.Fprintf(log, "mnist: %s interrupted at step %d; state in %s (resume with -resume)\n", spec.Name, tr.Step(), sp)
+			return nil, ctx.Err()
+		}
+		loss, err := tr.TrainSteps(1)
+		if err != nil {
+			return nil, err
+		}
+		sum += loss
+		count++
+		if opt.OnStep != nil {
+			opt.OnStep(tr.Step())
+		}
+		if pr != nil {
+			pr.Update(loss, sum/float64(count))
+		}
+		if st := tr.Step(); st%int64(logEvery) == 0 || st == int64(steps) {
+			rec.Curve.Step = append(rec.Curve.Step, st)
+			rec.Curve.Loss = append(rec.Curve.Loss, sum/float64(count))
+			sum, count = 0, 0
+		}
+		if tr.Step()%int64(saveEvery) == 0 && tr.Step() < int64(steps) {
+			rec.Seconds += time.Since(start).Seconds()
+			start = time.Now()
+			if err := save(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if pr != nil {
+		pr.Done()
+	}
+	rec.Seconds += time.Since(start).Seconds()
+	if spec.Objective == models.Classify {
+		acc, err := testAccuracy(backend, store)
+		if err != nil {
+			return nil, err
+		}
+		rec.Accuracy = acc
+		fmt.Fprintf(log, "mnist: classifier test accuracy %.2f%%\n", 100*acc)
+	}
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return nil, err
+	}
+	c, err := models.WeightsCheckpoint(store, Dim, []string{spec.Scope}, raw)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(opt.Out, 0o755); err != nil {
+		return nil, err
+	}
+	if err := c.Write(weightsPath(opt.Out, spec.Name)); err != nil {
+		return nil, err
+	}
+	_ = os.Remove(sp) // finished: the state is no longer needed
+	fmt.Fprintf(log, "mnist: %s: %d steps in %.0f s, final loss %.4g, wrote %s\n", spec.Name, steps, rec.Seconds,
+		rec.Curve.Loss[len(rec.Curve.Loss)-1], weightsPath(opt.Out, spec.Name))
+	return rec, nil
+}
+
+func copyParams(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// Dim is the MNIST data dimension, 28 × 28.
+const Dim = 28 * 28
+
+// Machine describes this computer in a few words.
+func Machine() string {
+	return fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+}
+
+// testAccuracy is the classifier's EMA accuracy on the 10 000 test images.
+func testAccuracy(backend compute.Backend, store *model.Store) (float64, error) {
+	eval, err := models.EMAStore(store)
+	if err != nil {
+		return 0, err
+	}
+	cl, err := models.NewClassifier(backend, eval, Dim)
+	if err != nil {
+		return 0, err
+	}
+	set, err := Load(Test)
+	if err != nil {
+		return 0, err
+	}
+	x, err := set.Scaled(0, set.Images.N)
+	if err != nil {
+		return 0, err
+	}
+	labels := make([]int, len(set.Labels))
+	for i, l := range set.Labels {
+		labels[i] = int(l)
+	}
+	return cl.Accuracy(x, labels)
+}
+
+// committed are the published MNIST networks, compiled in so that every
+// command and notebook finds them from any working directory.
+//
+//go:embed checkpoints
+var committed embed.FS
+
+// LoadNetwork reads the named network's weights: from dir when it holds
+// <name>.dfxckpt, else from the committed checkpoints. It returns the
+// store and the training record; a checkpoint failing the strict checks,
+// or made for another spec, is an error.
+func LoadNetwork(dir, name string) (*model.Store, *TrainRecord, error) {
+	spec, err := SpecByName(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	var raw []byte
+	where := weightsPath(dir, name)
+	if dir != "" {
+		raw, err = os.ReadFile(where)
+	}
+	if dir == "" || errors.Is(err, fs.ErrNotExist) {
+		where = "embedded:mnist/checkpoints/" + name + ".dfxckpt"
+		raw, err = committed.ReadFile("checkpoints/" + name + ".dfxckpt")
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, fmt.Errorf("mnist: no %s network: train it with `dfx train %s`: %w", name, name, err)
+		}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := models.DecodeCheckpoint(raw, where)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(c.Header.Networks) != 1 || c.Header.Networks[0] != spec.Scope || c.Header.Dim != Dim {
+		return nil, nil, fmt.Errorf("mnist: %s holds networks %v (d = %d), want %s (d = %d): %w", where, c.Header.Networks, c.Header.Dim, spec.Scope, Dim, models.ErrCheckpoint)
+	}
+	var rec TrainRecord
+	dec := json.NewDecoder(bytes.NewReader(c.Header.Config))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rec); err != nil {
+		return nil, nil, fmt.Errorf("mnist: %s: training record: %v: %w", where, err, models.ErrCheckpoint)
+	}
+	store, err := models.LoadWeights(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	return store, &rec, nil
+}
+
+// Committed lists the names of the compiled-in checkpoints.
+func Committed() []string {
+	var out []string
+	ents, _ := committed.ReadDir("checkpoints")
+	for _, e := range ents {
+		if n, ok := strings.CutSuffix(e.Name(), ".dfxckpt"); ok {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,166 @@
+package mnist
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dfx-lab/dfx/dfx/access"
+)
+
+// TimingRow is one method at one batch size: the median wall time of one
+// call over interleaved rounds.
+type TimingRow struct {
+	Kind    string // "trace" or "operator"
+	Method  string
+	Batch   int
+	Seconds float64 // median per call (per batch)
+	Rounds  int
+	Note    string
+}
+
+// TimingResult is the Table 1 analogue.
+type TimingResult struct {
+	T    float64 // the time of the queries
+	Rows []TimingRow
+}
+
+// Get returns the row of a method at a batch size (nil if not measured).
+func (r *TimingResult) Get(method string, batch int) *TimingRow {
+	for i := range r.Rows {
+		if r.Rows[i].Method == method && r.Rows[i].Batch == batch {
+			return &r.Rows[i]
+		}
+	}
+	return nil
+}
+
+// RunTiming times every trace estimator and F·v operator at batch 1 and 64
+// on noisy training images at t = 0.5, in interleaved rounds (each method
+// once per round, after a warm-up call that compiles its graph).
+func RunTiming(ctx context.Context, nets *Networks, cfg Config, train *Set) (*TimingResult, error) {
+	const t = 0.5
+	res := &TimingResult{T: t}
+	n := nets.Net
+	vjp, err := access.NewVJPTrace(n, 4096)
+	if err != nil {
+		return nil, err
+	}
+	h1, err := access.NewHutchinson(n, 1, access.Rademacher, cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
+	h16, err := access.NewHutchinson(n, 16, access.Rademacher, cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
+	hpp, err := access.NewHutchPP(n, 48, cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
+	dftm, err := access.NewDFTM(n)
+	if err != nil {
+		return nil, err
+	}
+	dftmc, err := access.NewDFTMCentred(n)
+	if err != nil {
+		return nil, err
+	}
+	vm, err := access.NewVJPMatVec(n)
+	if err != nil {
+		return nil, err
+	}
+	ea, err := access.NewDFEA(n, nil)
+	if err != nil {
+		return nil, err
+	}
+	sc := n.Schedule
+	a, s := sc.Alpha(t), sc.Sigma(t)
+	for _, b := range []int{1, 64} {
+		x0, err := train.Scaled(0, b)
+		if err != nil {
+			return nil, err
+		}
+		rng := rand.New(rand.NewPCG(cfg.Seed, uint64(b)))
+		x, v := mat.NewDense(b, Dim, nil), mat.NewDense(b, Dim, nil)
+		for i := range b {
+			for j := range Dim {
+				x.Set(i, j, a*x0.At(i, j)+s*rng.NormFloat64())
+				v.Set(i, j, rng.NormFloat64())
+			}
+		}
+		ybar, err := n.DenoiserAt(x, t)
+		if err != nil {
+			return nil, err
+		}
+		type method struct {
+			kind, name string
+			f          func() error
+			rounds     int
+			note       string
+		}
+		traceOf := func(e access.TraceEstimator) func() error {
+			return func() error { _, err := e.Trace(x, t); return err }
+		}
+		ms := []method{
+			{"trace", "vjp-exact", traceOf(vjp), cfg.TimingRounds, "d = 784 VJPs per point, batched"},
+			{"trace", "hutchinson-1", traceOf(h1), cfg.TimingRounds, "1 Rademacher probe"},
+			{"trace", "hutchinson-16", traceOf(h16), cfg.TimingRounds, "16 Rademacher probes"},
+			{"trace", "hutch++-48", traceOf(hpp), cfg.TimingRounds, "48 matvecs (16 sketch + 16 + 16)"},
+			{"trace", "df-tm", traceOf(dftm), cfg.TimingRounds, "ε-net + t_θ forward"},
+			{"trace", "df-tm-c", traceOf(dftmc), cfg.TimingRounds, "ν_θ forward"},
+			{"operator", "forward", func() error { _, err := n.EpsAt(x, t); return err }, cfg.TimingRounds, "one ε-network pass (reference)"},
+			{"operator", "vjp-matvec", func() error { _, err := vm.MatVec(x, t, v); return err }, cfg.TimingRounds, "one VJP (eq. Adjoint_VJP)"},
+			{"operator", "df-ea", func() error { _, err := ea.MatVecAt(x, x0, t, v); return err }, cfg.TimingRounds, "standalone: ε-net forward + rank-2 update"},
+			{"operator", "df-ea-marginal", func() error { _, err := access.DFEAApply(ybar, x0, v, a, s); return err }, cfg.TimingRounds, "inside a sampler step: ȳ_θ already computed"},
+		}
+		if b == 64 {
+			if cfg.ExactAt64 {
+				ms[0].rounds = 1
+				ms[0].note += "; one round (≈ 50 000 VJPs)"
+			} else {
+				ms = ms[1:]
+			}
+		}
+		times := make([][]float64, len(ms))
+		for _, m := range ms { // warm-up: compile
+			if err := m.f(); err != nil {
+				return nil, err
+			}
+		}
+		for r := range cfg.TimingRounds {
+			for i, m := range ms {
+				if r >= m.rounds {
+					continue
+				}
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				start := time.Now()
+				if err := m.f(); err != nil {
+					return nil, err
+				}
+				times[i] = append(times[i], time.Since(start).Seconds())
+			}
+		}
+		for i, m := range ms {
+			res.Rows = append(res.Rows, TimingRow{Kind: m.kind, Method: m.name, Batch: b, Seconds: median(times[i]), Rounds: len(times[i]), Note: m.note})
+		}
+	}
+	return res, nil
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

@@ -1,0 +1,199 @@
+package mnist
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dfx-lab/dfx/dfx/access"
+	"github.com/dfx-lab/dfx/dfx/mixture"
+	"github.com/dfx-lab/dfx/dfx/schedule"
+)
+
+// TruthRow summarises the estimators against the exact Fisher of the
+// 60 000-image Dirac mixture at one time, for queries whose x₀ comes from
+// one split (train: the mixture's own atoms; test: unseen images).
+type TruthRow struct {
+	Split        string
+	T, Sigma     float64
+	Queries      int
+	ExactTrace   float64            // mean exact tr F
+	RelErr       map[string]float64 // mean |est − exact| / |exact| per estimator
+	Delta1       float64            // mean |t_θ − t*|, t* = E[‖x₀‖² | x_t]/d (exact)
+	Delta2Rel    float64            // mean ‖ȳ_θ − ȳ‖ / ‖ȳ‖
+	BoundHolds   float64            // fraction of queries with |DF-TM − exact| ≤ DFTMErrorBound
+	BoundRatio   float64            // median of |DF-TM − exact| / bound
+	ExactCov     float64            // mean tr Cov[x₀|x_t]/d of the empirical mixture
+	NetCov       float64            // mean (t_θ − ‖ȳ_θ‖²/d), the network's implied tr Cov/d
+	NearestShare float64            // mean posterior weight of the most probable training image
+}
+
+// TruthResult is the exact-Fisher study at image scale.
+type TruthResult struct {
+	Estimators []string
+	Rows       []TruthRow
+}
+
+// RunTruth scores every trace estimator, t_θ and ȳ_θ against the exact
+// Dirac mixture of the training set at x_t = α x₀ + σ ε.
+func RunTruth(ctx context.Context, nets *Networks, cfg Config, train, test *Set) (*TruthResult, error) {
+	y, err := train.Scaled(0, train.Images.N)
+	if err != nil {
+		return nil, err
+	}
+	mix, err := mixture.NewDirac(y, nil)
+	if err != nil {
+		return nil, err
+	}
+	n := nets.Net
+	vjp, err := access.NewVJPTrace(n, 4096)
+	if err != nil {
+		return nil, err
+	}
+	h16, err := access.NewHutchinson(n, 16, access.Rademacher, cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
+	dftm, err := access.NewDFTM(n)
+	if err != nil {
+		return nil, err
+	}
+	dftmc, err := access.NewDFTMCentred(n)
+	if err != nil {
+		return nil, err
+	}
+	ests := []access.TraceEstimator{vjp, h16, dftm, dftmc}
+	res := &TruthResult{}
+	for _, e := range ests {
+		res.Estimators = append(res.Estimators, e.Name())
+	}
+	q := cfg.TruthQueries
+	rng := rand.New(rand.NewPCG(cfg.Seed, 77))
+	splits := []struct {
+		name string
+		x0   *mat.Dense
+	}{{"train", nil}, {"test", nil}}
+	idx := rng.Perm(train.Images.N)[:q]
+	splits[0].x0 = mat.NewDense(q, Dim, nil)
+	for i, k := range idx {
+		splits[0].x0.SetRow(i, y.RawRowView(k))
+	}
+	if splits[1].x0, err = test.Scaled(0, q); err != nil {
+		return nil, err
+	}
+	for _, sp := range splits {
+		for _, t := range cfg.TruthTimes {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			c, err := schedule.At(n.Schedule, t)
+			if err != nil {
+				return nil, err
+			}
+			x := mat.NewDense(q, Dim, nil)
+			for i := range q {
+				for j := range Dim {
+					x.Set(i, j, c.Alpha*sp.x0.At(i, j)+c.Sigma*rng.NormFloat64())
+				}
+			}
+			ex, err := mix.Eval(mixture.Query{At: c, X: x, Want: mixture.Trace | mixture.Denoiser | mixture.SecondMoment | mixture.LogProb})
+			if err != nil {
+				return nil, err
+			}
+			row := TruthRow{Split: sp.name, T: t, Sigma: c.Sigma, Queries: q, RelErr: map[string]float64{}}
+			for i := range q {
+				row.ExactTrace += ex.Trace[i] / float64(q)
+			}
+			for _, e := range ests {
+				got, err := e.Trace(x, t)
+				if err != nil {
+					return nil, err
+				}
+				for i := range q {
+					row.RelErr[e.Name()] += math.Abs(got[i]-ex.Trace[i]) / math.Abs(ex.Trace[i]) / float64(q)
+				}
+			}
+			tt, err := n.TAt(x, t)
+			if err != nil {
+				return nil, err
+			}
+			yb, err := n.DenoiserAt(x, t)
+			if err != nil {
+				return nil, err
+			}
+			dtm, err := dftm.Trace(x, t)
+			if err != nil {
+				return nil, err
+			}
+			nearest, err := nearestShare(y, x, c)
+			if err != nil {
+				return nil, err
+			}
+			var ratios []float64
+			for i := range q {
+				tStar := ex.SecondMoment[i] / Dim
+				yEx, yNet := ex.Denoiser.RawRowView(i), yb.RawRowView(i)
+				var dn, yn, ynet float64
+				for j := range Dim {
+					dn += (yNet[j] - yEx[j]) * (yNet[j] - yEx[j])
+					yn += yEx[j] * yEx[j]
+					ynet += yNet[j] * yNet[j]
+				}
+				d1, d2 := math.Abs(tt[i]-tStar), math.Sqrt(dn)
+				row.Delta1 += d1 / float64(q)
+				row.Delta2Rel += d2 / math.Sqrt(yn) / float64(q)
+				bound := access.DFTMErrorBound(Dim, c.Alpha, c.Sigma, d1, d2, math.Sqrt(yn))
+				diff := math.Abs(dtm[i] - ex.Trace[i])
+				// float32 network outputs: allow rounding of d/σ² in the comparison
+				if diff <= bound*(1+1e-3)+1e-5*Dim/(c.Sigma*c.Sigma) {
+					row.BoundHolds += 1 / float64(q)
+				}
+				ratios = append(ratios, diff/bound)
+				row.ExactCov += (tStar - yn/Dim) / float64(q)
+				row.NetCov += (tt[i] - ynet/Dim) / float64(q)
+				row.NearestShare += nearest[i] / float64(q)
+			}
+			row.BoundRatio = median(ratios)
+			res.Rows = append(res.Rows, row)
+		}
+	}
+	return res, nil
+}
+
+// nearestShare is, for each query, the posterior weight of the most
+// probable atom of the Dirac mixture y at coefficients c: 1 means the
+// empirical posterior has collapsed onto one training image.
+func nearestShare(y, x *mat.Dense, c schedule.Coefficients) ([]float64, error) {
+	nq, d := x.Dims()
+	ny, _ := y.Dims()
+	// ‖x − α y_i‖² = ‖x‖² − 2α⟨x, y_i⟩ + α²‖y_i‖²: one product [nq, ny].
+	g := mat.NewDense(nq, ny, nil)
+	g.Mul(x, y.T())
+	yn := make([]float64, ny)
+	for i := range ny {
+		r := y.RawRowView(i)
+		for _, v := range r {
+			yn[i] += v * v
+		}
+	}
+	out := make([]float64, nq)
+	s2 := 2 * c.Sigma * c.Sigma
+	for q := range nq {
+		row := g.RawRowView(q)
+		best := math.Inf(-1)
+		logits := make([]float64, ny)
+		for i := range ny {
+			logits[i] = -(c.Alpha*c.Alpha*yn[i] - 2*c.Alpha*row[i]) / s2 // ‖x‖² cancels
+			best = math.Max(best, logits[i])
+		}
+		var z float64
+		for _, l := range logits {
+			z += math.Exp(l - best)
+		}
+		out[q] = 1 / z
+	}
+	_ = d
+	return out, nil
+}
