@@ -156,40 +156,56 @@ func (n *Networks) Sample(cfg SampleConfig, class []int, scale []float64) (*mat.
 	if len(class) != len(scale) || len(class) == 0 {
 		return nil, fmt.Errorf("mnist: %d classes for %d scales", len(class), len(scale))
 	}
-	s := Schedule()
-	lo, hi := s.Interval()
-	final := cfg.Final
-	if final == 0 {
-		final = lo
-	}
-	if final < lo || final >= hi {
-		return nil, fmt.Errorf("mnist: final time %g outside [%g, %g)", final, lo, hi)
-	}
 	batch := cfg.Batch
 	if batch <= 0 {
 		batch = 256
 	}
-	grid := make([]float64, cfg.Steps+1)
-	for i := range grid {
-		grid[i] = hi + (final-hi)*float64(i)/float64(cfg.Steps)
-	}
 	b := len(class)
 	out := mat.NewDense(b, Dim, nil)
 	for lo := 0; lo < b; lo += batch {
-		hiRow := min(lo+batch, b)
-		x := InitialNoise(cfg.Seed, lo, hiRow)
-		for k := 0; k+1 < len(grid); k++ {
-			eps, err := n.GuidedEps(x, grid[k], class[lo:hiRow], scale[lo:hiRow])
-			if err != nil {
-				return nil, err
-			}
-			DDIMStep(x, eps, grid[k], grid[k+1])
+		hi := min(lo+batch, b)
+		x, err := n.SampleRows(cfg, class, scale, lo, hi)
+		if err != nil {
+			return nil, err
 		}
-		for i := lo; i < hiRow; i++ {
+		for i := lo; i < hi; i++ {
 			out.SetRow(i, x.RawRowView(i-lo))
 		}
 	}
 	return out, nil
+}
+
+// SampleRows is Sample for rows [lo, hi) of a run (the same images as
+// Sample gives for those rows).
+func (n *Networks) SampleRows(cfg SampleConfig, class []int, scale []float64, lo, hi int) (*mat.Dense, error) {
+	if cfg.Steps < 1 {
+		return nil, errors.New("mnist: DDIM needs ≥ 1 step")
+	}
+	if lo < 0 || hi > len(class) || lo >= hi || len(scale) != len(class) {
+		return nil, fmt.Errorf("mnist: rows [%d, %d) of %d classes and %d scales", lo, hi, len(class), len(scale))
+	}
+	s := Schedule()
+	tMin, tMax := s.Interval()
+	final := cfg.Final
+	if final == 0 {
+		final = tMin
+	}
+	if final < tMin || final >= tMax {
+		return nil, fmt.Errorf("mnist: final time %g outside [%g, %g)", final, tMin, tMax)
+	}
+	grid := make([]float64, cfg.Steps+1)
+	for i := range grid {
+		grid[i] = tMax + (final-tMax)*float64(i)/float64(cfg.Steps)
+	}
+	x := InitialNoise(cfg.Seed, lo, hi)
+	for k := 0; k+1 < len(grid); k++ {
+		eps, err := n.GuidedEps(x, grid[k], class[lo:hi], scale[lo:hi])
+		if err != nil {
+			return nil, err
+		}
+		DDIMStep(x, eps, grid[k], grid[k+1])
+	}
+	return x, nil
 }
 
 // InitialNoise is x_T for rows [lo, hi) of a sampling run: row i from the
@@ -245,5 +261,3 @@ func Clip(x *mat.Dense) *mat.Dense {
 	}
 	return out
 }
-
-

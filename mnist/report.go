@@ -431,8 +431,6 @@ func (r *Result) covFigure(format string) ([]byte, error) {
 	return plotx.Bytes(p, 7*vg.Inch, 4*vg.Inch, format)
 }
 
-
-
 // scaleGridFigure: one sample per class (columns) at every guidance scale (rows).
 func (r *Result) scaleGridFigure(format string) ([]byte, error) {
 	var rows [][]*mat.Dense
@@ -452,4 +450,13 @@ func (r *Result) scaleGridFigure(format string) ([]byte, error) {
 	}
 	p.X.Tick.Marker, p.Y.Tick.Marker = plot.ConstantTicks(xt), plot.ConstantTicks(yt)
 	return plotx.Bytes(p, 10*0.55*vg.Inch+1.3*vg.Inch, vg.Length(len(rows))*0.55*vg.Inch+1.1*vg.Inch, format)
+}
+
+// LabelRows labels the rows of an ImageGrid plot with the given classes.
+func LabelRows(p *plot.Plot, classes []int) {
+	var yt []plot.Tick
+	for i, c := range classes {
+		yt = append(yt, plot.Tick{Value: float64(len(classes)-1-i) + 0.5, Label: fmt.Sprint(c)})
+	}
+	p.Y.Tick.Marker = plot.ConstantTicks(yt)
 }

@@ -153,6 +153,17 @@ func TestEveryBadInputIsOneLineExitTwoNothingOnStdout(t *testing.T) {
 		{"train -out under a file", []string{"train", "eps", "-out", filepath.Join(aFile, "sub")}, "", "--out"},
 		{"train resume without state", []string{"train", "eps", "-resume", "-out", dir}, "", "no saved state"},
 		{"train extra argument", []string{"train", "eps", "more"}, "", "unexpected argument"},
+		// dfx sample
+		{"sample unknown flag", []string{"sample", "--bogus"}, "", "not defined"},
+		{"sample bad class", []string{"sample", "-class", "3,11", "-png", filepath.Join(dir, "s.png")}, "", "--class"},
+		{"sample zero n", []string{"sample", "-n", "0", "-png", filepath.Join(dir, "s.png")}, "", "--n must be"},
+		{"sample zero steps", []string{"sample", "-steps", "0", "-png", filepath.Join(dir, "s.png")}, "", "--steps must be"},
+		{"sample negative scale", []string{"sample", "-scale", "-1", "-png", filepath.Join(dir, "s.png")}, "", "--scale must be"},
+		{"sample NaN scale", []string{"sample", "-scale", "NaN", "-png", filepath.Join(dir, "s.png")}, "", "--scale must be"},
+		{"sample no output", []string{"sample"}, "", "nothing to write"},
+		{"sample output folder missing", []string{"sample", "-png", filepath.Join(dir, "none", "s.png")}, "", "folder does not exist"},
+		{"sample bad seed", []string{"sample", "-seed", "-3", "-png", filepath.Join(dir, "s.png")}, "", "seed"},
+		{"sample nets not a folder", []string{"sample", "-nets", aFile, "-png", filepath.Join(dir, "s.png")}, "", "not a folder"},
 		// dfx reproduce
 		{"reproduce unknown flag", []string{"reproduce", "--bogus", "ot"}, "", "not defined"},
 		{"reproduce no experiment", []string{"reproduce"}, "", "name an experiment"},

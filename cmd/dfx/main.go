@@ -3,6 +3,7 @@
 //	dfx analytic   exact quantities of a data mixture at given points (JSON)
 //	dfx ot         numerical optimal-transport test of PF-ODE maps
 //	dfx nll        the likelihood of points (PF-ODE) under a Gaussian mixture or a network
+//	dfx sample     MNIST samples (DDIM with classifier-free guidance) to PNG / .npy
 //	dfx train      train the MNIST networks (resumable, fixed seed)
 //	dfx ckpt       verify a checkpoint, list its variables and configuration
 //	dfx reproduce  regenerate the paper's tables and figures into figures/
@@ -36,6 +37,7 @@ var commands = map[string]command{
 	"ckpt":      {"verify a checkpoint and list its variables and configuration: dfx ckpt [--json] FILE", runCkpt},
 	"nll":       {"negative log-likelihood −log q_s(x) of points by the PF-ODE (Gaussian mixture or trained network)", runNLL},
 	"ot":        {"numerical OT test of PF-ODE maps (paper Section 6)", runOT},
+	"sample":    {"MNIST samples (DDIM, classifier-free guidance) to a PNG grid and .npy: dfx sample [-class all] [-scale 3]", runSample},
 	"train":     {"train an MNIST network (eps, dftm, dftm-c, classifier) with resume: dfx train <network> [-steps N]", runTrain},
 	"reproduce": {"regenerate tables and figures: dfx reproduce <experiment|all> [-quick] [-out figures]", runReproduce},
 }
