@@ -1,8 +1,8 @@
 // Package dfx indexes the paper "Efficiently Access Diffusion Fisher:
 // Within the Outer Product Span Space" (ICML 2025) against the code that
 // implements it. The library lives in the sub-packages (schedule, mixture,
-// access, pfode, likelihood, report, plotx); models holds the networks and
-// the top-level packages toys, ot and mnist the experiments.
+// access, pfode, likelihood, adjoint, report, plotx); models holds the
+// networks and the top-level packages toys, ot and mnist the experiments.
 //
 // Every label of the paper that the code implements, and where (the test
 // beside this file checks that each named identifier exists):
@@ -20,12 +20,14 @@
 //	Prop. trace_matching          tr F from t and ȳ                             access.DFTM
 //	eq. trace_appro               DF-TM trace                                   access.DFTM, access.DFTMTraceGraph
 //	Prop. error_bound_trace       DF-TM error bound (corrected: see access.DFTM) access.DFTMErrorBound
-//	eq. EA_approx                 DF-EA matrix-vector product                   access.DFEA, access.DFEAMatVecGraph
+//	eq. EA_approx                 DF-EA matrix-vector product                   access.DFEA, access.DFEAMatVecGraph, adjoint.DFEA
 //	Prop. error_bound_ea          DF-EA error bound (σ(F − F_EA) as printed)     access.DFEA
 //	eq. nll_VJP                   exact trace by d VJPs                         access.VJPTrace
 //	app. hutchinson               Hutchinson and Hutch++ traces                 access.Hutchinson, access.HutchPP
-//	eq. Adjoint_VJP               F v by one VJP                                access.VJPMatVec, access.VJPMatVecGraph
+//	eq. Adjoint_VJP               F v by one VJP                                access.VJPMatVec, access.VJPMatVecGraph, adjoint.VJP
 //	eq. Adjoint_ODE               the adjoint carried along the PF-ODE          pfode.Layout (pfode.Carry)
+//	eq. Adjoint_ODE (discrete)    the adjoint through cached DDIM steps         adjoint.Backprop, adjoint.Guide
+//	sec:ea adjoint sampling       adjoint-guided DDIM with a Fisher operator    adjoint.Guide (Sample, Gradient)
 //	eq. nll_ode                   log q_s(x) by the PF-ODE                      likelihood.LogProb, pfode.LogDensityRate
 //	Prop. ot                      PF-ODE map is OT iff its Jacobian is SPD      ot.Judge, pfode.VelocityJacobian
 //	eq. eq:ot_b                   the paper's matrix update A ← A + dt AᵀB       ot.PaperRule

@@ -10,7 +10,7 @@ import (
 
 var dirs = map[string]string{
 	"schedule": "schedule", "mixture": "mixture", "access": "access", "pfode": "pfode",
-	"likelihood": "likelihood", "models": "../models", "ot": "../ot", "toys": "../toys", "mnist": "../mnist",
+	"likelihood": "likelihood", "adjoint": "adjoint", "models": "../models", "ot": "../ot", "toys": "../toys", "mnist": "../mnist",
 }
 
 // TestTheLabelIndexNamesOnlyIdentifiersThatExist keeps doc.go's table
@@ -20,7 +20,7 @@ func TestTheLabelIndexNamesOnlyIdentifiersThatExist(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref := regexp.MustCompile(`\b(schedule|mixture|access|pfode|likelihood|models|ot|toys)\.([A-Z]\w*)`)
+	ref := regexp.MustCompile(`\b(schedule|mixture|access|pfode|likelihood|adjoint|models|ot|toys)\.([A-Z]\w*)`)
 	found := 0
 	for _, m := range ref.FindAllStringSubmatch(string(doc), -1) {
 		pkg, name := m[1], m[2]
