@@ -20,8 +20,9 @@ type Config struct {
 
 	// Table 1: interleaved timing rounds; ExactAt64 also times the exact
 	// VJP trace at batch 64 (≈ 50 000 VJPs, one round).
-	TimingRounds int
-	ExactAt64    bool
+	TimingRounds  int
+	TimingBatches []int
+	ExactAt64     bool
 
 	// Ground truth: queries per split (train, test) at each time.
 	TruthTimes   []float64
@@ -29,10 +30,12 @@ type Config struct {
 
 	// Bits per dimension on the test set.
 	BPDStart      float64 // s, the start time of the PF-ODE
-	BPDSteps      int     // Heun steps of the converged fixed-step solver
+	BPDSteps      int     // Heun steps of the fixed-step solver (test set, Figures 1b and 2, trajectories)
 	BPDImages     int     // test images with DF-TM (10 000: the whole set)
-	CompareImages int     // images with the exact VJP trace, Hutchinson, DF-TM-c
-	CompareSteps  int     // Heun steps of that comparison (same trajectory for all)
+	CompareImages int     // images of the side-by-side comparison from the paper protocol's t₁
+	DataImages    int     // images of the side-by-side comparison from s
+	CompareSteps  int     // Euler steps of the comparison from s (the same trajectory for every trace)
+	DataSteps     int     // Heun steps of Hutchinson-16's data bpd from s
 	ConvSteps     []int   // Heun steps of the convergence study
 	ConvRTol      float64 // dopri5 tolerance of the convergence study
 
@@ -48,22 +51,22 @@ type Config struct {
 // FullConfig is the committed profile (≤ 30 min on the 2-core CPU).
 func FullConfig() Config {
 	return Config{
-		Seed: 1, TimingRounds: 5, ExactAt64: true,
-		TruthTimes: []float64{0.02, 0.05, 0.1, 0.2, 0.4, 0.7}, TruthQueries: 16,
-		BPDStart: 1e-5, BPDSteps: 50, BPDImages: 10000, CompareImages: 64, CompareSteps: 10,
-		ConvSteps: []int{5, 10, 25, 50, 100}, ConvRTol: 1e-5,
+		Seed: 1, TimingRounds: 5, TimingBatches: []int{1, 64}, ExactAt64: true,
+		TruthTimes: []float64{0.02, 0.05, 0.1, 0.3, 0.7}, TruthQueries: 16,
+		BPDStart: 1e-5, BPDSteps: 10, BPDImages: 10000, CompareImages: 64, DataImages: 16, CompareSteps: 6, DataSteps: 20,
+		ConvSteps: []int{5, 10, 20, 40}, ConvRTol: 1e-4,
 		Scales:          []float64{1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5, 9.5, 10.5, 11.5, 12.5, 13.5},
-		SamplesPerScale: 500, DDIMSteps: 25, Fig2Seeds: 16, Fig2Scale: 3.5, TrajSamples: 64,
+		SamplesPerScale: 500, DDIMSteps: 20, Fig2Seeds: 16, Fig2Scale: 3.5, TrajSamples: 64,
 	}
 }
 
 // QuickConfig runs every part at toy size (≈ 1–2 min; for tests and the notebook).
 func QuickConfig() Config {
 	return Config{
-		Quick: true, Seed: 1, TimingRounds: 2,
-		TruthTimes: []float64{0.05, 0.4}, TruthQueries: 2,
-		BPDStart: 1e-5, BPDSteps: 10, BPDImages: 64, CompareImages: 2, CompareSteps: 3,
-		ConvSteps: []int{5, 10}, ConvRTol: 1e-3,
+		Quick: true, Seed: 1, TimingRounds: 2, TimingBatches: []int{1},
+		TruthTimes: []float64{0.05, 0.4}, TruthQueries: 1,
+		BPDStart: 1e-5, BPDSteps: 10, BPDImages: 64, CompareImages: 1, DataImages: 1, CompareSteps: 3, DataSteps: 4,
+		ConvSteps: []int{5, 10}, ConvRTol: 1e-2,
 		Scales:          []float64{1.5, 7.5, 13.5},
 		SamplesPerScale: 20, DDIMSteps: 10, Fig2Seeds: 4, Fig2Scale: 3.5, TrajSamples: 8,
 	}

@@ -79,7 +79,7 @@ func RunTiming(ctx context.Context, nets *Networks, cfg Config, train *Set) (*Ti
 	}
 	sc := n.Schedule
 	a, s := sc.Alpha(t), sc.Sigma(t)
-	for _, b := range []int{1, 64} {
+	for _, b := range cfg.TimingBatches {
 		x0, err := train.Scaled(0, b)
 		if err != nil {
 			return nil, err
