@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/access"
+	"github.com/dfx-lab/dfx/dfx/adjoint"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/models"
 )
@@ -31,7 +32,9 @@ type Networks struct {
 	// Records are the training records of each network, by name.
 	Records map[string]*TrainRecord
 
-	guided *model.Exec
+	guided  *model.Exec
+	rewards map[string]*model.Exec // compiled reward graphs, by kind
+	vjp     *adjoint.VJP           // the unconditional network's VJP Fisher operator
 }
 
 // LoadNetworks loads the four networks (from dir where it holds them, else
@@ -193,9 +196,9 @@ func (n *Networks) SampleRows(cfg SampleConfig, class []int, scale []float64, lo
 	if final < tMin || final >= tMax {
 		return nil, fmt.Errorf("mnist: final time %g outside [%g, %g)", final, tMin, tMax)
 	}
-	grid := make([]float64, cfg.Steps+1)
-	for i := range grid {
-		grid[i] = tMax + (final-tMax)*float64(i)/float64(cfg.Steps)
+	grid, err := schedule.TimeGrid(s, schedule.GridUniform, final, tMax, cfg.Steps)
+	if err != nil {
+		return nil, fmt.Errorf("mnist: %w", err)
 	}
 	x := InitialNoise(cfg.Seed, lo, hi)
 	for k := 0; k+1 < len(grid); k++ {
@@ -226,15 +229,16 @@ func InitialNoise(seed uint64, lo, hi int) *mat.Dense {
 }
 
 // DDIMStep moves x (in place) from t to t1 with the noise prediction eps:
-// x₁ = α₁ ŷ + σ₁ ε with ŷ = (x − σ ε)/α (Song et al. 2021, η = 0).
+// x₁ = α₁ ŷ + σ₁ ε with ŷ = (x − σ ε)/α (Song et al. 2021, η = 0), computed
+// as x₁ = (α₁/α) x + (σ₁ − (α₁/α) σ) ε, the same arithmetic as dfx/adjoint's
+// step, so that unguided adjoint sampling reproduces Sample bit for bit.
 func DDIMStep(x, eps *mat.Dense, t, t1 float64) {
 	s := Schedule()
-	a, sg := s.Alpha(t), s.Sigma(t)
-	a1, s1 := s.Alpha(t1), s.Sigma(t1)
+	ra := s.Alpha(t1) / s.Alpha(t)
+	rb := s.Sigma(t1) - ra*s.Sigma(t)
 	raw, e := x.RawMatrix().Data, eps.RawMatrix().Data
 	for i, v := range raw {
-		y := (v - sg*e[i]) / a
-		raw[i] = a1*y + s1*e[i]
+		raw[i] = ra*v + rb*e[i]
 	}
 }
 

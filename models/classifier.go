@@ -26,6 +26,17 @@ const ParamShiftAugment = "shift_augment"
 // layer [B, width], the penultimate features that stand in for feature and
 // identity metrics.
 func ClassifierNet(scope *model.Scope, x *graph.Node) (logits, features *graph.Node) {
+	logits, hidden := ClassifierLayers(scope, x)
+	if len(hidden) == 0 { // depth 0: a linear classifier of x
+		return logits, x
+	}
+	return logits, hidden[len(hidden)-1]
+}
+
+// ClassifierLayers is ClassifierNet returning every hidden layer [B, width]
+// (ParamDepth of them, the input side first, none for depth 0; the last is ClassifierNet's
+// features): the style reward's Gram matrices are taken over all of them.
+func ClassifierLayers(scope *model.Scope, x *graph.Node) (logits *graph.Node, hidden []*graph.Node) {
 	scope = scope.At(ClassifierScope)
 	width := model.GetParamOr(scope, ParamWidth, 128)
 	depth := model.GetParamOr(scope, ParamDepth, 3)
@@ -37,8 +48,9 @@ func ClassifierNet(scope *model.Scope, x *graph.Node) (logits, features *graph.N
 	h := x
 	for i := range depth {
 		h = act(Dense(scope.In("layer_%d", i), h, width))
+		hidden = append(hidden, h)
 	}
-	return Dense(scope.In("logits"), h, k), h
+	return Dense(scope.In("logits"), h, k), hidden
 }
 
 // classifierLoss is the per-sample cross-entropy −log softmax(logits)[label].

@@ -42,6 +42,10 @@ func TestEveryBadInputIsOneLineExitTwoNothingOnStdout(t *testing.T) {
 	score := "../../toys/checkpoints/checkerboard-n5000-d1-ve-score-w64x3-s8000-seed1.dfxckpt"
 	dftmCk := "../../toys/checkpoints/checkerboard-n5000-d1-ve-df-tm-w64x3-s8000-seed1.dfxckpt"
 	nl := []string{"nll", "--gmm", gmm, "--points", x, "--schedule", "vp"}
+	sp := []string{"sample", "-class", "3", "-n", "1", "-png", filepath.Join(dir, "s.png")}
+	ref := file("ref.csv", strings.TrimSuffix(strings.Repeat("-0.5,", 784), ",")+"\n")      // one image in [−1, 1]
+	bright := file("bright.csv", strings.TrimSuffix(strings.Repeat("255,", 784), ",")+"\n") // pixels 0…255, not [−1, 1]
+	badIDX := file("bad.idx", "\x00\x00\x08\x03\x00\x00")                                   // IDX magic, truncated header
 	otp := []string{"ot", "--preset", "paper-affine", "--steps", "5", "--chains", "2"}
 	cases := []struct {
 		name string
@@ -164,6 +168,36 @@ func TestEveryBadInputIsOneLineExitTwoNothingOnStdout(t *testing.T) {
 		{"sample output folder missing", []string{"sample", "-png", filepath.Join(dir, "none", "s.png")}, "", "folder does not exist"},
 		{"sample bad seed", []string{"sample", "-seed", "-3", "-png", filepath.Join(dir, "s.png")}, "", "seed"},
 		{"sample nets not a folder", []string{"sample", "-nets", aFile, "-png", filepath.Join(dir, "s.png")}, "", "not a folder"},
+		{"sample operator without guide", cat(sp, "-operator", "vjp"), "", "--operator applies to adjoint guidance"},
+		{"sample window without guide", cat(sp, "-window", "1:2"), "", "--window applies to adjoint guidance"},
+		{"sample strength without guide", cat(sp, "-strength", "0.5"), "", "--strength applies to adjoint guidance"},
+		{"sample inner without guide", cat(sp, "-inner", "5"), "", "--inner applies to adjoint guidance"},
+		{"sample target without guide", cat(sp, "-target", "3"), "", "--target applies to adjoint guidance"},
+		{"sample reference without guide", cat(sp, "-reference", ref), "", "--reference applies to adjoint guidance"},
+		{"sample unknown guide", cat(sp, "-guide", "aesthetic"), "", "unknown --guide"},
+		{"sample unknown operator", cat(sp, "-guide", "class", "-operator", "exact"), "", "unknown --operator"},
+		{"sample window not a range", cat(sp, "-guide", "class", "-window", "15"), "", "want FROM:TO"},
+		{"sample window not integers", cat(sp, "-guide", "class", "-window", "a:b"), "", "want FROM:TO"},
+		{"sample window reversed", cat(sp, "-guide", "class", "-window", "35:15"), "", "0 ≤ FROM ≤ TO ≤ --steps 50"},
+		{"sample window past steps", cat(sp, "-guide", "class", "-steps", "20", "-window", "15:35"), "", "0 ≤ FROM ≤ TO ≤ --steps 20"},
+		{"sample window negative", cat(sp, "-guide", "class", "-window", "-1:5"), "", "0 ≤ FROM"},
+		{"sample strength negative", cat(sp, "-guide", "class", "-strength", "-0.1"), "", "--strength must be a finite number ≥ 0"},
+		{"sample strength NaN", cat(sp, "-guide", "class", "-strength", "NaN"), "", "--strength must be"},
+		{"sample strength Inf", cat(sp, "-guide", "class", "-strength", "Inf"), "", "--strength must be"},
+		{"sample inner 0", cat(sp, "-guide", "class", "-inner", "0"), "", "--inner must be"},
+		{"sample target 10", cat(sp, "-guide", "class", "-target", "10"), "", "--target must be a digit"},
+		{"sample target with centring", cat(sp, "-guide", "centring", "-target", "3"), "", "--target applies to --guide class"},
+		{"sample style without reference", cat(sp, "-guide", "style"), "", "--guide style needs --reference"},
+		{"sample identity without reference", cat(sp, "-guide", "identity"), "", "--guide identity needs --reference"},
+		{"sample reference with class", cat(sp, "-guide", "class", "-reference", ref), "", "--reference applies to --guide style or identity"},
+		{"sample reference with centring", cat(sp, "-guide", "centring", "-reference", ref), "", "--reference applies to --guide style or identity"},
+		{"sample reference-row without reference", cat(sp, "-guide", "centring", "-reference-row", "1"), "", "--reference-row applies to --reference"},
+		{"sample reference missing", cat(sp, "-guide", "style", "-reference", filepath.Join(dir, "none.csv")), "", "no such file"},
+		{"sample reference wrong size", cat(sp, "-guide", "style", "-reference", x), "", "rows of 2 values, want 784"},
+		{"sample reference out of range", cat(sp, "-guide", "identity", "-reference", bright), "", "want values in [−1, 1]"},
+		{"sample reference-row past the end", cat(sp, "-guide", "identity", "-reference", ref, "-reference-row", "1"), "", "holds 1 rows"},
+		{"sample reference-row negative", cat(sp, "-guide", "style", "-reference", ref, "-reference-row", "-1"), "", "--reference-row must be ≥ 0"},
+		{"sample reference not IDX", cat(sp, "-guide", "style", "-reference", badIDX), "", "--reference"},
 		// dfx reproduce
 		{"reproduce unknown flag", []string{"reproduce", "--bogus", "ot"}, "", "not defined"},
 		{"reproduce no experiment", []string{"reproduce"}, "", "name an experiment"},

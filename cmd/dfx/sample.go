@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/dfx-lab/dfx/dfx/adjoint"
 	"github.com/dfx-lab/dfx/dfx/plotx"
 	"github.com/dfx-lab/dfx/internal/atomicfile"
 	"github.com/dfx-lab/dfx/internal/input"
@@ -23,7 +24,9 @@ import (
 )
 
 const sampleUsage = `usage: dfx sample [-class 0,1,…|all] [-n 8] [-scale 3] [-steps 25] [-seed 1] [-png samples.png] [-npy samples.npy] [-nets DIR]
-Draws class-conditional MNIST samples with DDIM (η = 0) and classifier-free guidance ε̃ = ε_∅ + s (ε_c − ε_∅) (-scale 0: unconditional, 1: conditional) from the committed networks (or -nets DIR, as written by dfx train). Writes a PNG grid (rows: classes, columns: seeds) and/or the samples as an .npy array [rows, 784] in [−1, 1] (clipped), each atomically. Sample i uses its own noise stream (seed, i), so a grid's rows do not depend on each other.`
+                  [-guide class|style|identity|centring [-operator dfea|vjp] [-window FROM:TO] [-strength 0.2] [-inner 10] [-target K] [-reference FILE [-reference-row I]]]
+Draws class-conditional MNIST samples with DDIM (η = 0) and classifier-free guidance ε̃ = ε_∅ + s (ε_c − ε_∅) (-scale 0: unconditional, 1: conditional) from the committed networks (or -nets DIR, as written by dfx train). Writes a PNG grid (rows: classes, columns: seeds) and/or the samples as an .npy array [rows, 784] in [−1, 1] (clipped), each atomically. Sample i uses its own noise stream (seed, i), so a grid's rows do not depend on each other.
+With -guide, adjoint guidance (paper sec. "Adjoint optimization sampling", SAG) steers each sample towards a reward of its predicted clean image x̂₀ (a 10-step inner DDIM solve, -inner) on the outer steps [FROM, TO) of -window (default: 30%–70% of the steps, 15:35 with -steps 50, the paper's protocol; -steps defaults to 50 with -guide): x ← x − S σ(t) λ/‖λ‖·√784 with λ = ∂L(x̂₀)/∂x_t by the discrete adjoint, S = -strength (a fraction of the noise's norm). -operator picks the Fisher product of the adjoint pass: dfea (DF-EA, eq. EA_approx, no network pass) or vjp (the unconditional network's vector-Jacobian product). Rewards (losses to minimise): class, −log p(K | x̂₀) of the classifier (the aesthetic/PickScore role; K = -target, default each row's class); style, a Gram-matrix loss on the classifier's hidden layers against -reference (the CLIP style role); identity, the relative distance of the classifier's penultimate features to -reference's (the ArcFace role); centring, the squared distance of the ink centroid from the image centre in pixels. -reference is one image of 784 pixels: an IDX image file (gzipped or not; pixels 0…255) or a CSV/.npy row in [−1, 1]; -reference-row picks the image (default 0).`
 
 func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("sample", flag.ContinueOnError)
@@ -36,8 +39,12 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	pngOut := fs.String("png", "", "write the grid of samples to this PNG file")
 	npyOut := fs.String("npy", "", "write the samples [rows, 784] to this .npy file")
 	nets := fs.String("nets", "", "folder of networks written by dfx train (default: the committed ones)")
+	gf := guideFlags(fs)
 	if code, ok := parseFlags(fs, args, stderr, "sample", sampleUsage); !ok {
 		return code
+	}
+	if gf.guide != "" && !isSet(fs, "steps") {
+		*steps = 50 // the paper's protocol
 	}
 	var cls []int
 	if *classes == "all" {
@@ -75,6 +82,10 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			return fail(stderr, "sample", fmt.Errorf("--nets %s is not a folder", *nets))
 		}
 	}
+	guide, err := gf.check(fs, *steps)
+	if err != nil {
+		return fail(stderr, "sample", err)
+	}
 	backend, err := models.NewBackend()
 	if err != nil {
 		return failRun(stderr, "sample", err)
@@ -97,14 +108,27 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if err := ctx.Err(); err != nil {
 			return failRun(stderr, "sample", err)
 		}
-		rows, err := net.SampleRows(mnist.SampleConfig{Steps: *steps, Seed: uint64(seed)}, class, sc, i**n, (i+1)**n)
+		var rows *mat.Dense
+		msg := fmt.Sprintf("class %d", cls[i])
+		if guide == nil {
+			rows, err = net.SampleRows(mnist.SampleConfig{Steps: *steps, Seed: uint64(seed)}, class, sc, i**n, (i+1)**n)
+		} else {
+			var res *adjoint.Result
+			res, err = guide.sample(ctx, net, class, *scale, uint64(seed), i**n, (i+1)**n)
+			if err == nil {
+				rows = res.X
+				if c := guide.cfg; c.From < c.To {
+					msg += fmt.Sprintf(", loss %.3g → %.3g", res.Steps[c.From].Loss, res.Steps[c.To-1].Loss)
+				}
+			}
+		}
 		if err != nil {
 			return failRun(stderr, "sample", err)
 		}
 		for r := range *n {
 			x.SetRow(i**n+r, rows.RawRowView(r))
 		}
-		meter.Add(1, fmt.Sprintf("class %d", cls[i]))
+		meter.Add(1, msg)
 	}
 	meter.Done()
 	x = mnist.Clip(x)
@@ -123,7 +147,11 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			}
 			rows = append(rows, row)
 		}
-		p, err := mnist.ImageGrid(fmt.Sprintf("DDIM %d steps, guidance scale %g, seed %d", *steps, *scale, uint64(seed)), "seed index", "requested class (row)", rows, nil)
+		title := fmt.Sprintf("DDIM %d steps, guidance scale %g, seed %d", *steps, *scale, uint64(seed))
+		if guide != nil {
+			title += ", " + guide.String()
+		}
+		p, err := mnist.ImageGrid(title, "seed index", "requested class (row)", rows, nil)
 		if err != nil {
 			return failRun(stderr, "sample", err)
 		}
