@@ -14,8 +14,8 @@ import (
 // TestGuidedSampleAtStrengthZeroIsSample: with Strength 0 the guided
 // sampler takes the guided path (inner solve, loss, adjoint pass with either
 // operator) but leaves every state unchanged, so its images are
-// Networks.Sample's with the same seed, classes, scale and steps, bit for
-// bit; the statistics mark the window's steps as guided and count one
+// Networks.Sample's with the same seed, classes, scale and steps (to
+// rounding: the two write the DDIM step in two algebraically equal forms); the statistics mark the window's steps as guided and count one
 // operator call per inner step; rows [lo, hi) alone are the same rows (to
 // float32 rounding).
 func TestGuidedSampleAtStrengthZeroIsSample(t *testing.T) {
@@ -32,8 +32,8 @@ func TestGuidedSampleAtStrengthZeroIsSample(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", op, err)
 		}
-		if !mat.Equal(res.X, want) {
-			t.Errorf("%s: strength 0 differs from Sample by %g", op, relDiff(res.X.RawMatrix().Data, want.RawMatrix().Data))
+		if d := relDiff(res.X.RawMatrix().Data, want.RawMatrix().Data); d > 1e-6 {
+			t.Errorf("%s: strength 0 differs from Sample by %g", op, d)
 		}
 		if len(res.Steps) != 4 || res.OperatorCalls != 4 || res.ModelEvals != 8 {
 			t.Fatalf("%s: %d steps, %d operator calls, %d model evaluations; want 4, 4, 8", op, len(res.Steps), res.OperatorCalls, res.ModelEvals)

@@ -196,9 +196,9 @@ func (n *Networks) SampleRows(cfg SampleConfig, class []int, scale []float64, lo
 	if final < tMin || final >= tMax {
 		return nil, fmt.Errorf("mnist: final time %g outside [%g, %g)", final, tMin, tMax)
 	}
-	grid, err := schedule.TimeGrid(s, schedule.GridUniform, final, tMax, cfg.Steps)
-	if err != nil {
-		return nil, fmt.Errorf("mnist: %w", err)
+	grid := make([]float64, cfg.Steps+1)
+	for i := range grid {
+		grid[i] = tMax + (final-tMax)*float64(i)/float64(cfg.Steps)
 	}
 	x := InitialNoise(cfg.Seed, lo, hi)
 	for k := 0; k+1 < len(grid); k++ {
@@ -229,16 +229,16 @@ func InitialNoise(seed uint64, lo, hi int) *mat.Dense {
 }
 
 // DDIMStep moves x (in place) from t to t1 with the noise prediction eps:
-// x₁ = α₁ ŷ + σ₁ ε with ŷ = (x − σ ε)/α (Song et al. 2021, η = 0), computed
-// as x₁ = (α₁/α) x + (σ₁ − (α₁/α) σ) ε, the same arithmetic as dfx/adjoint's
-// step, so that unguided adjoint sampling reproduces Sample bit for bit.
+// x₁ = α₁ ŷ + σ₁ ε with ŷ = (x − σ ε)/α (Song et al. 2021, η = 0). dfx/adjoint
+// writes the same step as (α₁/α) x + (σ₁ − (α₁/α) σ) ε: equal up to rounding.
 func DDIMStep(x, eps *mat.Dense, t, t1 float64) {
 	s := Schedule()
-	ra := s.Alpha(t1) / s.Alpha(t)
-	rb := s.Sigma(t1) - ra*s.Sigma(t)
+	a, sg := s.Alpha(t), s.Sigma(t)
+	a1, s1 := s.Alpha(t1), s.Sigma(t1)
 	raw, e := x.RawMatrix().Data, eps.RawMatrix().Data
 	for i, v := range raw {
-		raw[i] = ra*v + rb*e[i]
+		y := (v - sg*e[i]) / a
+		raw[i] = a1*y + s1*e[i]
 	}
 }
 
