@@ -9,7 +9,6 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/likelihood"
 )
 
@@ -68,18 +67,11 @@ func RunBPD(ctx context.Context, nets *Networks, cfg Config, test *Set, log io.W
 	if err != nil {
 		return nil, err
 	}
-	vjp, err := access.NewVJPTrace(n, 4096)
+	tr, err := newTraces(n, cfg.Seed)
 	if err != nil {
 		return nil, err
 	}
-	h1, err := access.NewHutchinson(n, 1, access.Rademacher, cfg.Seed)
-	if err != nil {
-		return nil, err
-	}
-	h16, err := access.NewHutchinson(n, 16, access.Rademacher, cfg.Seed)
-	if err != nil {
-		return nil, err
-	}
+	vjp, h1, h16 := tr.vjp, tr.h1, tr.h16
 	paper, fine := protocols(cfg)
 	res := &BPDResult{Start: cfg.BPDStart, PaperT1: paper.T0}
 	xs, err := test.Dequantized(0, max(cfg.BPDImages, cfg.CompareImages, cfg.DataImages), cfg.Seed)

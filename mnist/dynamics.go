@@ -124,3 +124,39 @@ func (d dynamics) model() pfode.Model {
 }
 
 var _ likelihood.Dynamics = dynamics{}
+
+// traces are the trace estimators the experiment compares, compiled once
+// per part on the unconditional network.
+type traces struct {
+	vjp      *access.VJPTrace
+	h1, h16  *access.Hutchinson
+	hpp      *access.HutchPP
+	dftm     *access.DFTM
+	dftmc    *access.DFTMCentred
+	matvec   *access.VJPMatVec
+	endpoint *access.DFEA
+}
+
+// newTraces compiles every estimator: the exact VJP trace (chunks of 4096
+// VJPs), Hutchinson with 1 and 16 Rademacher probes, Hutch++ with 48
+// matvecs, DF-TM, DF-TM-c, the VJP matvec and DF-EA.
+func newTraces(n *access.Net, seed uint64) (*traces, error) {
+	var tr traces
+	var err error
+	steps := []func() error{
+		func() error { tr.vjp, err = access.NewVJPTrace(n, 4096); return err },
+		func() error { tr.h1, err = access.NewHutchinson(n, 1, access.Rademacher, seed); return err },
+		func() error { tr.h16, err = access.NewHutchinson(n, 16, access.Rademacher, seed); return err },
+		func() error { tr.hpp, err = access.NewHutchPP(n, 48, seed); return err },
+		func() error { tr.dftm, err = access.NewDFTM(n); return err },
+		func() error { tr.dftmc, err = access.NewDFTMCentred(n); return err },
+		func() error { tr.matvec, err = access.NewVJPMatVec(n); return err },
+		func() error { tr.endpoint, err = access.NewDFEA(n, nil); return err },
+	}
+	for _, f := range steps {
+		if err := f(); err != nil {
+			return nil, err
+		}
+	}
+	return &tr, nil
+}

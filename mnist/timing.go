@@ -45,38 +45,11 @@ func RunTiming(ctx context.Context, nets *Networks, cfg Config, train *Set) (*Ti
 	const t = 0.5
 	res := &TimingResult{T: t}
 	n := nets.Net
-	vjp, err := access.NewVJPTrace(n, 4096)
+	tr, err := newTraces(n, cfg.Seed)
 	if err != nil {
 		return nil, err
 	}
-	h1, err := access.NewHutchinson(n, 1, access.Rademacher, cfg.Seed)
-	if err != nil {
-		return nil, err
-	}
-	h16, err := access.NewHutchinson(n, 16, access.Rademacher, cfg.Seed)
-	if err != nil {
-		return nil, err
-	}
-	hpp, err := access.NewHutchPP(n, 48, cfg.Seed)
-	if err != nil {
-		return nil, err
-	}
-	dftm, err := access.NewDFTM(n)
-	if err != nil {
-		return nil, err
-	}
-	dftmc, err := access.NewDFTMCentred(n)
-	if err != nil {
-		return nil, err
-	}
-	vm, err := access.NewVJPMatVec(n)
-	if err != nil {
-		return nil, err
-	}
-	ea, err := access.NewDFEA(n, nil)
-	if err != nil {
-		return nil, err
-	}
+	vjp, h1, h16, hpp, dftm, dftmc, vm, ea := tr.vjp, tr.h1, tr.h16, tr.hpp, tr.dftm, tr.dftmc, tr.matvec, tr.endpoint
 	sc := n.Schedule
 	a, s := sc.Alpha(t), sc.Sigma(t)
 	for _, b := range cfg.TimingBatches {

@@ -48,22 +48,11 @@ func RunTruth(ctx context.Context, nets *Networks, cfg Config, train, test *Set)
 		return nil, err
 	}
 	n := nets.Net
-	vjp, err := access.NewVJPTrace(n, 4096)
+	tr, err := newTraces(n, cfg.Seed)
 	if err != nil {
 		return nil, err
 	}
-	h16, err := access.NewHutchinson(n, 16, access.Rademacher, cfg.Seed)
-	if err != nil {
-		return nil, err
-	}
-	dftm, err := access.NewDFTM(n)
-	if err != nil {
-		return nil, err
-	}
-	dftmc, err := access.NewDFTMCentred(n)
-	if err != nil {
-		return nil, err
-	}
+	vjp, h16, dftm, dftmc := tr.vjp, tr.h16, tr.dftm, tr.dftmc
 	ests := []access.TraceEstimator{vjp, h16, dftm, dftmc}
 	res := &TruthResult{}
 	for _, e := range ests {
