@@ -48,8 +48,6 @@ type BPDResult struct {
 	DataBPD                   BPDMethod // Hutchinson-16, Heun from s: the data bpd beside FFJORD's
 	Conv                      []ConvRow // DF-TM from t₁ under finer solvers
 	Whole                     BPDMethod // DF-TM, paper protocol, on BPDImages
-	PerImage                  []float64 // DF-TM bpd of each comparison image (from t₁)
-	PerImageEx                []float64 // exact VJP trace bpd of the same images (from t₁)
 }
 
 // RunBPD computes bits per dimension of dequantised test images:
@@ -110,7 +108,7 @@ func RunBPD(ctx context.Context, nets *Networks, cfg Config, test *Set, log io.W
 		{"df-tm", dynamics{f: f, kind: traceDFTM}, 64},
 		{"df-tm-c", dynamics{f: f, kind: traceDFTMC}, 64},
 	}
-	compare := func(x *mat.Dense, lc likelihood.Config, label string, keep bool) ([]BPDMethod, error) {
+	compare := func(x *mat.Dense, lc likelihood.Config, label string) ([]BPDMethod, error) {
 		var out []BPDMethod
 		var ref []float64
 		for _, m := range methods {
@@ -123,9 +121,6 @@ func RunBPD(ctx context.Context, nets *Networks, cfg Config, test *Set, log io.W
 			bm.MeanBPD, bm.SEBPD = meanSE(bpd)
 			if ref == nil {
 				ref = bpd
-				if keep {
-					res.PerImageEx = bpd
-				}
 			} else {
 				for i := range bpd { // relative error of the NLL (bpd without the offset)
 					nl, nlRef := bpd[i]-Quant.Offset(), ref[i]-Quant.Offset()
@@ -135,18 +130,15 @@ func RunBPD(ctx context.Context, nets *Networks, cfg Config, test *Set, log io.W
 					bm.AbsBPDErr += math.Abs(bpd[i]-ref[i]) / float64(len(bpd))
 				}
 			}
-			if keep && m.name == "df-tm" {
-				res.PerImage = bpd
-			}
 			out = append(out, bm)
 		}
 		return out, nil
 	}
 	dataLC := likelihood.Config{Schedule: n.Schedule, T0: cfg.BPDStart, Steps: cfg.CompareSteps, Solver: likelihood.Euler}
-	if res.DataCompare, err = compare(rows(cfg.DataImages), dataLC, fmt.Sprintf("euler %d steps from s = %g", cfg.CompareSteps, cfg.BPDStart), false); err != nil {
+	if res.DataCompare, err = compare(rows(cfg.DataImages), dataLC, fmt.Sprintf("euler %d steps from s = %g", cfg.CompareSteps, cfg.BPDStart)); err != nil {
 		return nil, err
 	}
-	if res.PaperCompare, err = compare(rows(cfg.CompareImages), paper, fmt.Sprintf("paper: euler %d steps from t₁ = %.3g", paper.Steps, paper.T0), true); err != nil {
+	if res.PaperCompare, err = compare(rows(cfg.CompareImages), paper, fmt.Sprintf("paper: euler %d steps from t₁ = %.3g", paper.Steps, paper.T0)); err != nil {
 		return nil, err
 	}
 	// the data bpd by Hutchinson-16 with a finer solver from s

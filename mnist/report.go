@@ -414,17 +414,17 @@ func (r *Result) truthFigure(format string) ([]byte, error) {
 			}
 			series = append(series, plotx.Series{Name: e, X: xs, Y: ys, Points: true})
 		}
-		// say which curves coincide (within 1 % of each other at every t)
+		// say which curves coincide (within 10 % of each other at every t)
 		curves := len(series)
 		for i := range curves {
 			for j := i + 1; j < curves; j++ {
 				same := len(series[i].Y) > 0
 				for k := range series[i].Y {
 					a, b := series[i].Y[k], series[j].Y[k]
-					same = same && math.Abs(a-b) <= 0.01*math.Max(math.Abs(a), math.Abs(b))
+					same = same && math.Abs(a-b) <= 0.1*math.Max(math.Abs(a), math.Abs(b))
 				}
 				if same {
-					series = append(series, plotx.Series{Name: series[i].Name + " and " + series[j].Name + " coincide", Note: true})
+					series = append(series, plotx.Series{Name: series[i].Name + " and " + series[j].Name + " coincide (within 10 %)", Note: true})
 				}
 			}
 		}

@@ -55,6 +55,9 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		return code
 	}
+	if !isSet(fs, "log-every") {
+		*logEvery = min(*logEvery, max(*steps, 1)) // the default never exceeds a short run
+	}
 	switch {
 	case *steps < 1:
 		return fail(stderr, "train", fmt.Errorf("--steps must be an integer ≥ 1, got %d", *steps))
