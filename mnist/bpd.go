@@ -180,7 +180,7 @@ func RunBPD(ctx context.Context, nets *Networks, cfg Config, test *Set, log io.W
 	}
 	// the whole (or a part of the) test set with DF-TM, paper protocol
 	fmt.Fprintf(log, "mnist: bpd of %d test images with DF-TM (paper protocol)\n", cfg.BPDImages)
-	whole, nfe, secs, err := run(rows(cfg.BPDImages), dtm, paper, 250)
+	whole, nfe, secs, err := run(rows(cfg.BPDImages), dtm, paper, 64)
 	if err != nil {
 		return nil, err
 	}

@@ -52,8 +52,8 @@ func quantize(x *mat.Dense, seed uint64) (*mat.Dense, error) {
 func nllBPD(ctx context.Context, dyn likelihood.Dynamics, x *mat.Dense, lc likelihood.Config) ([]float64, error) {
 	b, _ := x.Dims()
 	var out []float64
-	for lo := 0; lo < b; lo += 250 {
-		hi := min(lo+250, b)
+	for lo := 0; lo < b; lo += 64 {
+		hi := min(lo+64, b)
 		r, err := likelihood.LogProbContext(ctx, x.Slice(lo, hi, 0, Dim).(*mat.Dense), dyn, lc)
 		if err != nil {
 			return nil, err

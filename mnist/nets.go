@@ -145,7 +145,7 @@ type SampleConfig struct {
 	Steps int     // DDIM steps from T to Final (uniform in t)
 	Final float64 // last time (0: the schedule's t_min)
 	Seed  uint64
-	Batch int // rows per network call (0: 256)
+	Batch int // rows per network call (0: 64, measured ≈ 1.6× cheaper per row than 256 on the Go backend)
 }
 
 // Sample draws one image per (class, scale) pair by DDIM (η = 0) with
@@ -161,7 +161,7 @@ func (n *Networks) Sample(cfg SampleConfig, class []int, scale []float64) (*mat.
 	}
 	batch := cfg.Batch
 	if batch <= 0 {
-		batch = 256
+		batch = 64
 	}
 	b := len(class)
 	out := mat.NewDense(b, Dim, nil)

@@ -32,6 +32,11 @@ type Config struct {
 	// whatever the size of ∂x̂₀/∂x_t at t: Strength reads as a fraction of
 	// the noise. Without it the raw gradient is used.
 	Normalize bool
+	// Observe, if not nil, is called at each guided step with the state x
+	// [B, d] before the update and its gradient, before Sample uses them
+	// (it must not change them): studies compare other operators' λ at the
+	// same states. Its error stops the run.
+	Observe func(step int, at schedule.Coefficients, x *mat.Dense, g *GradientResult) error
 }
 
 // validate checks the configuration.
@@ -124,6 +129,11 @@ func (g Guide) Sample(ctx context.Context, xT *mat.Dense, cfg Config) (*Result, 
 			gr, err := g.Gradient(x, c0.T, cfg.InnerSteps)
 			if err != nil {
 				return nil, fmt.Errorf("adjoint: outer step %d (t = %g): %w", k, c0.T, err)
+			}
+			if cfg.Observe != nil {
+				if err := cfg.Observe(k, c0, x, gr); err != nil {
+					return nil, fmt.Errorf("adjoint: outer step %d (t = %g): observer: %w", k, c0.T, err)
+				}
 			}
 			st.Guided = true
 			st.Loss = floats.Sum(gr.Loss) / float64(b)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"gonum.org/v1/gonum/floats"
@@ -110,5 +111,38 @@ func TestSampleStopsOnCancel(t *testing.T) {
 	_, err := g.Sample(ctx, mat.NewDense(2, 4, nil), Config{Steps: 5})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled run returned %v", err)
+	}
+}
+
+// TestObserveSeesEachGuidedStateBeforeItsUpdate: Observe is called once per
+// guided step, in order, with the state the gradient was taken at (its
+// Gradient recomputed from that state agrees), and an observer's error
+// stops the run.
+func TestObserveSeesEachGuidedStateBeforeItsUpdate(t *testing.T) {
+	g := twoBlobs(t)
+	xT := schedule.SamplePrior(schedule.Prior(g.Schedule), 8, 4, rand.New(rand.NewPCG(5, 6)))
+	var steps []int
+	cfg := Config{Steps: 10, From: 3, To: 7, InnerSteps: 2, Strength: 0.3, Normalize: true}
+	cfg.Observe = func(k int, at schedule.Coefficients, x *mat.Dense, gr *GradientResult) error {
+		steps = append(steps, k)
+		again, err := g.Gradient(x, at.T, cfg.InnerSteps)
+		if err != nil {
+			return err
+		}
+		if !mat.EqualApprox(again.Grad, gr.Grad, 1e-12) {
+			t.Errorf("step %d: the observed gradient is not the gradient at the observed state", k)
+		}
+		return nil
+	}
+	if _, err := g.Sample(context.Background(), xT, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{3, 4, 5, 6}; !slices.Equal(steps, want) {
+		t.Errorf("observed steps %v, want %v", steps, want)
+	}
+	stop := errors.New("stop")
+	cfg.Observe = func(int, schedule.Coefficients, *mat.Dense, *GradientResult) error { return stop }
+	if _, err := g.Sample(context.Background(), xT, cfg); !errors.Is(err, stop) {
+		t.Errorf("observer error: got %v", err)
 	}
 }

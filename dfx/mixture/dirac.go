@@ -244,16 +244,7 @@ func (m *Dirac) evalBlock(q Query, alpha, sigma float64, lo, hi, blockWorkers in
 			z[i] += zi
 			m2[i] += mi
 			if needFull {
-				s := mat.NewDense(nc, d, nil) // Full is for small d: a fresh buffer per row keeps rows independent
-				for j := 0; j < nc; j++ {
-					sr := s.RawRowView(j)
-					yr := m.y.Data[(c0+j)*d : (c0+j+1)*d]
-					w := math.Sqrt(row[j])
-					for k := range sr {
-						sr[k] = w * yr[k]
-					}
-				}
-				accFull[i].SymRankK(accFull[i], 1, s.T())
+				accumulateFull(accFull[i], row, m.y.Data[c0*d:(c0+nc)*d], d)
 			}
 		})
 		// accY += E Yc
@@ -292,6 +283,53 @@ func (m *Dirac) evalBlock(q Query, alpha, sigma float64, lo, hi, blockWorkers in
 			p.full = accFull[i]
 		}
 		emit(lo+i, p)
+	}
+}
+
+// fullPrune is the relative weight (to the running maximum) below which an
+// atom is left out of the full second moment Σ w_i y_i y_iᵀ: it changes the
+// matrix by at most N·fullPrune·max‖y‖² relative to its largest entry's
+// scale, far below float64 round-off, and makes Full cost O(N_eff·d²)
+// rather than O(N·d²) once the posterior concentrates (small t).
+const fullPrune = 1e-20
+
+// accumulateFull adds Σ_j e_j y_j y_jᵀ over one chunk (e the unnormalised
+// weights, y the chunk's rows, row-major [nc, d]) to acc, leaving out atoms
+// below fullPrune. The product runs as Sᵀ·S with S = diag(√e) Y on the
+// package's GEMM (one fresh buffer per call keeps rows independent).
+func accumulateFull(acc *mat.SymDense, e, y []float64, d int) {
+	var keep []int
+	for j, w := range e {
+		if w > fullPrune {
+			keep = append(keep, j)
+		}
+	}
+	if len(keep) == 0 {
+		return
+	}
+	k := len(keep)
+	st := make([]float64, d*k) // Sᵀ [d, k]
+	sv := make([]float64, k*d) // S [k, d]
+	for c, j := range keep {
+		w := math.Sqrt(e[j])
+		yr := y[j*d : (j+1)*d]
+		sr := sv[c*d : (c+1)*d]
+		for r, v := range yr {
+			sr[r] = w * v
+			st[r*k+c] = w * v
+		}
+	}
+	out := make([]float64, d*d)
+	gemmFn(blas.NoTrans, blas.NoTrans, 1,
+		blas64.General{Rows: d, Cols: k, Stride: k, Data: st},
+		blas64.General{Rows: k, Cols: d, Stride: d, Data: sv}, 0,
+		blas64.General{Rows: d, Cols: d, Stride: d, Data: out})
+	raw := acc.RawSymmetric()
+	for r := range d {
+		dst, src := raw.Data[r*raw.Stride+r:r*raw.Stride+d], out[r*d+r:(r+1)*d]
+		for c := range dst {
+			dst[c] += src[c]
+		}
 	}
 }
 

@@ -1,0 +1,88 @@
+package mnist
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dfx-lab/dfx/dfx/adjoint"
+	"github.com/dfx-lab/dfx/dfx/schedule"
+)
+
+// TestEAMatrixIsTheDFEAOperator: the d×d matrix the exact study scores is
+// the operator dfx/adjoint applies (its products with the unit vectors).
+func TestEAMatrixIsTheDFEAOperator(t *testing.T) {
+	const d = 7
+	rng := rand.New(rand.NewPCG(3, 4))
+	at, err := schedule.At(Schedule(), 0.3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	xh, yb := make([]float64, d), make([]float64, d)
+	for i := range d {
+		xh[i], yb[i] = rng.NormFloat64(), rng.NormFloat64()
+	}
+	x := mat.NewDense(d, d, nil)
+	end, den, eye := mat.NewDense(d, d, nil), mat.NewDense(d, d, nil), mat.NewDense(d, d, nil)
+	for i := range d {
+		end.SetRow(i, xh)
+		den.SetRow(i, yb)
+		eye.Set(i, i, 1)
+	}
+	fv, err := adjoint.DFEA{}.Apply(adjoint.State{At: at, X: x, Denoiser: den, Endpoint: end}, eye)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := eaMatrix(at, xh, yb)
+	var diff mat.Dense
+	diff.Sub(m, fv)
+	if e := mat.Norm(&diff, math.Inf(1)) / mat.Norm(m, math.Inf(1)); e > 1e-12 {
+		t.Fatalf("eaMatrix differs from adjoint.DFEA by %g (relative)", e)
+	}
+}
+
+// TestAdjointQuickRunsAndReports: the quick profile of `dfx reproduce
+// adjoint` runs end to end, its numbers are finite, guidance moves the
+// class reward, and its report renders.
+func TestAdjointQuickRunsAndReports(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the networks (≈ 15 s)")
+	}
+	var log bytes.Buffer
+	res, err := RunAdjoint(context.Background(), AdjointQuickConfig(), &log)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	for _, run := range res.Runs {
+		if math.IsNaN(run.Mean) || math.IsInf(run.Mean, 0) {
+			t.Errorf("%s %s n=%d: reward %v", run.Reward, run.Operator, run.Guided, run.Mean)
+		}
+	}
+	n := res.Config.maxGuided()
+	if u, v := res.Run(RewardClass, "none", 0), res.Run(RewardClass, OperatorVJP, n); u == nil || v == nil || v.Mean <= u.Mean {
+		t.Errorf("VJP guidance did not raise the class reward: unguided %+v, guided %+v", u, v)
+	}
+	for _, g := range res.Exact.Grad {
+		if g.Cos < -1-1e-12 || g.Cos > 1+1e-12 || math.IsNaN(g.RelErr) {
+			t.Errorf("exact study %s at t=%g: cosine %g, relative error %g", g.Method, g.T, g.Cos, g.RelErr)
+		}
+	}
+	for _, h := range res.Exact.HS {
+		if !(h.HS >= 0) || !(h.FisherHS > 0) {
+			t.Errorf("exact study %s at t=%g: HS %g, ‖F‖ %g", h.Method, h.T, h.HS, h.FisherHS)
+		}
+	}
+	rep, err := res.Report()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rep.Figures {
+		if _, err := f.PNG(); err != nil {
+			t.Errorf("%s: %v", f.Name, err)
+		}
+	}
+}

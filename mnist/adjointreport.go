@@ -1,0 +1,294 @@
+package mnist
+
+import (
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/dfx-lab/dfx/dfx/plotx"
+	"github.com/dfx-lab/dfx/dfx/report"
+)
+
+// GoalDFEAStepMarginal is the adjoint issue's goal: DF-EA's marginal cost
+// over the inner solve ≤ 5 % of one forward.
+const GoalDFEAStepMarginal = 0.05
+
+const adjointCommand = "dfx reproduce adjoint"
+
+// rewardAbout says what each reward stands in for (table notes).
+var rewardAbout = map[string]string{
+	RewardClass:    "log p(k | x₀) of the classifier, target k = seed mod 10 (stands in for the aesthetic score / PickScore)",
+	RewardStyle:    fmt.Sprintf("−Gram-matrix style loss on the classifier's hidden features against the first test image of digit %d (CLIP style loss)", StyleRefDigit),
+	RewardIdentity: fmt.Sprintf("−distance of the classifier's penultimate features to those of the first test image of digit %d (ArcFace identity loss)", IdentityRefDigit),
+	RewardCentring: "−squared offset (pixels²) of the ink's centre of mass from the image centre (the designed differentiable aesthetic: MNIST digits are centred by construction, so an off-centre sample is a visible defect)",
+}
+
+// Report implements report.Result.
+func (r *AdjointResult) Report() (*report.Report, error) {
+	rep := &report.Report{Name: "adjoint", Title: "Adjoint-guided sampling on MNIST: paper Figures 3–4, DF-EA vs VJP, and the exact-operator study"}
+	prof := "full profile"
+	if r.Config.Quick {
+		prof = "quick profile (toy sizes; not the committed numbers)"
+	}
+	c := r.Config
+	where := fmt.Sprintf("Measured on %s, GoMLX backend %q, %s; `%s` in %.0f s. Sampler: DDIM, %d steps, guidance on steps [%d − n, %d), %d inner DDIM steps for x̂₀ with the discrete adjoint through them, normalised gradient, unconditional ε-network.",
+		r.Machine, r.Backend, prof, adjointCommand, r.Elapsed.Seconds(), c.Steps, c.WindowEnd, c.WindowEnd, c.InnerSteps)
+	rep.Tables = append(rep.Tables, r.gridTable(where), r.curveTable(where), r.costTable(where))
+	if r.Exact != nil {
+		rep.Tables = append(rep.Tables, r.exactGradTable(where), r.exactHSTable(where), r.exactRunTable(where))
+	}
+	add := func(name, caption string, render func(string) ([]byte, error)) {
+		rep.Figures = append(rep.Figures, &report.Figure{Name: name, Caption: caption, Render: render})
+	}
+	add("fig3_reward_vs_steps.png", "Figure 3 analogue: reward (mean ± 1 SE over seeds) against the number of guided steps, VJP and DF-EA at the VJP-chosen strength, one panel per reward", r.stepsFigure)
+	add("fig3_reward_vs_time.png", "Figure 3 analogue: reward against wall-clock seconds per sample, VJP and DF-EA", r.timeFigure)
+	add("fig4_samples.png", "Figure 4 analogue: the same seeds unguided, VJP-guided and DF-EA-guided (largest window), reward under each image", r.samplesFigure)
+	if r.Exact != nil {
+		add("exact_gradients.png", "exact-operator study on the 60 000-image Dirac mixture: cosine and relative error of each approximate adjoint gradient against the exact one along the window", r.exactGradFigure)
+		add("exact_hs.png", "‖F − F_op‖_HS at the guided states against the corrected bound of Prop. error_bound_ea, and ‖F‖_HS for scale", r.exactHSFigure)
+	}
+	return rep, rep.Check()
+}
+
+func pm(m, se float64) string { return fmt.Sprintf("%.4g ± %.2g", m, se) }
+
+func (r *AdjointResult) gridTable(where string) *report.Table {
+	t := &report.Table{Name: "strength_grid", Title: "## Guidance strength grid search (paper: VJP over 0.1…0.5, best 0.2, reused for DF-EA)",
+		Caption: "strength grid search per reward and operator: mean reward ± SE, classifier confidence, the best strength (VJP's drives both curves)",
+		Header:  []string{"reward", "operator", "strength", "reward (mean ± SE)", "unguided", "classifier confidence", "s per run", "best"}, Align: "llrrrrrc"}
+	for _, g := range r.Grid {
+		ch := ""
+		if g.Chosen {
+			ch = "✓"
+		}
+		t.Rows = append(t.Rows, []string{g.Reward, g.Operator, fmt.Sprint(g.Strength), pm(g.Mean, g.SE), f3(g.UnguidedMean), fmt.Sprintf("%.3f", g.ClassifierConf), fmt.Sprintf("%.1f", g.SecondsPerRun), ch})
+	}
+	t.Notes = append(t.Notes, where, fmt.Sprintf("%d seeds per point, %d guided steps (the largest window). Strength s moves x by s·σ(t)·√d per guided step (normalised gradient). Best: the highest mean reward per reward and operator; VJP's best is the strength of both operators' curves (the paper's protocol), DF-EA's own best adds a third curve where it differs. The classifier confidence (mean max-class probability) shows whether samples still read as digits.", r.Config.GridSeeds, r.Config.maxGuided()))
+	for _, name := range r.Config.Rewards {
+		t.Notes = append(t.Notes, fmt.Sprintf("%s: %s.", name, rewardAbout[name]))
+	}
+	return t
+}
+
+func (r *AdjointResult) curveTable(where string) *report.Table {
+	t := &report.Table{Name: "fig3_rewards", Title: "## Figure 3 analogue: reward against guided steps, VJP vs DF-EA",
+		Caption: "reward (mean ± SE) per reward, operator and number of guided steps, with seconds per sample and ε̂ evaluations",
+		Header:  []string{"reward", "operator", "guided steps", "strength", "reward (mean ± SE)", "s per sample", "ε̂ evals per run", "Fisher products per run"}, Align: "llrrrrrr"}
+	for _, run := range r.Runs {
+		t.Rows = append(t.Rows, []string{run.Reward, run.Operator, fmt.Sprint(run.Guided), fmt.Sprint(run.Strength), pm(run.Mean, run.SE),
+			fmt.Sprintf("%.3f", run.PerSample), fmt.Sprint(run.ModelEvals), fmt.Sprint(run.OperatorCalls)})
+	}
+	t.Notes = append(t.Notes, where, fmt.Sprintf("%d seeds per point (the same initial noise for every row); rewards of the clipped final images.", r.Config.Seeds))
+	return t
+}
+
+func (r *AdjointResult) costTable(where string) *report.Table {
+	t := &report.Table{Name: "cost", Title: "## Cost per guided step",
+		Caption: "time and memory of one guided step per Fisher operator and batch size: forward, inner solve, loss, adjoint pass, DF-EA's marginal cost",
+		Header:  []string{"batch", "operator", "forward", "inner solve", "loss + grad", "adjoint pass", "guided step", "per Fisher product", "product ÷ forward", "allocated per step", "trajectory cache"}, Align: "rlrrrrrrrrr"}
+	for _, c := range r.Cost {
+		t.Rows = append(t.Rows, []string{fmt.Sprint(c.Batch), c.Operator, ms(c.Forward), ms(c.Inner), ms(c.Loss), ms(c.Adjoint), ms(c.Step), ms(c.PerProduct),
+			pct(c.Marginal), fmt.Sprintf("%.1f MB", c.AllocMB), fmt.Sprintf("%.2f MB", c.CacheMB)})
+	}
+	t.Notes = append(t.Notes, where,
+		fmt.Sprintf("Medians of %d interleaved rounds after a warm-up round. \"product ÷ forward\" is one Fisher product's cost over one ε-network forward of the same batch; the goal for DF-EA is ≤ %.0f %%. The guided step is one Gradient call (inner solve + loss + adjoint), timed separately from its parts. Memory: the Go heap allocated by one guided step (GoMLX's Go backend allocates its buffers on it) and the inner trajectory the adjoint caches (O(inner steps × B × d), no graphs kept).", r.Config.CostRounds, 100*GoalDFEAStepMarginal))
+	return t
+}
+
+func (r *AdjointResult) exactGradTable(where string) *report.Table {
+	e := r.Exact
+	t := &report.Table{Name: "exact_gradients", Title: "## Exact-operator study: adjoint gradients against the exact one (MNIST Dirac mixture)",
+		Caption: "cosine and relative error of each approximate λ_t against the exact adjoint gradient of the 60 000-image Dirac mixture, along the window",
+		Header:  []string{"step", "t", "method", "cosine (mean ± SE)", "relative error (mean ± SE)"}, Align: "rrlrr"}
+	for _, g := range e.Grad {
+		t.Rows = append(t.Rows, []string{fmt.Sprint(g.Step), fmt.Sprintf("%.3f", g.T), g.Method, pm(g.Cos, g.CosSE), pm(g.RelErr, g.RelErrSE)})
+	}
+	t.Notes = append(t.Notes, where, fmt.Sprintf("States: the exact guided sampler's (Dirac mixture of %d training images, exact ε and exact F v, reward %s, strength %g, %d seeds, %d guided steps). At each state every λ_t = ∂L(x̂₀(x_t))/∂x_t is computed from that state: vjp and df-ea (network ȳ) with the ε-network's own inner solve, df-ea (exact ȳ) with the exact inner solve, so its error is the endpoint approximation alone. The exact λ is tiny: the empirical posterior sits on one training image over the window, so x̂₀ barely moves with x_t and ∂x̂₀/∂x_t ≈ 0 (a memorising model has almost no guidance gradient). Relative errors therefore measure mostly the scale of a generalising model's gradient; the sampler normalises λ, so the cosine is what steers.", e.Atoms, e.Config.Reward, e.Strength, e.Config.Seeds, e.Config.Guided))
+	return t
+}
+
+func (r *AdjointResult) exactHSTable(where string) *report.Table {
+	e := r.Exact
+	t := &report.Table{Name: "exact_hs", Title: "## Exact-operator study: ‖F − F_op‖_HS against the corrected bound of Prop. error_bound_ea",
+		Caption: "Hilbert–Schmidt error of each Fisher operator at the guided states, the corrected DF-EA bound and the fraction of states within it",
+		Header:  []string{"step", "t", "method", "‖F − F_op‖_HS", "‖F‖_HS", "bound", "within bound", "δ = ‖ȳ_op − ȳ‖"}, Align: "rrlrrrrr"}
+	for _, h := range e.HS {
+		b, w, d := "–", "–", "–"
+		if !math.IsNaN(h.Bound) {
+			b, w, d = fmt.Sprintf("%.3g", h.Bound), pct(h.Within), fmt.Sprintf("%.3g", h.Delta)
+		}
+		t.Rows = append(t.Rows, []string{fmt.Sprint(h.Step), fmt.Sprintf("%.3f", h.T), h.Method, fmt.Sprintf("%.3g", h.HS), fmt.Sprintf("%.3g", h.FisherHS), b, w, d})
+	}
+	t.Notes = append(t.Notes, where, fmt.Sprintf("F is the exact d×d Fisher of the Dirac mixture (mixture.Full), F_EA = I/σ² − (α²/σ⁴)(x̂₀x̂₀ᵀ − ȳȳᵀ) with each variant's own x̂₀ and ȳ, and the VJP operator's matrix is its products with the %d unit vectors. Bound: (α²/σ⁴)(2D² + δ(‖ȳ‖ + ‖ȳ_op‖)), D = max(max_i ‖y_i‖, ‖x̂₀‖) = %.3g or more; the paper prints α²/σ³, which bounds σ(F − F_EA), the Jacobian of ε. VJP has no bound (the paper: \"no theoretical bound\").", Dim, e.D))
+	return t
+}
+
+func (r *AdjointResult) exactRunTable(where string) *report.Table {
+	e := r.Exact
+	t := &report.Table{Name: "exact_rewards", Title: "## Exact-operator study: the guided samplers run to the end",
+		Caption: "reward, time and distance to the nearest training image of each sampler of the exact-operator study",
+		Header:  []string{"sampler", "reward (mean ± SE)", "s per sample", "distance to the nearest training image"}, Align: "lrrr"}
+	for _, run := range e.Runs {
+		t.Rows = append(t.Rows, []string{run.Method, pm(run.Mean, run.SE), fmt.Sprintf("%.2f", run.PerSample), fmt.Sprintf("%.3g", run.NearestDist)})
+	}
+	t.Notes = append(t.Notes, where, fmt.Sprintf("Reward %s; %d seeds; the exact samplers run the Dirac mixture's exact ε (they land on training images: distance ≈ 0), the others the ε-network.", e.Config.Reward, e.Config.Seeds))
+	return t
+}
+
+// stepsFigure: per reward, reward against guided steps for VJP and DF-EA.
+func (r *AdjointResult) stepsFigure(format string) ([]byte, error) {
+	return r.curveFigure(format, false)
+}
+
+func (r *AdjointResult) timeFigure(format string) ([]byte, error) {
+	return r.curveFigure(format, true)
+}
+
+func (r *AdjointResult) curveFigure(format string, byTime bool) ([]byte, error) {
+	var ps []*plot.Plot
+	for _, reward := range r.Config.Rewards {
+		var series []plotx.Series
+		var bars []errXY
+		type curve struct {
+			op, name string
+			s        float64
+		}
+		curves := []curve{{OperatorVJP, "VJP", r.Strength[reward]}, {OperatorDFEA, "DF-EA", r.Strength[reward]}}
+		if own, ok := r.OwnStrength[reward]; ok && own != r.Strength[reward] {
+			curves = append(curves, curve{OperatorDFEA, fmt.Sprintf("DF-EA at its own best, %g", own), own})
+		}
+		for _, c := range curves {
+			var xs, ys []float64
+			var eb errXY
+			for _, n := range r.Config.Guided {
+				run := r.RunAt(reward, c.op, n, c.s)
+				if run == nil {
+					continue
+				}
+				x := float64(n)
+				if byTime {
+					x = run.PerSample
+				}
+				xs, ys = append(xs, x), append(ys, run.Mean)
+				eb = append(eb, errPoint{x: x, y: run.Mean, ye: run.SE})
+			}
+			series = append(series, plotx.Series{Name: c.name, X: xs, Y: ys, Points: true})
+			bars = append(bars, eb)
+		}
+		series = append(series, plotx.Series{Name: fmt.Sprintf("VJP's best strength %g; bars ± 1 SE", r.Strength[reward]), Note: true})
+		xl := "guided steps (ending at step " + fmt.Sprint(r.Config.WindowEnd) + " of " + fmt.Sprint(r.Config.Steps) + ")"
+		if byTime {
+			xl = "wall-clock seconds per sample"
+		}
+		p, err := plotx.Lines(reward+" reward", xl, "reward (higher is better)", series...)
+		if err != nil {
+			return nil, err
+		}
+		for i, eb := range bars {
+			yb, err := plotter.NewYErrorBars(eb)
+			if err != nil {
+				return nil, err
+			}
+			yb.Color = plotutil.Color(i)
+			p.Add(yb)
+		}
+		ps = append(ps, p)
+	}
+	cols := min(2, len(ps))
+	return plotx.TilesBytes(ps, cols, 5*vg.Inch, 3.6*vg.Inch, format)
+}
+
+// samplesFigure: per reward, rows unguided / VJP / DF-EA at the largest
+// window, the first Fig4Seeds seeds, reward under each image.
+func (r *AdjointResult) samplesFigure(format string) ([]byte, error) {
+	n := r.Config.maxGuided()
+	k := r.Config.Fig4Seeds
+	var ps []*plot.Plot
+	for _, reward := range r.Config.Rewards {
+		runs := []*GuidedRun{r.Run(reward, "none", 0), r.Run(reward, OperatorVJP, n), r.Run(reward, OperatorDFEA, n)}
+		var rows [][]*mat.Dense
+		var vals [][]float64
+		var labels []string
+		for _, run := range runs {
+			if run == nil {
+				return nil, fmt.Errorf("mnist: figure 4: missing run for %s", reward)
+			}
+			var imgs []*mat.Dense
+			for i := range k {
+				imgs = append(imgs, mat.NewDense(1, Dim, Clip(run.Images).RawRowView(i)))
+			}
+			rows, vals = append(rows, imgs), append(vals, run.Rewards[:k])
+			name := map[string]string{"none": "unguided", OperatorVJP: "VJP", OperatorDFEA: "DF-EA"}[run.Operator]
+			labels = append(labels, fmt.Sprintf("%s %.2fs", name, run.PerSample))
+		}
+		p, err := ImageGrid(fmt.Sprintf("%s reward, %d guided steps (reward under each image)", reward, n), "seed", "sampler, seconds per sample", rows, vals)
+		if err != nil {
+			return nil, err
+		}
+		var yt []plot.Tick
+		for i, l := range labels {
+			yt = append(yt, plot.Tick{Value: float64(len(labels)-1-i) + 0.5, Label: l})
+		}
+		p.Y.Tick.Marker = plot.ConstantTicks(yt)
+		ps = append(ps, p)
+	}
+	w := max(vg.Length(k)*0.62*vg.Inch+2.2*vg.Inch, 6*vg.Inch)
+	return plotx.TilesBytes(ps, 1, w, 3*0.62*vg.Inch+1.3*vg.Inch, format)
+}
+
+func (r *AdjointResult) exactGradFigure(format string) ([]byte, error) {
+	e := r.Exact
+	methods := []string{StudyVJP, StudyEANet, StudyEAExact}
+	var cos, rel []plotx.Series
+	for _, m := range methods {
+		var ts, cs, rs []float64
+		for _, g := range e.Grad {
+			if g.Method == m {
+				ts, cs, rs = append(ts, g.T), append(cs, g.Cos), append(rs, g.RelErr)
+			}
+		}
+		cos = append(cos, plotx.Series{Name: m, X: ts, Y: cs, Points: true})
+		rel = append(rel, plotx.Series{Name: m, X: ts, Y: rs, Points: true})
+	}
+	p1, err := plotx.Lines("cosine to the exact adjoint gradient", "t (guidance runs from right to left)", "cosine (mean over seeds)", cos...)
+	if err != nil {
+		return nil, err
+	}
+	p2, err := plotx.LogLines("relative error of the adjoint gradient", "t (guidance runs from right to left)", "‖λ − λ*‖ / ‖λ*‖ (mean, log scale)", false, true, rel...)
+	if err != nil {
+		return nil, err
+	}
+	return plotx.TilesBytes([]*plot.Plot{p1, p2}, 2, 5.5*vg.Inch, 4*vg.Inch, format)
+}
+
+func (r *AdjointResult) exactHSFigure(format string) ([]byte, error) {
+	e := r.Exact
+	var series []plotx.Series
+	var fisher plotx.Series
+	for _, m := range []string{StudyVJP, StudyEANet, StudyEAExact} {
+		var ts, hs, bs []float64
+		fisher = plotx.Series{Name: "‖F‖_HS (exact)"}
+		for _, h := range e.HS {
+			if h.Method != m {
+				continue
+			}
+			ts, hs, bs = append(ts, h.T), append(hs, h.HS), append(bs, h.Bound)
+			fisher.X, fisher.Y = append(fisher.X, h.T), append(fisher.Y, h.FisherHS)
+		}
+		series = append(series, plotx.Series{Name: m, X: ts, Y: hs, Points: true})
+		if m != StudyVJP {
+			series = append(series, plotx.Series{Name: "bound, " + m, X: ts, Y: bs})
+		}
+	}
+	series = append(series, fisher, plotx.Series{Name: "VJP: no bound in the paper", Note: true})
+	p, err := plotx.LogLines("Hilbert–Schmidt error of the Fisher operator", "t", "‖F − F_op‖_HS (mean over seeds, log scale)", false, true, series...)
+	if err != nil {
+		return nil, err
+	}
+	return plotx.Bytes(p, 7*vg.Inch, 4.5*vg.Inch, format)
+}
