@@ -26,7 +26,7 @@ func logGMM(t *testing.T, r *AdjointGMMResult) {
 		}
 	}
 	for _, w := range r.Rewards {
-		t.Logf("%-20s reward %.4g ± %.3g  %v/sample near %.2f", w.Method, w.Reward.Mean, w.Reward.SE, w.PerSample, w.NearTarget)
+		t.Logf("%-20s reward %.4g ± %.3g  log q %.4g ± %.3g  %v/sample near %.2f", w.Method, w.Reward.Mean, w.Reward.SE, w.LogProb.Mean, w.LogProb.SE, w.PerSample, w.NearTarget)
 	}
 }
 
@@ -245,6 +245,7 @@ func TestAdjointGMMQuick(t *testing.T) {
 	rw := map[string]AdjointGMMReward{}
 	for _, w := range r.Rewards {
 		fin(w.Method+" reward", w.Reward.Mean)
+		fin(w.Method+" log q", w.LogProb.Mean)
 		rw[w.Method] = w
 	}
 	if len(rw) != 6 {
