@@ -77,7 +77,7 @@ func (r *AdjointGMMResult) Report() (*report.Report, error) {
 		}
 	}
 	hs.Notes = []string{"The paper's error bound for DF-EA (Prop. error_bound_ea) is proved for Dirac mixtures; it does not apply to this Gaussian mixture, and no bound is claimed here (the MNIST Dirac half of the study checks it). " +
-		"With Gaussian components the posterior keeps an intrinsic covariance that x̂₀x̂₀ᵀ − ȳȳᵀ cannot represent: near the end of the inner solve x̂₀ ≈ ȳ and F_EA ≈ I/σ², far above the true F ≈ (α²Σ_k + σ²I)⁻¹, which shrinks λ."}
+		"With Gaussian components the posterior keeps an intrinsic covariance that x̂₀x̂₀ᵀ − ȳȳᵀ cannot represent: near the end of the inner solve x̂₀ ≈ ȳ and F_EA ≈ I/σ² in every direction, where the true F ≈ (α²Σ_k + σ²I)⁻¹ is smaller along the components' spread."}
 	rw := &report.Table{Title: fmt.Sprintf("## Rewards\n\nEach sampler run to completion on its own path from the same %d noises; reward −L(x₀) mean ± SE, the mixture's exact log-density log q(x₀) of the samples (mean ± SE: a reward won by leaving the data shows here), the fraction of samples whose nearest component mean is one of the two the target lies between, and the wall time per sample (2-core CPU, batch %d).", c.Seeds, c.Seeds),
 		Header: []string{"sampler", "reward", "log q(x₀)", "near the target's components", "time / sample"}}
 	rcsv := &report.Table{Name: "adjoint-gmm-rewards", NoMarkdown: true, Header: []string{"sampler", "reward", "reward_se", "log_q", "log_q_se", "near_target", "seconds_per_sample"}}
