@@ -1,0 +1,427 @@
+package toys
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dfx-lab/dfx/dfx/access"
+	"github.com/dfx-lab/dfx/dfx/adjoint"
+	"github.com/dfx-lab/dfx/dfx/mixture"
+	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/models"
+)
+
+// AdjointGMMConfig configures the Gaussian-mixture half of the
+// exact-operator study of adjoint guidance (issue 13, item 4): an
+// anisotropic Gaussian mixture in Dim dimensions whose exact ε and Fisher
+// are known, an ε-network trained on TrainSamples draws of it, and adjoint
+// guidance (dfx/adjoint) toward a target between two components with the
+// exact, VJP and DF-EA Fisher operators.
+type AdjointGMMConfig struct {
+	Dim, Components int
+	// TrainSamples draws of the mixture train the ε-network (DSM) for
+	// TrainSteps steps; residual MLP of Width × Depth. EMA weights are used
+	// when TrainSteps ≥ 2000.
+	TrainSamples, TrainSteps, Width, Depth int
+	// Seeds is the number of sampling chains (initial noises), shared by
+	// every method.
+	Seeds int
+	// OuterSteps DDIM steps on the VP schedule, guidance on the outer steps
+	// [From, To), InnerSteps DDIM steps in each inner solve (adjoint.Config).
+	OuterSteps, From, To, InnerSteps int
+	Strength                         float64
+	Normalize                        bool
+	Seed                             uint64
+}
+
+// AdjointGMMQuick is the test profile (seconds).
+func AdjointGMMQuick() AdjointGMMConfig {
+	return AdjointGMMConfig{Dim: 8, Components: 4, TrainSamples: 2048, TrainSteps: 200, Width: 32, Depth: 1, Seeds: 4,
+		OuterSteps: 20, From: 6, To: 14, InnerSteps: 3, Strength: 0.3, Normalize: true, Seed: 1}
+}
+
+// AdjointGMMFull is the profile of the report (about 4 minutes on 2 shared
+// cores, most of it training; the network is short-trained).
+func AdjointGMMFull() AdjointGMMConfig {
+	return AdjointGMMConfig{Dim: 64, Components: 8, TrainSamples: 8192, TrainSteps: 1000, Width: 128, Depth: 2, Seeds: 128,
+		OuterSteps: 50, From: 15, To: 35, InnerSteps: 4, Strength: 0.3, Normalize: true, Seed: 1}
+}
+
+// The gradient methods, in table order: the guide's model and operator.
+const (
+	GMMExact     = "exact"           // MixtureModel + Exact
+	GMMVJP       = "vjp"             // NetModel + VJP
+	GMMEANet     = "df-ea (net)"     // NetModel + DFEA
+	GMMEAExact   = "df-ea (exact ȳ)" // MixtureModel + DFEA
+	GMMUnguided  = "unguided (exact ε)"
+	GMMUnguidedN = "unguided (net)"
+)
+
+// GMMMethods are the gradient methods in table order.
+var GMMMethods = []string{GMMExact, GMMVJP, GMMEANet, GMMEAExact}
+
+// MeanSE is a mean and its standard error over seeds.
+type MeanSE struct{ Mean, SE float64 }
+
+func meanSE(v []float64) MeanSE {
+	n := float64(len(v))
+	m := floats.Sum(v) / n
+	if len(v) < 2 {
+		return MeanSE{Mean: m}
+	}
+	var ss float64
+	for _, x := range v {
+		ss += (x - m) * (x - m)
+	}
+	return MeanSE{m, math.Sqrt(ss / (n - 1) / n)}
+}
+
+// AdjointGMMStep is one guided outer step of the exact guided path: the
+// gradient agreement of each method with the exact λ (cosine, relative
+// error), the Hilbert–Schmidt error of each approximate Fisher operator at
+// the step's states, and the network's ε error there.
+type AdjointGMMStep struct {
+	Step          int
+	T, Sigma      float64
+	Cos, RelErr   map[string]MeanSE // by GMMMethods
+	HS            map[string]MeanSE // ‖F − F_op‖_HS by operator method (vjp, df-ea (net), df-ea (exact ȳ))
+	FisherHS      MeanSE            // ‖F‖_HS
+	NetEpsRelErr  MeanSE            // ‖ε_θ − ε‖/‖ε‖ at the states
+	GradNormExact MeanSE            // ‖λ*‖
+}
+
+// AdjointGMMReward is one sampler run to completion from the shared noises.
+type AdjointGMMReward struct {
+	Method     string
+	Reward     MeanSE // −L(x₀)
+	PerSample  time.Duration
+	NearTarget float64 // fraction of samples whose nearest mean is one of the two the target lies between
+	// LogProb is the mixture's exact log q(x₀) of the samples (at t_min):
+	// whether guidance kept them on the data.
+	LogProb MeanSE
+}
+
+// AdjointGMMResult is the result of RunAdjointGMM.
+type AdjointGMMResult struct {
+	Config     AdjointGMMConfig
+	Schedule   string
+	Between    [2]int // the components the target lies between
+	TargetDist float64
+	TrainLoss  float64
+	TrainTime  time.Duration
+	Steps      []AdjointGMMStep
+	Rewards    []AdjointGMMReward
+	Elapsed    time.Duration
+}
+
+// gmmProblem is the mixture, the way to sample it and the target.
+type gmmProblem struct {
+	mix     *mixture.Gaussian
+	means   *mat.Dense
+	dirs    [][][]float64 // per component, the low-rank directions scaled by √λ
+	iso     float64       // isotropic standard deviation
+	target  []float64
+	between [2]int
+}
+
+// newGMMProblem draws K means N(0, 0.36 I) (pairwise distance ≈ 0.6√(2d)),
+// full covariances Σ_k = Σ_j λ_j u_j u_jᵀ + 0.05 I with 3 random unit directions
+// u_j and λ = 0.5, 0.3, 0.15, uniform weights, and the target midway
+// between components 0 and 1.
+func newGMMProblem(d, k int, rng *rand.Rand) (*gmmProblem, error) {
+	p := &gmmProblem{means: mat.NewDense(k, d, nil), iso: math.Sqrt(0.05), between: [2]int{0, 1}}
+	lams := []float64{0.5, 0.3, 0.15}
+	var covs []*mat.SymDense
+	for c := range k {
+		for j := range d {
+			p.means.Set(c, j, 0.6*rng.NormFloat64())
+		}
+		cov := mat.NewSymDense(d, nil)
+		var dirs [][]float64
+		for _, l := range lams {
+			u := make([]float64, d)
+			for j := range u {
+				u[j] = rng.NormFloat64()
+			}
+			floats.Scale(math.Sqrt(l)/floats.Norm(u, 2), u)
+			cov.SymRankOne(cov, 1, mat.NewVecDense(d, u))
+			dirs = append(dirs, u)
+		}
+		for j := range d {
+			cov.SetSym(j, j, cov.At(j, j)+p.iso*p.iso)
+		}
+		covs = append(covs, cov)
+		p.dirs = append(p.dirs, dirs)
+	}
+	mix, err := mixture.NewGaussian(p.means, covs, nil)
+	if err != nil {
+		return nil, err
+	}
+	p.mix = mix
+	p.target = make([]float64, d)
+	floats.AddScaled(p.target, 0.5, p.means.RawRowView(0))
+	floats.AddScaled(p.target, 0.5, p.means.RawRowView(1))
+	return p, nil
+}
+
+// sample draws n points of the mixture.
+func (p *gmmProblem) sample(n int, rng *rand.Rand) [][]float64 {
+	k, d := p.means.Dims()
+	out := make([][]float64, n)
+	for i := range out {
+		c := rng.IntN(k)
+		x := append([]float64(nil), p.means.RawRowView(c)...)
+		for _, u := range p.dirs[c] {
+			floats.AddScaled(x, rng.NormFloat64(), u)
+		}
+		for j := range d {
+			x[j] += p.iso * rng.NormFloat64()
+		}
+		out[i] = x
+	}
+	return out
+}
+
+// nearTarget is the fraction of rows of x whose nearest mean is one of p.between.
+func (p *gmmProblem) nearTarget(x *mat.Dense) float64 {
+	b, _ := x.Dims()
+	k, _ := p.means.Dims()
+	hit := 0
+	for i := range b {
+		best, arg := math.Inf(1), -1
+		for c := range k {
+			if dd := floats.Distance(x.RawRowView(i), p.means.RawRowView(c), 2); dd < best {
+				best, arg = dd, c
+			}
+		}
+		if arg == p.between[0] || arg == p.between[1] {
+			hit++
+		}
+	}
+	return float64(hit) / float64(b)
+}
+
+// trainGMMNet trains the ε-network (DSM) on data, v-parameterised with
+// v weighting: with ε-prediction, DDIM's first VP steps (α(1) ≈ 0.007)
+// amplify the network's ε error by σ/α and the samplers diverge; with
+// v-prediction ε = α v + σ x (VP) is accurate where α is small.
+func trainGMMNet(ctx context.Context, cfg AdjointGMMConfig, s schedule.Schedule, data [][]float64) (*access.Net, float64, error) {
+	store := models.NewStore()
+	store.SetParams(map[string]any{models.ParamWidth: cfg.Width, models.ParamDepth: cfg.Depth,
+		models.ParamCosineSteps: cfg.TrainSteps, models.ParamSeed: int(cfg.Seed), models.ParamBatchSize: 128,
+		models.ParamParam: "v", models.ParamWeighting: "v"})
+	tr, err := models.NewTrainer(models.MustNewTrainBackend(), store, s, models.DSM, data, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	var loss float64
+	for done := 0; done < cfg.TrainSteps; done += 100 {
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err
+		}
+		if loss, err = tr.TrainSteps(min(100, cfg.TrainSteps-done)); err != nil {
+			return nil, 0, err
+		}
+	}
+	if cfg.TrainSteps >= 2000 {
+		if store, err = models.EMAStore(store); err != nil {
+			return nil, 0, err
+		}
+	}
+	net, err := models.NewAccessNet(models.MustNewBackend(), store, s, false)
+	return net, loss, err
+}
+
+// gmmGuides are the guides of the study, by method name.
+func gmmGuides(s schedule.Schedule, mix mixture.Mixture, net *access.Net, loss adjoint.Loss) (map[string]adjoint.Guide, error) {
+	exact := adjoint.MixtureModel{Mixture: mix}
+	gs := map[string]adjoint.Guide{
+		GMMExact:   {Schedule: s, Model: exact, Operator: adjoint.Exact{Mixture: mix}, Loss: loss},
+		GMMEAExact: {Schedule: s, Model: exact, Operator: adjoint.DFEA{}, Loss: loss},
+	}
+	if net != nil {
+		vjp, err := adjoint.NewVJP(net)
+		if err != nil {
+			return nil, err
+		}
+		gs[GMMVJP] = adjoint.Guide{Schedule: s, Model: adjoint.NetModel{Net: net}, Operator: vjp, Loss: loss}
+		gs[GMMEANet] = adjoint.Guide{Schedule: s, Model: adjoint.NetModel{Net: net}, Operator: adjoint.DFEA{}, Loss: loss}
+	}
+	return gs, nil
+}
+
+// RunAdjointGMM builds the mixture, trains the network, follows the exact
+// guided path scoring every method's λ and operator at its guided states,
+// then runs every sampler to completion from the same noises.
+func RunAdjointGMM(ctx context.Context, cfg AdjointGMMConfig) (*AdjointGMMResult, error) {
+	start := time.Now()
+	if cfg.Dim < 1 || cfg.Components < 2 || cfg.TrainSamples < 1 || cfg.TrainSteps < 1 || cfg.Seeds < 1 || cfg.From >= cfg.To {
+		return nil, fmt.Errorf("toys: adjoint-gmm config needs Dim ≥ 1, Components ≥ 2, positive TrainSamples, TrainSteps, Seeds and a guidance window: %+v", cfg)
+	}
+	s, err := schedule.ByName("vp", schedule.Params{})
+	if err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed, 29))
+	prob, err := newGMMProblem(cfg.Dim, cfg.Components, rng)
+	if err != nil {
+		return nil, err
+	}
+	res := &AdjointGMMResult{Config: cfg, Schedule: s.Name(), Between: prob.between,
+		TargetDist: floats.Distance(prob.means.RawRowView(0), prob.means.RawRowView(1), 2)}
+	t0 := time.Now()
+	net, loss, err := trainGMMNet(ctx, cfg, s, prob.sample(cfg.TrainSamples, rng))
+	if err != nil {
+		return nil, err
+	}
+	res.TrainTime, res.TrainLoss = time.Since(t0), loss
+	guides, err := gmmGuides(s, prob.mix, net, adjoint.SquaredDistance(prob.target))
+	if err != nil {
+		return nil, err
+	}
+	xT := schedule.SamplePrior(schedule.Prior(s), cfg.Seeds, cfg.Dim, rng)
+	scfg := adjoint.Config{Steps: cfg.OuterSteps, From: cfg.From, To: cfg.To, InnerSteps: cfg.InnerSteps, Strength: cfg.Strength, Normalize: cfg.Normalize}
+	states, _, err := guidedPath(ctx, guides[GMMExact], xT, scfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, st := range states {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		row, err := scoreState(prob.mix, net, guides, st, cfg.InnerSteps)
+		if err != nil {
+			return nil, err
+		}
+		res.Steps = append(res.Steps, *row)
+	}
+	if res.Rewards, err = gmmRewards(ctx, prob, net, guides, xT, scfg); err != nil {
+		return nil, err
+	}
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+// pathState is a guided outer step's state before its update.
+type pathState struct {
+	Step int
+	At   schedule.Coefficients
+	X    *mat.Dense
+}
+
+// guidedPath replays g.Sample (same arithmetic) and returns the state at
+// each guided outer step, before the step's guidance update, and the final
+// samples.
+func guidedPath(ctx context.Context, g adjoint.Guide, xT *mat.Dense, cfg adjoint.Config) ([]pathState, *mat.Dense, error) {
+	lo, hi := g.Schedule.Interval()
+	grid, err := schedule.TimeGrid(g.Schedule, schedule.GridUniform, lo, hi, cfg.Steps)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, d := xT.Dims()
+	scale := math.Sqrt(float64(d))
+	x := mat.DenseCopyOf(xT)
+	var out []pathState
+	for k := range cfg.Steps {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		c0, err := schedule.At(g.Schedule, grid[k])
+		if err != nil {
+			return nil, nil, err
+		}
+		c1, err := schedule.At(g.Schedule, grid[k+1])
+		if err != nil {
+			return nil, nil, err
+		}
+		if k >= cfg.From && k < cfg.To {
+			out = append(out, pathState{Step: k, At: c0, X: mat.DenseCopyOf(x)})
+			gr, err := g.Gradient(x, c0.T, cfg.InnerSteps)
+			if err != nil {
+				return nil, nil, err
+			}
+			for i := range b {
+				gi, xi := gr.Grad.RawRowView(i)[:d], x.RawRowView(i)[:d]
+				n := floats.Norm(gi, 2)
+				f := cfg.Strength * c0.Sigma
+				if cfg.Normalize {
+					if n == 0 || math.IsInf(n, 0) {
+						f = 0
+					} else {
+						f *= scale / n
+					}
+				}
+				floats.AddScaled(xi, -f, gi)
+			}
+		}
+		eps, err := g.Model.Eps(c0, x)
+		if err != nil {
+			return nil, nil, err
+		}
+		ra := c1.Alpha / c0.Alpha
+		rb := c1.Sigma - ra*c0.Sigma
+		next := mat.NewDense(b, d, nil)
+		for i := range b {
+			xr, er, nr := x.RawRowView(i), eps.RawRowView(i), next.RawRowView(i)
+			for j := range d {
+				nr[j] = ra*xr[j] + rb*er[j]
+			}
+		}
+		x = next
+	}
+	return out, x, nil
+}
+
+// gmmRewards runs every sampler to completion from xT.
+func gmmRewards(ctx context.Context, prob *gmmProblem, net *access.Net, guides map[string]adjoint.Guide, xT *mat.Dense, scfg adjoint.Config) ([]AdjointGMMReward, error) {
+	loss := guides[GMMExact].Loss
+	b, _ := xT.Dims()
+	var out []AdjointGMMReward
+	run := func(name string, g adjoint.Guide, cfg adjoint.Config) error {
+		r, err := g.Sample(ctx, xT, cfg)
+		if err != nil {
+			return fmt.Errorf("toys: adjoint-gmm %s: %w", name, err)
+		}
+		l, _, err := loss(r.X)
+		if err != nil {
+			return err
+		}
+		floats.Scale(-1, l)
+		lo, _ := g.Schedule.Interval()
+		c, err := schedule.At(g.Schedule, lo)
+		if err != nil {
+			return err
+		}
+		lp, err := prob.mix.Eval(mixture.Query{At: c, X: r.X, Want: mixture.LogProb})
+		if err != nil {
+			return err
+		}
+		out = append(out, AdjointGMMReward{Method: name, Reward: meanSE(l), PerSample: r.Elapsed / time.Duration(b),
+			NearTarget: prob.nearTarget(r.X), LogProb: meanSE(lp.LogProb)})
+		return nil
+	}
+	plain := scfg
+	plain.From, plain.To = 0, 0
+	if err := run(GMMUnguided, guides[GMMExact], plain); err != nil {
+		return nil, err
+	}
+	if net != nil {
+		if err := run(GMMUnguidedN, guides[GMMVJP], plain); err != nil {
+			return nil, err
+		}
+	}
+	for _, m := range GMMMethods {
+		if g, ok := guides[m]; ok {
+			if err := run(m, g, scfg); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,186 @@
+package toys
+
+import (
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dfx-lab/dfx/dfx/access"
+	"github.com/dfx-lab/dfx/dfx/adjoint"
+	"github.com/dfx-lab/dfx/dfx/mixture"
+)
+
+// gmmVJPSeeds is the number of seeds (the first ones) at which the VJP
+// operator's d×d matrix is built: d VJP products per state, and the Go
+// backend's scalar exp in SiLU makes them the study's main cost.
+const gmmVJPSeeds = 16
+
+// scoreState computes, at one state of the exact guided path, every
+// method's λ against a separately computed exact λ*, the operators'
+// Hilbert–Schmidt errors against the exact Fisher and the network's ε error.
+func scoreState(mix mixture.Mixture, net *access.Net, guides map[string]adjoint.Guide, st pathState, inner int) (*AdjointGMMStep, error) {
+	b, d := st.X.Dims()
+	row := &AdjointGMMStep{Step: st.Step, T: st.At.T, Sigma: st.At.Sigma,
+		Cos: map[string]MeanSE{}, RelErr: map[string]MeanSE{}, HS: map[string]MeanSE{}}
+	ref, err := guides[GMMExact].Gradient(st.X, st.At.T, inner)
+	if err != nil {
+		return nil, err
+	}
+	grads := map[string]*adjoint.GradientResult{}
+	for _, m := range GMMMethods {
+		g, ok := guides[m]
+		if !ok {
+			continue
+		}
+		gr, err := g.Gradient(st.X, st.At.T, inner)
+		if err != nil {
+			return nil, fmt.Errorf("toys: adjoint-gmm %s at t = %g: %w", m, st.At.T, err)
+		}
+		grads[m] = gr
+		cs, rs := make([]float64, b), make([]float64, b)
+		for i := range b {
+			cs[i] = cosine(gr.Grad.RawRowView(i), ref.Grad.RawRowView(i))
+			rs[i] = relNorm(gr.Grad.RawRowView(i), ref.Grad.RawRowView(i))
+		}
+		row.Cos[m], row.RelErr[m] = meanSE(cs), meanSE(rs)
+	}
+	gn := make([]float64, b)
+	for i := range b {
+		gn[i] = floats.Norm(ref.Grad.RawRowView(i), 2)
+	}
+	row.GradNormExact = meanSE(gn)
+
+	ex, err := mix.Eval(mixture.Query{At: st.At, X: st.X, Want: mixture.Full | mixture.Score})
+	if err != nil {
+		return nil, err
+	}
+	fn := make([]float64, b)
+	for i := range b {
+		fn[i] = hsNorm(ex.Fisher[i])
+	}
+	row.FisherHS = meanSE(fn)
+	for _, m := range []string{GMMEANet, GMMEAExact} {
+		gr, ok := grads[m]
+		if !ok {
+			continue
+		}
+		ybar, x0 := gr.Trajectory.Denoisers[0], gr.Trajectory.Endpoint()
+		hs := make([]float64, b)
+		for i := range b {
+			hs[i] = hsErrorEA(ex.Fisher[i], x0.RawRowView(i), ybar.RawRowView(i), st.At.Alpha, st.At.Sigma)
+		}
+		row.HS[m] = meanSE(hs)
+	}
+	if g, ok := guides[GMMVJP]; ok {
+		nb := min(b, gmmVJPSeeds)
+		cols, err := operatorColumns(g.Operator, adjoint.State{At: st.At, X: st.X.Slice(0, nb, 0, d).(*mat.Dense)}, d)
+		if err != nil {
+			return nil, err
+		}
+		hs := make([]float64, nb)
+		for i := range nb {
+			hs[i] = hsErrorDense(ex.Fisher[i], cols[i])
+		}
+		row.HS[GMMVJP] = meanSE(hs)
+	}
+	if net != nil {
+		eps, err := net.EpsAt(st.X, st.At.T)
+		if err != nil {
+			return nil, err
+		}
+		er := make([]float64, b)
+		for i := range b {
+			want := make([]float64, d)
+			floats.ScaleTo(want, -st.At.Sigma, ex.Score.RawRowView(i))
+			er[i] = relNorm(eps.RawRowView(i), want)
+		}
+		row.NetEpsRelErr = meanSE(er)
+	}
+	return row, nil
+}
+
+func cosine(a, b []float64) float64 {
+	return floats.Dot(a, b) / (floats.Norm(a, 2) * floats.Norm(b, 2))
+}
+
+// hsNorm is ‖F‖_HS.
+func hsNorm(f *mat.SymDense) float64 {
+	d := f.SymmetricDim()
+	var s float64
+	for i := range d {
+		for j := range d {
+			s += f.At(i, j) * f.At(i, j)
+		}
+	}
+	return math.Sqrt(s)
+}
+
+// hsErrorEA is ‖F − F_EA‖_HS with F_EA = I/σ² − (α²/σ⁴)(x̂₀x̂₀ᵀ − ȳȳᵀ),
+// the matrix that DF-EA (eq. EA_approx) applies.
+func hsErrorEA(f *mat.SymDense, x0, ybar []float64, alpha, sigma float64) float64 {
+	d := f.SymmetricDim()
+	s2 := sigma * sigma
+	c := alpha * alpha / (s2 * s2)
+	var s float64
+	for i := range d {
+		for j := range d {
+			ea := -c * (x0[i]*x0[j] - ybar[i]*ybar[j])
+			if i == j {
+				ea += 1 / s2
+			}
+			e := f.At(i, j) - ea
+			s += e * e
+		}
+	}
+	return math.Sqrt(s)
+}
+
+// hsErrorDense is ‖F − A‖_HS for A given by its columns.
+func hsErrorDense(f *mat.SymDense, cols *mat.Dense) float64 {
+	d := f.SymmetricDim()
+	var s float64
+	for j := range d {
+		for i := range d {
+			e := f.At(i, j) - cols.At(j, i)
+			s += e * e
+		}
+	}
+	return math.Sqrt(s)
+}
+
+// operatorColumns builds, for each of the B states of s, the d×d matrix an
+// operator applies, by one batched call on the basis vectors: row j of
+// result b is op(x_b) e_j (column j of the matrix).
+func operatorColumns(op adjoint.Operator, s adjoint.State, d int) ([]*mat.Dense, error) {
+	b, _ := s.X.Dims()
+	rep := func(m *mat.Dense) *mat.Dense {
+		if m == nil {
+			return nil
+		}
+		out := mat.NewDense(b*d, d, nil)
+		for i := range b {
+			for j := range d {
+				out.SetRow(i*d+j, m.RawRowView(i))
+			}
+		}
+		return out
+	}
+	v := mat.NewDense(b*d, d, nil)
+	for i := range b {
+		for j := range d {
+			v.Set(i*d+j, j, 1)
+		}
+	}
+	big := adjoint.State{At: s.At, X: rep(s.X), Denoiser: rep(s.Denoiser), Endpoint: rep(s.Endpoint)}
+	fv, err := op.Apply(big, v)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*mat.Dense, b)
+	for i := range b {
+		out[i] = mat.DenseCopyOf(fv.Slice(i*d, (i+1)*d, 0, d))
+	}
+	return out, nil
+}
