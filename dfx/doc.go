@@ -21,7 +21,7 @@
 //	eq. trace_appro               DF-TM trace                                   access.DFTM, access.DFTMTraceGraph
 //	Prop. error_bound_trace       DF-TM error bound (corrected: see access.DFTM) access.DFTMErrorBound
 //	eq. EA_approx                 DF-EA matrix-vector product                   access.DFEA, access.DFEAMatVecGraph, adjoint.DFEA
-//	Prop. error_bound_ea          DF-EA error bound (σ(F − F_EA) as printed)     access.DFEA
+//	Prop. error_bound_ea          DF-EA error bound (σ(F − F_EA) as printed)     access.DFEA, mnist.RunExactStudy
 //	eq. nll_VJP                   exact trace by d VJPs                         access.VJPTrace
 //	app. hutchinson               Hutchinson and Hutch++ traces                 access.Hutchinson, access.HutchPP
 //	eq. Adjoint_VJP               F v by one VJP                                access.VJPMatVec, access.VJPMatVecGraph, adjoint.VJP
@@ -34,8 +34,11 @@
 //	Algorithm ot                  the numerical OT test                         ot.Test
 //	Table tab:trace_toy           Table 2 (DF-TM vs VJP, 2-D)                   toys.Run
 //	Table tab:ot                  Table 3 (OT test)                             ot.Run
+//	Table 1, Figs 1–2             likelihood on MNIST                           mnist.Run
+//	Figs 3–4 (app. extra_adjoint) adjoint guidance, VJP vs DF-EA, on MNIST      mnist.RunAdjoint
 //
 // Beyond the paper: the centred DF-TM (access.DFTMCentred, models.DFTMCentred),
-// the exact-mixture "network" (access.Mixture) and the MNIST empirical
-// distribution as ground truth (mnist).
+// the exact-mixture "network" (access.Mixture), the MNIST empirical
+// distribution as ground truth (mnist), and the exact-operator study of
+// adjoint guidance (mnist.RunExactStudy, toys.RunAdjointGMM).
 package dfx

@@ -62,8 +62,8 @@ type AdjointConfig struct {
 	// differs, its curve at that strength is added (beyond the paper: does
 	// DF-EA lose only for want of its own strength?).
 	Strengths []float64
-	GridSeeds int       // samples per grid point (the first GridSeeds seeds)
-	Fig4Seeds int       // columns of Figure 4 (the first seeds of the curve runs)
+	GridSeeds int // samples per grid point (the first GridSeeds seeds)
+	Fig4Seeds int // columns of Figure 4 (the first seeds of the curve runs)
 
 	CostBatches []int // batch sizes of the cost table
 	CostRounds  int   // interleaved rounds of the cost table
@@ -158,10 +158,10 @@ type AdjointResult struct {
 	// OwnStrength is DF-EA's own best strength per reward (its extra curve
 	// where it differs from Strength).
 	OwnStrength map[string]float64
-	Runs     []*GuidedRun       // the curves (Figure 3), unguided included per reward
-	Cost     []CostRow
-	Exact    *ExactStudy
-	Elapsed  time.Duration
+	Runs        []*GuidedRun // the curves (Figure 3), unguided included per reward
+	Cost        []CostRow
+	Exact       *ExactStudy
+	Elapsed     time.Duration
 }
 
 // RunAdjoint runs the MNIST adjoint-guidance experiment.
@@ -187,15 +187,7 @@ func RunAdjoint(ctx context.Context, cfg AdjointConfig, log io.Writer) (*Adjoint
 	if err != nil {
 		return nil, err
 	}
-	step := func(name string, f func() error) error {
-		t := time.Now()
-		fmt.Fprintf(log, "adjoint: %s …\n", name)
-		if err := f(); err != nil {
-			return fmt.Errorf("adjoint: %s: %w", name, err)
-		}
-		fmt.Fprintf(log, "adjoint: %s done in %.1fs\n", name, time.Since(t).Seconds())
-		return ctx.Err()
-	}
+	step := stepLogger(ctx, log, "adjoint")
 	if err := step("VJP strength grid search", func() error { return res.runGrid(ctx, nets, rw, log) }); err != nil {
 		return nil, err
 	}
@@ -323,8 +315,9 @@ func guidedRun(ctx context.Context, nets *Networks, rw *rewardSet, cfg AdjointCo
 		ModelEvals: res.ModelEvals, OperatorCalls: res.OperatorCalls, Images: res.X}, nil
 }
 
-// runGrid is the paper's strength search: VJP with the largest window, each
-// strength in turn, the best mean reward chosen (and reused for DF-EA).
+// runGrid is the paper's strength search with the largest window, each
+// strength in turn for VJP (its best drives both operators' curves, as in
+// the paper) and for DF-EA (its own best, beyond the paper).
 func (r *AdjointResult) runGrid(ctx context.Context, nets *Networks, rw *rewardSet, log io.Writer) error {
 	cfg := r.Config
 	n := cfg.maxGuided()

@@ -199,8 +199,9 @@ func (r *AdjointResult) curveFigure(format string, byTime bool) ([]byte, error) 
 		}
 		ps = append(ps, p)
 	}
-	cols := min(2, len(ps))
-	return plotx.TilesBytes(ps, cols, 5*vg.Inch, 3.6*vg.Inch, format)
+	// one column: the legend sits right of each panel, and the time axis
+	// needs the width for its tick labels
+	return plotx.TilesBytes(ps, 1, 8*vg.Inch, 3.2*vg.Inch, format)
 }
 
 // samplesFigure: per reward, rows unguided / VJP / DF-EA at the largest

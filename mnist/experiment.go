@@ -99,15 +99,7 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Config: cfg, Machine: Machine(), Backend: backend.Name(), Records: nets.Records}
-	step := func(name string, f func() error) error {
-		t := time.Now()
-		fmt.Fprintf(log, "mnist: %s …\n", name)
-		if err := f(); err != nil {
-			return fmt.Errorf("mnist: %s: %w", name, err)
-		}
-		fmt.Fprintf(log, "mnist: %s done in %.1fs\n", name, time.Since(t).Seconds())
-		return ctx.Err()
-	}
+	step := stepLogger(ctx, log, "mnist")
 	train, err := Load(Train)
 	if err != nil {
 		return nil, err
@@ -139,6 +131,21 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (*Result, error) {
 }
 
 var _ access.TraceEstimator = (*access.DFTM)(nil)
+
+// stepLogger returns a runner of an experiment's named parts: it writes
+// "<prefix>: <name> …" and the part's time to log, wraps the part's error
+// with its name, and stops once ctx is done.
+func stepLogger(ctx context.Context, log io.Writer, prefix string) func(name string, f func() error) error {
+	return func(name string, f func() error) error {
+		t := time.Now()
+		fmt.Fprintf(log, "%s: %s …\n", prefix, name)
+		if err := f(); err != nil {
+			return fmt.Errorf("%s: %s: %w", prefix, name, err)
+		}
+		fmt.Fprintf(log, "%s: %s done in %.1fs\n", prefix, name, time.Since(t).Seconds())
+		return ctx.Err()
+	}
+}
 
 // Profile is the notebooks' choice: QuickConfig under the quick profile
 // (report.QuickProfile, $DFX_QUICK=1), FullConfig otherwise.

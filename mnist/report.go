@@ -424,7 +424,7 @@ func (r *Result) truthFigure(format string) ([]byte, error) {
 					same = same && math.Abs(a-b) <= 0.1*math.Max(math.Abs(a), math.Abs(b))
 				}
 				if same {
-					series = append(series, plotx.Series{Name: series[i].Name + " and " + series[j].Name + " coincide (within 10 %)", Note: true})
+					series = append(series, plotx.Series{Name: series[i].Name + " and " + series[j].Name + ": curves coincide (within 10 %)", Note: true})
 				}
 			}
 		}
@@ -434,7 +434,7 @@ func (r *Result) truthFigure(format string) ([]byte, error) {
 		}
 		ps = append(ps, p)
 	}
-	return plotx.TilesBytes(ps, 2, 5.5*vg.Inch, 3.8*vg.Inch, format)
+	return plotx.TilesBytes(ps, 1, 8*vg.Inch, 3.6*vg.Inch, format)
 }
 
 // covFigure: exact vs network tr Cov[x₀|x_t]/d against t.

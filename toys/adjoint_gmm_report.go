@@ -48,7 +48,7 @@ func (r *AdjointGMMResult) Report() (*report.Report, error) {
 	for _, m := range gmmHSMethods {
 		hs.Header = append(hs.Header, m+" ‖F − F_op‖_HS")
 	}
-	steps := &report.Table{Name: "adjoint-gmm-steps", NoMarkdown: true,
+	steps := &report.Table{Name: "adjoint-gmm-steps", NoMarkdown: true, Caption: "per guided step and method: cosine, relative error and HS error against the exact ones (full precision)",
 		Header: []string{"step", "t", "sigma", "method", "cos", "cos_se", "rel_err", "rel_err_se", "hs_err", "hs_err_se", "fisher_hs", "net_eps_rel_err", "grad_norm_exact"}}
 	for _, s := range r.Steps {
 		row := []string{fmt.Sprint(s.Step), fmt.Sprintf("%.3f", s.T), fmt.Sprintf("%.3f", s.Sigma), fmt.Sprintf("%.3g", s.GradNormExact.Mean), fmt.Sprintf("%.3g", s.NetEpsRelErr.Mean)}
@@ -80,7 +80,7 @@ func (r *AdjointGMMResult) Report() (*report.Report, error) {
 		"With Gaussian components the posterior keeps an intrinsic covariance that x̂₀x̂₀ᵀ − ȳȳᵀ cannot represent: near the end of the inner solve x̂₀ ≈ ȳ and F_EA ≈ I/σ² in every direction, where the true F ≈ (α²Σ_k + σ²I)⁻¹ is smaller along the components' spread."}
 	rw := &report.Table{Title: fmt.Sprintf("## Rewards\n\nEach sampler run to completion on its own path from the same %d noises; reward −L(x₀) mean ± SE, the mixture's exact log-density log q(x₀) of the samples (mean ± SE: a reward won by leaving the data shows here), the fraction of samples whose nearest component mean is one of the two the target lies between, and the wall time per sample (2-core CPU, batch %d).", c.Seeds, c.Seeds),
 		Header: []string{"sampler", "reward", "log q(x₀)", "near the target's components", "time / sample"}}
-	rcsv := &report.Table{Name: "adjoint-gmm-rewards", NoMarkdown: true, Header: []string{"sampler", "reward", "reward_se", "log_q", "log_q_se", "near_target", "seconds_per_sample"}}
+	rcsv := &report.Table{Name: "adjoint-gmm-rewards", NoMarkdown: true, Caption: "reward, log-density under the mixture and time per sample of each sampler (full precision)", Header: []string{"sampler", "reward", "reward_se", "log_q", "log_q_se", "near_target", "seconds_per_sample"}}
 	for _, w := range r.Rewards {
 		rw.Rows = append(rw.Rows, []string{w.Method, pmSE(w.Reward, "%.4g"), pmSE(w.LogProb, "%.4g"), fmt.Sprintf("%.2f", w.NearTarget), w.PerSample.Round(time.Microsecond).String()})
 		rcsv.Rows = append(rcsv.Rows, []string{w.Method, f(w.Reward.Mean), f(w.Reward.SE), f(w.LogProb.Mean), f(w.LogProb.SE), f(w.NearTarget), f(w.PerSample.Seconds())})
