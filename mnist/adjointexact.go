@@ -63,12 +63,11 @@ type HSRow struct {
 
 // StudyRun is one sampler of the study run to the end.
 type StudyRun struct {
-	Method             string
-	Mean, SE           float64 // reward of the clipped samples
-	PerSample          float64 // seconds
-	NearestDist        float64 // mean distance of the samples to the nearest training image
-	Images             *mat.Dense
-	GuidedFinalLossGap float64 `json:",omitempty"`
+	Method      string
+	Mean, SE    float64 // reward of the clipped samples
+	PerSample   float64 // seconds
+	NearestDist float64 // mean distance of the samples to the nearest training image
+	Images      *mat.Dense
 }
 
 // ExactStudy is the result of RunExactStudy.
@@ -227,6 +226,10 @@ func (st *ExactStudy) hsErrors(k int, at schedule.Coefficients, x *mat.Dense, mi
 		return nil, err
 	}
 	a2s4 := at.Alpha * at.Alpha / math.Pow(at.Sigma, 4)
+	fisherHS := make([]float64, b)
+	for i, f := range ex.Fisher {
+		fisherHS[i] = mat.Norm(f, 2)
+	}
 	var out []HSRow
 	for _, m := range []string{StudyEANet, StudyEAExact, StudyVJP} {
 		row := HSRow{Step: k, T: at.T, Method: m, Bound: math.NaN(), Within: math.NaN()}
@@ -254,13 +257,12 @@ func (st *ExactStudy) hsErrors(k int, at schedule.Coefficients, x *mat.Dense, mi
 				}
 				row.Bound += bound / float64(b)
 				row.Delta += delta / float64(b)
-				hs := mat.Norm(diff, 2)
-				if hs <= bound*(1+1e-9) {
+				if mat.Norm(diff, 2) <= bound*(1+1e-9) {
 					within++
 				}
 			}
 			row.HS += mat.Norm(diff, 2) / float64(b)
-			row.FisherHS += mat.Norm(f, 2) / float64(b)
+			row.FisherHS += fisherHS[i] / float64(b)
 		}
 		if !math.IsNaN(row.Within) {
 			row.Within = within / float64(b)

@@ -131,8 +131,8 @@ type GuidedRun struct {
 	Mean, SE         float64
 	Seconds          float64 // wall time of the run
 	PerSample        float64 // Seconds / samples
-	ModelEvals       int     // ε̂ evaluations per sample
-	OperatorCalls    int     // Fisher products per sample
+	ModelEvals       int     // ε̂ evaluations of the run (each on the whole batch)
+	OperatorCalls    int     // Fisher products of the run (each on the whole batch)
 	Images           *mat.Dense
 }
 
