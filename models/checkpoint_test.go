@@ -122,11 +122,11 @@ func TestCheckpointRejectsCorruptTruncatedForgedAndMismatchedFiles(t *testing.T)
 		"empty":          write("empty", nil),
 		"huge header":    write("huge", huge),
 		"renamed scope": write("renamed", forge(t, raw, func(c *Checkpoint) {
-			i := index(c, "block_0/dense1/weights")
+			i := index(c, "block_0/dense1/weights_t")
 			c.Header.Variables[i].Path = strings.Replace(c.Header.Variables[i].Path, "block_0", "block_7", 1)
 		})),
 		"duplicated variable": write("dup", forge(t, raw, func(c *Checkpoint) {
-			i := index(c, "output/weights")
+			i := index(c, "output/weights_t")
 			c.Header.Variables = append(c.Header.Variables, c.Header.Variables[i])
 			c.Values = append(c.Values, c.Values[i])
 		})),

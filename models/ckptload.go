@@ -225,6 +225,9 @@ func (tr *Trainer) Load(path string) error {
 	tr.step = h.Step
 	tr.Config = h.Config
 	tr.GoMLX.ResetComputationGraphs()
+	if tr.host != nil {
+		return tr.host.reset()
+	}
 	return nil
 }
 
