@@ -37,7 +37,7 @@ func usedTypes(outs []*graph.Node) map[string]int {
 // ∂ Σ(xW)²/∂W = 2 xᵀ(xW).
 func TestDenseGradientsNeedNoIdentityTranspose(t *testing.T) {
 	x := [][]float64{{1, 2, 3}, {-1, 0.5, 2}}
-	w := [][]float64{{0.1, -0.2, 0.3}, {0.4, 0.5, -0.6}, {0.7, 0.8, 0.9}} // [in, out], square
+	w := [][]float64{{0.1, -0.2, 0.3}, {0.4, 0.5, -0.6}, {0.7, 0.8, 0.9}}  // [in, out], square
 	wt := [][]float64{{0.1, 0.4, 0.7}, {-0.2, 0.5, 0.8}, {0.3, -0.6, 0.9}} // [out, in]
 	// Closed form: y = xW, dW = 2 xᵀ y (in [in, out]).
 	y := make([][]float64, 2)
