@@ -300,6 +300,20 @@ func loadNetModel(paths []string, tr traceSpec, d int, s schedule.Schedule, seed
 		return nllModel{}, fmt.Errorf("--trace %s needs the %s network in a --checkpoint (repeat --checkpoint with the file that holds it, e.g. the *-%s-* checkpoint beside the score network's); the files hold %s",
 			tr.kind, need, map[string]string{"dftm": "df-tm", "dftm-c": "df-tm-c"}[tr.kind], strings.Join(held, ", "))
 	}
+	for _, p := range paths { // a file loaded and not used is a mistake, not a no-op
+		used := false
+		var holds []string
+		for n, f := range have {
+			if f == p {
+				used = used || n == models.ScoreScope || n == need
+				holds = append(holds, n)
+			}
+		}
+		if !used {
+			slices.Sort(holds)
+			return nllModel{}, fmt.Errorf("--checkpoint %s holds %s, which --trace %s does not use: leave it out, or choose the --trace that uses it", p, strings.Join(holds, ", "), tr.kind)
+		}
+	}
 	backend, err := models.NewBackend()
 	if err != nil {
 		return nllModel{}, fmt.Errorf("backend: %w", err)
@@ -418,10 +432,31 @@ func isIDX(path string) bool {
 	return n == 4 && magic == [4]byte{0, 0, 8, 3}
 }
 
+// isNPY reports whether path is a .npy file (by its name or its magic bytes).
+func isNPY(path string) bool {
+	if strings.HasSuffix(strings.ToLower(path), ".npy") {
+		return true
+	}
+	if path == "-" {
+		return false
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var magic [6]byte
+	n, _ := io.ReadFull(f, magic[:])
+	return n == 6 && string(magic[:]) == "\x93NUMPY"
+}
+
 func readNLLPoints(a nllArgs, budget membudget.Budget) (*nllPoints, error) {
 	if !isIDX(a.points) {
 		if a.dequantize {
 			return nil, errors.New("--dequantize applies to IDX images (8-bit pixels); the --points are CSV/.npy values")
+		}
+		if a.header && isNPY(a.points) {
+			return nil, errors.New("--header applies to CSV --points, not .npy files (which have no header line to skip)")
 		}
 		x, err := input.ReadFile(a.points, input.Options{Header: a.header, MaxBytes: budget.Bytes})
 		if err != nil {
