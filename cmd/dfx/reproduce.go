@@ -37,10 +37,10 @@ var experimentDocs = map[string]string{
 // experiments read, for -h.
 var reproduceEnv = [][2]string{
 	{"DFX_QUICK=1", "makes -quick the default"},
-	{"DFX_RETRAIN=1", "toys: retrain instead of loading the committed checkpoints, and rewrite toys/checkpoints (run from the repository root)"},
+	{"DFX_RETRAIN=1", "toys (1, 0 or unset): retrain instead of loading the committed checkpoints, and rewrite toys/checkpoints (run from the repository root)"},
 	{"GOMLX_BACKEND", "GoMLX backend of the learned experiments (default: the Go backend; e.g. xla:cuda with the xla build tag)"},
 	{"DFX_MNIST_DIR", "folder of the MNIST IDX files (default: the GoMNIST module's data folder)"},
-	{"DFX_MNIST_NETS", "mnist: folder of the networks written by `dfx train` (default: the committed mnist/checkpoints, compiled in)"},
+	{"DFX_MNIST_NETS", "mnist, adjoint: folder of the networks written by `dfx train`, holding all four (default: the committed mnist/checkpoints, compiled in)"},
 }
 
 func reproduceUsage(w io.Writer) {
