@@ -179,9 +179,11 @@ func TrainNetwork(ctx context.Context, backend compute.Backend, spec NetSpec, op
 	if log == nil {
 		log = io.Discard
 	}
-	rows, labels, err := TrainingData()
-	if err != nil {
-		return nil, err
+	sp := statePath(stateDir, spec.Name)
+	if opt.Resume { // a corrupt state is reported before the data are read
+		if _, err := models.ReadCheckpoint(sp); err != nil {
+			return nil, err
+		}
 	}
 	store := models.NewStore()
 	params := copyParams(spec.Params)
@@ -200,6 +202,10 @@ func TrainNetwork(ctx context.Context, backend compute.Backend, spec NetSpec, op
 			return nil, err
 		}
 	}
+	rows, labels, err := TrainingData()
+	if err != nil {
+		return nil, err
+	}
 	var lab []int
 	if spec.Objective == models.DSM || spec.Objective == models.Classify {
 		lab = labels
@@ -209,7 +215,6 @@ func TrainNetwork(ctx context.Context, backend compute.Backend, spec NetSpec, op
 		return nil, err
 	}
 	rec := &TrainRecord{Net: spec.Name, Steps: steps, Machine: Machine(), Backend: backend.Name()}
-	sp := statePath(stateDir, spec.Name)
 	if opt.Resume {
 		if err := tr.Load(sp); err != nil {
 			return nil, err
@@ -218,7 +223,7 @@ func TrainNetwork(ctx context.Context, backend compute.Backend, spec NetSpec, op
 			return nil, fmt.Errorf("mnist: %s: training record: %v: %w", sp, err, models.ErrCheckpoint)
 		}
 		if rec.Steps != steps {
-			return nil, fmt.Errorf("mnist: %s was started for %d steps, this run asks for %d", sp, rec.Steps, steps)
+			return nil, fmt.Errorf("mnist: %s was started for %d steps, this run asks for %d (give -steps %d): %w", sp, rec.Steps, steps, rec.Steps, models.ErrCheckpoint)
 		}
 		fmt.Fprintf(log, "mnist: %s: resumed at step %d of %d\n", spec.Name, tr.Step(), steps)
 	}
@@ -352,10 +357,10 @@ func testAccuracy(backend compute.Backend, store *model.Store) (float64, error) 
 //go:embed checkpoints
 var committed embed.FS
 
-// LoadNetwork reads the named network's weights: from dir when it holds
-// <name>.dfxckpt, else from the committed checkpoints. It returns the
-// store and the training record; a checkpoint failing the strict checks,
-// or made for another spec, is an error.
+// LoadNetwork reads the named network's weights: from dir/<name>.dfxckpt
+// (an error when dir lacks it), or from the committed checkpoints when dir
+// is "". It returns the store and the training record; a checkpoint
+// failing the strict checks, or made for another spec, is an error.
 func LoadNetwork(dir, name string) (*model.Store, *TrainRecord, error) {
 	spec, err := SpecByName(name)
 	if err != nil {
@@ -364,9 +369,13 @@ func LoadNetwork(dir, name string) (*model.Store, *TrainRecord, error) {
 	var raw []byte
 	where := weightsPath(dir, name)
 	if dir != "" {
+		// an explicit folder must hold the network: never the compiled-in one instead
 		raw, err = os.ReadFile(where)
-	}
-	if dir == "" || errors.Is(err, fs.ErrNotExist) {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, fmt.Errorf("mnist: %s has no %s network (%s.dfxckpt): train it with `dfx train %s -out %s`, or copy it from mnist/checkpoints: %w",
+				dir, name, name, name, dir, models.ErrCheckpoint)
+		}
+	} else {
 		where = "embedded:mnist/checkpoints/" + name + ".dfxckpt"
 		raw, err = committed.ReadFile("checkpoints/" + name + ".dfxckpt")
 		if errors.Is(err, fs.ErrNotExist) {
