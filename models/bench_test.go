@@ -169,3 +169,30 @@ func scoreNetCall(b *testing.B, tr *Trainer, c scoreNetCase, batch int, mode str
 		}
 	}
 }
+
+// scoreNetCaseNames are BenchmarkScoreNet's sub-benchmark names.
+func scoreNetCaseNames() []string {
+	var names []string
+	for _, c := range scoreNetCases {
+		for _, batch := range []int{1, 64, c.trainBatch} {
+			for _, mode := range []string{"forward", "grad-x", "grad-all"} {
+				names = append(names, fmt.Sprintf("BenchmarkScoreNet/%s/B=%d/%s", c, batch, mode))
+			}
+		}
+		names = append(names, fmt.Sprintf("BenchmarkScoreNet/%s/B=%d/train-step", c, c.trainBatch))
+	}
+	return names
+}
+
+// TestScoreNetCaseNamesAreUnique also lists the cases for scripts/profile.sh
+// (go test -run TestScoreNetCaseNames -v prints them).
+func TestScoreNetCaseNamesAreUnique(t *testing.T) {
+	seen := map[string]bool{}
+	for _, n := range scoreNetCaseNames() {
+		if seen[n] {
+			t.Errorf("duplicate case %s", n)
+		}
+		seen[n] = true
+		t.Log("case", n)
+	}
+}
