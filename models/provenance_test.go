@@ -181,16 +181,20 @@ func TestCorruptProvenanceIsRefused(t *testing.T) {
 		return rawWithHeader(c, hdr, checkpointVersion)
 	}
 	cases := map[string][]byte{
-		"empty data":               mutate(func(p *Provenance, _ *CheckpointHeader) { p.Data = "" }),
-		"control character":        mutate(func(p *Provenance, _ *CheckpointHeader) { p.Scaling = "a\x00b" }),
-		"overlong field":           mutate(func(p *Provenance, _ *CheckpointHeader) { p.Dequantize = strings.Repeat("x", 300) }),
-		"unknown schedule":         mutate(func(p *Provenance, _ *CheckpointHeader) { p.Schedule = &ScheduleSpec{Name: "cosine"} }),
-		"schedule parameter":       mutate(func(p *Provenance, _ *CheckpointHeader) { p.Schedule = &ScheduleSpec{Name: "vp", Params: map[string]float64{"beta_min": -1}} }),
-		"no schedule":              mutate(func(p *Provenance, _ *CheckpointHeader) { p.Schedule = nil }),
-		"parameterisation":         mutate(func(p *Provenance, _ *CheckpointHeader) { p.Param = "v" }),
-		"ε digest on ε-network":    mutate(func(p *Provenance, _ *CheckpointHeader) { p.EpsNetwork = strings.Repeat("a", 64) }),
-		"t_θ without ε digest":     mutate(func(p *Provenance, h *CheckpointHeader) { h.Networks = []string{TraceScope} }),
-		"t_θ with a malformed one": mutate(func(p *Provenance, h *CheckpointHeader) { h.Networks, p.EpsNetwork = []string{TraceScope}, strings.Repeat("G", 64) }),
+		"empty data":        mutate(func(p *Provenance, _ *CheckpointHeader) { p.Data = "" }),
+		"control character": mutate(func(p *Provenance, _ *CheckpointHeader) { p.Scaling = "a\x00b" }),
+		"overlong field":    mutate(func(p *Provenance, _ *CheckpointHeader) { p.Dequantize = strings.Repeat("x", 300) }),
+		"unknown schedule":  mutate(func(p *Provenance, _ *CheckpointHeader) { p.Schedule = &ScheduleSpec{Name: "cosine"} }),
+		"schedule parameter": mutate(func(p *Provenance, _ *CheckpointHeader) {
+			p.Schedule = &ScheduleSpec{Name: "vp", Params: map[string]float64{"beta_min": -1}}
+		}),
+		"no schedule":           mutate(func(p *Provenance, _ *CheckpointHeader) { p.Schedule = nil }),
+		"parameterisation":      mutate(func(p *Provenance, _ *CheckpointHeader) { p.Param = "v" }),
+		"ε digest on ε-network": mutate(func(p *Provenance, _ *CheckpointHeader) { p.EpsNetwork = strings.Repeat("a", 64) }),
+		"t_θ without ε digest":  mutate(func(p *Provenance, h *CheckpointHeader) { h.Networks = []string{TraceScope} }),
+		"t_θ with a malformed one": mutate(func(p *Provenance, h *CheckpointHeader) {
+			h.Networks, p.EpsNetwork = []string{TraceScope}, strings.Repeat("G", 64)
+		}),
 		"v3 without provenance":    rawWithHeader(good, mustJSON(t, headerWithout(good.Header)), checkpointVersion),
 		"v2 with provenance":       rawWithHeader(good, mustJSON(t, good.Header), legacyVersion),
 		"unknown provenance field": rawWithHeader(good, bytes.Replace(mustJSON(t, good.Header), []byte(`"Provenance":{`), []byte(`"Provenance":{"Extra":1,`), 1), checkpointVersion),

@@ -24,19 +24,19 @@ type ckptVariable struct {
 }
 
 type ckptReport struct {
-	File       string            `json:"file"`
-	Kind       string            `json:"kind"`
-	Objective  string            `json:"objective,omitempty"`
-	Networks   []string          `json:"networks"`
-	Dim        int               `json:"dim"`
-	Step       int64             `json:"step"`
-	Params     int64             `json:"trainable_params"`
-	Hyper      map[string]string `json:"hyperparameters"`
-	Config     json.RawMessage   `json:"config,omitempty"`
-	Variables  []ckptVariable    `json:"variables"`
-	Verified   bool              `json:"verified"`
-	Checksum   string            `json:"checksum"`
-	FormatNote string            `json:"format"`
+	File       string             `json:"file"`
+	Kind       string             `json:"kind"`
+	Objective  string             `json:"objective,omitempty"`
+	Networks   []string           `json:"networks"`
+	Dim        int                `json:"dim"`
+	Step       int64              `json:"step"`
+	Params     int64              `json:"trainable_params"`
+	Hyper      map[string]string  `json:"hyperparameters"`
+	Config     json.RawMessage    `json:"config,omitempty"`
+	Variables  []ckptVariable     `json:"variables"`
+	Verified   bool               `json:"verified"`
+	Checksum   string             `json:"checksum"`
+	FormatNote string             `json:"format"`
 	Provenance *models.Provenance `json:"provenance"`
 	// Digests identify each network by its function (models.NetworkDigest):
 	// what a t_θ's or ν_θ's provenance names as its ε-network.
