@@ -239,7 +239,7 @@ func (r *AdjointResult) samplesFigure(format string) ([]byte, error) {
 		ps = append(ps, p)
 	}
 	w := max(vg.Length(k)*0.62*vg.Inch+2.2*vg.Inch, 6*vg.Inch)
-	return plotx.TilesBytes(ps, 1, w, 3*0.62*vg.Inch+1.3*vg.Inch, format)
+	return plotx.TilesBytes(ps, 1, w, vg.Length(3*0.62*gridStripScale)*vg.Inch+1.3*vg.Inch, format)
 }
 
 func (r *AdjointResult) exactGradFigure(format string) ([]byte, error) {

@@ -189,8 +189,9 @@ func TrainNetwork(ctx context.Context, backend compute.Backend, spec NetSpec, op
 	params := copyParams(spec.Params)
 	params[models.ParamCosineSteps] = steps
 	store.SetParams(params)
+	var need *model.Store
 	if spec.Needs != "" {
-		need := opt.Needs[spec.Needs]
+		need = opt.Needs[spec.Needs]
 		if need == nil {
 			c, _, err := LoadNetwork(opt.Out, spec.Needs)
 			if err != nil {
@@ -212,6 +213,18 @@ func TrainNetwork(ctx context.Context, backend compute.Backend, spec NetSpec, op
 	}
 	tr, err := models.NewTrainer(backend, store, Schedule(), spec.Objective, rows, lab)
 	if err != nil {
+		return nil, err
+	}
+	eps := ""
+	if usesEps(spec) {
+		if need == nil {
+			need = opt.Needs["eps"]
+		}
+		if eps, err = epsDigest(opt.Out, need); err != nil {
+			return nil, err
+		}
+	}
+	if tr.Provenance, err = trainProvenance(eps); err != nil {
 		return nil, err
 	}
 	rec := &TrainRecord{Net: spec.Name, Steps: steps, Machine: Machine(), Backend: backend.Name()}
@@ -298,6 +311,13 @@ func TrainNetwork(ctx context.Context, backend compute.Backend, spec NetSpec, op
 	if err != nil {
 		return nil, err
 	}
+	var sched schedule.Schedule
+	if spec.Objective != models.Classify {
+		sched = Schedule()
+	}
+	if err := models.Stamp(c, sched, tr.Provenance); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(opt.Out, 0o755); err != nil {
 		return nil, err
 	}
@@ -362,9 +382,20 @@ var committed embed.FS
 // is "". It returns the store and the training record; a checkpoint
 // failing the strict checks, or made for another spec, is an error.
 func LoadNetwork(dir, name string) (*model.Store, *TrainRecord, error) {
-	spec, err := SpecByName(name)
+	c, where, err := loadCheckpoint(dir, name)
 	if err != nil {
 		return nil, nil, err
+	}
+	return networkOf(c, where)
+}
+
+// loadCheckpoint reads and checks the named network's checkpoint (see
+// LoadNetwork): its network, dimension and, for the diffusion networks,
+// that it was trained on Schedule(). It returns where it read it.
+func loadCheckpoint(dir, name string) (*models.Checkpoint, string, error) {
+	spec, err := SpecByName(name)
+	if err != nil {
+		return nil, "", err
 	}
 	var raw []byte
 	where := weightsPath(dir, name)
@@ -372,26 +403,40 @@ func LoadNetwork(dir, name string) (*model.Store, *TrainRecord, error) {
 		// an explicit folder must hold the network: never the compiled-in one instead
 		raw, err = os.ReadFile(where)
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil, fmt.Errorf("mnist: %s has no %s network (%s.dfxckpt): train it with `dfx train %s -out %s`, or copy it from mnist/checkpoints: %w",
+			return nil, "", fmt.Errorf("mnist: %s has no %s network (%s.dfxckpt): train it with `dfx train %s -out %s`, or copy it from mnist/checkpoints: %w",
 				dir, name, name, name, dir, models.ErrCheckpoint)
 		}
 	} else {
 		where = "embedded:mnist/checkpoints/" + name + ".dfxckpt"
 		raw, err = committed.ReadFile("checkpoints/" + name + ".dfxckpt")
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil, fmt.Errorf("mnist: no %s network: train it with `dfx train %s`: %w", name, name, err)
+			return nil, "", fmt.Errorf("mnist: no %s network: train it with `dfx train %s`: %w", name, name, err)
 		}
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, "", err
 	}
 	c, err := models.DecodeCheckpoint(raw, where)
 	if err != nil {
-		return nil, nil, err
+		return nil, "", err
 	}
 	if len(c.Header.Networks) != 1 || c.Header.Networks[0] != spec.Scope || c.Header.Dim != Dim {
-		return nil, nil, fmt.Errorf("mnist: %s holds networks %v (d = %d), want %s (d = %d): %w", where, c.Header.Networks, c.Header.Dim, spec.Scope, Dim, models.ErrCheckpoint)
+		return nil, "", fmt.Errorf("mnist: %s holds networks %v (d = %d), want %s (d = %d): %w", where, c.Header.Networks, c.Header.Dim, spec.Scope, Dim, models.ErrCheckpoint)
 	}
+	if c.Header.Provenance == nil {
+		return nil, "", fmt.Errorf("mnist: %s: %w: %w", where, models.ErrNoProvenance, models.ErrCheckpoint)
+	}
+	if spec.Objective != models.Classify {
+		if err := models.CheckSchedule(c, Schedule()); err != nil {
+			return nil, "", fmt.Errorf("mnist: %s: %w", where, err)
+		}
+	}
+	return c, where, nil
+}
+
+// networkOf is the store and training record of a checkpoint that
+// loadCheckpoint accepted.
+func networkOf(c *models.Checkpoint, where string) (*model.Store, *TrainRecord, error) {
 	var rec TrainRecord
 	dec := json.NewDecoder(bytes.NewReader(c.Header.Config))
 	dec.DisallowUnknownFields()
@@ -400,7 +445,7 @@ func LoadNetwork(dir, name string) (*model.Store, *TrainRecord, error) {
 	}
 	store, err := models.LoadWeights(c)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("mnist: %s: %w", where, err)
 	}
 	return store, &rec, nil
 }

@@ -30,6 +30,7 @@ const (
 	pngPanel          = 4 * vg.Inch
 	gridTile          = 28
 	gridGap           = 2
+	gridStrip         = 11 // pixel rows of the white strip under an image that carries a value
 	reportNameDefault = "mnist"
 )
 
@@ -333,12 +334,14 @@ func (r *Result) fig2Figure(format string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return plotx.Bytes(p, vg.Length(len(rows[0]))*0.62*vg.Inch+1.5*vg.Inch, 10*0.62*vg.Inch+1.2*vg.Inch, format)
+	return plotx.Bytes(p, vg.Length(len(rows[0]))*0.62*vg.Inch+1.5*vg.Inch, vg.Length(10*0.62*gridStripScale)*vg.Inch+1.2*vg.Inch, format)
 }
 
 // ImageGrid draws rows of 28×28 images (values in [−1, 1], black = −1) as
 // one picture with labelled axes: column k is rank k+1, row r is class r
-// (top row first). values, if not nil, are printed under each image.
+// (top row first). values, if not nil, are printed under each image, black
+// on a white strip of its own (not over the image), at a legible size;
+// callers give such a grid gridStripScale times the height per row.
 func ImageGrid(title, xlabel, ylabel string, rows [][]*mat.Dense, values [][]float64) (*plot.Plot, error) {
 	nr, nc := len(rows), 0
 	for _, r := range rows {
@@ -348,17 +351,29 @@ func ImageGrid(title, xlabel, ylabel string, rows [][]*mat.Dense, values [][]flo
 		return nil, fmt.Errorf("mnist: empty image grid")
 	}
 	cell := gridTile + gridGap
-	img := image.NewGray(image.Rect(0, 0, nc*cell, nr*cell))
+	strip := 0 // pixel rows under each image for its value
+	if values != nil {
+		strip = gridStrip
+	}
+	cellH := cell + strip
+	img := image.NewGray(image.Rect(0, 0, nc*cell, nr*cellH))
 	for i := range img.Pix {
 		img.Pix[i] = 128 // grey gaps
 	}
 	for r, row := range rows {
+		for c := range row {
+			for y := gridTile; y < gridTile+strip; y++ {
+				for x := range gridTile {
+					img.SetGray(c*cell+x, r*cellH+y, color.Gray{Y: 255})
+				}
+			}
+		}
 		for c, im := range row {
 			data := im.RawRowView(0)
 			for y := range gridTile {
 				for x := range gridTile {
 					v := (math.Max(-1, math.Min(1, data[y*gridTile+x])) + 1) / 2
-					img.SetGray(c*cell+x, r*cell+y, color.Gray{Y: uint8(math.Round(255 * v))})
+					img.SetGray(c*cell+x, r*cellH+y, color.Gray{Y: uint8(math.Round(255 * v))})
 				}
 			}
 		}
@@ -382,7 +397,9 @@ func ImageGrid(title, xlabel, ylabel string, rows [][]*mat.Dense, values [][]flo
 		var labels []string
 		for r, vs := range values {
 			for c, v := range vs {
-				xys = append(xys, plotter.XY{X: float64(c) + 0.5, Y: float64(nr-1-r) + 0.02})
+				// the strip's middle, in row units (a row is cellH pixels, top down)
+				mid := float64(gridGap+strip/2) / float64(cellH)
+				xys = append(xys, plotter.XY{X: float64(c) + float64(gridTile)/float64(2*cell), Y: float64(nr-1-r) + mid})
 				labels = append(labels, fmt.Sprintf("%.2f", v))
 			}
 		}
@@ -391,9 +408,9 @@ func ImageGrid(title, xlabel, ylabel string, rows [][]*mat.Dense, values [][]flo
 			return nil, err
 		}
 		for i := range lab.TextStyle {
-			lab.TextStyle[i].Font.Size = vg.Points(6)
-			lab.TextStyle[i].Color = color.RGBA{R: 255, G: 200, B: 0, A: 255}
-			lab.TextStyle[i].XAlign = draw.XCenter
+			lab.TextStyle[i].Font.Size = vg.Points(8)
+			lab.TextStyle[i].Color = color.Black
+			lab.TextStyle[i].XAlign, lab.TextStyle[i].YAlign = draw.XCenter, draw.YCenter
 		}
 		p.Add(lab)
 	}
@@ -487,3 +504,6 @@ func LabelRows(p *plot.Plot, classes []int) {
 	}
 	p.Y.Tick.Marker = plot.ConstantTicks(yt)
 }
+
+// gridStripScale is how much taller a row of ImageGrid is with its value strip.
+const gridStripScale = float64(gridTile+gridGap+gridStrip) / float64(gridTile+gridGap)

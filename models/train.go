@@ -77,6 +77,10 @@ type Trainer struct {
 	// Config is the caller's record (e.g. a loss curve so far): Save writes
 	// it into the checkpoint and Load restores it.
 	Config []byte
+	// Provenance is the data, scaling, dequantisation and (t_θ, ν_θ) the
+	// ε-network digest that Save records; Save fills in the schedule and
+	// parameterisation, and Load refuses a state made otherwise.
+	Provenance Provenance
 
 	data   []float64 // [N*d] row-major
 	labels []int32   // [N] or nil

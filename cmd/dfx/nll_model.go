@@ -238,20 +238,13 @@ func parseTrace(v string) (traceSpec, error) {
 	return traceSpec{}, fmt.Errorf("unknown --trace %q (want one of %s)", v, traceForms)
 }
 
-// trainingOnlyParams are the hyperparameters that may differ between files
-// combined with repeated --checkpoint (they only steer training).
-var trainingOnlyParams = map[string]bool{
-	"/seed": true, "/learning_rate": true, "/batch_size": true, "/warmup_steps": true, "/cosine_steps": true,
-	"/ema_decay": true, "/clip_norm": true, "/weight_decay": true, "/min_snr_gamma": true, "/weighting": true,
-	"/time_sampling": true, "/cfg_dropout": true,
-}
-
 // loadNetModel reads the --checkpoint files (weights checkpoints; networks
 // in separate files are put side by side) and builds the score and trace.
 func loadNetModel(paths []string, tr traceSpec, d int, s schedule.Schedule, seed uint64) (nllModel, error) {
 	var store *model.Store
 	var first *models.Checkpoint
 	have := map[string]string{} // network scope → file
+	byNet := map[string]*models.Checkpoint{}
 	var others []*model.Store
 	for _, p := range paths {
 		c, err := models.ReadCheckpoint(p)
@@ -264,15 +257,18 @@ func loadNetModel(paths []string, tr traceSpec, d int, s schedule.Schedule, seed
 		if c.Header.Dim != d {
 			return nllModel{}, fmt.Errorf("--checkpoint %s takes points of dimension %d, the --points are of dimension %d", p, c.Header.Dim, d)
 		}
+		if err := models.CheckSchedule(c, s); err != nil {
+			return nllModel{}, fmt.Errorf("--checkpoint %s does not go with --schedule %s: %w", p, s.Name(), err)
+		}
 		for _, n := range c.Header.Networks {
 			if f, dup := have[n]; dup {
 				return nllModel{}, fmt.Errorf("--checkpoint %s and %s both hold the %s network: give each network once", f, p, n)
 			}
-			have[n] = p
+			have[n], byNet[n] = p, c
 		}
 		if first != nil {
 			for _, key := range slices.Sorted(mapsKeys(first.Header.Params, c.Header.Params)) {
-				if a, b := first.Header.Params[key], c.Header.Params[key]; a != b && !trainingOnlyParams[key] {
+				if a, b := first.Header.Params[key], c.Header.Params[key]; a != b && !models.TrainingOnlyParams[key] {
 					return nllModel{}, fmt.Errorf("--checkpoint %s has %s=%q but %s has %q: networks of different architectures cannot be combined", p, key, b, paths[0], a)
 				}
 			}
@@ -293,6 +289,13 @@ func loadNetModel(paths []string, tr traceSpec, d int, s schedule.Schedule, seed
 	held := slices.Sorted(mapsKeys(have, nil))
 	if _, ok := have[models.ScoreScope]; !ok {
 		return nllModel{}, fmt.Errorf("no score network (%s) in the --checkpoint files, which hold %s", models.ScoreScope, strings.Join(held, ", "))
+	}
+	for _, n := range []string{models.TraceScope, models.CentredTraceScope} {
+		if c, ok := byNet[n]; ok {
+			if err := models.CheckPair(byNet[models.ScoreScope], c); err != nil {
+				return nllModel{}, fmt.Errorf("--checkpoint %s was not made for the score network of %s: %w", have[n], have[models.ScoreScope], err)
+			}
+		}
 	}
 	need := map[string]string{"dftm": models.TraceScope, "dftm-c": models.CentredTraceScope}[tr.kind]
 	if _, ok := have[need]; need != "" && !ok {
