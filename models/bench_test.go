@@ -34,16 +34,19 @@ var scoreNetCases = []scoreNetCase{
 	{d: 784, width: 512, depth: 3, classes: 10, param: "edm", head: "dftm", trainBatch: 128},
 }
 
+// String names the network in one level of the benchmark name (no slash),
+// so that -bench patterns can select batch and mode by level, e.g.
+// 'BenchmarkScoreNet/./^B=128$/^train-step$'.
 func (c scoreNetCase) String() string {
-	s := fmt.Sprintf("d=%d/w=%dx%d", c.d, c.width, c.depth)
+	s := fmt.Sprintf("d=%d,w=%dx%d", c.d, c.width, c.depth)
 	if c.classes > 0 {
-		s += fmt.Sprintf("/K=%d", c.classes)
+		s += fmt.Sprintf(",K=%d", c.classes)
 	}
 	if c.param != "eps" {
-		s += "/" + c.param
+		s += "," + c.param
 	}
 	if c.head != "eps" {
-		s += "/" + c.head
+		s += "," + c.head
 	}
 	return s
 }

@@ -14,7 +14,8 @@ export GOEXPERIMENT=simd
 unset GOMLX_BACKEND
 before="${1:?usage: bench-before-after.sh BEFORE [AFTER] [REGEX]}"
 after="${2:-HEAD}"
-regex="${3:-BenchmarkScoreNet/.*/(B=1/forward|B=(128|256|1024)/(forward|grad-x|grad-all|train-step))\$}"
+# go test matches a -bench pattern level by level (split at /): the network is one level.
+regex="${3:-BenchmarkScoreNet/./^B=(1|128|256|1024)\$/^(forward|grad-all|train-step)\$}"
 ROUNDS="${ROUNDS:-3}"; BENCHTIME="${BENCHTIME:-5x}"
 tmp="$(mktemp -d)"; trap 'git worktree remove --force "$tmp/b" >/dev/null 2>&1; git worktree remove --force "$tmp/a" >/dev/null 2>&1; rm -rf "$tmp"' EXIT
 for side in b a; do

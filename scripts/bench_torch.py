@@ -16,7 +16,7 @@ Cases (names match the Go sub-benchmarks without "Benchmark" and "-GOMAXPROCS"):
                 the batch tensors, loss = mean((target − out)²), backward, Adam
                 step, loss.item().
 
-  ScoreNet/d=<d>/w=<width>x<depth>[/K=<classes>][/edm][/dftm]/B=<b>/{forward,grad-x,grad-all},
+  ScoreNet/d=<d>,w=<width>x<depth>[,K=<classes>][,edm][,dftm]/B=<b>/{forward,grad-x,grad-all},
   .../B=<training batch>/train-step
                           — BenchmarkScoreNet (models/bench_test.go), b = 1, 64
                             and the training batch
@@ -29,7 +29,7 @@ Cases (names match the Go sub-benchmarks without "Benchmark" and "-GOMAXPROCS"):
       out = Dense_output(act(h))   (width → d; → 1 for the DF-TM head t_θ)
     ε̂ = out (parameterisation eps) or ε̂ = a x + b out (edm, models.EpsFromGraph
     with σ_data = 0.5). The MNIST networks (mnist.Specs): K = 10 classes, edm,
-    width 512 × 3, for the ε-network and t_θ ("/dftm").
+    width 512 × 3, for the ε-network and t_θ (",dftm").
     Inputs: rows of 512 N(0,1) data rows, labels i mod K, t ~ U[1e-5, 1], α(t),
     σ(t) of the VP schedule (β_min 0.1, β_max 20; schedule.DefaultVP()).
     forward:    out(x₀, α, σ, c) under torch.no_grad()
@@ -227,13 +227,13 @@ def sample_t(n, gen):
 
 def score_cases(gen):
     for d, width, depth, classes, param, head, batch in SCORE_CASES:
-        cfg = "ScoreNet/d=%d/w=%dx%d" % (d, width, depth)
+        cfg = "ScoreNet/d=%d,w=%dx%d" % (d, width, depth)
         if classes:
-            cfg += "/K=%d" % classes
+            cfg += ",K=%d" % classes
         if param != "eps":
-            cfg += "/" + param
+            cfg += "," + param
         if head != "eps":
-            cfg += "/" + head
+            cfg += "," + head
         net = ScoreNet(d, width, depth, gen, classes=classes, param=param, out_dim=1 if head == "dftm" else d)
         params = list(net.parameters())
         data = torch.randn(512, d, generator=gen)
