@@ -2,6 +2,7 @@ package plotx
 
 import (
 	"image/color"
+	"math"
 	"strings"
 	"testing"
 
@@ -163,5 +164,25 @@ func TestLegendOutsideLeavesTheDataAreaFree(t *testing.T) {
 	}
 	if _, err := PNGBytes(p, 300, 200); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLogTicksLeaveNoLongStretchUnlabelled: on a log axis of about one
+// decade (adjoint-gmm-agreement.png had 1.1–15.5 labelled only at 2, 3, 5
+// and 10), no quarter of the axis is without a label.
+func TestLogTicksLeaveNoLongStretchUnlabelled(t *testing.T) {
+	for _, r := range [][2]float64{{1.1, 15.5}, {0.5, 5}, {1.05, 1000}, {60, 4.5e9}, {0.02, 0.5}, {1e-16, 10}, {2, 30}} {
+		lo, hi := r[0], r[1]
+		prev, gap := lo, 0.0
+		for _, tk := range (LogTicks{}).Ticks(lo, hi) {
+			if tk.Label == "" {
+				continue
+			}
+			gap, prev = math.Max(gap, math.Log10(tk.Value/prev)), tk.Value
+		}
+		gap = math.Max(gap, math.Log10(hi/prev))
+		if span := math.Log10(hi / lo); gap > span/4 {
+			t.Errorf("LogTicks on [%g, %g]: %.2f decades unlabelled, more than a quarter of %.2f", lo, hi, gap, span)
+		}
 	}
 }
