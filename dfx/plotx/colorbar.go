@@ -108,16 +108,32 @@ func (s SymLogScale) Normalize(min, max, x float64) float64 {
 
 // SymLogTicks labels a SymLogScale axis in data units: 0 and ±C·{1, 2,
 // 5}·10^k, or plain Ticks on a range too narrow for MinTicks of those.
+// Values within ±10C stay unlabelled ticks when MinTicks labels remain
+// without them: on the axis they sit too close to 0 to label.
 type SymLogTicks struct{ C float64 }
 
 var _ plot.Ticker = SymLogTicks{}
 
 // Ticks implements plot.Ticker.
 func (s SymLogTicks) Ticks(lo, hi float64) []plot.Tick {
-	if ts := (scale{symLog: s.C}).symTicks(lo, hi); ts != nil {
-		return ts
+	ts := (scale{symLog: s.C}).symTicks(lo, hi)
+	if ts == nil {
+		return Ticks{}.Ticks(lo, hi)
 	}
-	return Ticks{}.Ticks(lo, hi)
+	n := 0
+	for _, t := range ts {
+		if t.Value == 0 || math.Abs(t.Value) >= 10*s.C*(1-1e-9) {
+			n++
+		}
+	}
+	if n >= MinTicks {
+		for i, t := range ts {
+			if t.Value != 0 && math.Abs(t.Value) < 10*s.C*(1-1e-9) {
+				ts[i].Label = ""
+			}
+		}
+	}
+	return ts
 }
 
 // SymLogY puts p's y axis on SymLogScale{c} with SymLogTicks, for data of

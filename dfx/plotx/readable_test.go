@@ -207,10 +207,18 @@ func TestSymLogAxisKeepsNegativeValues(t *testing.T) {
 	}
 	var neg, zero int
 	n := 0
+	var at []float64
 	for _, tk := range (SymLogTicks{C: 1e-5}).Ticks(-0.02, 0.3) {
 		if tk.Label == "" {
 			continue
 		}
+		u := s.Normalize(-0.02, 0.3, tk.Value)
+		for _, v := range at {
+			if math.Abs(u-v) < 0.04 {
+				t.Errorf("label %q at %.3f of the axis crowds another at %.3f", tk.Label, u, v)
+			}
+		}
+		at = append(at, u)
 		n++
 		if tk.Value < -0.02 || tk.Value > 0.3 {
 			t.Errorf("tick %g outside the range", tk.Value)
