@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 )
 
@@ -26,6 +27,26 @@ type Series struct {
 	// in a Note.
 	Lo, Hi []float64
 	Bars   bool
+	// Dashes and Shape, when set, give the line a dash pattern and its
+	// points a glyph of their own, so that curves lying on each other stay
+	// visible (see Distinct).
+	Dashes []vg.Length
+	Shape  draw.GlyphDrawer
+}
+
+// Distinct gives every drawn series (not the notes) its own dash pattern
+// and point glyph, in plotutil's order (solid line and ring first), and
+// marks its points; it returns the series.
+func Distinct(series []Series) []Series {
+	k := 0
+	for i := range series {
+		if series[i].Note {
+			continue
+		}
+		series[i].Dashes, series[i].Shape, series[i].Points = plotutil.Dashes(k), plotutil.Shape(k), true
+		k++
+	}
+	return series
 }
 
 // interval draws s's Lo–Hi interval (points with a non-finite or, on a log
@@ -123,6 +144,7 @@ func LogLines(title, xlabel, ylabel string, logX, logY bool, series ...Series) (
 		}
 		l.Color = plotutil.Color(i)
 		l.Width = 1.5
+		l.Dashes = s.Dashes
 		if err := interval(p, s, logY, l.Color); err != nil {
 			return nil, fmt.Errorf("plotx: line plot %q: series %d: %w", title, i, err)
 		}
@@ -134,6 +156,9 @@ func LogLines(title, xlabel, ylabel string, logX, logY bool, series ...Series) (
 				return nil, fmt.Errorf("plotx: line plot %q: series %d (%q): %w", title, i, s.Name, err)
 			}
 			sc.GlyphStyle = draw.GlyphStyle{Color: l.Color, Radius: 2, Shape: draw.CircleGlyph{}}
+			if s.Shape != nil {
+				sc.GlyphStyle.Radius, sc.GlyphStyle.Shape = 3.5, s.Shape
+			}
 			p.Add(sc)
 			thumbs = append(thumbs, sc)
 		}
