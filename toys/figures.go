@@ -178,7 +178,8 @@ func (r *Result) samplesFigure(format string) ([]byte, error) {
 	ds, dd := nearestDistance(r.Samples, r.Data, false), nearestDistance(r.Data, r.Data, true)
 	title += fmt.Sprintf("\nmean distance to the nearest data point %.2g (data's own %.2g)", ds, dd)
 	if ds > 3*dd {
-		title += fmt.Sprintf("\nthe samples do NOT reproduce the data: the %d×%d score net, %d steps, did not learn it", r.Config.Train.Width, r.Config.Train.Depth, r.Config.Train.Steps)
+		// three short lines: one long line ran past the panel
+		title += fmt.Sprintf("\nthe samples do NOT reproduce the data:\nthe %d×%d score net (%d steps) did not learn it", r.Config.Train.Width, r.Config.Train.Depth, r.Config.Train.Steps)
 	}
 	b, err := mk(title, r.Samples, plotutil.Color(0))
 	if err != nil {
