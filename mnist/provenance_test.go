@@ -114,8 +114,19 @@ func TestMismatchedNetworksAreRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A -nets folder must hold all four networks (no fallback to the
+	// committed ones): copy them, then replace the one under test.
 	restamp := func(name string, s schedule.Schedule, edit func(p *models.Provenance)) string {
 		dir := t.TempDir()
+		for _, n := range []string{"eps", "dftm", "dftm-c", "classifier"} {
+			raw, err := committed.ReadFile("checkpoints/" + n + ".dfxckpt")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, n+".dfxckpt"), raw, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
 		raw, err := committed.ReadFile("checkpoints/" + name + ".dfxckpt")
 		if err != nil {
 			t.Fatal(err)
