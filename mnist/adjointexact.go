@@ -54,7 +54,8 @@ type HSRow struct {
 	Step     int
 	T        float64
 	Method   string
-	HS       float64 // mean over rows of ‖F − F_op‖_HS
+	HS       float64 // mean over rows (seeds) of ‖F − F_op‖_HS
+	HSSE     float64 // its standard error over the rows
 	FisherHS float64 // mean ‖F‖_HS, for scale
 	Bound    float64 // mean of the corrected Prop. error_bound_ea bound (NaN: none)
 	Within   float64 // fraction of rows with HS ≤ bound (NaN: no bound)
@@ -234,6 +235,7 @@ func (st *ExactStudy) hsErrors(k int, at schedule.Coefficients, x *mat.Dense, mi
 	for _, m := range []string{StudyEANet, StudyEAExact, StudyVJP} {
 		row := HSRow{Step: k, T: at.T, Method: m, Bound: math.NaN(), Within: math.NaN()}
 		var within float64
+		hs := make([]float64, b)
 		for i := range b {
 			f := ex.Fisher[i]
 			yb := ex.Denoiser.RawRowView(i)
@@ -261,9 +263,10 @@ func (st *ExactStudy) hsErrors(k int, at schedule.Coefficients, x *mat.Dense, mi
 					within++
 				}
 			}
-			row.HS += mat.Norm(diff, 2) / float64(b)
+			hs[i] = mat.Norm(diff, 2)
 			row.FisherHS += fisherHS[i] / float64(b)
 		}
+		row.HS, row.HSSE = meanSE(hs)
 		if !math.IsNaN(row.Within) {
 			row.Within = within / float64(b)
 		}

@@ -116,13 +116,13 @@ func (r *AdjointResult) exactHSTable(where string) *report.Table {
 	e := r.Exact
 	t := &report.Table{Name: "exact_hs", Title: "## Exact-operator study: ‖F − F_op‖_HS against the corrected bound of Prop. error_bound_ea",
 		Caption: "Hilbert–Schmidt error of each Fisher operator at the guided states, the corrected DF-EA bound and the fraction of states within it",
-		Header:  []string{"step", "t", "method", "‖F − F_op‖_HS", "‖F‖_HS", "bound", "within bound", "δ = ‖ȳ_op − ȳ‖"}, Align: "rrlrrrrr"}
+		Header:  []string{"step", "t", "method", "‖F − F_op‖_HS (mean ± SE over seeds)", "‖F‖_HS", "bound", "within bound", "δ = ‖ȳ_op − ȳ‖"}, Align: "rrlrrrrr"}
 	for _, h := range e.HS {
 		b, w, d := "–", "–", "–"
 		if !math.IsNaN(h.Bound) {
 			b, w, d = fmt.Sprintf("%.3g", h.Bound), pct(h.Within), fmt.Sprintf("%.3g", h.Delta)
 		}
-		t.Rows = append(t.Rows, []string{fmt.Sprint(h.Step), fmt.Sprintf("%.3f", h.T), h.Method, fmt.Sprintf("%.3g", h.HS), fmt.Sprintf("%.3g", h.FisherHS), b, w, d})
+		t.Rows = append(t.Rows, []string{fmt.Sprint(h.Step), fmt.Sprintf("%.3f", h.T), h.Method, fmt.Sprintf("%.3g ± %.2g", h.HS, h.HSSE), fmt.Sprintf("%.3g", h.FisherHS), b, w, d})
 	}
 	t.Notes = append(t.Notes, where, fmt.Sprintf("F is the exact d×d Fisher of the Dirac mixture (mixture.Full), F_EA = I/σ² − (α²/σ⁴)(x̂₀x̂₀ᵀ − ȳȳᵀ) with each variant's own x̂₀ and ȳ, and the VJP operator's matrix is its products with the %d unit vectors. Bound: (α²/σ⁴)(2D² + δ(‖ȳ‖ + ‖ȳ_op‖)), D = max(max_i ‖y_i‖, ‖x̂₀‖) = %.3g or more; the paper prints α²/σ³, which bounds σ(F − F_EA), the Jacobian of ε. VJP has no bound (the paper: \"no theoretical bound\").", Dim, e.D))
 	return t
@@ -274,22 +274,23 @@ func (r *AdjointResult) exactHSFigure(format string) ([]byte, error) {
 	var series []plotx.Series
 	var fisher plotx.Series
 	for _, m := range []string{StudyVJP, StudyEANet, StudyEAExact} {
-		var ts, hs, bs []float64
+		var ts, hs, lo, hi, bs []float64
 		fisher = plotx.Series{Name: "‖F‖_HS (exact)"}
 		for _, h := range e.HS {
 			if h.Method != m {
 				continue
 			}
 			ts, hs, bs = append(ts, h.T), append(hs, h.HS), append(bs, h.Bound)
+			lo, hi = append(lo, h.HS-h.HSSE), append(hi, h.HS+h.HSSE)
 			fisher.X, fisher.Y = append(fisher.X, h.T), append(fisher.Y, h.FisherHS)
 		}
-		series = append(series, plotx.Series{Name: m, X: ts, Y: hs, Points: true})
+		series = append(series, plotx.Series{Name: m, X: ts, Y: hs, Lo: lo, Hi: hi, Points: true})
 		if m != StudyVJP {
 			series = append(series, plotx.Series{Name: "bound, " + m, X: ts, Y: bs})
 		}
 	}
 	series = append(series, fisher, plotx.Series{Name: "VJP: no bound in the paper", Note: true},
-		plotx.Series{Name: "means over seeds (no standard error recorded)", Note: true})
+		plotx.Series{Name: "bands: mean ± 1 SE over seeds", Note: true})
 	p, err := plotx.LogLines("Hilbert–Schmidt error of the Fisher operator", "t", "‖F − F_op‖_HS (mean over seeds, log scale)", false, true, series...)
 	if err != nil {
 		return nil, err
