@@ -16,7 +16,7 @@ export PATH := $(GOPATH_BIN):$(PATH)
 NB_FLAGS ?=
 
 .NOTPARALLEL:
-.PHONY: all build test setup setup-blas vet fmt-check gotest notebooks reproduce bench help
+.PHONY: all build test setup setup-blas vet fmt-check gotest notebooks reproduce bench docker-test help
 
 all: test
 
@@ -28,6 +28,7 @@ help:
 	@echo "make setup-blas  install only libopenblas-dev and python3-numpy (for make bench, -tags openblas)"
 	@echo "make notebooks   run notebooks/*.ipynb headless (quick mode; NB_FLAGS=--full for full)"
 	@echo "make bench       exact-trace benchmark: Go (default, CGO_ENABLED=0, -tags openblas) vs NumPy"
+	@echo "make docker-test build the Dockerfile (buildah, stand-in base) and run every notebook inside the image (root)"
 
 # The Go tests run last so that their summary closes the output.
 test: setup vet fmt-check notebooks gotest
@@ -61,3 +62,8 @@ reproduce:
 
 bench:
 	@scripts/bench-trace.sh
+
+# Builds the Dockerfile with buildah (no daemon, no registry: a stand-in for its FROM image is
+# built once and cached), runs every notebook (quick) inside the image, removes what it made.
+docker-test:
+	@scripts/docker-test.sh
