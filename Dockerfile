@@ -6,8 +6,8 @@
 # The set-up is scripts/setup.sh, the script `make setup` runs; `make docker-test`
 # (scripts/docker-test.sh) builds this file and runs every notebook inside the image.
 
-# --- Stage 1: GoNB, goimports and gopls. Only their binaries move on: the module sources and
-# the build cache they leave (≈ 0.6 GB) stay in this stage.
+# --- Stage 1: GoNB, goimports and gopls. Only their binaries (61 MB) move on: the module
+# sources and the build cache their builds leave (several hundred MB) stay in this stage.
 FROM golang:1.26-bookworm AS tools
 COPY scripts/setup.sh /tmp/setup.sh
 RUN /tmp/setup.sh --go-tools-only
