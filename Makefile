@@ -16,7 +16,7 @@ export PATH := $(GOPATH_BIN):$(PATH)
 NB_FLAGS ?=
 
 .NOTPARALLEL:
-.PHONY: all build test setup setup-blas vet fmt-check gotest notebooks reproduce bench docker-test help
+.PHONY: all build test setup setup-blas vet fmt-check gotest notebooks reproduce bench bench-torch profile docker-test help
 
 all: test
 
@@ -28,6 +28,9 @@ help:
 	@echo "make setup-blas  install only libopenblas-dev and python3-numpy (for make bench, -tags openblas)"
 	@echo "make notebooks   run notebooks/*.ipynb headless (quick mode; NB_FLAGS=--full for full)"
 	@echo "make bench       exact-trace benchmark: Go (default, CGO_ENABLED=0, -tags openblas) vs NumPy"
+	@echo "make bench-torch the project's networks vs identical PyTorch twins, interleaved (installs PyTorch + OpenBLAS);"
+	@echo "                 output to figures/bench/torch-cpu.txt"
+	@echo "make profile     CPU profiles of every BenchmarkScoreNet case into figures/bench/profiles/ (pprof tops)"
 	@echo "make docker-test build the Dockerfile (buildah, stand-in base) and run every notebook inside the image (root)"
 
 # The Go tests run last so that their summary closes the output.
@@ -62,6 +65,15 @@ reproduce:
 
 bench:
 	@scripts/bench-trace.sh
+
+# Interleaved Go-vs-PyTorch benchmark of every network the experiments use; the
+# committed output is figures/bench/torch-cpu.txt (written atomically).
+bench-torch:
+	@set -o pipefail; scripts/bench-torch.sh | tee figures/bench/.torch-cpu.txt.tmp && \
+	  mv figures/bench/.torch-cpu.txt.tmp figures/bench/torch-cpu.txt
+
+profile:
+	@scripts/profile.sh
 
 # Builds the Dockerfile with buildah (no daemon, no registry: a stand-in for its FROM image is
 # built once and cached), runs every notebook (quick) inside the image, removes what it made.

@@ -239,7 +239,7 @@ func (r *AdjointResult) samplesFigure(format string) ([]byte, error) {
 		ps = append(ps, p)
 	}
 	w := max(vg.Length(k)*0.62*vg.Inch+2.2*vg.Inch, 6*vg.Inch)
-	return plotx.TilesBytes(ps, 1, w, 3*0.62*vg.Inch+1.3*vg.Inch, format)
+	return plotx.TilesBytes(ps, 1, w, vg.Length(3*0.62*gridStripScale)*vg.Inch+1.3*vg.Inch, format)
 }
 
 func (r *AdjointResult) exactGradFigure(format string) ([]byte, error) {
@@ -247,20 +247,22 @@ func (r *AdjointResult) exactGradFigure(format string) ([]byte, error) {
 	methods := []string{StudyVJP, StudyEANet, StudyEAExact}
 	var cos, rel []plotx.Series
 	for _, m := range methods {
-		var ts, cs, rs []float64
+		c, rl := plotx.Series{Name: m, Points: true}, plotx.Series{Name: m, Points: true}
 		for _, g := range e.Grad {
 			if g.Method == m {
-				ts, cs, rs = append(ts, g.T), append(cs, g.Cos), append(rs, g.RelErr)
+				c.X, c.Y, c.Lo, c.Hi = append(c.X, g.T), append(c.Y, g.Cos), append(c.Lo, g.Cos-g.CosSE), append(c.Hi, g.Cos+g.CosSE)
+				rl.X, rl.Y, rl.Lo, rl.Hi = append(rl.X, g.T), append(rl.Y, g.RelErr), append(rl.Lo, g.RelErr-g.RelErrSE), append(rl.Hi, g.RelErr+g.RelErrSE)
 			}
 		}
-		cos = append(cos, plotx.Series{Name: m, X: ts, Y: cs, Points: true})
-		rel = append(rel, plotx.Series{Name: m, X: ts, Y: rs, Points: true})
+		cos, rel = append(cos, c), append(rel, rl)
 	}
-	p1, err := plotx.Lines("cosine to the exact adjoint gradient", "t (guidance runs from right to left)", "cosine (mean over seeds)", cos...)
+	band := plotx.Series{Name: "bands: mean ± 1 SE over seeds", Note: true}
+	cut := plotx.Series{Name: "(cut where mean − SE ≤ 0)", Note: true}
+	p1, err := plotx.Lines("cosine to the exact adjoint gradient", "t (guidance runs from right to left)", "cosine (mean over seeds)", append(cos, band)...)
 	if err != nil {
 		return nil, err
 	}
-	p2, err := plotx.LogLines("relative error of the adjoint gradient", "t (guidance runs from right to left)", "‖λ − λ*‖ / ‖λ*‖ (mean, log scale)", false, true, rel...)
+	p2, err := plotx.LogLines("relative error of the adjoint gradient", "t (guidance runs from right to left)", "‖λ − λ*‖ / ‖λ*‖ (mean, log scale)", false, true, append(rel, band, cut)...)
 	if err != nil {
 		return nil, err
 	}
@@ -286,7 +288,8 @@ func (r *AdjointResult) exactHSFigure(format string) ([]byte, error) {
 			series = append(series, plotx.Series{Name: "bound, " + m, X: ts, Y: bs})
 		}
 	}
-	series = append(series, fisher, plotx.Series{Name: "VJP: no bound in the paper", Note: true})
+	series = append(series, fisher, plotx.Series{Name: "VJP: no bound in the paper", Note: true},
+		plotx.Series{Name: "means over seeds (no standard error recorded)", Note: true})
 	p, err := plotx.LogLines("Hilbert–Schmidt error of the Fisher operator", "t", "‖F − F_op‖_HS (mean over seeds, log scale)", false, true, series...)
 	if err != nil {
 		return nil, err

@@ -38,6 +38,9 @@ func moduleVersion() string {
 // $GOPATH/pkg/mod, else ~/go/pkg/mod).
 func DataDir() (string, error) {
 	if d := os.Getenv("DFX_MNIST_DIR"); d != "" {
+		if st, err := os.Stat(d); err != nil || !st.IsDir() {
+			return "", fmt.Errorf("mnist: DFX_MNIST_DIR=%s is not a folder", d)
+		}
 		return d, nil
 	}
 	cache := os.Getenv("GOMODCACHE")
@@ -94,10 +97,25 @@ func Load(s Split) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
+	if im.Rows != 28 || im.Cols != 28 {
+		return nil, fmt.Errorf("mnist: %s holds images of %d×%d pixels, want 28×28: %w", filepath.Join(dir, string(s)+"-images-idx3-ubyte.gz"), im.Rows, im.Cols, ErrFormat)
+	}
 	if len(l) != im.N {
-		return nil, fmt.Errorf("mnist: %d labels for %d images: %w", len(l), im.N, ErrFormat)
+		return nil, fmt.Errorf("mnist: %s: %d labels for %d images: %w", dir, len(l), im.N, ErrFormat)
 	}
 	return &Set{Images: im, Labels: l}, nil
+}
+
+// CheckData reads both splits from DataDir, as Load would: a command
+// that will need them calls it before any long work, so that a missing or
+// malformed file (a bad DFX_MNIST_DIR) is reported at once.
+func CheckData() error {
+	for _, s := range []Split{Train, Test} {
+		if _, err := Load(s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Scaled returns rows [first, first+n) as x = p/127.5 − 1 ∈ [−1, 1], a [n, d] matrix.

@@ -15,7 +15,7 @@ import (
 // exact-Fisher study at image scale).
 type Config struct {
 	Quick   bool
-	NetsDir string // folder of the networks ("" or missing files: the committed ones)
+	NetsDir string // folder of the networks, which must hold all four ("": the committed ones)
 	Seed    uint64
 
 	// Table 1: interleaved timing rounds; ExactAt64 also times the exact

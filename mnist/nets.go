@@ -38,12 +38,27 @@ type Networks struct {
 }
 
 // LoadNetworks loads the four networks (from dir where it holds them, else
-// the committed checkpoints) onto backend.
+// the committed checkpoints) onto backend. They must be one set: trained on
+// the same data and schedule, with t_θ and ν_θ made for this ε-network
+// (their provenance names its digest); a mismatched set is an error
+// wrapping models.ErrCheckpoint.
 func LoadNetworks(backend compute.Backend, dir string) (*Networks, error) {
 	nets := &Networks{Backend: backend, Records: map[string]*TrainRecord{}}
 	var stores []*model.Store
-	for _, name := range []string{"eps", "dftm", "dftm-c", "classifier"} {
-		st, rec, err := LoadNetwork(dir, name)
+	names := []string{"eps", "dftm", "dftm-c", "classifier"}
+	ckpts, where := map[string]*models.Checkpoint{}, map[string]string{}
+	for _, name := range names {
+		c, w, err := loadCheckpoint(dir, name)
+		if err != nil {
+			return nil, err
+		}
+		ckpts[name], where[name] = c, w
+	}
+	if err := checkPairs(ckpts, where); err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		st, rec, err := networkOf(ckpts[name], where[name])
 		if err != nil {
 			return nil, err
 		}

@@ -179,16 +179,19 @@ func TrainNetwork(ctx context.Context, backend compute.Backend, spec NetSpec, op
 	if log == nil {
 		log = io.Discard
 	}
-	rows, labels, err := TrainingData()
-	if err != nil {
-		return nil, err
+	sp := statePath(stateDir, spec.Name)
+	if opt.Resume { // a corrupt state is reported before the data are read
+		if _, err := models.ReadCheckpoint(sp); err != nil {
+			return nil, err
+		}
 	}
 	store := models.NewStore()
 	params := copyParams(spec.Params)
 	params[models.ParamCosineSteps] = steps
 	store.SetParams(params)
+	var need *model.Store
 	if spec.Needs != "" {
-		need := opt.Needs[spec.Needs]
+		need = opt.Needs[spec.Needs]
 		if need == nil {
 			c, _, err := LoadNetwork(opt.Out, spec.Needs)
 			if err != nil {
@@ -200,6 +203,10 @@ func TrainNetwork(ctx context.Context, backend compute.Backend, spec NetSpec, op
 			return nil, err
 		}
 	}
+	rows, labels, err := TrainingData()
+	if err != nil {
+		return nil, err
+	}
 	var lab []int
 	if spec.Objective == models.DSM || spec.Objective == models.Classify {
 		lab = labels
@@ -208,8 +215,19 @@ func TrainNetwork(ctx context.Context, backend compute.Backend, spec NetSpec, op
 	if err != nil {
 		return nil, err
 	}
+	eps := ""
+	if usesEps(spec) {
+		if need == nil {
+			need = opt.Needs["eps"]
+		}
+		if eps, err = epsDigest(opt.Out, need); err != nil {
+			return nil, err
+		}
+	}
+	if tr.Provenance, err = trainProvenance(eps); err != nil {
+		return nil, err
+	}
 	rec := &TrainRecord{Net: spec.Name, Steps: steps, Machine: Machine(), Backend: backend.Name()}
-	sp := statePath(stateDir, spec.Name)
 	if opt.Resume {
 		if err := tr.Load(sp); err != nil {
 			return nil, err
@@ -218,7 +236,7 @@ func TrainNetwork(ctx context.Context, backend compute.Backend, spec NetSpec, op
 			return nil, fmt.Errorf("mnist: %s: training record: %v: %w", sp, err, models.ErrCheckpoint)
 		}
 		if rec.Steps != steps {
-			return nil, fmt.Errorf("mnist: %s was started for %d steps, this run asks for %d", sp, rec.Steps, steps)
+			return nil, fmt.Errorf("mnist: %s was started for %d steps, this run asks for %d (give -steps %d): %w", sp, rec.Steps, steps, rec.Steps, models.ErrCheckpoint)
 		}
 		fmt.Fprintf(log, "mnist: %s: resumed at step %d of %d\n", spec.Name, tr.Step(), steps)
 	}
@@ -293,6 +311,13 @@ func TrainNetwork(ctx context.Context, backend compute.Backend, spec NetSpec, op
 	if err != nil {
 		return nil, err
 	}
+	var sched schedule.Schedule
+	if spec.Objective != models.Classify {
+		sched = Schedule()
+	}
+	if err := models.Stamp(c, sched, tr.Provenance); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(opt.Out, 0o755); err != nil {
 		return nil, err
 	}
@@ -352,37 +377,66 @@ func testAccuracy(backend compute.Backend, store *model.Store) (float64, error) 
 //go:embed checkpoints
 var committed embed.FS
 
-// LoadNetwork reads the named network's weights: from dir when it holds
-// <name>.dfxckpt, else from the committed checkpoints. It returns the
-// store and the training record; a checkpoint failing the strict checks,
-// or made for another spec, is an error.
+// LoadNetwork reads the named network's weights: from dir/<name>.dfxckpt
+// (an error when dir lacks it), or from the committed checkpoints when dir
+// is "". It returns the store and the training record; a checkpoint
+// failing the strict checks, or made for another spec, is an error.
 func LoadNetwork(dir, name string) (*model.Store, *TrainRecord, error) {
-	spec, err := SpecByName(name)
+	c, where, err := loadCheckpoint(dir, name)
 	if err != nil {
 		return nil, nil, err
+	}
+	return networkOf(c, where)
+}
+
+// loadCheckpoint reads and checks the named network's checkpoint (see
+// LoadNetwork): its network, dimension and, for the diffusion networks,
+// that it was trained on Schedule(). It returns where it read it.
+func loadCheckpoint(dir, name string) (*models.Checkpoint, string, error) {
+	spec, err := SpecByName(name)
+	if err != nil {
+		return nil, "", err
 	}
 	var raw []byte
 	where := weightsPath(dir, name)
 	if dir != "" {
+		// an explicit folder must hold the network: never the compiled-in one instead
 		raw, err = os.ReadFile(where)
-	}
-	if dir == "" || errors.Is(err, fs.ErrNotExist) {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, "", fmt.Errorf("mnist: %s has no %s network (%s.dfxckpt): train it with `dfx train %s -out %s`, or copy it from mnist/checkpoints: %w",
+				dir, name, name, name, dir, models.ErrCheckpoint)
+		}
+	} else {
 		where = "embedded:mnist/checkpoints/" + name + ".dfxckpt"
 		raw, err = committed.ReadFile("checkpoints/" + name + ".dfxckpt")
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil, fmt.Errorf("mnist: no %s network: train it with `dfx train %s`: %w", name, name, err)
+			return nil, "", fmt.Errorf("mnist: no %s network: train it with `dfx train %s`: %w", name, name, err)
 		}
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, "", err
 	}
 	c, err := models.DecodeCheckpoint(raw, where)
 	if err != nil {
-		return nil, nil, err
+		return nil, "", err
 	}
 	if len(c.Header.Networks) != 1 || c.Header.Networks[0] != spec.Scope || c.Header.Dim != Dim {
-		return nil, nil, fmt.Errorf("mnist: %s holds networks %v (d = %d), want %s (d = %d): %w", where, c.Header.Networks, c.Header.Dim, spec.Scope, Dim, models.ErrCheckpoint)
+		return nil, "", fmt.Errorf("mnist: %s holds networks %v (d = %d), want %s (d = %d): %w", where, c.Header.Networks, c.Header.Dim, spec.Scope, Dim, models.ErrCheckpoint)
 	}
+	if c.Header.Provenance == nil {
+		return nil, "", fmt.Errorf("mnist: %s: %w: %w", where, models.ErrNoProvenance, models.ErrCheckpoint)
+	}
+	if spec.Objective != models.Classify {
+		if err := models.CheckSchedule(c, Schedule()); err != nil {
+			return nil, "", fmt.Errorf("mnist: %s: %w", where, err)
+		}
+	}
+	return c, where, nil
+}
+
+// networkOf is the store and training record of a checkpoint that
+// loadCheckpoint accepted.
+func networkOf(c *models.Checkpoint, where string) (*model.Store, *TrainRecord, error) {
 	var rec TrainRecord
 	dec := json.NewDecoder(bytes.NewReader(c.Header.Config))
 	dec.DisallowUnknownFields()
@@ -391,7 +445,7 @@ func LoadNetwork(dir, name string) (*model.Store, *TrainRecord, error) {
 	}
 	store, err := models.LoadWeights(c)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("mnist: %s: %w", where, err)
 	}
 	return store, &rec, nil
 }

@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/dfx-lab/dfx/dfx/plotx"
 	"github.com/dfx-lab/dfx/dfx/report"
@@ -30,6 +31,7 @@ const (
 	pngPanel          = 4 * vg.Inch
 	gridTile          = 28
 	gridGap           = 2
+	gridStrip         = 11 // pixel rows of the white strip under an image that carries a value
 	reportNameDefault = "mnist"
 )
 
@@ -261,6 +263,9 @@ func (r *Result) lossFigure(format string) ([]byte, error) {
 // guidanceFigure: mean NLL against mean log p(c|x) with error bars, one
 // curve per protocol, each point labelled by its scale.
 func (r *Result) guidanceFigure(format string) ([]byte, error) {
+	if len(r.Guidance.Rows) == 0 {
+		return nil, fmt.Errorf("mnist: figure 1b: no guidance scales")
+	}
 	var ps []*plot.Plot
 	for k, proto := range []string{"paper protocol (Euler 10, first step left out)", fmt.Sprintf("Heun %d steps from t₁", r.Config.BPDSteps)} {
 		var xs, ys, xe, ye []float64
@@ -274,7 +279,9 @@ func (r *Result) guidanceFigure(format string) ([]byte, error) {
 			labels = append(labels, fmt.Sprintf("s=%g", row.Scale))
 		}
 		p, err := plotx.Lines("NLL vs classifier log p(c|x): "+proto, "mean classifier log p(c | x) (CLIP-score stand-in)", "mean NLL (bits/dim, DF-TM)",
-			plotx.Series{Name: "guidance scales", X: xs, Y: ys, Points: true}, plotx.Series{Name: "bars: ± 1 standard error", Note: true})
+			plotx.Series{Name: "guidance scales", X: xs, Y: ys, Points: true}, plotx.Series{Name: "bars: ± 1 standard error", Note: true},
+			plotx.Series{Name: fmt.Sprintf("s = %g … %g along the curve", r.Guidance.Rows[0].Scale, r.Guidance.Rows[len(r.Guidance.Rows)-1].Scale), Note: true},
+			plotx.Series{Name: "(labelled where there is room)", Note: true})
 		if err != nil {
 			return nil, err
 		}
@@ -292,18 +299,78 @@ func (r *Result) guidanceFigure(format string) ([]byte, error) {
 		}
 		yb.Color, xb.Color = plotutil.Color(0), plotutil.Color(0)
 		p.Add(yb, xb)
-		lab, err := plotter.NewLabels(plotter.XYLabels{XYs: xysOf(xs, ys), Labels: labels})
+		labs, _, err := placeLabels(p, errs, labels, 8*vg.Inch, 4*vg.Inch)
 		if err != nil {
 			return nil, err
 		}
-		for i := range lab.TextStyle {
-			lab.TextStyle[i].Font.Size = vg.Points(7)
-			lab.TextStyle[i].XAlign = draw.XLeft
-		}
-		p.Add(lab)
+		p.Add(labs...)
 		ps = append(ps, p)
 	}
-	return plotx.TilesBytes(ps, 2, 5.5*vg.Inch, 4*vg.Inch, format)
+	return plotx.TilesBytes(ps, 1, 8*vg.Inch, 4*vg.Inch, format)
+}
+
+// placeLabels gives point i the label labels[i] at a corner of it, or
+// right, left, above or below it, wherever the label overlaps no label already placed, no point
+// and no error bar, and stays inside the data area (measured on a w×h canvas);
+// points in order, a point with no room stays unlabelled. It returns the
+// labels to add and how many were placed.
+//
+// The data area is measured on the plot alone; in TilesBytes, plot.Align
+// may make it a little smaller, so the gaps are generous.
+func placeLabels(p *plot.Plot, pts errXY, labels []string, w, h vg.Length) ([]plot.Plotter, int, error) {
+	dc := p.DataCanvas(draw.New(vgimg.New(w, h)))
+	at := func(x, y float64) vg.Point { return vg.Point{X: dc.X(p.X.Norm(x)), Y: dc.Y(p.Y.Norm(y))} }
+	px := func(i int) vg.Point { return at(pts[i].x, pts[i].y) }
+	sty := plot.New().X.Tick.Label // a plain text style of the plot's font
+	sty.Font.Size = vg.Points(8)
+	sty.XAlign, sty.YAlign = draw.XLeft, draw.YBottom
+	const gap, dot = vg.Length(4), vg.Length(3)
+	var placed []vg.Rectangle // obstacles: points and their bars, then labels
+	for i, q := range pts {
+		placed = append(placed, vg.Rectangle{Min: px(i).Sub(vg.Point{X: dot, Y: dot}), Max: px(i).Add(vg.Point{X: dot, Y: dot})})
+		lo, hi := at(q.x-q.xe, q.y), at(q.x+q.xe, q.y)
+		placed = append(placed, vg.Rectangle{Min: vg.Point{X: lo.X, Y: lo.Y - dot}, Max: vg.Point{X: hi.X, Y: hi.Y + dot}})
+		lo, hi = at(q.x, q.y-q.ye), at(q.x, q.y+q.ye)
+		placed = append(placed, vg.Rectangle{Min: vg.Point{X: lo.X - dot, Y: lo.Y}, Max: vg.Point{X: hi.X + dot, Y: hi.Y}})
+	}
+	overlaps := func(a, b vg.Rectangle) bool {
+		return a.Min.X < b.Max.X && b.Min.X < a.Max.X && a.Min.Y < b.Max.Y && b.Min.Y < a.Max.Y
+	}
+	var out []plot.Plotter
+	shown := 0
+	for i, l := range labels {
+		lw, lh := sty.Width(l), sty.Height(l)
+		c := px(i)
+		// the four corners first: they clear the point's own bars
+		for _, off := range []vg.Point{{X: gap, Y: gap}, {X: -gap - lw, Y: gap}, {X: gap, Y: -gap - lh}, {X: -gap - lw, Y: -gap - lh},
+			{X: gap, Y: -lh / 2}, {X: -gap - lw, Y: -lh / 2}, {X: -lw / 2, Y: gap}, {X: -lw / 2, Y: -gap - lh}} {
+			r := vg.Rectangle{Min: c.Add(off), Max: c.Add(off).Add(vg.Point{X: lw, Y: lh})}
+			if r.Min.X < dc.Min.X || r.Max.X > dc.Max.X || r.Min.Y < dc.Min.Y || r.Max.Y > dc.Max.Y {
+				continue
+			}
+			free := true
+			for _, q := range placed {
+				if overlaps(r, q) {
+					free = false
+					break
+				}
+			}
+			if !free {
+				continue
+			}
+			placed = append(placed, r)
+			lab, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: pts[i].x, Y: pts[i].y}}, Labels: []string{l}})
+			if err != nil {
+				return nil, 0, err
+			}
+			lab.TextStyle[0] = sty
+			lab.Offset = off
+			out = append(out, lab)
+			shown++
+			break
+		}
+	}
+	return out, shown, nil
 }
 
 type errPoint struct{ x, y, xe, ye float64 }
@@ -333,12 +400,14 @@ func (r *Result) fig2Figure(format string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return plotx.Bytes(p, vg.Length(len(rows[0]))*0.62*vg.Inch+1.5*vg.Inch, 10*0.62*vg.Inch+1.2*vg.Inch, format)
+	return plotx.Bytes(p, vg.Length(len(rows[0]))*0.62*vg.Inch+1.5*vg.Inch, vg.Length(10*0.62*gridStripScale)*vg.Inch+1.2*vg.Inch, format)
 }
 
 // ImageGrid draws rows of 28×28 images (values in [−1, 1], black = −1) as
 // one picture with labelled axes: column k is rank k+1, row r is class r
-// (top row first). values, if not nil, are printed under each image.
+// (top row first). values, if not nil, are printed under each image, black
+// on a white strip of its own (not over the image), at a legible size;
+// callers give such a grid gridStripScale times the height per row.
 func ImageGrid(title, xlabel, ylabel string, rows [][]*mat.Dense, values [][]float64) (*plot.Plot, error) {
 	nr, nc := len(rows), 0
 	for _, r := range rows {
@@ -348,17 +417,29 @@ func ImageGrid(title, xlabel, ylabel string, rows [][]*mat.Dense, values [][]flo
 		return nil, fmt.Errorf("mnist: empty image grid")
 	}
 	cell := gridTile + gridGap
-	img := image.NewGray(image.Rect(0, 0, nc*cell, nr*cell))
+	strip := 0 // pixel rows under each image for its value
+	if values != nil {
+		strip = gridStrip
+	}
+	cellH := cell + strip
+	img := image.NewGray(image.Rect(0, 0, nc*cell, nr*cellH))
 	for i := range img.Pix {
 		img.Pix[i] = 128 // grey gaps
 	}
 	for r, row := range rows {
+		for c := range row {
+			for y := gridTile; y < gridTile+strip; y++ {
+				for x := range gridTile {
+					img.SetGray(c*cell+x, r*cellH+y, color.Gray{Y: 255})
+				}
+			}
+		}
 		for c, im := range row {
 			data := im.RawRowView(0)
 			for y := range gridTile {
 				for x := range gridTile {
 					v := (math.Max(-1, math.Min(1, data[y*gridTile+x])) + 1) / 2
-					img.SetGray(c*cell+x, r*cell+y, color.Gray{Y: uint8(math.Round(255 * v))})
+					img.SetGray(c*cell+x, r*cellH+y, color.Gray{Y: uint8(math.Round(255 * v))})
 				}
 			}
 		}
@@ -382,7 +463,9 @@ func ImageGrid(title, xlabel, ylabel string, rows [][]*mat.Dense, values [][]flo
 		var labels []string
 		for r, vs := range values {
 			for c, v := range vs {
-				xys = append(xys, plotter.XY{X: float64(c) + 0.5, Y: float64(nr-1-r) + 0.02})
+				// the strip's middle, in row units (a row is cellH pixels, top down)
+				mid := float64(gridGap+strip/2) / float64(cellH)
+				xys = append(xys, plotter.XY{X: float64(c) + float64(gridTile)/float64(2*cell), Y: float64(nr-1-r) + mid})
 				labels = append(labels, fmt.Sprintf("%.2f", v))
 			}
 		}
@@ -391,9 +474,9 @@ func ImageGrid(title, xlabel, ylabel string, rows [][]*mat.Dense, values [][]flo
 			return nil, err
 		}
 		for i := range lab.TextStyle {
-			lab.TextStyle[i].Font.Size = vg.Points(6)
-			lab.TextStyle[i].Color = color.RGBA{R: 255, G: 200, B: 0, A: 255}
-			lab.TextStyle[i].XAlign = draw.XCenter
+			lab.TextStyle[i].Font.Size = vg.Points(8)
+			lab.TextStyle[i].Color = color.Black
+			lab.TextStyle[i].XAlign, lab.TextStyle[i].YAlign = draw.XCenter, draw.YCenter
 		}
 		p.Add(lab)
 	}
@@ -414,20 +497,25 @@ func (r *Result) truthFigure(format string) ([]byte, error) {
 			}
 			series = append(series, plotx.Series{Name: e, X: xs, Y: ys, Points: true})
 		}
-		// say which curves coincide (within 10 % of each other at every t)
+		// say which curves coincide (within 10 % of each other at every t),
+		// with the largest gap between them in percentage points
 		curves := len(series)
 		for i := range curves {
 			for j := i + 1; j < curves; j++ {
-				same := len(series[i].Y) > 0
+				same, gap := len(series[i].Y) > 0, 0.0
 				for k := range series[i].Y {
 					a, b := series[i].Y[k], series[j].Y[k]
 					same = same && math.Abs(a-b) <= 0.1*math.Max(math.Abs(a), math.Abs(b))
+					gap = math.Max(gap, math.Abs(a-b))
 				}
 				if same {
-					series = append(series, plotx.Series{Name: series[i].Name + " and " + series[j].Name + ": curves coincide (within 10 %)", Note: true})
+					series = append(series, plotx.Series{Name: fmt.Sprintf("%s and %s lie on each other:", series[i].Name, series[j].Name), Note: true},
+						plotx.Series{Name: fmt.Sprintf("  at most %.2g percentage points apart", gap), Note: true})
 				}
 			}
 		}
+		series = append(series, plotx.Series{Name: fmt.Sprintf("means over the queries (%d per point; truth.md)", r.truthQueries(split)), Note: true})
+		plotx.Distinct(series)
 		p, err := plotx.LogLines(fmt.Sprintf("trace error vs the exact empirical Fisher (x₀ from %s set)", split), "t", "relative error of tr F (%)", true, true, series...)
 		if err != nil {
 			return nil, err
@@ -437,25 +525,57 @@ func (r *Result) truthFigure(format string) ([]byte, error) {
 	return plotx.TilesBytes(ps, 1, 8*vg.Inch, 3.6*vg.Inch, format)
 }
 
-// covFigure: exact vs network tr Cov[x₀|x_t]/d against t.
+// truthQueries is the number of queries behind each row of a split.
+func (r *Result) truthQueries(split string) int {
+	for _, row := range r.Truth.Rows {
+		if row.Split == split {
+			return row.Queries
+		}
+	}
+	return 0
+}
+
+// covFigure: exact vs network tr Cov[x₀|x_t]/d against t, on a
+// symmetric-log axis: the networks' implied covariance can be negative (an
+// impossible value for a covariance, which the figure shows and counts).
 func (r *Result) covFigure(format string) ([]byte, error) {
 	var series []plotx.Series
+	neg, zero, n, top := 0, 0, 0, 0.0
 	for _, split := range []string{"train", "test"} {
 		var xs, ex, nw []float64
 		for _, row := range r.Truth.Rows {
 			if row.Split == split {
-				xs, ex, nw = append(xs, row.T), append(ex, math.Max(row.ExactCov, 1e-12)), append(nw, math.Max(row.NetCov, 1e-12))
+				xs, ex, nw = append(xs, row.T), append(ex, row.ExactCov), append(nw, row.NetCov)
+				n++
+				if row.NetCov < 0 {
+					neg++
+				}
+				if math.Abs(row.ExactCov) < 1e-12 {
+					zero++
+				}
+				top = math.Max(top, math.Max(math.Abs(row.ExactCov), math.Abs(row.NetCov)))
 			}
 		}
-		series = append(series, plotx.Series{Name: "empirical mixture (exact), " + split, X: xs, Y: ex, Points: true},
-			plotx.Series{Name: "networks (DF-TM output − ‖denoiser‖²/d), " + split, X: xs, Y: nw, Points: true})
+		series = append(series, plotx.Series{Name: "empirical mixture (exact), " + split, X: xs, Y: ex},
+			plotx.Series{Name: "networks (t_θ − ‖ȳ_θ‖²/d), " + split, X: xs, Y: nw})
 	}
-	series = append(series, plotx.Series{Name: "values ≤ 1e-12, negative ones included,", Note: true}, plotx.Series{Name: "drawn at 1e-12 (signed values: truth.md)", Note: true})
-	p, err := plotx.LogLines("posterior spread: memorising mixture vs networks", "t", "tr Cov[x₀ | x_t] / d", true, true, series...)
+	// linear within ±c, c five decades below the largest value
+	c := 1e-5
+	if top > 0 {
+		c = math.Pow(10, math.Ceil(math.Log10(top))-5)
+	}
+	series = append(plotx.Distinct(series),
+		plotx.Series{Name: fmt.Sprintf("below 0: networks at %d of %d (t, split) points,", neg, n), Note: true},
+		plotx.Series{Name: "impossible for a covariance; the mixture's are ≥ 0", Note: true},
+		plotx.Series{Name: fmt.Sprintf("mixture at 0 (< 1e-12): %d of %d points (collapse on one image)", zero, n), Note: true},
+		plotx.Series{Name: "means over the queries; values: truth.md", Note: true})
+	series = append(series, plotx.Series{Name: fmt.Sprintf("y: symmetric log, linear within ±%g", c), Note: true})
+	p, err := plotx.LogLines("posterior spread: memorising mixture vs networks", "t (log scale)", "tr Cov[x₀ | x_t] / d", true, false, series...)
 	if err != nil {
 		return nil, err
 	}
-	return plotx.Bytes(p, 7*vg.Inch, 4*vg.Inch, format)
+	plotx.SymLogY(p, c)
+	return plotx.Bytes(p, 9*vg.Inch, 5*vg.Inch, format)
 }
 
 // scaleGridFigure: one sample per class (columns) at every guidance scale (rows).
@@ -487,3 +607,6 @@ func LabelRows(p *plot.Plot, classes []int) {
 	}
 	p.Y.Tick.Marker = plot.ConstantTicks(yt)
 }
+
+// gridStripScale is how much taller a row of ImageGrid is with its value strip.
+const gridStripScale = float64(gridTile+gridGap+gridStrip) / float64(gridTile+gridGap)

@@ -1,7 +1,12 @@
 package models
 
 import (
+	"errors"
+	"fmt"
 	"os"
+	"slices"
+	"sort"
+	"strings"
 	"sync"
 
 	"github.com/gomlx/compute"
@@ -25,12 +30,54 @@ func NewTrainBackend() (compute.Backend, error) { return newBackend(TrainBackend
 
 var warnOnce sync.Once
 
-func newBackend(config string) (compute.Backend, error) {
+// ErrBackend is wrapped by the errors about a GOMLX_BACKEND value that
+// names no backend of this build or that its backend refuses.
+var ErrBackend = errors.New("unusable backend")
+
+// newBackend creates the backend of GOMLX_BACKEND, else of config. GoMLX
+// panics on a backend name it does not know: that is checked first, and
+// any other panic of the backend's creation is returned as an error.
+func newBackend(config string) (b compute.Backend, err error) {
 	warnOnce.Do(warnWithoutSIMD)
-	if os.Getenv("GOMLX_BACKEND") != "" {
-		return compute.New()
+	env := os.Getenv("GOMLX_BACKEND")
+	if env != "" {
+		config = env
+		name, _, _ := strings.Cut(env, ":")
+		have := compute.List()
+		sort.Strings(have)
+		if !slices.Contains(have, name) {
+			hint := ""
+			if name == "xla" {
+				hint = "; xla needs a build with -tags xla (see scripts/gpu-xla.sh)"
+			}
+			return nil, fmt.Errorf("GOMLX_BACKEND=%q: this build has no backend %q (it has %s)%s: %w", env, name, strings.Join(have, ", "), hint, ErrBackend)
+		}
 	}
-	return compute.NewWithConfig(config)
+	defer func() {
+		if r := recover(); r != nil {
+			b, err = nil, fmt.Errorf("backend %q: %v: %w", config, r, ErrBackend)
+		}
+	}()
+	b, err = compute.NewWithConfig(config)
+	if err != nil {
+		if env != "" {
+			return nil, fmt.Errorf("GOMLX_BACKEND=%q: %v: %w", env, err, ErrBackend)
+		}
+		return nil, fmt.Errorf("backend %q: %w", config, err)
+	}
+	return b, nil
+}
+
+// CheckBackend creates the backend NewBackend would and releases it: a
+// command calls it before any long work, so that a bad GOMLX_BACKEND is
+// reported at once.
+func CheckBackend() error {
+	b, err := NewBackend()
+	if err != nil {
+		return err
+	}
+	b.Finalize()
+	return nil
 }
 
 // MustNewBackend is NewBackend that panics on error.

@@ -25,7 +25,7 @@ import (
 
 // The one checkpoint format of dfx (little-endian):
 //
-//	magic "DFXCKPT\x00" | uint32 version (2) | uint32 header length H |
+//	magic "DFXCKPT\x00" | uint32 version (3) | uint32 header length H |
 //	H bytes of JSON header | variable data, in header order, raw little-endian |
 //	32-byte SHA-256 of everything before it.
 //
@@ -33,7 +33,14 @@ import (
 // a training run, optimiser moments, EMA and RNG state included, to resume
 // exactly; "weights": the evaluation weights only), the hyperparameters, the
 // objective, step and sampling-stream state, a free-form configuration and
-// each variable's path, dtype, dimensions and trainability.
+// each variable's path, dtype, dimensions and trainability, and (from
+// version 3) the networks' Provenance: schedule, parameterisation, data set,
+// scaling, dequantisation and, for t_θ/ν_θ, the digest of their ε-network.
+// Version 2 files (the same layout without Provenance) still decode, with a
+// nil Provenance, so that `dfx ckpt` can say what they are and Restamp can
+// upgrade them; every load (LoadWeights, Trainer.Load, Verify) refuses them
+// with ErrNoProvenance. A v3 file without Provenance, or with a field that
+// does not check out (Provenance.check), is corrupt.
 //
 // Reading is strict: the file length and checksum are verified before the
 // header is parsed; the header is bounded (MaxCheckpointHeader), parsed
@@ -43,7 +50,8 @@ import (
 // errors. Every error wraps ErrCheckpoint.
 const (
 	checkpointMagic     = "DFXCKPT\x00"
-	checkpointVersion   = 2
+	checkpointVersion   = 3
+	legacyVersion       = 2 // no Provenance: decoded, never loaded
 	MaxCheckpointHeader = 16 << 20
 	maxRank             = 8
 	checksumLen         = sha256.Size
@@ -74,12 +82,26 @@ type CheckpointHeader struct {
 	Params    map[string]string // store parameters by full path, as "type:value"
 	Config    json.RawMessage   `json:",omitempty"` // the producer's own configuration (e.g. a loss curve)
 	Variables []CheckpointVariable
+	// Provenance is what the networks were trained on (nil only in a
+	// decoded version 2 file).
+	Provenance *Provenance `json:",omitempty"`
+}
+
+// Version is the format version the checkpoint was decoded from (or will
+// be written as).
+func (c *Checkpoint) Version() int {
+	if c.version == 0 {
+		return checkpointVersion
+	}
+	return c.version
 }
 
 // Checkpoint is a decoded checkpoint: its header and one tensor per variable.
 type Checkpoint struct {
 	Header CheckpointHeader
 	Values []*tensors.Tensor // in Header.Variables order
+
+	version int // as decoded (0: not decoded)
 }
 
 // allowedDTypes are the dtypes a checkpoint may hold, by DType.String().
@@ -175,6 +197,12 @@ func (c *Checkpoint) Encode() ([]byte, error) {
 	if len(c.Values) != len(c.Header.Variables) {
 		return nil, fmt.Errorf("models: checkpoint has %d values for %d variables", len(c.Values), len(c.Header.Variables))
 	}
+	if c.Header.Provenance == nil {
+		return nil, fmt.Errorf("models: checkpoint records no provenance (schedule, data, ε-network): set Header.Provenance before writing")
+	}
+	if err := c.Header.Provenance.check(&c.Header); err != nil {
+		return nil, fmt.Errorf("models: checkpoint: %v", err)
+	}
 	hdr, err := json.Marshal(c.Header)
 	if err != nil {
 		return nil, err
@@ -239,8 +267,9 @@ func DecodeCheckpoint(raw []byte, name string) (*Checkpoint, error) {
 	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], tail) {
 		return nil, bad("checksum mismatch (corrupt or truncated)")
 	}
-	if v := binary.LittleEndian.Uint32(raw[len(checkpointMagic):]); v != checkpointVersion {
-		return nil, bad("format version %d, this build reads %d", v, checkpointVersion)
+	version := binary.LittleEndian.Uint32(raw[len(checkpointMagic):])
+	if version != checkpointVersion && version != legacyVersion {
+		return nil, bad("format version %d, this build reads %d (and %d without provenance)", version, checkpointVersion, legacyVersion)
 	}
 	hlen := int64(binary.LittleEndian.Uint32(raw[len(checkpointMagic)+4:]))
 	if hlen > MaxCheckpointHeader || int64(fixed)+hlen > int64(len(body)) {
@@ -248,7 +277,7 @@ func DecodeCheckpoint(raw []byte, name string) (*Checkpoint, error) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw[fixed : fixed+int(hlen)]))
 	dec.DisallowUnknownFields()
-	c := &Checkpoint{}
+	c := &Checkpoint{version: int(version)}
 	if err := dec.Decode(&c.Header); err != nil {
 		return nil, bad("header: %v", err)
 	}
@@ -270,6 +299,16 @@ func DecodeCheckpoint(raw []byte, name string) (*Checkpoint, error) {
 	for path, s := range h.Params {
 		if _, err := decodeParam(s); err != nil {
 			return nil, bad("parameter %s: %v", path, err)
+		}
+	}
+	switch {
+	case version == legacyVersion && h.Provenance != nil:
+		return nil, bad("format version %d holds no provenance, this one does", version)
+	case version == checkpointVersion && h.Provenance == nil:
+		return nil, bad("no provenance (schedule, data, ε-network), required from format version %d", checkpointVersion)
+	case h.Provenance != nil:
+		if err := h.Provenance.check(h); err != nil {
+			return nil, bad("%v", err)
 		}
 	}
 	data := body[fixed+int(hlen):]

@@ -178,7 +178,30 @@ func (tr *Trainer) Save(path string) error {
 	if c.Header.PCG, err = tr.pcg.MarshalBinary(); err != nil {
 		return err
 	}
-	return c.Write(path)
+	if c.Header.Provenance, err = tr.provenance(); err != nil {
+		return err
+	}
+	if err := c.Write(path); err != nil {
+		return fmt.Errorf("models: saving the trainer (is Trainer.Provenance set?): %w", err)
+	}
+	return nil
+}
+
+// provenance is what Save records: Trainer.Provenance with the trainer's
+// schedule (none for a classifier) and parameterisation.
+func (tr *Trainer) provenance() (*Provenance, error) {
+	p := tr.Provenance
+	params, err := encodeParams(tr.Store)
+	if err != nil {
+		return nil, err
+	}
+	p.Schedule, p.Param = nil, paramOf(params)
+	if tr.Objective != Classify {
+		if p.Schedule, err = SpecOf(tr.Schedule); err != nil {
+			return nil, err
+		}
+	}
+	return &p, nil
 }
 
 // Load restores a state written by Save into this trainer, which must have
@@ -204,6 +227,19 @@ func (tr *Trainer) Load(path string) error {
 	if h.Dim != tr.d {
 		return bad("data dimension %d, trainer has %d", h.Dim, tr.d)
 	}
+	if h.Provenance == nil {
+		return bad("%v", ErrNoProvenance)
+	}
+	mineP, err := tr.provenance()
+	if err != nil {
+		return err
+	}
+	if err := SameTraining(c, &Checkpoint{Header: CheckpointHeader{Provenance: mineP}}); err != nil {
+		return fmt.Errorf("models: checkpoint %s: the saved state and this run: %w", path, err)
+	}
+	if !h.Provenance.Schedule.Equal(mineP.Schedule) || h.Provenance.EpsNetwork != mineP.EpsNetwork {
+		return bad("the saved state was trained on schedule %v with ε-network %q, this run has %v with %q", h.Provenance.Schedule, h.Provenance.EpsNetwork, mineP.Schedule, mineP.EpsNetwork)
+	}
 	mine, err := encodeParams(tr.Store)
 	if err != nil {
 		return err
@@ -225,6 +261,9 @@ func (tr *Trainer) Load(path string) error {
 	tr.step = h.Step
 	tr.Config = h.Config
 	tr.GoMLX.ResetComputationGraphs()
+	if tr.host != nil {
+		return tr.host.reset()
+	}
 	return nil
 }
 
@@ -270,6 +309,9 @@ func verifyTrainer(c *Checkpoint) error {
 // "weights", exactly its networks' variables with their shapes and dtype;
 // for "trainer", the checks of Trainer.Load that need no trainer.
 func Verify(c *Checkpoint) error {
+	if c.Header.Provenance == nil {
+		return fmt.Errorf("models: %w: %w", ErrNoProvenance, ErrCheckpoint)
+	}
 	if c.Header.Kind == KindTrainer {
 		return verifyTrainer(c)
 	}
@@ -349,6 +391,9 @@ func LoadWeights(c *Checkpoint) (*model.Store, error) {
 	}
 	if len(c.Header.Networks) == 0 {
 		return nil, fmt.Errorf("models: checkpoint names no network: %w", ErrCheckpoint)
+	}
+	if c.Header.Provenance == nil {
+		return nil, fmt.Errorf("models: %w: %w", ErrNoProvenance, ErrCheckpoint)
 	}
 	store, err := c.NewStoreFromParams()
 	if err != nil {

@@ -31,17 +31,10 @@ func (tr *Trainer) Iter() iter.Seq2[train.Batch, error] {
 // returns the last batch loss.
 func (tr *Trainer) TrainSteps(n int) (loss float64, err error) {
 	for range n {
-		b := train.Batch{Inputs: tr.batch()}
-		var metrics []*tensors.Tensor
-		metrics, err = tr.GoMLX.TrainStep(b)
-		if err != nil {
+		if loss, err = tr.trainStep(); err != nil {
 			return math.NaN(), fmt.Errorf("models: training step %d: %w", tr.step+1, err)
 		}
 		tr.step++
-		loss = scalarOf(metrics[0])
-		for _, m := range metrics {
-			m.MustFinalizeAll()
-		}
 		if math.IsNaN(loss) || math.IsInf(loss, 0) {
 			return loss, fmt.Errorf("models: loss %g at step %d", loss, tr.step)
 		}
@@ -49,42 +42,55 @@ func (tr *Trainer) TrainSteps(n int) (loss float64, err error) {
 	return loss, nil
 }
 
-// Fit runs n steps through GoMLX's train.Loop. ctx cancels it between
-// steps. progress (nil for none) receives a progress display with the loss,
-// steps/s and ETA (see NewProgress); onStep, if not nil, sees each step's
-// batch loss. It returns the last batch loss.
+// trainStep takes one optimisation step on the next batch and returns its loss.
+func (tr *Trainer) trainStep() (float64, error) {
+	b := tr.batch()
+	if tr.host != nil {
+		return tr.host.step(b, LearningRate(tr.Store, tr.step))
+	}
+	metrics, err := tr.GoMLX.TrainStep(train.Batch{Inputs: b})
+	if err != nil {
+		return math.NaN(), err
+	}
+	loss := scalarOf(metrics[0])
+	for _, m := range metrics {
+		m.MustFinalizeAll()
+	}
+	return loss, nil
+}
+
+// Fit runs n steps. ctx cancels it between steps. progress (nil for none)
+// receives a progress display with the loss, steps/s and ETA (see
+// NewProgress); onStep, if not nil, sees each step's batch loss. It returns
+// the last batch loss.
 func (tr *Trainer) Fit(ctx context.Context, n int, progress io.Writer, onStep func(step int64, loss float64)) (loss float64, err error) {
 	if n <= 0 {
 		return math.NaN(), nil
 	}
-	loop := train.NewLoop(tr.GoMLX)
-	loop.LoopStep = int(tr.step)
 	var pr *Progress
 	if progress != nil {
 		pr = NewProgress(progress, tr.Name(), n)
+		defer pr.Done()
 	}
-	loop.OnStep("dfx", 0, func(_ *train.Loop, metrics []*tensors.Tensor) error {
-		loss = scalarOf(metrics[0])
-		if math.IsNaN(loss) || math.IsInf(loss, 0) {
-			return fmt.Errorf("models: loss %g at step %d", loss, tr.step)
+	smooth := math.NaN() // exponential moving average of the batch loss, for display
+	for range n {
+		if err := ctx.Err(); err != nil {
+			return loss, err
+		}
+		if loss, err = tr.TrainSteps(1); err != nil {
+			return loss, err
+		}
+		if math.IsNaN(smooth) {
+			smooth = loss
+		} else {
+			smooth = 0.99*smooth + 0.01*loss
 		}
 		if onStep != nil {
 			onStep(tr.step, loss)
 		}
 		if pr != nil {
-			pr.Update(loss, scalarOf(metrics[1]))
+			pr.Update(loss, smooth)
 		}
-		return ctx.Err()
-	})
-	_, err = loop.RunSteps(tr, n)
-	if pr != nil {
-		pr.Done()
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return loss, ctx.Err()
-		}
-		return loss, fmt.Errorf("models: %w", err)
 	}
 	return loss, nil
 }

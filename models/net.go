@@ -51,13 +51,47 @@ func ResidualMLP(scope *model.Scope, in Inputs, outDim int) *graph.Node {
 	return Dense(scope.In("output"), act(h), outDim)
 }
 
-// Dense is x·W + b for x [B, in], W [in, out].
+// Dense is x·W + b for x [B, in]. W is stored either as "weights" [in, out]
+// (the layout of the networks trained before ParamWeightLayout existed) or
+// as "weights_t" [out, in] (PyTorch's nn.Linear layout, y = x·Wᵀ): with it
+// the weight gradient vᵀx comes out of the product in the variable's own
+// layout, where [in, out] costs an explicit transpose of every weight
+// gradient on the Go backend (≈ 5 ms per million weights, the largest
+// remaining cost of a train step; figures/bench/PROFILE.md). A variable
+// that already exists decides the layout (so any checkpoint loads as it was
+// trained); a new network takes ParamWeightLayout. The two layouts have
+// different names, so a weight is never read in the wrong one.
 func Dense(scope *model.Scope, x *graph.Node, out int) *graph.Node {
 	g := x.Graph()
-	in := x.Shape().Dimensions[1]
-	w := scope.VariableWithShape("weights", shapes.Make(x.DType(), in, out)).NodeValue(g)
-	b := scope.VariableWithShape("biases", shapes.Make(x.DType(), 1, out)).NodeValue(g)
-	return graph.Add(graph.MatMul(x, w), b)
+	dtype, in := x.DType(), x.Shape().Dimensions[1]
+	b := scope.VariableWithShape("biases", shapes.Make(dtype, 1, out)).NodeValue(g)
+	if !transposedWeights(scope) {
+		w := scope.VariableWithShape("weights", shapes.Make(dtype, in, out)).NodeValue(g)
+		return graph.Add(graph.MatMul(x, w), b)
+	}
+	w := scope.WithInitializer(heFanIn(scope.Store(), in)).
+		VariableWithShape("weights_t", shapes.Make(dtype, out, in)).NodeValue(g)
+	return graph.Add(graph.DotGeneral(x, []int{1}, nil, w, []int{1}, nil), b)
+}
+
+// transposedWeights reports whether Dense under scope stores W as [out, in].
+func transposedWeights(scope *model.Scope) bool {
+	switch {
+	case scope.GetVariable("weights") != nil:
+		return false
+	case scope.GetVariable("weights_t") != nil:
+		return true
+	}
+	return model.GetParamOr(scope, ParamWeightLayout, LayoutInOut) == LayoutOutIn
+}
+
+// heFanIn is GoMLX's default (He) initialiser, N(0, 2/fan_in), with fan_in
+// given: for a [out, in] weight the default would take out as the fan-in.
+func heFanIn(store *model.Store, fanIn int) model.VariableInitializer {
+	stddev := math.Sqrt(2 / float64(max(fanIn, 1)))
+	return func(g *graph.Graph, shape shapes.Shape) *graph.Node {
+		return graph.MulScalar(store.RandomNormal(g, shape), stddev)
+	}
 }
 
 // FourierEmbed maps a noise level λ [B,1] to [λ, sin(f_k λ), cos(f_k λ)]_k with

@@ -17,6 +17,12 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 )
 
+// Values of ParamWeightLayout.
+const (
+	LayoutInOut = "in-out" // W [in, out], y = x·W: the networks trained before the layout existed
+	LayoutOutIn = "out-in" // W [out, in], y = x·Wᵀ: no transpose in the weight gradient
+)
+
 // Hyperparameter keys read from the store (root scope).
 const (
 	ParamDType        = "dtype"            // "float32" or "float64"
@@ -39,6 +45,7 @@ const (
 	ParamBatchSize    = "batch_size"
 	ParamTimeSampling = "time_sampling" // "uniform" in t, or "log-sigma": log σ uniform (VE, EDM)
 	ParamSeed         = "seed"          // initial weights and training randomness
+	ParamWeightLayout = "weight_layout" // new Dense weights: LayoutOutIn; absent: LayoutInOut (see Dense)
 )
 
 // SetDefaults writes every hyperparameter's default into the store's root
@@ -65,6 +72,7 @@ func SetDefaults(store *model.Store) {
 		ParamBatchSize:    256,
 		ParamTimeSampling: "uniform",
 		ParamSeed:         1,
+		ParamWeightLayout: LayoutOutIn,
 	})
 }
 

@@ -77,6 +77,10 @@ type Trainer struct {
 	// Config is the caller's record (e.g. a loss curve so far): Save writes
 	// it into the checkpoint and Load restores it.
 	Config []byte
+	// Provenance is the data, scaling, dequantisation and (t_θ, ν_θ) the
+	// ε-network digest that Save records; Save fills in the schedule and
+	// parameterisation, and Load refuses a state made otherwise.
+	Provenance Provenance
 
 	data   []float64 // [N*d] row-major
 	labels []int32   // [N] or nil
@@ -84,7 +88,8 @@ type Trainer struct {
 	dtype  dtypes.DType
 	pcg    *rand.PCG
 	rng    *rand.Rand
-	step   int64 // steps taken (equals the store's global step)
+	step   int64     // steps taken (equals the store's global step)
+	host   *hostStep // the optimiser on the host (Go backend); nil: GoMLX's trainer
 }
 
 // NewTrainer checks data ([N][d] rows, labels nil or one per row in
@@ -159,8 +164,13 @@ func NewTrainer(backend compute.Backend, store *model.Store, s schedule.Schedule
 		clipNorm: model.GetRootParamOr(store, ParamClipNorm, 1.0),
 		emaDecay: model.GetRootParamOr(store, ParamEMADecay, 0.999),
 	}
+	if useHostOptimizer(backend) {
+		if tr.host, err = newHostStep(tr, opt); err != nil {
+			return nil, err
+		}
+	}
 	err = exceptions.TryCatch[error](func() {
-		tr.GoMLX = train.NewTrainer(backend, store, tr.perSampleLoss, meanLoss, opt, nil, nil)
+		tr.GoMLX = train.NewTrainer(backend, store, tr.graphStepLoss, meanLoss, opt, nil, nil)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("models: %w", err)
@@ -181,6 +191,9 @@ func checkParams(store *model.Store) error {
 	}
 	if bs := model.GetRootParamOr(store, ParamBatchSize, 256); bs < 1 {
 		return fmt.Errorf("models: batch_size %d, want ≥ 1", bs)
+	}
+	if l := model.GetRootParamOr(store, ParamWeightLayout, LayoutInOut); l != LayoutInOut && l != LayoutOutIn {
+		return fmt.Errorf("models: weight_layout %q, want %s or %s", l, LayoutOutIn, LayoutInOut)
 	}
 	if a := model.GetRootParamOr(store, ParamActivation, "silu"); !validActivation(a) {
 		return fmt.Errorf("models: activation %q, want silu, tanh, relu or softplus", a)
@@ -324,12 +337,19 @@ func (tr *Trainer) tensor(v []float64, dims ...int) *tensors.Tensor {
 // meanLoss reduces the per-sample losses the model function returns.
 func meanLoss(_, predictions []*graph.Node) *graph.Node { return graph.ReduceAllMean(predictions[0]) }
 
-// perSampleLoss is the model function of the GoMLX trainer: from the
-// host-sampled batch it builds x_t = α x₀ + σ ε and the per-sample loss of
-// the objective, and passes the step's learning rate to the optimiser.
-func (tr *Trainer) perSampleLoss(scope *model.Scope, inputs []*graph.Node) *graph.Node {
-	x0, eps, alpha, sigma, weight, class, lr := inputs[0], inputs[1], inputs[2], inputs[3], inputs[4], inputs[5], inputs[6]
+// graphStepLoss is the model function of the GoMLX trainer: perSampleLoss,
+// with the step's learning rate (the batch's last input) passed to the
+// optimiser.
+func (tr *Trainer) graphStepLoss(scope *model.Scope, inputs []*graph.Node) *graph.Node {
+	lr := inputs[6]
 	lrVar(scope, lr.DType()).SetNodeValue(lr)
+	return tr.perSampleLoss(scope, inputs[:6])
+}
+
+// perSampleLoss builds, from the host-sampled batch (x₀, ε, α, σ, weight,
+// class), x_t = α x₀ + σ ε and the per-sample loss of the objective.
+func (tr *Trainer) perSampleLoss(scope *model.Scope, inputs []*graph.Node) *graph.Node {
+	x0, eps, alpha, sigma, weight, class := inputs[0], inputs[1], inputs[2], inputs[3], inputs[4], inputs[5]
 	in := Inputs{Alpha: alpha, Sigma: sigma, Class: class}
 	a2, s2 := graph.InsertAxes(alpha, -1), graph.InsertAxes(sigma, -1)
 	in.X = graph.Add(graph.Mul(a2, x0), graph.Mul(s2, eps)) // x_t = α x₀ + σ ε

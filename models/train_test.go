@@ -139,7 +139,7 @@ func TestZeroLearningRateLeavesTrainableWeightsUnchanged(t *testing.T) {
 	}
 }
 
-func TestFitRunsGoMLXLoopForTheRequestedSteps(t *testing.T) {
+func TestFitRunsTheRequestedSteps(t *testing.T) {
 	data, _ := tinyData(32, 6)
 	tr, err := NewTrainer(MustNewTrainBackend(), tinyStore(), schedule.DefaultVP(), DSM, data, nil)
 	if err != nil {

@@ -4,47 +4,49 @@ the networks timed by dfx's Go benchmarks, for scripts/bench-torch.sh.
 
 Cases (names match the Go sub-benchmarks without "Benchmark" and "-GOMAXPROCS"):
 
-  MLP/784-512-512-512-784/B=256/{forward,grad-x,train-step}
+  MLP/784-512-512-512-784/B=<1|64|256>/{forward,grad-x}, .../B=256/train-step
                           — BenchmarkMLP (models/torchcompare_test.go), plain GoMLX
-    h ← tanh(h·W_i + b_i) for the hidden layers, last layer linear;
-    W_i [in,out] He-normal (N(0,1)·√(2/in), GoMLX's default initialiser),
-    b_i [1,out] zero; x, target [256, 784] ~ N(0,1).
+    h ← tanh(h·W_i + b_i) for the hidden layers, last layer linear; W_i
+    He-normal (N(0,1)·√(2/in), GoMLX's default initialiser), b_i zero;
+    x, target [256, 784] ~ N(0,1) (batch B: the first B rows).
     forward:    out, under torch.no_grad()
     grad-x:     ∂ sum(out⊙out)/∂x          (weights do not require grad)
     train-step: as GoMLX's train.Trainer.TrainStep with loss.MeanSquaredError and
                 optimizer.Adam (lr 1e-3, β 0.9/0.999, ε 1e-7): fresh copies of
-                the batch tensors (the Go trainer takes ownership of fresh
-                tensors), loss = mean((target − out)²), backward, Adam step,
-                loss.item().
+                the batch tensors, loss = mean((target − out)²), backward, Adam
+                step, loss.item().
 
-  ScoreNet/d=<d>/w=<width>x<depth>/B=<batch>/{forward,grad-x,grad-all,train-step}
-                          — BenchmarkScoreNet (models/bench_test.go) and
-                            BenchmarkScoreNetGradAll (models/torchcompare_test.go)
+  ScoreNet/d=<d>,w=<width>x<depth>[,K=<classes>][,edm][,dftm]/B=<b>/{forward,grad-x,grad-all},
+  .../B=<training batch>/train-step
+                          — BenchmarkScoreNet (models/bench_test.go), b = 1, 64
+                            and the training batch
     models.ResidualMLP (models/net.go) with dfx's defaults (SiLU, embed_dim 32 →
-    16 frequencies f_k = 8^(k/15)), ε-parameterisation, layer for layer; every
-    Dense is x·W + b with W [in,out] He-normal and b [1,out] zero:
+    16 frequencies f_k = 8^(k/15)), layer for layer; every Dense is x·Wᵀ + b
+    with W [out, in] (models' default layout, PyTorch's F.linear):
       c_in = 1/√(α²+σ²), h₀ = Dense_input(c_in x), λ = log(σ/α),
-      e = act(Dense_embed([λ, sin(f λ), cos(f λ)]))          (33 → width)
+      e = act(Dense_embed([λ, sin(f λ), cos(f λ)]) [+ onehot(c)·table])
       depth×: h ← h + Dense_2(act(Dense_1(act(h)) + Dense_e(e)))
-      ε̂ = Dense_output(act(h))                              (width → d)
-    Inputs: x₀ rows of 512 N(0,1) data rows, t ~ U[1e-5, 1], α(t), σ(t) of the
-    VP schedule (β_min 0.1, β_max 20; schedule.DefaultVP()).
-    forward:    ε̂(x₀, α, σ) under torch.no_grad()
-    grad-x:     ∂ sum(ε̂²)/∂x            (parameters do not require grad)
-    grad-all:   ∂ sum(ε̂²)/∂(x, every parameter)
-    train-step: one DSM step as models.Trainer.TrainSteps(1) takes it
-                (models/train.go, models/optimizer.go), host sampling included:
-                rows drawn from the data, ε ~ N(0,I), t ~ U (float64), α, σ,
-                weight 1 per row (weighting "eps"), class = null class, the
-                step's learning rate (LearningRate: constant 1e-3);
-                x_t = α x₀ + σ ε, loss = mean_b(mean_j (ε̂(x_t)−ε)² · w_b);
-                backward; global-norm clipping at 1 (scale = min(1,
-                1/(‖g‖+1e-12)), applied always, as clippedAdamEMA does); Adam
-                (lr 1e-3, β 0.9/0.999, ε 1e-7 as GoMLX); EMA 0.999 of every
-                parameter (ema = w at the first step); loss.item().
+      out = Dense_output(act(h))   (width → d; → 1 for the DF-TM head t_θ)
+    ε̂ = out (parameterisation eps) or ε̂ = a x + b out (edm, models.EpsFromGraph
+    with σ_data = 0.5). The MNIST networks (mnist.Specs): K = 10 classes, edm,
+    width 512 × 3, for the ε-network and t_θ (",dftm").
+    Inputs: rows of 512 N(0,1) data rows, labels i mod K, t ~ U[1e-5, 1], α(t),
+    σ(t) of the VP schedule (β_min 0.1, β_max 20; schedule.DefaultVP()).
+    forward:    out(x₀, α, σ, c) under torch.no_grad()
+    grad-x:     ∂ sum(out²)/∂x            (parameters do not require grad)
+    grad-all:   ∂ sum(out²)/∂(x, every parameter)
+    train-step: one step as models.Trainer.TrainSteps(1) takes it (models/train.go,
+                models/hostadam.go), host sampling included: rows drawn from the
+                data, ε ~ N(0,I), t ~ U (float64), α, σ, CFG dropout 0.1 to the
+                null class; x_t = α x₀ + σ ε; loss = mean_b mean_j (ε̂(x_t)−ε)²
+                (DSM, weighting eps) or mean_b (t_θ − ‖x₀‖²/d)² (DF-TM);
+                backward; global-norm clipping at 1; Adam (lr 1e-3, β 0.9/0.999,
+                ε 1e-7 as GoMLX); EMA 0.999 of every parameter (ema = w at the
+                first step); loss.item().
 
-PyTorch's own idioms where they compute the same thing: torch.addmm for
-x·W + b, F.silu for x·σ(x), torch.optim.Adam (its defaults otherwise).
+PyTorch's own idioms where they compute the same thing: F.linear for x·Wᵀ + b,
+F.silu for x·σ(x), F.embedding for the class table, torch.optim.Adam (its
+defaults otherwise), torch._foreach_* for the clipping scale and the EMA.
 
 Each case: --warmup calls, then --repeats timed repeats of `inner` calls each
 (inner chosen so a repeat lasts ≥ --min-time s); the median of the per-call
@@ -61,8 +63,14 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-MLP_CASES = [([784, 512, 512, 512, 784], 256)]  # (dims, batch) as in BenchmarkMLP
-SCORE_CASES = [(2, 128, 3, 1024), (64, 256, 3, 256), (784, 256, 3, 128), (784, 1024, 4, 128)]  # (d, width, depth, batch)
+MLP_CASES = [([784, 512, 512, 512, 784], 256)]  # (dims, training batch) as in BenchmarkMLP
+# (d, width, depth, classes, parameterisation, head, training batch) as scoreNetCases in models/bench_test.go:
+# the toy-scale configurations and the MNIST ε-network and t_θ (mnist.Specs).
+SCORE_CASES = [(2, 128, 3, 0, "eps", "eps", 1024), (64, 256, 3, 0, "eps", "eps", 256),
+               (784, 256, 3, 0, "eps", "eps", 128), (784, 1024, 4, 0, "eps", "eps", 128),
+               (784, 512, 3, 10, "edm", "eps", 128), (784, 512, 3, 10, "edm", "dftm", 128)]
+EVAL_BATCHES = (1, 64)  # forward / grad-x / grad-all also at these batches, besides the training batch
+EDM_SIGMA_DATA = 0.5    # models.EDMSigmaData
 VP = dict(beta_min=0.1, beta_max=20.0, t_min=1e-5, t_max=1.0)  # schedule.DefaultVP()
 LR, BETAS, ADAM_EPS, CLIP, EMA = 1e-3, (0.9, 0.999), 1e-7, 1.0, 0.999
 
@@ -89,15 +97,16 @@ def he_normal(fan_in, fan_out, gen):
 
 
 class Dense(nn.Module):
-    """models.Dense: x·W + b, W [in, out], b [1, out]."""
+    """models.Dense in its default layout: x·Wᵀ + b with W [out, in] (PyTorch's own
+    nn.Linear layout, F.linear), He-normal with fan-in = in, b [out] zero."""
 
     def __init__(self, fan_in, fan_out, gen):
         super().__init__()
-        self.weights = nn.Parameter(he_normal(fan_in, fan_out, gen))
-        self.biases = nn.Parameter(torch.zeros(1, fan_out))
+        self.weight = nn.Parameter(he_normal(fan_in, fan_out, gen).t().contiguous())
+        self.bias = nn.Parameter(torch.zeros(fan_out))
 
     def forward(self, x):
-        return torch.addmm(self.biases, x, self.weights)
+        return F.linear(x, self.weight, self.bias)
 
 
 # ---- plain MLP (BenchmarkMLP) ------------------------------------------------------------
@@ -116,41 +125,48 @@ class MLP(nn.Module):
         return h
 
 
+def rows(t, n):
+    return t[:n].clone()
+
+
 def mlp_cases(gen):
     for dims, batch in MLP_CASES:
-        name = "MLP/%s/B=%d" % ("-".join(str(d) for d in dims), batch)
+        arch = "-".join(str(d) for d in dims)
         net = MLP(dims, gen)
         params = list(net.parameters())
-        x = torch.randn(batch, dims[0], generator=gen)
+        x_full = torch.randn(batch, dims[0], generator=gen)
         target = torch.randn(batch, dims[-1], generator=gen)
+        print("MLP/%s: %d parameters in %d tensors" % (arch, sum(p.numel() for p in params), len(params)))
+        for b in EVAL_BATCHES + (batch,):
+            x = rows(x_full, b)
+            xg = x.clone().requires_grad_(True)
 
-        def forward():
-            with torch.no_grad():
-                return net(x)
+            def forward(x=x):
+                with torch.no_grad():
+                    return net(x)
 
-        xg = x.clone().requires_grad_(True)
+            def grad_x(xg=xg):
+                net.requires_grad_(False)
+                try:
+                    out = net(xg)
+                    return torch.autograd.grad((out * out).sum(), xg)
+                finally:
+                    net.requires_grad_(True)
 
-        def grad_x():
-            net.requires_grad_(False)
-            try:
-                out = net(xg)
-                return torch.autograd.grad((out * out).sum(), xg)
-            finally:
-                net.requires_grad_(True)
+            yield "MLP/%s/B=%d/forward" % (arch, b), forward
+            yield "MLP/%s/B=%d/grad-x" % (arch, b), grad_x
 
         opt = torch.optim.Adam(params, lr=LR, betas=BETAS, eps=ADAM_EPS)
 
         def train_step():
-            xb, yb = x.clone(), target.clone()
+            xb, yb = x_full.clone(), target.clone()
             loss = F.mse_loss(net(xb), yb)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
             return loss.item()
 
-        print("%s: %d parameters in %d tensors" % (name, sum(p.numel() for p in params), len(params)))
-        for mode, fn in (("forward", forward), ("grad-x", grad_x), ("train-step", train_step)):
-            yield "%s/%s" % (name, mode), fn
+        yield "MLP/%s/B=%d/train-step" % (arch, batch), train_step
 
 
 # ---- score network (models.ResidualMLP; BenchmarkScoreNet, BenchmarkScoreNetGradAll) ----
@@ -164,27 +180,39 @@ class Block(nn.Module):
 
 
 class ScoreNet(nn.Module):
-    def __init__(self, d, width, depth, gen, embed_dim=32, max_freq=8.0):
+    def __init__(self, d, width, depth, gen, classes=0, param="eps", out_dim=None, embed_dim=32, max_freq=8.0):
         super().__init__()
         n = max(embed_dim // 2, 1)
         freqs = [max_freq ** (k / max(n - 1, 1)) for k in range(n)]
         self.register_buffer("freqs", torch.tensor([freqs], dtype=torch.float32))  # [1, n]
+        self.param = param
         self.input = Dense(d, width, gen)
         self.embed = Dense(1 + 2 * n, width, gen)
+        # class table [K+1, width] (row K = null class), looked up as onehot·table like models.ResidualMLP
+        self.table = nn.Parameter(he_normal(classes + 1, width, gen)) if classes > 0 else None
+        self.classes = classes
         self.blocks = nn.ModuleList([Block(width, gen) for _ in range(depth)])
-        self.output = Dense(width, d, gen)
+        self.output = Dense(width, out_dim or d, gen)
 
-    def forward(self, x, alpha, sigma):
+    def forward(self, x, alpha, sigma, cls=None):
         a, s = alpha[:, None], sigma[:, None]
         c_in = 1.0 / torch.sqrt(a * a + s * s)
         h = self.input(x * c_in)
         lam = torch.log(s / a)  # [B, 1]
         arg = lam * self.freqs  # [B, n]
-        e = F.silu(self.embed(torch.cat([lam, torch.sin(arg), torch.cos(arg)], -1)))
+        e = self.embed(torch.cat([lam, torch.sin(arg), torch.cos(arg)], -1))
+        if self.table is not None and cls is not None:
+            e = e + F.embedding(cls, self.table)
+        e = F.silu(e)
         for blk in self.blocks:
             u = blk.dense1(F.silu(h)) + blk.embed(e)
             h = h + blk.dense2(F.silu(u))
-        return self.output(F.silu(h))  # ε-parameterisation: ε̂ is the output
+        out = self.output(F.silu(h))
+        if self.param == "edm":  # models.EpsFromGraph, PredictEDM: ε = a x + b F
+            sd = EDM_SIGMA_DATA
+            den = s * s + a * a * sd * sd
+            return (s / den) * x - (a * sd / torch.sqrt(den)) * out
+        return out
 
 
 def vp_alpha_sigma(t):
@@ -198,33 +226,51 @@ def sample_t(n, gen):
 
 
 def score_cases(gen):
-    for d, width, depth, batch in SCORE_CASES:
-        name = "ScoreNet/d=%d/w=%dx%d/B=%d" % (d, width, depth, batch)
-        net = ScoreNet(d, width, depth, gen)
+    for d, width, depth, classes, param, head, batch in SCORE_CASES:
+        cfg = "ScoreNet/d=%d,w=%dx%d" % (d, width, depth)
+        if classes:
+            cfg += ",K=%d" % classes
+        if param != "eps":
+            cfg += "," + param
+        if head != "eps":
+            cfg += "," + head
+        net = ScoreNet(d, width, depth, gen, classes=classes, param=param, out_dim=1 if head == "dftm" else d)
         params = list(net.parameters())
         data = torch.randn(512, d, generator=gen)
-        x = data[torch.randint(0, 512, (batch,), generator=gen)]
-        alpha, sigma = vp_alpha_sigma(sample_t(batch, gen))
+        labels = torch.arange(512) % max(classes, 1)
+        idx = torch.randint(0, 512, (batch,), generator=gen)
+        x_full, cls_full = data[idx], labels[idx]
+        alpha_full, sigma_full = vp_alpha_sigma(sample_t(batch, gen))
 
-        def forward():
-            with torch.no_grad():
-                return net(x, alpha, sigma)
+        def run(x, alpha, sigma, cls):
+            out = net(x, alpha, sigma, cls if classes else None)
+            return out[:, 0] if head == "dftm" else out
 
-        xg = x.clone().requires_grad_(True)
+        print("%s: %d parameters in %d tensors" % (cfg, sum(p.numel() for p in params), len(params)))
+        for b in EVAL_BATCHES + (batch,):
+            x, alpha, sigma, cls = rows(x_full, b), rows(alpha_full, b), rows(sigma_full, b), rows(cls_full, b)
+            xg = x.clone().requires_grad_(True)
 
-        def grad_x():
-            net.requires_grad_(False)
-            try:
-                out = net(xg, alpha, sigma)
-                return torch.autograd.grad((out * out).sum(), xg)
-            finally:
-                net.requires_grad_(True)
+            def forward(x=x, alpha=alpha, sigma=sigma, cls=cls):
+                with torch.no_grad():
+                    return run(x, alpha, sigma, cls)
 
-        wrt = [xg] + params
+            def grad_x(xg=xg, alpha=alpha, sigma=sigma, cls=cls):
+                net.requires_grad_(False)
+                try:
+                    out = run(xg, alpha, sigma, cls)
+                    return torch.autograd.grad((out * out).sum(), xg)
+                finally:
+                    net.requires_grad_(True)
 
-        def grad_all():
-            out = net(xg, alpha, sigma)
-            return torch.autograd.grad((out * out).sum(), wrt)
+            wrt = [xg] + params
+
+            def grad_all(xg=xg, alpha=alpha, sigma=sigma, cls=cls, wrt=wrt):
+                out = run(xg, alpha, sigma, cls)
+                return torch.autograd.grad((out * out).sum(), wrt)
+
+            for mode, fn in (("forward", forward), ("grad-x", grad_x), ("grad-all", grad_all)):
+                yield "%s/B=%d/%s" % (cfg, b, mode), fn
 
         opt = torch.optim.Adam(params, lr=LR, betas=BETAS, eps=ADAM_EPS)
         ema = [torch.zeros_like(p) for p in params]
@@ -232,38 +278,36 @@ def score_cases(gen):
 
         def train_step():
             # host sampling (models.Trainer.batch)
-            idx = torch.randint(0, data.shape[0], (batch,), generator=gen)
-            x0 = data[idx]
+            i = torch.randint(0, data.shape[0], (batch,), generator=gen)
+            x0, cls = data[i], labels[i]
             eps = torch.randn(batch, d, generator=gen)
             a, s = vp_alpha_sigma(sample_t(batch, gen))
-            weight = torch.ones(batch)  # weighting "eps"
-            _class = torch.zeros(batch, dtype=torch.int32)  # null class (unconditional)
+            if classes:  # CFG dropout 0.1 to the null class K
+                cls = torch.where(torch.rand(batch, generator=gen) < 0.1, torch.full_like(cls, classes), cls)
             opt.param_groups[0]["lr"] = LR  # LearningRate(store, step): constant
-            # loss (models.Trainer.perSampleLoss + meanLoss)
             xt = a[:, None] * x0 + s[:, None] * eps
-            loss = (((net(xt, a, s) - eps) ** 2).mean(-1) * weight).mean()
+            if head == "dftm":  # models.DFTM: (t_θ − ‖x₀‖²/d)²
+                loss = ((run(xt, a, s, cls) - (x0 * x0).mean(-1)) ** 2).mean()
+            else:  # DSM, weighting "eps"
+                loss = ((run(xt, a, s, cls) - eps) ** 2).mean(-1).mean()
             opt.zero_grad(set_to_none=True)
             loss.backward()
             # clippedAdamEMA: global-norm clipping, Adam, EMA
             grads = [p.grad for p in params]
             norm = torch.sqrt(sum((g * g).sum() for g in grads))
             scale = torch.clamp(CLIP / (norm + 1e-12), max=1.0)
-            for g in grads:
-                g.mul_(scale)
+            torch._foreach_mul_(grads, scale)
             opt.step()
             step[0] += 1
             with torch.no_grad():
                 if step[0] == 1:
-                    for e, p in zip(ema, params):
-                        e.copy_(p)
+                    torch._foreach_copy_(ema, params) if hasattr(torch, "_foreach_copy_") else [e.copy_(p) for e, p in zip(ema, params)]
                 else:
                     torch._foreach_mul_(ema, EMA)
                     torch._foreach_add_(ema, params, alpha=1 - EMA)
             return loss.item()
 
-        print("%s: %d parameters in %d tensors" % (name, sum(p.numel() for p in params), len(params)))
-        for mode, fn in (("forward", forward), ("grad-x", grad_x), ("grad-all", grad_all), ("train-step", train_step)):
-            yield "%s/%s" % (name, mode), fn
+        yield "%s/B=%d/train-step" % (cfg, batch), train_step
 
 
 def main():

@@ -96,14 +96,16 @@ func (r *AdjointGMMResult) Report() (*report.Report, error) {
 		}}, nil
 }
 
-// series is one curve per method of a per-step quantity.
-func (r *AdjointGMMResult) series(methods []string, get func(AdjointGMMStep, string) (float64, bool)) []plotx.Series {
+// series is one curve per method of a per-step quantity, with a band of
+// ± 1 standard error over seeds.
+func (r *AdjointGMMResult) series(methods []string, get func(AdjointGMMStep, string) (MeanSE, bool)) []plotx.Series {
 	var out []plotx.Series
 	for _, m := range methods {
 		s := plotx.Series{Name: m, Points: true}
 		for _, st := range r.Steps {
 			if v, ok := get(st, m); ok {
-				s.X, s.Y = append(s.X, st.T), append(s.Y, v)
+				s.X, s.Y = append(s.X, st.T), append(s.Y, v.Mean)
+				s.Lo, s.Hi = append(s.Lo, v.Mean-v.SE), append(s.Hi, v.Mean+v.SE)
 			}
 		}
 		if len(s.X) > 0 {
@@ -115,14 +117,15 @@ func (r *AdjointGMMResult) series(methods []string, get func(AdjointGMMStep, str
 
 func (r *AdjointGMMResult) agreementFigure(format string) ([]byte, error) {
 	approx := GMMMethods[1:]
-	cos := r.series(approx, func(s AdjointGMMStep, m string) (float64, bool) { v, ok := s.Cos[m]; return v.Mean, ok })
-	rel := r.series(approx, func(s AdjointGMMStep, m string) (float64, bool) { v, ok := s.RelErr[m]; return v.Mean, ok })
+	cos := r.series(approx, func(s AdjointGMMStep, m string) (MeanSE, bool) { v, ok := s.Cos[m]; return v, ok })
+	rel := r.series(approx, func(s AdjointGMMStep, m string) (MeanSE, bool) { v, ok := s.RelErr[m]; return v, ok })
 	note := plotx.Series{Name: "exact: cosine 1, error 0 (not drawn)", Note: true}
-	p1, err := plotx.Lines(fmt.Sprintf("adjoint gradient cosine to exact (d = %d)", r.Config.Dim), "t", "mean cosine to exact λ", append(cos, note)...)
+	band := plotx.Series{Name: fmt.Sprintf("bands: mean ± 1 SE over %d seeds", r.Config.Seeds), Note: true}
+	p1, err := plotx.Lines(fmt.Sprintf("adjoint gradient cosine to exact (d = %d)", r.Config.Dim), "t", "mean cosine to exact λ", append(cos, note, band)...)
 	if err != nil {
 		return nil, err
 	}
-	p2, err := plotx.LogLines(fmt.Sprintf("adjoint gradient relative error (d = %d)", r.Config.Dim), "t", "mean ‖λ − λ*‖ / ‖λ*‖", false, true, append(rel, note)...)
+	p2, err := plotx.LogLines(fmt.Sprintf("adjoint gradient relative error (d = %d)", r.Config.Dim), "t", "mean ‖λ − λ*‖ / ‖λ*‖", false, true, append(rel, note, band)...)
 	if err != nil {
 		return nil, err
 	}
@@ -130,8 +133,9 @@ func (r *AdjointGMMResult) agreementFigure(format string) ([]byte, error) {
 }
 
 func (r *AdjointGMMResult) hsFigure(format string) ([]byte, error) {
-	ss := r.series(gmmHSMethods, func(s AdjointGMMStep, m string) (float64, bool) { v, ok := s.HS[m]; return v.Mean, ok })
-	ss = append(ss, r.series([]string{"exact ‖F‖ (scale)"}, func(s AdjointGMMStep, _ string) (float64, bool) { return s.FisherHS.Mean, true })...)
+	ss := r.series(gmmHSMethods, func(s AdjointGMMStep, m string) (MeanSE, bool) { v, ok := s.HS[m]; return v, ok })
+	ss = append(ss, r.series([]string{"exact ‖F‖ (scale)"}, func(s AdjointGMMStep, _ string) (MeanSE, bool) { return s.FisherHS, true })...)
+	ss = append(ss, plotx.Series{Name: fmt.Sprintf("bands: mean ± 1 SE over %d seeds", r.Config.Seeds), Note: true})
 	p, err := plotx.LogLines(fmt.Sprintf("Fisher operator error at the guided states (d = %d)", r.Config.Dim), "t", "mean Hilbert–Schmidt norm", false, true, ss...)
 	if err != nil {
 		return nil, err

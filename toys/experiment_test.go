@@ -94,7 +94,7 @@ func TestCheckpointsAreReloadedAndGiveTheSameTable(t *testing.T) {
 	// a checkpoint of another size is refused, not silently used
 	cfg.Train.Width = 16
 	cfg.Retrain = false
-	if _, _, _, err := loadCheckpoint(cfg.Checkpoints, checkpointName(tiny(true), "score", 1), false, cfg.Train); err == nil || !strings.Contains(err.Error(), "retrain") {
+	if _, _, _, err := loadCheckpoint(cfg.Checkpoints, checkpointName(tiny(true), "score", 1), false, cfg, mustSchedule(t, cfg), ""); err == nil || !strings.Contains(err.Error(), "retrain") {
 		t.Errorf("a checkpoint trained with another width: %v", err)
 	}
 }

@@ -22,14 +22,14 @@ func (r *Result) figures() []*report.Figure {
 	var fs []*report.Figure
 	if len(r.Heat) > 0 {
 		fs = append(fs, &report.Figure{Name: "trace_fields.png", Render: r.heatFigure,
-			Caption: "σ² tr F / d over the plane, exact and by each learned method (rows: times); values beyond the colour range in the saturation colours, extremes on the colour bar"})
+			Caption: "σ² tr F / d over the plane, exact and by each learned method (rows: times); one colour range [−1, 1] centred at 0 (white) in every panel: black below −1, gold above 1 (beyond the bound d/σ²), each panel's extremes beside its colour bar"})
 	}
 	if r.learned() {
 		fs = append(fs, &report.Figure{Name: "relerr_vs_t.png", Render: r.errorFigure,
 			Caption: "relative Fisher-trace error Σ|est − exact| / Σ|exact| (%) versus t, mean ± sd over seeds, with the paper's Table 2 values"})
 	}
 	if r.Samples != nil {
-		fs = append(fs, &report.Figure{Name: "samples.png", Render: r.samplesFigure, Caption: "the data beside PF-ODE samples of the score network"})
+		fs = append(fs, &report.Figure{Name: "samples.png", Render: r.samplesFigure, Caption: "the data beside PF-ODE samples of the score network; the title gives the samples' mean distance to the nearest data point against the data's own, and says when the samples do not reproduce the data"})
 	}
 	if len(r.Losses) > 0 {
 		fs = append(fs, &report.Figure{Name: "loss.png", Render: r.lossFigure, Caption: "training losses of the score, DF-TM and centred DF-TM networks (Figure 1a analogue)"})
@@ -43,25 +43,20 @@ func (r *Result) figures() []*report.Figure {
 }
 
 // heatFigure tiles the normalised trace fields: one row per time, one
-// column per method, a shared colour range per row.
+// column per method, one colour range for all.
 func (r *Result) heatFigure(format string) ([]byte, error) {
 	methods := r.Methods
 	rows := make([][]*plot.Plot, len(r.Heat))
 	for i, h := range r.Heat {
-		// the exact field is ≤ 1 and dips far below 0 on thin ridges
-		// between modes: the colour range stops at −2 so the bulk stays
-		// readable, and HeatMap paints and names what lies beyond (the
-		// learned fields' errors among it)
-		lo := math.Inf(1)
-		for _, z := range h.Fields[MethodExact] {
-			for _, v := range z {
-				lo = math.Min(lo, v)
-			}
-		}
-		lo = math.Max(lo, -2)
+		// σ² tr F / d ≤ 1 for the exact field, which dips far below 0 on
+		// thin ridges between modes. One colour range for every row,
+		// centred at 0 (white): the saturation colours mean the same in
+		// every panel (black: below −1; gold: above 1, beyond the bound
+		// d/σ²), and HeatMap names each panel's extremes beside them.
+		const lo = -1.0
 		for _, m := range methods {
 			p, err := plotx.HeatMap(fmt.Sprintf("%s, t = %.2g (σ = %.2g)", m, h.T, r.Schedule.Sigma(h.T)), h.Xs, h.Ys, h.Fields[m],
-				plotx.HeatOptions{Min: lo, Max: 1 + 1e-9, ColorBarLabel: "σ² tr F / d", XLabel: "x₁", YLabel: "x₂"})
+				plotx.HeatOptions{Min: lo, Max: 1 + 1e-9, Diverging: true, XLabel: "x₁", YLabel: "x₂"})
 			if err != nil {
 				return nil, err
 			}
@@ -179,7 +174,14 @@ func (r *Result) samplesFigure(format string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := mk(fmt.Sprintf("PF-ODE samples of the score net (%d)", r.Config.Samples), r.Samples, plotutil.Color(0))
+	title := fmt.Sprintf("PF-ODE samples of the score net (%d)", r.Config.Samples)
+	ds, dd := nearestDistance(r.Samples, r.Data, false), nearestDistance(r.Data, r.Data, true)
+	title += fmt.Sprintf("\nmean distance to the nearest data point %.2g (data's own %.2g)", ds, dd)
+	if ds > 3*dd {
+		// three short lines: one long line ran past the panel
+		title += fmt.Sprintf("\nthe samples do NOT reproduce the data:\nthe %d×%d score net (%d steps) did not learn it", r.Config.Train.Width, r.Config.Train.Depth, r.Config.Train.Steps)
+	}
+	b, err := mk(title, r.Samples, plotutil.Color(0))
 	if err != nil {
 		return nil, err
 	}
@@ -243,4 +245,34 @@ func DatasetsFigure(format string, n int, seed uint64) ([]byte, error) {
 		row = append(row, p)
 	}
 	return tiles([][]*plot.Plot{row}, 3*vg.Inch, format)
+}
+
+// nearestDistance is the mean, over at most 2 000 rows of a, of the
+// Euclidean distance to the nearest row of b (other than the row itself
+// when self): how far samples lie from the data, against the data's own
+// spacing.
+func nearestDistance(a, b interface {
+	Dims() (int, int)
+	At(int, int) float64
+}, self bool) float64 {
+	na, d := a.Dims()
+	nb, _ := b.Dims()
+	n := min(na, 2000)
+	sum := 0.0
+	for i := 0; i < n; i++ {
+		best := math.Inf(1)
+		for j := 0; j < nb; j++ {
+			if self && i == j {
+				continue
+			}
+			s := 0.0
+			for k := 0; k < d; k++ {
+				v := a.At(i, k) - b.At(j, k)
+				s += v * v
+			}
+			best = math.Min(best, s)
+		}
+		sum += math.Sqrt(best)
+	}
+	return sum / float64(n)
 }

@@ -86,12 +86,18 @@ func obtainNetworks(ctx context.Context, cfg Config, sch schedule.Schedule, data
 	trained, loaded := 0, 0
 	for _, seed := range cfg.TrainSeeds {
 		var ctxs [3]*mlctx.Store
+		eps := "" // the score network's digest, which the DF-TM networks record and are checked against
 		for k, obj := range []models.Objective{models.DSM, models.DFTM, models.DFTMCentred} {
 			name := [3]string{"score", "df-tm", "df-tm-c"}[k]
 			file := checkpointName(cfg, name, seed)
 			var curve LossCurve
+			if k > 0 && eps == "" {
+				if eps, err = scoreDigest(ctxs[0]); err != nil {
+					return nil, err
+				}
+			}
 			if !cfg.Retrain && (cfg.Checkpoints != "" || cfg.Embedded) {
-				c, cp, where, err := loadCheckpoint(cfg.Checkpoints, file, cfg.Embedded, cfg.Train)
+				c, cp, where, err := loadCheckpoint(cfg.Checkpoints, file, cfg.Embedded, cfg, sch, eps)
 				if err == nil {
 					ctxs[k], curve = c, cp.Curve
 					loaded++
@@ -115,7 +121,7 @@ func obtainNetworks(ctx context.Context, cfg Config, sch schedule.Schedule, data
 				trained++
 				fmt.Fprintf(log, "toys: trained %s (seed %d) for %d steps in %.1fs, final loss %.4g\n", name, seed, cfg.Train.Steps, time.Since(start).Seconds(), curve.Loss[len(curve.Loss)-1])
 				if cfg.Checkpoints != "" {
-					if err := saveCheckpoint(filepath.Join(cfg.Checkpoints, file), cfg.Train, curve, ctxs[k]); err != nil {
+					if err := saveCheckpoint(filepath.Join(cfg.Checkpoints, file), cfg, sch, eps, curve, ctxs[k]); err != nil {
 						return nil, err
 					}
 				}
@@ -194,15 +200,41 @@ type savedConfig struct {
 	Curve LossCurve
 }
 
+// toyProvenance is what a toy network of cfg records of its training
+// (models.Provenance); eps is the digest of the score network a DF-TM or
+// centred DF-TM network goes with ("" for the score network).
+func toyProvenance(cfg Config, eps string) models.Provenance {
+	return models.Provenance{Data: fmt.Sprintf("toys %s: n=%d, data seed %d", cfg.Dataset, cfg.N, cfg.DataSeed),
+		Scaling: "none (as Generators draws it)", Dequantize: "none", EpsNetwork: eps}
+}
+
+// scoreDigest is the digest of the score network in store, as its
+// checkpoint would record it.
+func scoreDigest(store *mlctx.Store) (string, error) {
+	c, err := models.WeightsCheckpoint(store, 2, []string{models.ScoreScope}, nil)
+	if err != nil {
+		return "", fmt.Errorf("toys: score network: %w", err)
+	}
+	return models.CheckpointDigest(c, models.ScoreScope)
+}
+
 // saveCheckpoint stores the evaluation weights of the named network in
-// store (already EMA) in models' checkpoint format, with tc and its curve.
-func saveCheckpoint(path string, tc TrainConfig, curve LossCurve, store *mlctx.Store) error {
-	cfg, err := json.Marshal(savedConfig{tc, curve})
+// store (already EMA) in models' checkpoint format, with cfg.Train, its
+// curve and its provenance (schedule sch, cfg's data, eps for the DF-TM
+// networks).
+func saveCheckpoint(path string, cfg Config, sch schedule.Schedule, eps string, curve LossCurve, store *mlctx.Store) error {
+	raw, err := json.Marshal(savedConfig{cfg.Train, curve})
 	if err != nil {
 		return err
 	}
-	c, err := models.WeightsCheckpoint(store, 2, []string{netScopes[curve.Net]}, cfg)
+	c, err := models.WeightsCheckpoint(store, 2, []string{netScopes[curve.Net]}, raw)
 	if err != nil {
+		return fmt.Errorf("toys: checkpoint %s: %w", path, err)
+	}
+	if curve.Net == "score" {
+		eps = ""
+	}
+	if err := models.Stamp(c, sch, toyProvenance(cfg, eps)); err != nil {
 		return fmt.Errorf("toys: checkpoint %s: %w", path, err)
 	}
 	return c.Write(path)
@@ -211,8 +243,11 @@ func saveCheckpoint(path string, tc TrainConfig, curve LossCurve, store *mlctx.S
 // loadCheckpoint reads a toy network: from the folder dir when it holds the
 // file, else (embedded true) from the checkpoints compiled into the binary;
 // fs.ErrNotExist when neither has it. A checkpoint made with another
-// TrainConfig, or failing models' strict checks, is an error.
-func loadCheckpoint(dir, name string, embedded bool, tc TrainConfig) (*mlctx.Store, *savedConfig, string, error) {
+// TrainConfig, schedule (sch) or data set than cfg's, a DF-TM network made
+// for another score network than the one of digest eps, or one failing
+// models' strict checks, is an error.
+func loadCheckpoint(dir, name string, embedded bool, cfg Config, sch schedule.Schedule, eps string) (*mlctx.Store, *savedConfig, string, error) {
+	tc := cfg.Train
 	var raw []byte
 	var err error
 	where := filepath.Join(dir, name)
@@ -244,6 +279,22 @@ func loadCheckpoint(dir, name string, embedded bool, tc TrainConfig) (*mlctx.Sto
 	}
 	if want := netScopes[cp.Curve.Net]; len(c.Header.Networks) != 1 || c.Header.Networks[0] != want || want == "" {
 		return nil, nil, "", fmt.Errorf("toys: checkpoint %s holds networks %v for net %q: %w", where, c.Header.Networks, cp.Curve.Net, models.ErrCheckpoint)
+	}
+	if p := c.Header.Provenance; p == nil {
+		return nil, nil, "", fmt.Errorf("toys: checkpoint %s: %w: %w", where, models.ErrNoProvenance, models.ErrCheckpoint)
+	}
+	if err := models.CheckSchedule(c, sch); err != nil {
+		return nil, nil, "", fmt.Errorf("toys: checkpoint %s: %w", where, err)
+	}
+	if cp.Curve.Net == "score" {
+		eps = ""
+	}
+	want := toyProvenance(cfg, eps)
+	if p := c.Header.Provenance; p.Data != want.Data || p.Scaling != want.Scaling || p.Dequantize != want.Dequantize {
+		return nil, nil, "", fmt.Errorf("toys: checkpoint %s was trained on %q, config asks for %q (retrain): %w", where, p.Data, want.Data, models.ErrCheckpoint)
+	}
+	if p := c.Header.Provenance; p.EpsNetwork != eps {
+		return nil, nil, "", fmt.Errorf("toys: checkpoint %s was made for the score network %.12s…, this one is %.12s… (use the networks trained together): %w", where, p.EpsNetwork, eps, models.ErrCheckpoint)
 	}
 	store, err := models.LoadWeights(c)
 	if err != nil {

@@ -18,13 +18,20 @@ func TestEveryPublishedNetworkIsCompiledInAndLoadsStrictly(t *testing.T) {
 	}
 	n := 0
 	for _, cfg := range cfgs {
+		sch := mustSchedule(t, cfg)
 		for _, seed := range cfg.TrainSeeds {
+			eps := ""
 			for _, net := range []string{"score", "df-tm", "df-tm-c"} {
 				file := checkpointName(cfg, net, seed)
-				store, cp, where, err := loadCheckpoint("", file, true, cfg.Train)
+				store, cp, where, err := loadCheckpoint("", file, true, cfg, sch, eps)
 				if err != nil {
 					t.Errorf("%s: %v", file, err)
 					continue
+				}
+				if net == "score" {
+					if eps, err = scoreDigest(store); err != nil {
+						t.Fatal(err)
+					}
 				}
 				if !strings.HasPrefix(where, "embedded:") || cp.Curve.Net != net || !models.HasNetwork(store, netScopes[net]) {
 					t.Errorf("%s: loaded from %s, net %q", file, where, cp.Curve.Net)
@@ -40,6 +47,7 @@ func TestEveryPublishedNetworkIsCompiledInAndLoadsStrictly(t *testing.T) {
 
 func TestCorruptOrForeignCheckpointsAreRejectedWithClearErrors(t *testing.T) {
 	cfg := Full()
+	sch := mustSchedule(t, cfg)
 	file := checkpointName(cfg, "score", 1)
 	raw, err := committedCheckpoints.ReadFile("checkpoints/" + file)
 	if err != nil {
@@ -56,23 +64,23 @@ func TestCorruptOrForeignCheckpointsAreRejectedWithClearErrors(t *testing.T) {
 		b := append([]byte(nil), raw...)
 		b[pos] ^= 0x10
 		write(b)
-		if _, _, _, err := loadCheckpoint(dir, file, true, cfg.Train); !errors.Is(err, models.ErrCheckpoint) {
+		if _, _, _, err := loadCheckpoint(dir, file, true, cfg, sch, ""); !errors.Is(err, models.ErrCheckpoint) {
 			t.Errorf("bit flipped at byte %d: %v", pos, err)
 		}
 	}
 	write([]byte("not a checkpoint"))
-	if _, _, _, err := loadCheckpoint(dir, file, true, cfg.Train); !errors.Is(err, models.ErrCheckpoint) {
+	if _, _, _, err := loadCheckpoint(dir, file, true, cfg, sch, ""); !errors.Is(err, models.ErrCheckpoint) {
 		t.Errorf("junk: %v", err)
 	}
 	// A file of the folder wins over the compiled-in one, and is checked
 	// against the configuration.
 	write(raw)
-	other := cfg.Train
-	other.Width++
-	if _, _, _, err := loadCheckpoint(dir, file, true, other); err == nil || !strings.Contains(err.Error(), "retrain") {
+	other := cfg
+	other.Train.Width++
+	if _, _, _, err := loadCheckpoint(dir, file, true, other, sch, ""); err == nil || !strings.Contains(err.Error(), "retrain") {
 		t.Errorf("another configuration: %v", err)
 	}
-	if _, _, _, err := loadCheckpoint(dir, "absent.dfxckpt", false, cfg.Train); !errors.Is(err, fs.ErrNotExist) {
+	if _, _, _, err := loadCheckpoint(dir, "absent.dfxckpt", false, cfg, sch, ""); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("absent file: %v", err)
 	}
 }

@@ -203,7 +203,7 @@ func TestEveryBadInputIsOneLineExitTwoNothingOnStdout(t *testing.T) {
 		{"reproduce no experiment", []string{"reproduce"}, "", "name an experiment"},
 		{"reproduce unknown experiment", []string{"reproduce", "nope"}, "", "unknown experiment"},
 		{"reproduce empty -out", []string{"reproduce", "-out", "", "ot"}, "", "-out is empty"},
-		{"reproduce -out under a file", []string{"reproduce", "-out", filepath.Join(aFile, "sub"), "ot"}, "", "cannot create"},
+		{"reproduce -out under a file", []string{"reproduce", "-out", filepath.Join(aFile, "sub"), "ot"}, "", "not a directory"},
 		{"reproduce bad DFX_QUICK", []string{"reproduce", "ot"}, "yes", "DFX_QUICK"},
 	}
 	for _, c := range cases {

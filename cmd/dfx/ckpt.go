@@ -24,19 +24,23 @@ type ckptVariable struct {
 }
 
 type ckptReport struct {
-	File       string            `json:"file"`
-	Kind       string            `json:"kind"`
-	Objective  string            `json:"objective,omitempty"`
-	Networks   []string          `json:"networks"`
-	Dim        int               `json:"dim"`
-	Step       int64             `json:"step"`
-	Params     int64             `json:"trainable_params"`
-	Hyper      map[string]string `json:"hyperparameters"`
-	Config     json.RawMessage   `json:"config,omitempty"`
-	Variables  []ckptVariable    `json:"variables"`
-	Verified   bool              `json:"verified"`
-	Checksum   string            `json:"checksum"`
-	FormatNote string            `json:"format"`
+	File       string             `json:"file"`
+	Kind       string             `json:"kind"`
+	Objective  string             `json:"objective,omitempty"`
+	Networks   []string           `json:"networks"`
+	Dim        int                `json:"dim"`
+	Step       int64              `json:"step"`
+	Params     int64              `json:"trainable_params"`
+	Hyper      map[string]string  `json:"hyperparameters"`
+	Config     json.RawMessage    `json:"config,omitempty"`
+	Variables  []ckptVariable     `json:"variables"`
+	Verified   bool               `json:"verified"`
+	Checksum   string             `json:"checksum"`
+	FormatNote string             `json:"format"`
+	Provenance *models.Provenance `json:"provenance"`
+	// Digests identify each network by its function (models.NetworkDigest):
+	// what a t_θ's or ν_θ's provenance names as its ε-network.
+	Digests map[string]string `json:"network_digests"`
 }
 
 // runCkpt verifies a checkpoint (checksum, bounds, strict variable set,
@@ -66,7 +70,12 @@ func runCkpt(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	h := c.Header
 	rep := ckptReport{File: path, Kind: h.Kind, Objective: h.Objective, Networks: h.Networks, Dim: h.Dim, Step: h.Step,
 		Params: c.ParamCount(), Hyper: h.Params, Config: h.Config, Verified: true, Checksum: "sha256 ok",
-		FormatNote: "DFXCKPT v2"}
+		FormatNote: fmt.Sprintf("DFXCKPT v%d", c.Version()), Provenance: h.Provenance, Digests: map[string]string{}}
+	for _, n := range h.Networks {
+		if d, err := models.CheckpointDigest(c, n); err == nil {
+			rep.Digests[n] = d
+		}
+	}
 	for i, v := range h.Variables {
 		rep.Variables = append(rep.Variables, ckptVariable{v.Path, v.Dims, v.DType, int64(c.Values[i].Shape().Size()), v.Trainable})
 	}
@@ -84,6 +93,19 @@ func runCkpt(_ context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(&out, ", objective %s", h.Objective)
 		}
 		fmt.Fprintf(&out, ", networks %s, data dim %d, step %d, %d trainable parameters\n", strings.Join(h.Networks, " "), h.Dim, h.Step, rep.Params)
+		p := h.Provenance
+		fmt.Fprintln(&out, "provenance:")
+		fmt.Fprintf(&out, "  %-22s %v\n", "schedule", p.Schedule)
+		fmt.Fprintf(&out, "  %-22s %s\n", "parameterisation", orNone(p.Param))
+		fmt.Fprintf(&out, "  %-22s %s\n", "data", p.Data)
+		fmt.Fprintf(&out, "  %-22s %s\n", "scaling", p.Scaling)
+		fmt.Fprintf(&out, "  %-22s %s\n", "dequantisation", p.Dequantize)
+		if p.EpsNetwork != "" {
+			fmt.Fprintf(&out, "  %-22s %s\n", "made for ε-network", p.EpsNetwork)
+		}
+		for _, n := range h.Networks {
+			fmt.Fprintf(&out, "  %-22s %s\n", "digest of "+n, rep.Digests[n])
+		}
 		fmt.Fprintln(&out, "hyperparameters:")
 		for _, k := range slices.Sorted(maps.Keys(h.Params)) {
 			fmt.Fprintf(&out, "  %-22s %s\n", k, h.Params[k])
@@ -104,4 +126,11 @@ func runCkpt(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "ckpt", err)
 	}
 	return 0
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }

@@ -24,6 +24,9 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/dfx-lab/dfx/mnist"
+	"github.com/dfx-lab/dfx/models"
 )
 
 // command is one subcommand: it gets its arguments and returns an exit code.
@@ -73,7 +76,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "dfx: unknown command %q (want one of %s)\n", args[0], strings.Join(commandNames(), ", "))
 		return 2
 	}
-	return c.run(ctx, args[1:], stdout, stderr)
+	return runGuarded(ctx, args[0], c, args[1:], stdout, stderr)
+}
+
+// runGuarded runs one command and turns a panic that escaped it into one
+// line and exit status 1: the last resort that keeps stack traces from
+// users (every known cause is an error returned before it can panic).
+// DFX_TRACEBACK=1 re-raises the panic, for debugging.
+func runGuarded(ctx context.Context, name string, c command, args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		if os.Getenv("DFX_TRACEBACK") == "1" {
+			panic(r)
+		}
+		fmt.Fprintf(stderr, "dfx %s: internal error: %s (rerun with DFX_TRACEBACK=1 for the trace, and report it)\n", name, oneLine(fmt.Errorf("%v", r)))
+		code = 1
+	}()
+	return c.run(ctx, args, stdout, stderr)
 }
 
 func commandNames() []string {
@@ -99,6 +121,36 @@ func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", " 
 func fail(stderr io.Writer, cmd string, err error) int {
 	fmt.Fprintf(stderr, "dfx %s: %s\n", cmd, oneLine(err))
 	return 2
+}
+
+// errBadInput marks an error about the user's input found after parsing
+// (a file, a folder, an environment variable): exit status 2.
+var errBadInput = errors.New("bad input")
+
+// badInput wraps err as bad input.
+func badInput(err error) error { return inputError{err} }
+
+// inputError is an error marked as bad input, with an unchanged message.
+type inputError struct{ err error }
+
+func (e inputError) Error() string        { return e.err.Error() }
+func (e inputError) Unwrap() error        { return e.err }
+func (e inputError) Is(target error) bool { return target == errBadInput }
+
+// isBadInput reports whether err is about the user's input rather than a
+// failed computation: a corrupt or mismatched checkpoint, a malformed IDX
+// file, an unusable backend, or an error marked with badInput.
+func isBadInput(err error) bool {
+	return errors.Is(err, errBadInput) || errors.Is(err, models.ErrCheckpoint) ||
+		errors.Is(err, mnist.ErrFormat) || errors.Is(err, models.ErrBackend)
+}
+
+// failErr is fail for bad input (isBadInput) and failRun for the rest.
+func failErr(stderr io.Writer, cmd string, err error) int {
+	if isBadInput(err) && !errors.Is(err, context.Canceled) {
+		return fail(stderr, cmd, err)
+	}
+	return failRun(stderr, cmd, err)
 }
 
 // failRun prints a one-line error for a computation that failed or was

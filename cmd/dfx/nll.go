@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dfx-lab/dfx/dfx/likelihood"
+	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/pfode"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/internal/membudget"
@@ -78,7 +79,7 @@ func runNLL(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	start := time.Now()
 	res, err := job.run(ctx, stderr)
 	if err != nil {
-		if errors.Is(err, likelihood.ErrInput) {
+		if errors.Is(err, likelihood.ErrInput) || errors.Is(err, mixture.ErrNonFinite) {
 			return fail(stderr, "nll", err)
 		}
 		return failRun(stderr, "nll", err)

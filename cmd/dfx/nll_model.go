@@ -21,7 +21,6 @@ import (
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/internal/input"
 	"github.com/dfx-lab/dfx/internal/membudget"
-	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/models"
 )
 
@@ -239,20 +238,13 @@ func parseTrace(v string) (traceSpec, error) {
 	return traceSpec{}, fmt.Errorf("unknown --trace %q (want one of %s)", v, traceForms)
 }
 
-// trainingOnlyParams are the hyperparameters that may differ between files
-// combined with repeated --checkpoint (they only steer training).
-var trainingOnlyParams = map[string]bool{
-	"/seed": true, "/learning_rate": true, "/batch_size": true, "/warmup_steps": true, "/cosine_steps": true,
-	"/ema_decay": true, "/clip_norm": true, "/weight_decay": true, "/min_snr_gamma": true, "/weighting": true,
-	"/time_sampling": true, "/cfg_dropout": true,
-}
-
 // loadNetModel reads the --checkpoint files (weights checkpoints; networks
 // in separate files are put side by side) and builds the score and trace.
 func loadNetModel(paths []string, tr traceSpec, d int, s schedule.Schedule, seed uint64) (nllModel, error) {
 	var store *model.Store
 	var first *models.Checkpoint
 	have := map[string]string{} // network scope → file
+	byNet := map[string]*models.Checkpoint{}
 	var others []*model.Store
 	for _, p := range paths {
 		c, err := models.ReadCheckpoint(p)
@@ -265,15 +257,18 @@ func loadNetModel(paths []string, tr traceSpec, d int, s schedule.Schedule, seed
 		if c.Header.Dim != d {
 			return nllModel{}, fmt.Errorf("--checkpoint %s takes points of dimension %d, the --points are of dimension %d", p, c.Header.Dim, d)
 		}
+		if err := models.CheckSchedule(c, s); err != nil {
+			return nllModel{}, fmt.Errorf("--checkpoint %s does not go with --schedule %s: %w", p, s.Name(), err)
+		}
 		for _, n := range c.Header.Networks {
 			if f, dup := have[n]; dup {
 				return nllModel{}, fmt.Errorf("--checkpoint %s and %s both hold the %s network: give each network once", f, p, n)
 			}
-			have[n] = p
+			have[n], byNet[n] = p, c
 		}
 		if first != nil {
 			for _, key := range slices.Sorted(mapsKeys(first.Header.Params, c.Header.Params)) {
-				if a, b := first.Header.Params[key], c.Header.Params[key]; a != b && !trainingOnlyParams[key] {
+				if a, b := first.Header.Params[key], c.Header.Params[key]; a != b && !models.TrainingOnlyParams[key] {
 					return nllModel{}, fmt.Errorf("--checkpoint %s has %s=%q but %s has %q: networks of different architectures cannot be combined", p, key, b, paths[0], a)
 				}
 			}
@@ -295,10 +290,31 @@ func loadNetModel(paths []string, tr traceSpec, d int, s schedule.Schedule, seed
 	if _, ok := have[models.ScoreScope]; !ok {
 		return nllModel{}, fmt.Errorf("no score network (%s) in the --checkpoint files, which hold %s", models.ScoreScope, strings.Join(held, ", "))
 	}
+	for _, n := range []string{models.TraceScope, models.CentredTraceScope} {
+		if c, ok := byNet[n]; ok {
+			if err := models.CheckPair(byNet[models.ScoreScope], c); err != nil {
+				return nllModel{}, fmt.Errorf("--checkpoint %s was not made for the score network of %s: %w", have[n], have[models.ScoreScope], err)
+			}
+		}
+	}
 	need := map[string]string{"dftm": models.TraceScope, "dftm-c": models.CentredTraceScope}[tr.kind]
 	if _, ok := have[need]; need != "" && !ok {
 		return nllModel{}, fmt.Errorf("--trace %s needs the %s network in a --checkpoint (repeat --checkpoint with the file that holds it, e.g. the *-%s-* checkpoint beside the score network's); the files hold %s",
 			tr.kind, need, map[string]string{"dftm": "df-tm", "dftm-c": "df-tm-c"}[tr.kind], strings.Join(held, ", "))
+	}
+	for _, p := range paths { // a file loaded and not used is a mistake, not a no-op
+		used := false
+		var holds []string
+		for n, f := range have {
+			if f == p {
+				used = used || n == models.ScoreScope || n == need
+				holds = append(holds, n)
+			}
+		}
+		if !used {
+			slices.Sort(holds)
+			return nllModel{}, fmt.Errorf("--checkpoint %s holds %s, which --trace %s does not use: leave it out, or choose the --trace that uses it", p, strings.Join(holds, ", "), tr.kind)
+		}
 	}
 	backend, err := models.NewBackend()
 	if err != nil {
@@ -388,66 +404,4 @@ func (n *netDynamics) Eval(x *mat.Dense, t float64) (*mat.Dense, []float64, erro
 		tr = append(tr, part...)
 	}
 	return eps, tr, nil
-}
-
-// --- points -------------------------------------------------------------------
-
-// nllPoints are the points and what is known of their quantisation.
-type nllPoints struct {
-	x           *mat.Dense
-	images      bool // 8-bit IDX images scaled to [−1, 1]
-	dequantized bool
-}
-
-// isIDX reports whether path names IDX images: a .gz file, or a file that
-// starts with the IDX image magic 0x00000803.
-func isIDX(path string) bool {
-	if path == "-" {
-		return false
-	}
-	if strings.HasSuffix(path, ".gz") {
-		return true
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return false // input.ReadFile reports it
-	}
-	defer f.Close()
-	var magic [4]byte
-	n, _ := io.ReadFull(f, magic[:])
-	return n == 4 && magic == [4]byte{0, 0, 8, 3}
-}
-
-func readNLLPoints(a nllArgs, budget membudget.Budget) (*nllPoints, error) {
-	if !isIDX(a.points) {
-		if a.dequantize {
-			return nil, errors.New("--dequantize applies to IDX images (8-bit pixels); the --points are CSV/.npy values")
-		}
-		x, err := input.ReadFile(a.points, input.Options{Header: a.header, MaxBytes: budget.Bytes})
-		if err != nil {
-			return nil, err
-		}
-		return &nllPoints{x: x}, nil
-	}
-	if a.header {
-		return nil, errors.New("--header applies to CSV --points, not IDX images")
-	}
-	im, err := mnist.ReadImages(a.points)
-	if err != nil {
-		return nil, err
-	}
-	if err := budget.Check(fmt.Sprintf("%d IDX images of %d×%d", im.N, im.Rows, im.Cols), float64(im.N)*float64(im.Dim())*8, "pass fewer images"); err != nil {
-		return nil, err
-	}
-	set := &mnist.Set{Images: im}
-	var x *mat.Dense
-	if a.dequantize {
-		x, err = set.Dequantized(0, im.N, uint64(a.seed))
-	} else {
-		x, err = set.Scaled(0, im.N)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &nllPoints{x: x, images: true, dequantized: a.dequantize}, nil
 }

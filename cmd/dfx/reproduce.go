@@ -37,10 +37,10 @@ var experimentDocs = map[string]string{
 // experiments read, for -h.
 var reproduceEnv = [][2]string{
 	{"DFX_QUICK=1", "makes -quick the default"},
-	{"DFX_RETRAIN=1", "toys: retrain instead of loading the committed checkpoints, and rewrite toys/checkpoints (run from the repository root)"},
+	{"DFX_RETRAIN=1", "toys (1, 0 or unset): retrain instead of loading the committed checkpoints, and rewrite toys/checkpoints (run from the repository root)"},
 	{"GOMLX_BACKEND", "GoMLX backend of the learned experiments (default: the Go backend; e.g. xla:cuda with the xla build tag)"},
 	{"DFX_MNIST_DIR", "folder of the MNIST IDX files (default: the GoMNIST module's data folder)"},
-	{"DFX_MNIST_NETS", "mnist: folder of the networks written by `dfx train` (default: the committed mnist/checkpoints, compiled in)"},
+	{"DFX_MNIST_NETS", "mnist, adjoint: folder of the networks written by `dfx train`, holding all four (default: the committed mnist/checkpoints, compiled in)"},
 }
 
 func reproduceUsage(w io.Writer) {
@@ -101,8 +101,8 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return fail(stderr, "reproduce", fmt.Errorf("unknown experiment %q (want one of %s, all)", n, strings.Join(experimentNames(), ", ")))
 		}
 	}
-	if err := checkWritable(*out); err != nil {
-		return fail(stderr, "reproduce", err)
+	if err := preflightReproduce(*out, names); err != nil {
+		return failErr(stderr, "reproduce", err)
 	}
 	profile := "full"
 	if *quick {
@@ -126,18 +126,44 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	return 0
 }
 
-// checkWritable requires a non-empty output folder that exists or can be
-// created, and in which a file can be created.
-func checkWritable(dir string) error {
-	if strings.TrimSpace(dir) == "" {
-		return errors.New("-out is empty; name an output folder")
+// preflightReproduce checks, before any experiment runs, the output
+// folders (report.CheckDir: new, empty, or dfx's own), claims -out, and
+// checks the environment the named experiments read.
+func preflightReproduce(out string, names []string) error {
+	if strings.TrimSpace(out) == "" {
+		return badInput(errors.New("-out is empty; name an output folder"))
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("-out %s: cannot create the folder: %w", dir, err)
+	for _, d := range append([]string{out}, names...) {
+		if d != out {
+			d = filepath.Join(out, d)
+		}
+		if err := report.CheckDir(d); err != nil {
+			return badInput(fmt.Errorf("-out: %w", err))
+		}
 	}
-	f, err := os.CreateTemp(dir, ".dfx-write-check-*")
+	if err := checkBackend(); err != nil {
+		return err
+	}
+	for _, n := range names {
+		var err error
+		switch n {
+		case "toys", "toys-others":
+			err = checkRetrainEnv()
+		case "mnist", "adjoint":
+			if err = checkMNISTData(); err == nil {
+				err = checkNets("DFX_MNIST_NETS", os.Getenv("DFX_MNIST_NETS"))
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if err := report.ClaimDir(out); err != nil {
+		return badInput(fmt.Errorf("-out %s: cannot create the folder: %w", out, err))
+	}
+	f, err := os.CreateTemp(out, ".dfx-write-check-*")
 	if err != nil {
-		return fmt.Errorf("-out %s: not writable: %w", dir, err)
+		return badInput(fmt.Errorf("-out %s: not writable: %w", out, err))
 	}
 	f.Close()
 	return os.Remove(f.Name())

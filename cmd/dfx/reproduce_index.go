@@ -38,6 +38,9 @@ func reproduce(ctx context.Context, name, out string, quick bool, log io.Writer)
 		rel := name
 		if len(results) > 1 {
 			rel = name + "/" + r.Name
+			if err := report.ClaimDir(filepath.Join(out, name)); err != nil {
+				return err
+			}
 		}
 		if err := report.WriteDir(ctx, r, filepath.Join(out, filepath.FromSlash(rel))); err != nil {
 			return err

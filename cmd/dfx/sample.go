@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -46,17 +47,9 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if gf.guide != "" && !isSet(fs, "steps") {
 		*steps = 50 // the paper's protocol
 	}
-	var cls []int
-	if *classes == "all" {
-		cls = []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
-	} else {
-		for _, f := range strings.Split(*classes, ",") {
-			k, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || k < 0 || k > 9 {
-				return fail(stderr, "sample", fmt.Errorf("--class %q: want comma-separated integers in 0…9, or all", *classes))
-			}
-			cls = append(cls, k)
-		}
+	cls, err := parseClasses(*classes)
+	if err != nil {
+		return fail(stderr, "sample", err)
 	}
 	switch {
 	case *n < 1 || *n > 1000:
@@ -69,12 +62,12 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err := finite("scale", *scale, 0, true); err != nil {
 		return fail(stderr, "sample", err)
 	}
-	for _, p := range []string{*pngOut, *npyOut} {
-		if p == "" {
-			continue
-		}
-		if st, err := os.Stat(filepath.Dir(p)); err != nil || !st.IsDir() {
-			return fail(stderr, "sample", fmt.Errorf("cannot write %s: its folder does not exist", p))
+	if *pngOut != "" && *npyOut != "" && sameFile(*pngOut, *npyOut) {
+		return fail(stderr, "sample", fmt.Errorf("-png and -npy name the same file %s: one would overwrite the other", *pngOut))
+	}
+	for _, o := range []struct{ flag, path string }{{"png", *pngOut}, {"npy", *npyOut}} {
+		if err := checkOutFile(o.flag, o.path); err != nil {
+			return fail(stderr, "sample", err)
 		}
 	}
 	if *nets != "" {
@@ -88,11 +81,14 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	backend, err := models.NewBackend()
 	if err != nil {
-		return failRun(stderr, "sample", err)
+		return failErr(stderr, "sample", err)
 	}
 	net, err := mnist.LoadNetworks(backend, *nets)
 	if err != nil {
-		return failRun(stderr, "sample", err)
+		if *nets != "" {
+			err = fmt.Errorf("--nets %s: %w", *nets, err)
+		}
+		return failErr(stderr, "sample", err)
 	}
 	var class []int
 	var sc []float64
@@ -132,38 +128,93 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	meter.Done()
 	x = mnist.Clip(x)
-	if *npyOut != "" {
-		if err := atomicfile.Write(*npyOut, func(w io.Writer) error { return input.WriteNPY(w, x) }); err != nil {
-			return failRun(stderr, "sample", err)
-		}
-		fmt.Fprintln(stdout, *npyOut)
+	if err := writeSamples(x, cls, *n, *steps, *scale, uint64(seed), guide, *pngOut, *npyOut); err != nil {
+		return failRun(stderr, "sample", err)
 	}
-	if *pngOut != "" {
+	for _, p := range []string{*npyOut, *pngOut} {
+		if p != "" {
+			fmt.Fprintln(stdout, p)
+		}
+	}
+	return 0
+}
+
+// parseClasses parses --class: comma-separated digits, or all.
+func parseClasses(v string) ([]int, error) {
+	if v == "all" {
+		return []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, nil
+	}
+	var cls []int
+	for _, f := range strings.Split(v, ",") {
+		k, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || k < 0 || k > 9 {
+			return nil, fmt.Errorf("--class %q: want comma-separated integers in 0…9, or all", v)
+		}
+		cls = append(cls, k)
+	}
+	return cls, nil
+}
+
+// writeSamples renders the PNG grid and the .npy bytes first, then writes
+// each file atomically: a failure leaves neither a new file nor a path on
+// stdout; if the second write fails the first file is removed again.
+func writeSamples(x *mat.Dense, cls []int, n, steps int, scale float64, seed uint64, guide *sampleGuide, pngOut, npyOut string) error {
+	type file struct {
+		path string
+		data []byte
+	}
+	var files []file
+	if npyOut != "" {
+		var b bytes.Buffer
+		if err := input.WriteNPY(&b, x); err != nil {
+			return err
+		}
+		files = append(files, file{npyOut, b.Bytes()})
+	}
+	if pngOut != "" {
 		var rows [][]*mat.Dense
 		for i := range cls {
 			var row []*mat.Dense
-			for r := range *n {
-				row = append(row, mat.NewDense(1, mnist.Dim, x.RawRowView(i**n+r)))
+			for r := range n {
+				row = append(row, mat.NewDense(1, mnist.Dim, x.RawRowView(i*n+r)))
 			}
 			rows = append(rows, row)
 		}
-		title := fmt.Sprintf("DDIM %d steps, guidance scale %g, seed %d", *steps, *scale, uint64(seed))
+		title := fmt.Sprintf("DDIM %d steps, guidance scale %g, seed %d", steps, scale, seed)
 		if guide != nil {
 			title += ", " + guide.String()
 		}
 		p, err := mnist.ImageGrid(title, "seed index", "requested class (row)", rows, nil)
 		if err != nil {
-			return failRun(stderr, "sample", err)
+			return err
 		}
 		mnist.LabelRows(p, cls)
-		raw, err := plotx.Bytes(p, vg.Length(*n)*0.55*vg.Inch+1.3*vg.Inch, vg.Length(len(cls))*0.55*vg.Inch+1.1*vg.Inch, "png")
+		raw, err := plotx.Bytes(p, vg.Length(n)*0.55*vg.Inch+1.3*vg.Inch, vg.Length(len(cls))*0.55*vg.Inch+1.1*vg.Inch, "png")
 		if err != nil {
-			return failRun(stderr, "sample", err)
+			return err
 		}
-		if err := atomicfile.WriteFile(*pngOut, raw); err != nil {
-			return failRun(stderr, "sample", err)
-		}
-		fmt.Fprintln(stdout, *pngOut)
+		files = append(files, file{pngOut, raw})
 	}
-	return 0
+	for i, f := range files {
+		if err := atomicfile.WriteFile(f.path, f.data); err != nil {
+			for _, done := range files[:i] {
+				os.Remove(done.path)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// sameFile reports whether two paths name the same file (the same clean
+// absolute path, or the same existing file).
+func sameFile(a, b string) bool {
+	aa, errA := filepath.Abs(a)
+	bb, errB := filepath.Abs(b)
+	if errA == nil && errB == nil && aa == bb {
+		return true
+	}
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }

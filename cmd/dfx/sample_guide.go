@@ -69,15 +69,9 @@ func (g *sampleGuideFlags) check(fs *flag.FlagSet, steps int) (*sampleGuide, err
 	}
 	from, to := 3*steps/10, 7*steps/10
 	if isSet(fs, "window") {
-		a, b, ok := strings.Cut(g.window, ":")
-		var errA, errB error
-		from, errA = strconv.Atoi(strings.TrimSpace(a))
-		to, errB = strconv.Atoi(strings.TrimSpace(b))
-		if !ok || errA != nil || errB != nil {
-			return nil, fmt.Errorf("--window %q: want FROM:TO, two integers", g.window)
-		}
-		if from < 0 || from > to || to > steps {
-			return nil, fmt.Errorf("--window %d:%d must satisfy 0 ≤ FROM ≤ TO ≤ --steps %d", from, to, steps)
+		var err error
+		if from, to, err = parseWindow(g.window, steps); err != nil {
+			return nil, err
 		}
 	}
 	if err := finite("strength", g.strength, 0, true); err != nil {
@@ -115,6 +109,20 @@ func (g *sampleGuideFlags) check(fs *flag.FlagSet, steps int) (*sampleGuide, err
 		out.ref = ref
 	}
 	return out, nil
+}
+
+// parseWindow parses --window FROM:TO against the outer step count.
+func parseWindow(v string, steps int) (from, to int, err error) {
+	a, b, ok := strings.Cut(v, ":")
+	from, errA := strconv.Atoi(strings.TrimSpace(a))
+	to, errB := strconv.Atoi(strings.TrimSpace(b))
+	if !ok || errA != nil || errB != nil {
+		return 0, 0, fmt.Errorf("--window %q: want FROM:TO, two integers", v)
+	}
+	if from < 0 || from > to || to > steps {
+		return 0, 0, fmt.Errorf("--window %d:%d must satisfy 0 ≤ FROM ≤ TO ≤ --steps %d", from, to, steps)
+	}
+	return from, to, nil
 }
 
 // readReference reads image row of path: IDX images (pixels 0…255, scaled

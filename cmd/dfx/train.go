@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,8 +14,12 @@ import (
 	"github.com/dfx-lab/dfx/models"
 )
 
-const trainUsage = `usage: dfx train <network> [-steps N] [-out mnist/checkpoints] [-resume] [-save-every 500]
-Trains one MNIST network with its fixed seed and writes its EMA weights to OUT/<network>.dfxckpt (atomically), with its loss curve, time and machine. The resumable trainer state is saved every -save-every steps and on SIGINT/SIGTERM to OUT/_<network>.state.dfxckpt; -resume continues from it. Run from the repository root to rewrite the committed checkpoints.`
+// defaultTrainOut is dfx train's output folder when -out is not given: not
+// the committed mnist/checkpoints, which only an explicit -out rewrites.
+const defaultTrainOut = "dfx-nets"
+
+const trainUsage = `usage: dfx train <network> [-steps N] [-out dfx-nets] [-resume | -force] [-save-every 500]
+Trains one MNIST network with its fixed seed and writes its EMA weights to OUT/<network>.dfxckpt (atomically), with its loss curve, time and machine. The resumable trainer state is saved every -save-every steps and on SIGINT/SIGTERM to OUT/_<network>.state.dfxckpt; -resume continues from it, and a saved state is never replaced without -resume or -force. dftm-c trains against OUT/eps.dfxckpt, which must exist. The committed checkpoints are rewritten only when asked by name: -out mnist/checkpoints (from the repository root). Use the networks with dfx sample -nets OUT or DFX_MNIST_NETS=OUT.`
 
 func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var names []string
@@ -45,8 +50,9 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
 	steps := fs.Int("steps", spec.Steps, "training steps (the committed checkpoints use the default)")
-	out := fs.String("out", filepath.Join("mnist", "checkpoints"), "folder of the weights checkpoint and the resumable state")
+	out := fs.String("out", defaultTrainOut, "folder of the weights checkpoint and the resumable state (mnist/checkpoints: rewrite the committed ones)")
 	resume := fs.Bool("resume", false, "continue from OUT/_<network>.state.dfxckpt")
+	force := fs.Bool("force", false, "start afresh, replacing a saved state OUT/_<network>.state.dfxckpt")
 	saveEvery := fs.Int("save-every", 500, "steps between saves of the resumable state")
 	logEvery := fs.Int("log-every", 50, "steps per point of the recorded loss curve")
 	if code, ok := parseFlags(fs, args[1:], stderr, "train", trainUsage); !ok {
@@ -68,31 +74,67 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	case *out == "":
 		return fail(stderr, "train", fmt.Errorf("--out must name a folder"))
 	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return fail(stderr, "train", fmt.Errorf("--out: %v", err))
-	}
-	if probe, err := os.CreateTemp(*out, ".tmp-probe-*"); err != nil {
-		return fail(stderr, "train", fmt.Errorf("--out %s is not writable: %v", *out, err))
-	} else {
-		probe.Close()
-		os.Remove(probe.Name())
-	}
-	if *resume {
-		if _, err := os.Stat(filepath.Join(*out, "_"+spec.Name+".state.dfxckpt")); err != nil {
-			return fail(stderr, "train", fmt.Errorf("--resume: no saved state: %v", err))
-		}
+	if err := preflightTrain(spec, *out, *resume, *force); err != nil {
+		return failErr(stderr, "train", err)
 	}
 	backend, err := models.NewBackend()
 	if err != nil {
-		return failRun(stderr, "train", err)
+		return failErr(stderr, "train", err)
 	}
 	rec, err := mnist.TrainNetwork(ctx, backend, spec, mnist.TrainOptions{
 		Steps: *steps, Out: *out, Resume: *resume, SaveEvery: *saveEvery, LogEvery: *logEvery,
 		Progress: stderr, Log: stderr,
 	})
 	if err != nil {
-		return failRun(stderr, "train", err)
+		return failErr(stderr, "train", err)
 	}
 	fmt.Fprintf(stdout, "%s\t%d steps\t%.0f s\tfinal loss %.4g\n", filepath.Join(*out, spec.Name+".dfxckpt"), rec.Steps, rec.Seconds, rec.Curve.Loss[len(rec.Curve.Loss)-1])
 	return 0
+}
+
+// preflightTrain checks everything dfx train needs before the data are
+// read: the output folder (writable, not / nor a source folder), the saved
+// state (present and valid with -resume; never replaced without -force),
+// the network the spec trains against, the backend and the data set.
+func preflightTrain(spec mnist.NetSpec, out string, resume, force bool) error {
+	if resume && force {
+		return badInput(errors.New("-resume and -force exclude each other: continue the saved state, or replace it"))
+	}
+	if err := checkOutDir("out", out); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return badInput(fmt.Errorf("--out: %v", err))
+	}
+	probe, err := os.CreateTemp(out, ".tmp-probe-*")
+	if err != nil {
+		return badInput(fmt.Errorf("--out %s is not writable: %v", out, err))
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	state := filepath.Join(out, "_"+spec.Name+".state.dfxckpt")
+	_, statErr := os.Stat(state)
+	switch {
+	case resume && statErr != nil:
+		return badInput(fmt.Errorf("--resume: no saved state: %v", statErr))
+	case resume:
+		c, err := models.ReadCheckpoint(state)
+		if err != nil {
+			return badInput(fmt.Errorf("--resume: %w", err))
+		}
+		if c.Header.Kind != models.KindTrainer || c.Header.Objective != spec.Objective.String() {
+			return badInput(fmt.Errorf("--resume: %s is a %q checkpoint of objective %q, not the training state of %s (%s)", state, c.Header.Kind, c.Header.Objective, spec.Name, spec.Objective))
+		}
+	case statErr == nil && !force:
+		return badInput(fmt.Errorf("%s holds a saved state of an earlier run: continue it with -resume, or replace it with -force", state))
+	}
+	if spec.Needs != "" {
+		if _, _, err := mnist.LoadNetwork(out, spec.Needs); err != nil {
+			return badInput(fmt.Errorf("%s trains against the %s network: %w", spec.Name, spec.Needs, err))
+		}
+	}
+	if err := checkBackend(); err != nil {
+		return err
+	}
+	return checkMNISTData()
 }

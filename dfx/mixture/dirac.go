@@ -105,6 +105,9 @@ func (m *Dirac) Eval(q Query) (*Result, error) {
 		}()
 	}
 	wg.Wait()
+	if err := checkFiniteResult(res); err != nil {
+		return nil, err
+	}
 	return res, nil
 }
 

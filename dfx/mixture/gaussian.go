@@ -169,6 +169,9 @@ func (g *Gaussian) Eval(q Query) (*Result, error) {
 		g.fisher(dr, rs, sk, cs, v, q.Want)
 		finish(res, i, c, x, v, p)
 	}
+	if err := checkFiniteResult(res); err != nil {
+		return nil, err
+	}
 	return res, nil
 }
 

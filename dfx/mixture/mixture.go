@@ -69,6 +69,57 @@ type Mixture interface {
 // ErrInput is wrapped by every error about bad data or queries.
 var ErrInput = errors.New("invalid input")
 
+// ErrNonFinite is wrapped by the error Eval returns when a result is NaN
+// or infinite: data or points too large for float64 at that time (e.g.
+// coordinates of 1e300, whose squared distances overflow).
+var ErrNonFinite = errors.New("non-finite result")
+
+// checkFiniteResult returns an error naming the first NaN or ±Inf of res.
+func checkFiniteResult(res *Result) error {
+	bad := func(name string, i int, v float64) error {
+		return fmt.Errorf("mixture: %s of query %d is %g: the data or points are too large for float64 at this time: %w", name, i, v, ErrNonFinite)
+	}
+	vecs := []struct {
+		name string
+		v    []float64
+	}{{"log q_t", res.LogProb}, {"E[‖x₀‖²|x_t]", res.SecondMoment}, {"tr F", res.Trace}}
+	for _, f := range vecs {
+		for i, v := range f.v {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return bad(f.name, i, v)
+			}
+		}
+	}
+	mats := []struct {
+		name string
+		m    *mat.Dense
+	}{{"the score", res.Score}, {"the denoiser", res.Denoiser}, {"F v", res.MatVec}}
+	for _, f := range mats {
+		if f.m == nil {
+			continue
+		}
+		raw := f.m.RawMatrix()
+		for i := range raw.Rows {
+			for _, v := range raw.Data[i*raw.Stride : i*raw.Stride+raw.Cols] {
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					return bad(f.name, i, v)
+				}
+			}
+		}
+	}
+	for i, f := range res.Fisher {
+		if f == nil {
+			continue
+		}
+		for _, v := range f.RawSymmetric().Data {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return bad("the Fisher matrix", i, v)
+			}
+		}
+	}
+	return nil
+}
+
 // checkQuery validates a query against dimension d and returns B and the
 // coefficients of its time.
 func checkQuery(q Query, d int) (int, schedule.Coefficients, error) {

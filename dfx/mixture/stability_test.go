@@ -183,3 +183,27 @@ func TestGaussianFisherIsAccurateAtTinySigma(t *testing.T) {
 		}
 	}
 }
+
+// TestEvalErrsOnNonFiniteResults: data or means of 1e300 overflow the
+// squared distances; Eval must say so instead of returning NaN log q_t.
+func TestEvalErrsOnNonFiniteResults(t *testing.T) {
+	c, err := schedule.At(schedule.DefaultVP(), 0.5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := mat.NewDense(1, 2, []float64{0.3, 0.4})
+	dirac, err := NewDirac(mat.NewDense(2, 2, []float64{1e300, 0, 0, 0}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gauss, err := NewGaussian(mat.NewDense(1, 2, []float64{1e300, 0}), []*mat.SymDense{mat.NewSymDense(2, []float64{1, 0, 0, 1})}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, m := range map[string]Mixture{"dirac": dirac, "gaussian": gauss} {
+		res, err := m.Eval(Query{At: c, X: x, Want: LogProb | Trace})
+		if !errors.Is(err, ErrNonFinite) {
+			t.Errorf("%s: err %v, result %+v; want ErrNonFinite", name, err, res)
+		}
+	}
+}

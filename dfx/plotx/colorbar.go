@@ -44,13 +44,26 @@ func (s scale) field(z [][]float64) [][]float64 {
 }
 
 // ticks are the colour bar's ticks on [lo, hi] (colour coordinates): plain
-// Ticks, or under SymLog 0 and ±c·{1, 2, 5}·10^k labelled in data units
-// (only ±c·10^k when that still leaves MinTicks labels).
+// Ticks, or under SymLog those of symTicks, and plain Ticks on a range inside
+// ±c (there colour units ≈ data units).
 func (s scale) ticks(lo, hi float64) []plot.Tick {
 	if s.symLog <= 0 {
 		return Ticks{}.Ticks(lo, hi)
 	}
-	dlo, dhi := s.from(lo), s.from(hi)
+	ts := s.symTicks(s.from(lo), s.from(hi))
+	if ts == nil {
+		return Ticks{}.Ticks(lo, hi)
+	}
+	for i := range ts {
+		ts[i].Value = s.to(ts[i].Value)
+	}
+	return ts
+}
+
+// symTicks are the ticks of a symmetric-log scale on [dlo, dhi] in data
+// units: 0 and ±c·{1, 2, 5}·10^k (only ±c·10^k when that still leaves
+// MinTicks labels); nil when fewer than MinTicks fit.
+func (s scale) symTicks(dlo, dhi float64) []plot.Tick {
 	pick := func(mantissas []float64) []plot.Tick {
 		var ts []plot.Tick
 		if dlo <= 0 && dhi >= 0 {
@@ -62,7 +75,7 @@ func (s scale) ticks(lo, hi float64) []plot.Tick {
 			for _, m := range mantissas {
 				for _, v := range []float64{-m * p, m * p} {
 					if v >= dlo-eps && v <= dhi+eps {
-						ts = append(ts, plot.Tick{Value: s.to(v), Label: strconv.FormatFloat(v, 'g', 3, 64)})
+						ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', 3, 64)})
 					}
 				}
 			}
@@ -74,9 +87,60 @@ func (s scale) ticks(lo, hi float64) []plot.Tick {
 		ts = pick([]float64{1, 2, 5})
 	}
 	if len(ts) < MinTicks {
-		return Ticks{}.Ticks(lo, hi) // a range inside ±c: labels in colour units ≈ data units
+		return nil
 	}
 	return ts
+}
+
+// SymLogScale is the axis scale sign(v)·log10(1 + |v|/C): logarithmic
+// beyond ±C, linear within, so that values of both signs and zero keep
+// their place on an axis that spans decades.
+type SymLogScale struct{ C float64 }
+
+var _ plot.Normalizer = SymLogScale{}
+
+// Normalize implements plot.Normalizer.
+func (s SymLogScale) Normalize(min, max, x float64) float64 {
+	sc := scale{symLog: s.C}
+	a, b := sc.to(min), sc.to(max)
+	return (sc.to(x) - a) / (b - a)
+}
+
+// SymLogTicks labels a SymLogScale axis in data units: 0 and ±C·{1, 2,
+// 5}·10^k, or plain Ticks on a range too narrow for MinTicks of those.
+// Values within ±10C stay unlabelled ticks when MinTicks labels remain
+// without them: on the axis they sit too close to 0 to label.
+type SymLogTicks struct{ C float64 }
+
+var _ plot.Ticker = SymLogTicks{}
+
+// Ticks implements plot.Ticker.
+func (s SymLogTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := (scale{symLog: s.C}).symTicks(lo, hi)
+	if ts == nil {
+		return Ticks{}.Ticks(lo, hi)
+	}
+	n := 0
+	for _, t := range ts {
+		if t.Value == 0 || math.Abs(t.Value) >= 10*s.C*(1-1e-9) {
+			n++
+		}
+	}
+	if n >= MinTicks {
+		for i, t := range ts {
+			if t.Value != 0 && math.Abs(t.Value) < 10*s.C*(1-1e-9) {
+				ts[i].Label = ""
+			}
+		}
+	}
+	return ts
+}
+
+// SymLogY puts p's y axis on SymLogScale{c} with SymLogTicks, for data of
+// both signs over several decades (c > 0: the half-width of the linear
+// part, which the axis label should state). Call it after Lines.
+func SymLogY(p *plot.Plot, c float64) {
+	p.Y.Scale, p.Y.Tick.Marker = SymLogScale{C: c}, SymLogTicks{C: c}
 }
 
 // colorBar is a vertical colour scale drawn to the right of the data area; it

@@ -43,6 +43,10 @@ type HeatOptions struct {
 	XLabel, YLabel, ColorBarLabel string
 	// NoColorBar leaves the colour bar out.
 	NoColorBar bool
+	// Diverging centres the colour map at 0: the range is widened to
+	// [−m, m], m = max(|Min|, |Max|), so that the map's middle colour is 0
+	// (for signed quantities on a diverging map such as the default).
+	Diverging bool
 }
 
 // Default saturation colours of HeatMap.
@@ -94,6 +98,10 @@ func heatMap(title string, xs, ys []float64, z [][]float64, opts ...HeatOptions)
 	lo, hi := o.Min, o.Max
 	if !(lo < hi) {
 		lo, hi = dlo, dhi
+	}
+	if o.Diverging {
+		m := math.Max(math.Abs(lo), math.Abs(hi))
+		lo, hi = -m, m
 	}
 	under, over := dlo < lo, dhi > hi
 	sc := scale{symLog: o.SymLog}
@@ -153,11 +161,8 @@ func heatMap(title string, xs, ys []float64, z [][]float64, opts ...HeatOptions)
 	if over {
 		b.over, b.overText = h.Overflow, "max "+formatExtreme(dhi, o.LogZ)
 	}
-	if under || over {
-		if b.label != "" {
-			b.label += " "
-		}
-		b.label += "(clipped)"
+	if (under || over) && b.label != "" { // without a label, the triangles and extremes say it alone
+		b.label += " (clipped)"
 	}
 	p.Add(b)
 	return p, b, nil

@@ -220,3 +220,43 @@ func TestSaveWritesCompleteFilesAndNoTemporaries(t *testing.T) {
 		t.Fatalf("want exactly the two figures in %s, got %d entries", dir, len(ents))
 	}
 }
+
+func TestDivergingHeatMapIsCentredAtZero(t *testing.T) {
+	z := [][]float64{{-2, 0.5}, {1, 0.25}}
+	_, b, err := heatMapRange("d", []float64{0, 1}, []float64{0, 1}, z, HeatOptions{Diverging: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lo, hi := b(); lo != -2 || hi != 2 {
+		t.Errorf("diverging range [%g, %g], want [−2, 2]", lo, hi)
+	}
+	_, b, _ = heatMapRange("d", []float64{0, 1}, []float64{0, 1}, z, HeatOptions{})
+	if lo, hi := b(); lo != -2 || hi != 1 {
+		t.Errorf("plain range [%g, %g], want the data's [−2, 1]", lo, hi)
+	}
+}
+
+func TestLinesDrawIntervalsAndRefuseMismatchedOnes(t *testing.T) {
+	x, y := []float64{1, 2, 3}, []float64{1, 2, 3}
+	for _, bars := range []bool{false, true} {
+		p, err := Lines("i", "x", "y", Series{Name: "m", X: x, Y: y, Lo: []float64{0.5, 1.5, 2.5}, Hi: []float64{1.5, 2.5, 3.5}, Bars: bars})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Y.Min > 0.5 || p.Y.Max < 3.5 { // the interval is drawn: the axis covers it
+			t.Errorf("bars %v: y axis [%g, %g] does not cover the interval [0.5, 3.5]", bars, p.Y.Min, p.Y.Max)
+		}
+	}
+	if _, err := Lines("i", "x", "y", Series{X: x, Y: y, Lo: []float64{1}, Hi: []float64{1}}); err == nil {
+		t.Error("an interval of the wrong length was accepted")
+	}
+}
+
+// heatMapRange is heatMap returning its colour bar's range.
+func heatMapRange(title string, xs, ys []float64, z [][]float64, o HeatOptions) (*plot.Plot, func() (float64, float64), error) {
+	p, b, err := heatMap(title, xs, ys, z, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, func() (float64, float64) { return b.min, b.max }, nil
+}

@@ -2,6 +2,7 @@ package plotx
 
 import (
 	"image/color"
+	"math"
 	"strings"
 	"testing"
 
@@ -163,5 +164,91 @@ func TestLegendOutsideLeavesTheDataAreaFree(t *testing.T) {
 	}
 	if _, err := PNGBytes(p, 300, 200); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLogTicksLeaveNoLongStretchUnlabelled: on a log axis of about one
+// decade (adjoint-gmm-agreement.png had 1.1–15.5 labelled only at 2, 3, 5
+// and 10), no quarter of the axis is without a label.
+func TestLogTicksLeaveNoLongStretchUnlabelled(t *testing.T) {
+	for _, r := range [][2]float64{{1.1, 15.5}, {0.5, 5}, {1.05, 1000}, {60, 4.5e9}, {0.02, 0.5}, {1e-16, 10}, {2, 30}} {
+		lo, hi := r[0], r[1]
+		prev, gap := lo, 0.0
+		for _, tk := range (LogTicks{}).Ticks(lo, hi) {
+			if tk.Label == "" {
+				continue
+			}
+			gap, prev = math.Max(gap, math.Log10(tk.Value/prev)), tk.Value
+		}
+		gap = math.Max(gap, math.Log10(hi/prev))
+		if span := math.Log10(hi / lo); gap > span/4 {
+			t.Errorf("LogTicks on [%g, %g]: %.2f decades unlabelled, more than a quarter of %.2f", lo, hi, gap, span)
+		}
+	}
+}
+
+// TestSymLogAxisKeepsNegativeValues: truth_cov.png drew negative implied
+// covariances at a floor of 1e-12 on a log axis; a symmetric-log axis
+// keeps their sign and order, labelled in data units.
+func TestSymLogAxisKeepsNegativeValues(t *testing.T) {
+	s := SymLogScale{C: 1e-5}
+	vals := []float64{-0.02, -0.0147, -1e-6, 0, 2e-15, 2.3e-5, 5e-4, 0.25, 0.3}
+	prev := math.Inf(-1)
+	for _, v := range vals {
+		u := s.Normalize(-0.02, 0.3, v)
+		if !(u > prev) && v != 2e-15 || u < 0 || u > 1 {
+			t.Errorf("Normalize(%g) = %g after %g: not increasing in [0, 1]", v, u, prev)
+		}
+		prev = u
+	}
+	// small values stay apart from 0 (a linear axis would merge them)
+	if d := s.Normalize(-0.02, 0.3, 2.3e-5) - s.Normalize(-0.02, 0.3, 0); d < 0.05 {
+		t.Errorf("2.3e-5 and 0 only %.3f of the axis apart", d)
+	}
+	var neg, zero int
+	n := 0
+	var at []float64
+	for _, tk := range (SymLogTicks{C: 1e-5}).Ticks(-0.02, 0.3) {
+		if tk.Label == "" {
+			continue
+		}
+		u := s.Normalize(-0.02, 0.3, tk.Value)
+		for _, v := range at {
+			if math.Abs(u-v) < 0.04 {
+				t.Errorf("label %q at %.3f of the axis crowds another at %.3f", tk.Label, u, v)
+			}
+		}
+		at = append(at, u)
+		n++
+		if tk.Value < -0.02 || tk.Value > 0.3 {
+			t.Errorf("tick %g outside the range", tk.Value)
+		}
+		if tk.Value < 0 {
+			neg++
+		}
+		if tk.Label == "0" {
+			zero++
+		}
+	}
+	if n < MinTicks || neg == 0 || zero != 1 {
+		t.Errorf("%d labels, %d negative, %d zero: want ≥ %d, ≥ 1, 1", n, neg, zero, MinTicks)
+	}
+	p, err := Lines("", "t", "y", Series{X: []float64{1, 2, 3}, Y: []float64{-0.0147, 0, 0.25}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	SymLogY(p, 1e-5)
+	if _, err := PNGBytes(p, 300, 200); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDistinctGivesEachCurveItsOwnDashesAndGlyph(t *testing.T) {
+	ss := Distinct([]Series{{Name: "a"}, {Name: "note", Note: true}, {Name: "b"}})
+	if ss[1].Shape != nil || ss[1].Dashes != nil {
+		t.Error("a note got a style")
+	}
+	if ss[0].Shape == nil || ss[2].Shape == nil || ss[0].Shape == ss[2].Shape || len(ss[0].Dashes) == len(ss[2].Dashes) || !ss[0].Points {
+		t.Errorf("styles not distinct: %+v, %+v", ss[0], ss[2])
 	}
 }

@@ -73,41 +73,63 @@ func formatTick(v, step float64) string {
 }
 
 // LogTicks is a log-axis ticker that labels at least MinTicks values inside
-// the range: powers of ten when the range spans three decades or more, then
-// 1, 2, 5 × 10^k, then 1…9 × 10^k, and a linear ticker on a range too narrow
-// for those.
+// the range and leaves no stretch of the axis unlabelled for more than a
+// quarter of its length (log units, ends included): powers of ten when the
+// range spans enough decades, then 1, 2, 5 × 10^k, then 1, 2, 3, 5 × 10^k,
+// then 1, 1.5, 2, 3, 5, 7 × 10^k, then 1…9 × 10^k (the densest of these with MinTicks labels
+// when none meets the quarter), and a linear ticker on a range too narrow
+// for those. Unlabelled ticks mark 1…9 × 10^k.
 type LogTicks struct{}
 
 var _ plot.Ticker = LogTicks{}
+
+// logMaxGap is the longest unlabelled stretch LogTicks allows, as a
+// fraction of the axis (log units).
+const logMaxGap = 0.25
 
 // Ticks implements plot.Ticker.
 func (LogTicks) Ticks(lo, hi float64) []plot.Tick {
 	if !(lo > 0) || !(hi > lo) {
 		return Ticks{}.Ticks(lo, hi)
 	}
-	for _, mantissas := range [][]float64{{1}, {1, 2, 5}, {1, 2, 3, 5}, {1, 2, 3, 4, 5, 6, 7, 8, 9}} {
+	span := math.Log10(hi / lo)
+	var dense []plot.Tick // the densest labelling with MinTicks labels
+	for _, mantissas := range [][]float64{{1}, {1, 2, 5}, {1, 2, 3, 5}, {1, 1.5, 2, 3, 5, 7}, {1, 1.5, 2, 3, 4, 5, 6, 7, 8, 9}} {
 		var ts []plot.Tick
-		labelled := 0
+		var labelled []float64
 		for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
 			p := math.Pow(10, e)
-			for m := 1; m <= 9; m++ {
-				v := float64(m) * p
+			for _, m := range []float64{1, 1.5, 2, 3, 4, 5, 6, 7, 8, 9} {
+				v := m * p
 				if v < lo*(1-1e-9) || v > hi*(1+1e-9) {
 					continue
 				}
 				t := plot.Tick{Value: v}
 				for _, lm := range mantissas {
-					if float64(m) == lm {
+					if m == lm {
 						t.Label = strconv.FormatFloat(v, 'g', 4, 64)
-						labelled++
+						labelled = append(labelled, v)
 					}
 				}
-				ts = append(ts, t)
+				if t.Label != "" || m == math.Trunc(m) {
+					ts = append(ts, t)
+				}
 			}
 		}
-		if labelled >= MinTicks {
+		if len(labelled) < MinTicks {
+			continue
+		}
+		dense = ts
+		gap, prev := 0.0, lo
+		for _, v := range append(labelled, hi) {
+			gap, prev = math.Max(gap, math.Log10(v/prev)), v
+		}
+		if gap <= logMaxGap*span {
 			return ts
 		}
+	}
+	if dense != nil {
+		return dense
 	}
 	return Ticks{}.Ticks(lo, hi)
 }

@@ -49,13 +49,38 @@ func TilesBytes(plots []*plot.Plot, cols int, w, h vg.Length, format string) (ou
 		}
 	}()
 	dc := draw.New(c)
-	t := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter, PadY: vg.Millimeter,
-		PadTop: vg.Millimeter, PadBottom: vg.Millimeter, PadLeft: vg.Millimeter, PadRight: vg.Millimeter}
+	// The titles are drawn here, in a band of their own at the top of each
+	// tile, not by the plots: plot.Align lines up the data areas, and a plot
+	// whose axis label or tick labels reach higher (a y label longer than
+	// the data area, say) would otherwise put its title higher than its
+	// neighbour's.
+	titles := make([][]string, rows)
+	var band vg.Length
+	for i := range grid {
+		titles[i] = make([]string, cols)
+		for j, p := range grid[i] {
+			if p == nil || p.Title.Text == "" {
+				continue
+			}
+			titles[i][j] = p.Title.Text
+			band = max(band, p.Title.TextStyle.Rectangle(p.Title.Text).Size().Y+p.Title.Padding)
+			defer func(p *plot.Plot, s string) { p.Title.Text = s }(p, p.Title.Text)
+			p.Title.Text = ""
+		}
+	}
+	t := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter, PadY: vg.Millimeter + band,
+		PadTop: vg.Millimeter + band, PadBottom: vg.Millimeter, PadLeft: vg.Millimeter, PadRight: vg.Millimeter}
 	canvases := plot.Align(grid, t, dc)
 	for i := range grid {
 		for j, p := range grid[i] {
-			if p != nil {
-				p.Draw(canvases[i][j])
+			if p == nil {
+				continue
+			}
+			p.Draw(canvases[i][j])
+			if s := titles[i][j]; s != "" {
+				top := t.At(dc, j, i).Max.Y + band
+				sty := p.Title.TextStyle
+				dc.FillText(sty, vg.Point{X: canvases[i][j].Center().X, Y: top + sty.FontExtents().Descent}, s)
 			}
 		}
 	}

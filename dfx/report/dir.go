@@ -19,7 +19,9 @@ const (
 
 // WriteDir renders the report into a new folder beside dir and swaps it in
 // for dir only when every file is written: dir holds either the previous
-// run's complete outputs or this run's, never a mix. Stale temporary
+// run's complete outputs or this run's, never a mix. dir must be one dfx
+// may write into (CheckDir: new, empty, or written by WriteDir with nothing
+// added since); the new folder gets a Marker listing its files. Stale temporary
 // folders of dir left by an interrupted run are removed first. ctx is
 // checked between files; a cancelled write leaves dir untouched.
 func WriteDir(ctx context.Context, r *Report, dir string) error {
@@ -33,6 +35,9 @@ func WriteDir(ctx context.Context, r *Report, dir string) error {
 	parent, base := filepath.Dir(dir), filepath.Base(dir)
 	if base == "." || base == ".." || base == string(filepath.Separator) {
 		return fmt.Errorf("report: output folder %q has no name of its own", dir)
+	}
+	if err := checkReplaceable(dir); err != nil {
+		return fmt.Errorf("report: %w", err)
 	}
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return fmt.Errorf("report: %w", err)
@@ -51,10 +56,12 @@ func WriteDir(ctx context.Context, r *Report, dir string) error {
 	if err := os.Chmod(tmp, 0o755); err != nil { // MkdirTemp makes it private
 		return fmt.Errorf("report: %w", err)
 	}
+	var written []string
 	write := func(name string, data []byte) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		written = append(written, name)
 		if err := os.WriteFile(filepath.Join(tmp, name), data, 0o644); err != nil {
 			return fmt.Errorf("report %s: %w", r.Name, err)
 		}
@@ -86,8 +93,14 @@ func WriteDir(ctx context.Context, r *Report, dir string) error {
 			return err
 		}
 	}
+	if err := os.WriteFile(filepath.Join(tmp, Marker), manifestMarker(written), 0o644); err != nil {
+		return fmt.Errorf("report %s: %w", r.Name, err)
+	}
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if err := checkReplaceable(dir); err != nil { // again: a file may have appeared while we wrote
+		return fmt.Errorf("report: %w", err)
 	}
 	if err := swap(tmp, dir, parent, base); err != nil {
 		return err

@@ -79,15 +79,18 @@ func TestWriteDirSwapsInWholeAndKeepsThePreviousRunOnFailure(t *testing.T) {
 	if err := WriteDir(ctx, sample(false), dir); err != nil {
 		t.Fatal(err)
 	}
-	if got := list(t, dir); !slices.Equal(got, []string{"f.png", "raw.txt", "t.csv", "t.md"}) {
+	if got := list(t, dir); !slices.Equal(got, []string{Marker, "f.png", "raw.txt", "t.csv", "t.md"}) {
 		t.Fatalf("files %v", got)
 	}
+	// an output of an older run, listed in its marker
 	os.WriteFile(filepath.Join(dir, "stale-from-an-older-run.png"), []byte("old"), 0o644)
+	m, _ := os.ReadFile(filepath.Join(dir, Marker))
+	os.WriteFile(filepath.Join(dir, Marker), append(m, "stale-from-an-older-run.png\n"...), 0o644)
 	// A failing figure: the previous outputs stay as they were, no temporary folder remains.
 	if err := WriteDir(ctx, sample(true), dir); err == nil {
 		t.Fatal("renderer error not reported")
 	}
-	if got := list(t, dir); len(got) != 5 {
+	if got := list(t, dir); len(got) != 6 {
 		t.Errorf("previous run damaged: %v", got)
 	}
 	if got := list(t, parent); !slices.Equal(got, []string{"exp"}) {
@@ -103,7 +106,7 @@ func TestWriteDirSwapsInWholeAndKeepsThePreviousRunOnFailure(t *testing.T) {
 	if err := WriteDir(ctx, sample(false), dir); err != nil {
 		t.Fatal(err)
 	}
-	if got := list(t, dir); len(got) != 4 {
+	if got := list(t, dir); len(got) != 5 {
 		t.Errorf("runs mixed: %v", got)
 	}
 	if got := list(t, parent); !slices.Equal(got, []string{"exp"}) {
@@ -183,5 +186,51 @@ func TestWriteDirFolderIsReadableByAll(t *testing.T) {
 	}
 	if st.Mode().Perm() != 0o755 {
 		t.Errorf("folder mode %v, want rwxr-xr-x like any other", st.Mode().Perm())
+	}
+}
+
+// TestWriteDirWritesOnlyIntoItsOwnFolders: WriteDir replaces a folder it
+// wrote (marker listing its files), refuses one holding a file it did not
+// write (which it leaves untouched), a source folder and the root, and
+// ClaimDir marks a parent folder once.
+func TestWriteDirWritesOnlyIntoItsOwnFolders(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "exp")
+	if err := WriteDir(ctx, sample(false), dir); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := os.ReadFile(filepath.Join(dir, Marker)); err != nil || !strings.Contains(string(m), "\n") {
+		t.Fatalf("no marker: %v", err)
+	}
+	if err := WriteDir(ctx, sample(false), dir); err != nil {
+		t.Fatalf("rewriting its own folder: %v", err)
+	}
+	mine := filepath.Join(dir, "notes.txt")
+	os.WriteFile(mine, []byte("mine"), 0o644)
+	if err := WriteDir(ctx, sample(false), dir); !errors.Is(err, ErrNotOwned) || !strings.Contains(err.Error(), "notes.txt") {
+		t.Fatalf("folder with a user's file: %v", err)
+	}
+	if b, _ := os.ReadFile(mine); string(b) != "mine" {
+		t.Fatal("the user's file was touched")
+	}
+	foreign := t.TempDir()
+	os.WriteFile(filepath.Join(foreign, "INDEX.md"), []byte("mine"), 0o644)
+	src := t.TempDir()
+	os.WriteFile(filepath.Join(src, "main.go"), []byte("package main"), 0o644)
+	for _, d := range []string{foreign, src, "/"} {
+		if err := CheckDir(d); !errors.Is(err, ErrNotOwned) {
+			t.Errorf("CheckDir(%s) = %v, want ErrNotOwned", d, err)
+		}
+	}
+	parent := filepath.Join(t.TempDir(), "out")
+	if err := ClaimDir(parent); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(parent, "bench.txt"), []byte("kept beside"), 0o644)
+	if err := ClaimDir(parent); err != nil {
+		t.Fatalf("a claimed parent: %v", err)
+	}
+	if err := WriteDir(ctx, sample(false), parent); !errors.Is(err, ErrNotOwned) {
+		t.Fatalf("WriteDir over a parent folder: %v", err)
 	}
 }

@@ -54,8 +54,8 @@ func FromFlag(s string) (Budget, error) {
 	return Budget{Bytes: n, Source: "--max-memory"}, nil
 }
 
-// ParseBytes reads a size: a positive number with an optional unit B, K,
-// M, G, T (powers of 1024; KB/KiB/… accepted).
+// ParseBytes reads a size: a number of at least one byte with an optional
+// unit B, K, M, G, T (powers of 1024; KB/KiB/… accepted).
 func ParseBytes(s string) (int64, error) {
 	t := strings.ToUpper(strings.TrimSpace(s))
 	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "I")
@@ -67,7 +67,7 @@ func ParseBytes(s string) (int64, error) {
 		}
 	}
 	v, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
-	if err != nil || !(v > 0) || math.IsInf(v, 0) || v*mult >= math.MaxInt64 {
+	if err != nil || !(v*mult >= 1) || math.IsInf(v, 0) || v*mult >= math.MaxInt64 {
 		return 0, fmt.Errorf("%q is not a positive size (e.g. 512M, 8G)", s)
 	}
 	return int64(v * mult), nil

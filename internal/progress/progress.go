@@ -69,13 +69,11 @@ func (p *Meter) Add(n int, detail string) { p.Set(p.done+n, detail) }
 
 func (p *Meter) print(detail string, now time.Time) {
 	el := now.Sub(p.start).Seconds()
-	rate := float64(p.done) / max(el, 1e-9)
-	eta := time.Duration(float64(p.total-p.done) / max(rate, 1e-9) * float64(time.Second)).Round(time.Second)
 	msg := fmt.Sprintf("%s %s %d/%d", p.name, p.unit, p.done, p.total)
 	if detail != "" {
 		msg += "  " + detail
 	}
-	msg += fmt.Sprintf("  %.1f %s/s  ETA %s", rate, p.unit, eta)
+	msg += "  " + rateETA(p.done, p.total, el, p.unit)
 	p.shown = true
 	if p.terminal {
 		const width = 24
@@ -91,4 +89,16 @@ func (p *Meter) Done() {
 	if p.terminal && p.shown {
 		fmt.Fprintln(p.w)
 	}
+}
+
+// rateETA formats the rate and the time left after done of total units in
+// el seconds. Before the first unit is finished no rate is known, and
+// none is made up: "ETA …" until then.
+func rateETA(done, total int, el float64, unit string) string {
+	if done <= 0 || el <= 0 {
+		return "ETA …"
+	}
+	rate := float64(done) / el
+	left := time.Duration(float64(total-done) / rate * float64(time.Second)).Round(time.Second)
+	return fmt.Sprintf("%.1f %s/s  ETA %s", rate, unit, left)
 }

@@ -23,3 +23,15 @@ func TestPlainLinesCarryCountRateAndETAAndRespectTheDelay(t *testing.T) {
 		t.Fatalf("got %q", out)
 	}
 }
+
+// TestNoETABeforeTheFirstUnit: before any unit is done no rate is known,
+// and no ETA is made up from a rate of 0 (it read "ETA 555555h33m20s").
+func TestNoETABeforeTheFirstUnit(t *testing.T) {
+	var b bytes.Buffer
+	m := New(&b, "nll", "batch", 4)
+	m.Period = 0
+	m.Set(0, "")
+	if out := b.String(); out != "nll batch 0/4  ETA …\n" {
+		t.Fatalf("got %q", out)
+	}
+}

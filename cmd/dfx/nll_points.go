@@ -1,0 +1,98 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dfx-lab/dfx/internal/input"
+	"github.com/dfx-lab/dfx/internal/membudget"
+	"github.com/dfx-lab/dfx/mnist"
+)
+
+// --- points -------------------------------------------------------------------
+
+// nllPoints are the points and what is known of their quantisation.
+type nllPoints struct {
+	x           *mat.Dense
+	images      bool // 8-bit IDX images scaled to [−1, 1]
+	dequantized bool
+}
+
+// isIDX reports whether path names IDX images: a .gz file, or a file that
+// starts with the IDX image magic 0x00000803.
+func isIDX(path string) bool {
+	if path == "-" {
+		return false
+	}
+	if strings.HasSuffix(path, ".gz") {
+		return true
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false // input.ReadFile reports it
+	}
+	defer f.Close()
+	var magic [4]byte
+	n, _ := io.ReadFull(f, magic[:])
+	return n == 4 && magic == [4]byte{0, 0, 8, 3}
+}
+
+// isNPY reports whether path is a .npy file (by its name or its magic bytes).
+func isNPY(path string) bool {
+	if strings.HasSuffix(strings.ToLower(path), ".npy") {
+		return true
+	}
+	if path == "-" {
+		return false
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var magic [6]byte
+	n, _ := io.ReadFull(f, magic[:])
+	return n == 6 && string(magic[:]) == "\x93NUMPY"
+}
+
+func readNLLPoints(a nllArgs, budget membudget.Budget) (*nllPoints, error) {
+	if !isIDX(a.points) {
+		if a.dequantize {
+			return nil, errors.New("--dequantize applies to IDX images (8-bit pixels); the --points are CSV/.npy values")
+		}
+		if a.header && isNPY(a.points) {
+			return nil, errors.New("--header applies to CSV --points, not .npy files (which have no header line to skip)")
+		}
+		x, err := input.ReadFile(a.points, input.Options{Header: a.header, MaxBytes: budget.Bytes})
+		if err != nil {
+			return nil, err
+		}
+		return &nllPoints{x: x}, nil
+	}
+	if a.header {
+		return nil, errors.New("--header applies to CSV --points, not IDX images")
+	}
+	im, err := mnist.ReadImages(a.points)
+	if err != nil {
+		return nil, err
+	}
+	if err := budget.Check(fmt.Sprintf("%d IDX images of %d×%d", im.N, im.Rows, im.Cols), float64(im.N)*float64(im.Dim())*8, "pass fewer images"); err != nil {
+		return nil, err
+	}
+	set := &mnist.Set{Images: im}
+	var x *mat.Dense
+	if a.dequantize {
+		x, err = set.Dequantized(0, im.N, uint64(a.seed))
+	} else {
+		x, err = set.Scaled(0, im.N)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &nllPoints{x: x, images: true, dequantized: a.dequantize}, nil
+}

@@ -1,0 +1,77 @@
+package mnist
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+
+	"github.com/gomlx/gomlx/ml/model"
+
+	"github.com/dfx-lab/dfx/models"
+)
+
+// What the MNIST networks' checkpoints record of their training data (see
+// models.Provenance): the pixels scaled by Set.Scaled, not dequantised.
+const (
+	TrainScaling    = "p/127.5 − 1: pixels [0, 255] → [−1, 1] (Set.Scaled)"
+	TrainDequantize = "none"
+)
+
+// DataProvenance names an IDX image set by its split, size and the SHA-256
+// of its pixels, so that a checkpoint records exactly which images it was
+// trained on whatever folder they came from.
+func DataProvenance(split Split, set *Set) string {
+	sum := sha256.Sum256(set.Images.Pixels)
+	return fmt.Sprintf("idx %s: %d images %d×%d, pixels sha256:%s", split, set.Images.N, set.Images.Rows, set.Images.Cols, hex.EncodeToString(sum[:]))
+}
+
+// trainProvenance is the provenance of a network trained on the training
+// set; eps is the digest of the ε-network that t_θ and ν_θ go with ("" for
+// the others).
+func trainProvenance(eps string) (models.Provenance, error) {
+	set, err := Load(Train)
+	if err != nil {
+		return models.Provenance{}, err
+	}
+	return models.Provenance{Data: DataProvenance(Train, set), Scaling: TrainScaling, Dequantize: TrainDequantize, EpsNetwork: eps}, nil
+}
+
+// usesEps reports whether the spec's network is a trace network that must
+// name its ε-network.
+func usesEps(spec NetSpec) bool {
+	return spec.Scope == models.TraceScope || spec.Scope == models.CentredTraceScope
+}
+
+// epsDigest is the digest of the ε-network a trace network is trained
+// against: the one the spec needs (ν_θ), else the one in dir or committed
+// (t_θ, trained beside it).
+func epsDigest(dir string, need *model.Store) (string, error) {
+	if need == nil {
+		c, _, err := loadCheckpoint(dir, "eps")
+		if err != nil {
+			return "", fmt.Errorf("mnist: the ε-network a trace network is trained against: %w", err)
+		}
+		return models.CheckpointDigest(c, models.ScoreScope)
+	}
+	return models.NetworkDigest(need, models.ScoreScope)
+}
+
+// checkPairs checks that every network was trained on the same data and
+// that t_θ and ν_θ were made for this ε-network.
+func checkPairs(ckpts map[string]*models.Checkpoint, where map[string]string) error {
+	eps := ckpts["eps"]
+	for name, c := range ckpts {
+		if name == "eps" {
+			continue
+		}
+		if err := models.SameTraining(eps, c); err != nil {
+			return fmt.Errorf("mnist: %s and %s: %w", where["eps"], where[name], err)
+		}
+		if spec, _ := SpecByName(name); usesEps(spec) {
+			if err := models.CheckPair(eps, c); err != nil {
+				return fmt.Errorf("mnist: %s and %s: %w", where["eps"], where[name], err)
+			}
+		}
+	}
+	return nil
+}
