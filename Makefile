@@ -16,7 +16,7 @@ export PATH := $(GOPATH_BIN):$(PATH)
 NB_FLAGS ?=
 
 .NOTPARALLEL:
-.PHONY: all build test setup setup-blas vet fmt-check gotest notebooks reproduce bench bench-torch profile help
+.PHONY: all build test setup setup-blas vet fmt-check gotest notebooks reproduce bench bench-torch profile docker-test help
 
 all: test
 
@@ -31,6 +31,7 @@ help:
 	@echo "make bench-torch the project's networks vs identical PyTorch twins, interleaved (installs PyTorch + OpenBLAS);"
 	@echo "                 output to figures/bench/torch-cpu.txt"
 	@echo "make profile     CPU profiles of every BenchmarkScoreNet case into figures/bench/profiles/ (pprof tops)"
+	@echo "make docker-test build the Dockerfile (buildah, stand-in base) and run every notebook inside the image (root)"
 
 # The Go tests run last so that their summary closes the output.
 test: setup vet fmt-check notebooks gotest
@@ -73,3 +74,8 @@ bench-torch:
 
 profile:
 	@scripts/profile.sh
+
+# Builds the Dockerfile with buildah (no daemon, no registry: a stand-in for its FROM image is
+# built once and cached), runs every notebook (quick) inside the image, removes what it made.
+docker-test:
+	@scripts/docker-test.sh

@@ -3,7 +3,11 @@
 # skipping whatever is already present (safe to run again).
 #   Jupyter (Debian packages), GoNB v0.11.5 (kernel "gonb", with GOEXPERIMENT=simd in its environment), goimports, gopls,
 #   libopenblas-dev and python3-numpy (for `make bench` and the -tags openblas build).
-# Usage: scripts/setup.sh [--blas]   (--blas: only install libopenblas-dev and python3-numpy)
+# Usage: scripts/setup.sh [--blas | --no-blas | --apt-only | --go-tools-only]
+#   --blas           only install libopenblas-dev and python3-numpy
+#   --no-blas        everything but libopenblas-dev and python3-numpy
+#   --apt-only       only the Debian packages (as root; the Dockerfile runs this before USER)
+#   --go-tools-only  only goimports, gopls and gonb into $(go env GOPATH)/bin (no apt, no kernel)
 set -euo pipefail
 
 GONB_VERSION=v0.11.5   # the version GoMLX v0.28.8 requires
@@ -34,23 +38,32 @@ install_blas() {
   if /usr/bin/python3 -c 'import numpy' >/dev/null 2>&1; then log "python3-numpy present"; else
     log "installing python3-numpy"; apt_install python3-numpy; fi
 }
-if [ "${1:-}" = "--blas" ]; then
-  install_blas
-  exit 0
-fi
-install_blas
-
-command -v go >/dev/null 2>&1 || { log "go not on PATH (need Go >= 1.26)"; exit 1; }
-GOBIN_DIR="$(go env GOBIN)"; [ -n "$GOBIN_DIR" ] || GOBIN_DIR="$(go env GOPATH)/bin"
-export PATH="$GOBIN_DIR:$PATH"
+blas=1 apt=1 gotools=1 kernel=1
+for a in "$@"; do
+  case "$a" in
+    --blas) install_blas; exit 0 ;;
+    --no-blas) blas=0 ;;
+    --apt-only) gotools=0 kernel=0 ;;
+    --go-tools-only) blas=0 apt=0 kernel=0 ;;
+    *) log "unknown argument $a (see the header of scripts/setup.sh)"; exit 2 ;;
+  esac
+done
+if [ "$blas" = 1 ]; then install_blas; fi
 
 # 1. Jupyter from Debian (runs on /usr/bin/python3).
-if [ -x /usr/bin/jupyter ] && /usr/bin/python3 -c 'import nbclient, nbconvert, ipykernel, jupyter_client, notebook' >/dev/null 2>&1; then
+if [ "$apt" = 0 ]; then :
+elif [ -x /usr/bin/jupyter ] && /usr/bin/python3 -c 'import nbclient, nbconvert, ipykernel, jupyter_client, notebook' >/dev/null 2>&1; then
   log "jupyter present"
 else
   log "installing jupyter (apt, ~90 s)"
   apt_install jupyter-notebook jupyter-nbconvert python3-nbclient python3-ipykernel jupyter-client
 fi
+
+if [ "$gotools" = 0 ]; then log "ready (Debian packages only)"; exit 0; fi
+
+command -v go >/dev/null 2>&1 || { log "go not on PATH (need Go >= 1.26)"; exit 1; }
+GOBIN_DIR="$(go env GOBIN)"; [ -n "$GOBIN_DIR" ] || GOBIN_DIR="$(go env GOPATH)/bin"
+export PATH="$GOBIN_DIR:$PATH"
 
 # 2. goimports and gopls (GoNB uses both).
 if [ -x "$GOBIN_DIR/goimports" ]; then log "goimports present"; else
@@ -75,6 +88,7 @@ if [ -x "$GOBIN_DIR/gonb" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$GONB_VERSION"
   echo "$GONB_VERSION" >"$stamp"
   rm -f "$GOBIN_DIR/.gonb-kernel"   # reinstall the kernel for the new binary
 fi
+if [ "$kernel" = 0 ]; then log "ready (Go tools only, in $GOBIN_DIR)"; exit 0; fi
 if /usr/bin/jupyter kernelspec list 2>/dev/null | awk '{print $1}' | grep -qx gonb && [ -e "$GOBIN_DIR/.gonb-kernel" ]; then
   log "gonb kernel present"
 else
@@ -86,15 +100,18 @@ fi
 # GOEXPERIMENT=simd there, GoMLX's SIMD kernels are silently missing.
 kdir="$(/usr/bin/jupyter kernelspec list 2>/dev/null | awk '$1 == "gonb" {print $2}')"
 if [ -n "$kdir" ] && [ -f "$kdir/kernel.json" ]; then
-  /usr/bin/python3 - "$kdir/kernel.json" <<'PY'
+  # DFX_KERNEL_ENV="K=V ..." adds further variables (the Dockerfile's GPU variant sets the XLA ones).
+  /usr/bin/python3 - "$kdir/kernel.json" ${DFX_KERNEL_ENV:-} <<'PY'
 import json, sys
 p = sys.argv[1]
 k = json.load(open(p))
 env = k.setdefault("env", {})
-if env.get("GOEXPERIMENT") != "simd":
-    env["GOEXPERIMENT"] = "simd"
+want = dict([("GOEXPERIMENT", "simd")] + [a.split("=", 1) for a in sys.argv[2:]])
+changed = {key: v for key, v in want.items() if env.get(key) != v}
+if changed:
+    env.update(changed)
     json.dump(k, open(p, "w"), indent=2)
-    print("setup: GOEXPERIMENT=simd set in the gonb kernel's environment", file=sys.stderr)
+    print("setup: set in the gonb kernel's environment: %s" % " ".join("%s=%s" % kv for kv in changed.items()), file=sys.stderr)
 PY
 fi
 log "ready (GOBIN=$GOBIN_DIR must be on PATH for the gonb kernel)"
