@@ -4,28 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"iter"
 	"math"
 
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/train"
 )
 
-// Name implements train.Dataset.
+// Name is the trainer's name in progress displays.
 func (tr *Trainer) Name() string { return "dfx-" + tr.Objective.String() }
-
-// Iter implements train.Dataset: an endless stream of host-sampled batches.
-func (tr *Trainer) Iter() iter.Seq2[train.Batch, error] {
-	return func(yield func(train.Batch, error) bool) {
-		for {
-			b := train.Batch{Inputs: tr.batch()}
-			tr.step++
-			if !yield(b, nil) {
-				return
-			}
-		}
-	}
-}
 
 // TrainSteps runs n optimisation steps without a progress display and
 // returns the last batch loss.
