@@ -30,9 +30,11 @@ import (
 // (XLA), the graph optimiser stays: moving the gradients to the host there
 // would cost more than it saves.
 //
-// The arithmetic is GoMLX's Adam's (optimizer.Adam: β₁ = 0.9, β₂ = 0.999,
+// The formula is GoMLX's Adam's (optimizer.Adam: β₁ = 0.9, β₂ = 0.999,
 // ε = 1e-7, debiasing by 1/(1−βᵗ), decoupled weight decay scaled by the
-// learning rate) in the variables' dtype, and the state lives in the same
+// learning rate, applied only for a positive decay), in the variables'
+// dtype; the rounding differs slightly (the debiasing factors are computed
+// in float64). The state lives in the same
 // store variables (moments under /AdamOptimizer, the step counters, the
 // EMA under /ema), so checkpoints are interchangeable with the graph path.
 type hostStep struct {
@@ -127,11 +129,20 @@ func (h *hostStep) step(batch []*tensors.Tensor, lr float64) (float64, error) {
 	}()
 	loss := scalarOf(outs[0])
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
-		return loss, nil // the caller reports it; no update with a non-finite gradient
+		return math.NaN(), fmt.Errorf("models: loss %g: no update taken", loss)
 	}
 	grads := outs[1:]
 	if len(grads) != len(h.vars) {
 		return math.NaN(), fmt.Errorf("models: %d gradients for %d variables", len(grads), len(h.vars))
+	}
+	// Σ‖g‖² in path order (clipNorm's norm), also the check that every
+	// gradient is finite before anything is updated.
+	var sq float64
+	for _, i := range h.byPath {
+		sq += sumSquares(grads[i])
+	}
+	if math.IsNaN(sq) || math.IsInf(sq, 0) {
+		return math.NaN(), fmt.Errorf("models: non-finite gradient (Σ g² = %g): no update taken", sq)
 	}
 	store := h.tr.Store
 	dtype := h.tr.dtype
@@ -157,15 +168,10 @@ func (h *hostStep) step(batch []*tensors.Tensor, lr float64) (float64, error) {
 		return math.NaN(), err
 	}
 
-	// Global-norm clipping: Σ‖g‖² in path order.
+	// Global-norm clipping.
 	scale := 1.0
 	if h.clipNorm > 0 {
-		var sq float64
-		for _, i := range h.byPath {
-			sq += sumSquares(grads[i])
-		}
-		norm := math.Sqrt(sq)
-		scale = math.Min(1, h.clipNorm/(norm+1e-12))
+		scale = math.Min(1, h.clipNorm/(math.Sqrt(sq)+1e-12))
 	}
 	hp := adamHyper{
 		scale: scale, lr: lr, beta1: h.beta1, beta2: h.beta2, eps: h.eps, wd: h.weightDecay,
@@ -230,7 +236,7 @@ type adamHyper struct {
 func adamFusedGeneric[T float32 | float64](p, m, s, e, g []T, hp adamHyper) {
 	scale, b1, b2 := T(hp.scale), T(hp.beta1), T(hp.beta2)
 	ob1, ob2 := 1-b1, 1-b2
-	lr, c1, c2, eps, lrwd := T(hp.lr), T(hp.c1), T(hp.c2), T(hp.eps), T(hp.lr*hp.wd)
+	lr, c1, c2, eps, lrwd := T(hp.lr), T(hp.c1), T(hp.c2), T(hp.eps), T(hp.lr*max(hp.wd, 0))
 	d := T(hp.emaDecay)
 	od := 1 - d
 	for i := range p {

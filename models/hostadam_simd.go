@@ -25,10 +25,10 @@ func adamAVX512(p, m, s, e, g []float32, hp adamHyper) {
 	c1 := archsimd.BroadcastFloat32x16(float32(hp.c1))
 	c2 := archsimd.BroadcastFloat32x16(float32(hp.c2))
 	eps := archsimd.BroadcastFloat32x16(float32(hp.eps))
-	lrwd := archsimd.BroadcastFloat32x16(float32(hp.lr * hp.wd))
+	lrwd := archsimd.BroadcastFloat32x16(float32(hp.lr * max(hp.wd, 0)))
 	d := archsimd.BroadcastFloat32x16(float32(hp.emaDecay))
 	od := archsimd.BroadcastFloat32x16(1 - float32(hp.emaDecay))
-	wd := hp.wd != 0
+	wd := hp.wd > 0 // GoMLX applies decay only when positive
 	n := len(p) &^ 15
 	for i := 0; i < n; i += 16 {
 		gi := archsimd.LoadFloat32x16Slice(g[i:]).Mul(scale)

@@ -75,11 +75,16 @@ func Dense(scope *model.Scope, x *graph.Node, out int) *graph.Node {
 }
 
 // transposedWeights reports whether Dense under scope stores W as [out, in].
+// A scope holding both layouts is a programming error (e.g. a network copied
+// over another of the other layout): which one is meant cannot be known.
 func transposedWeights(scope *model.Scope) bool {
+	legacy, modern := scope.GetVariable("weights") != nil, scope.GetVariable("weights_t") != nil
 	switch {
-	case scope.GetVariable("weights") != nil:
+	case legacy && modern:
+		panic(fmt.Sprintf("models: scope %s holds both weights [in, out] and weights_t [out, in]", scope.Scope()))
+	case legacy:
 		return false
-	case scope.GetVariable("weights_t") != nil:
+	case modern:
 		return true
 	}
 	return model.GetParamOr(scope, ParamWeightLayout, LayoutInOut) == LayoutOutIn

@@ -20,11 +20,12 @@ ROUNDS="${ROUNDS:-3}"; BENCHTIME="${BENCHTIME:-5x}"
 tmp="$(mktemp -d)"; trap 'git worktree remove --force "$tmp/b" >/dev/null 2>&1; git worktree remove --force "$tmp/a" >/dev/null 2>&1; rm -rf "$tmp"' EXIT
 for side in b a; do
   commit="$before"; [ "$side" = a ] && commit="$after"
-  git worktree add --detach "$tmp/$side" "$commit" >/dev/null 2>&1
+  git worktree add --detach "$tmp/$side" "$commit" >/dev/null 2>&1 ||
+    { echo "bench-before-after: cannot check out $commit" >&2; exit 2; }
   cp models/bench_test.go models/torchcompare_test.go "$tmp/$side/models/"
   (cd "$tmp/$side" && go test -c -o "$tmp/$side.test" ./models/)
 done
-echo "bench-before-after: $(date -u '+%Y-%m-%d %H:%M UTC'); before $(git rev-parse --short "$before"), after $(git rev-parse --short "$after"); benchmark source of $(git rev-parse --short HEAD)"
+echo "bench-before-after: $(date -u '+%Y-%m-%d %H:%M UTC'); before $(git rev-parse --short "$before"), after $(git rev-parse --short "$after"); benchmark source of $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- models/bench_test.go models/torchcompare_test.go || echo ' (modified)')"
 echo "machine: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), nproc $(nproc); $(go version); GOEXPERIMENT=$GOEXPERIMENT; $ROUNDS rounds of -benchtime $BENCHTIME"
 rows="$tmp/rows"; : >"$rows"
 for ((r = 1; r <= ROUNDS; r++)); do

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench-torch.sh — dfx's GoMLX v0.28 networks (Go backend with GOEXPERIMENT=simd,
-# models.TrainBackendConfig, GoMLX's own VJPs) against PyTorch 1.13 CPU (Debian's
+# models.TrainBackendConfig; GoMLX's VJPs with identity transposes elided, the host optimiser) against PyTorch 1.13 CPU (Debian's
 # python3-torch, float32) on identical networks, interleaved in one run:
 #   Go:    go test -run '^$' -bench 'BenchmarkMLP'      ./models/  (plain tanh MLP,
 #                                                                   models/torchcompare_test.go)

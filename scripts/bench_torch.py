@@ -234,7 +234,9 @@ def score_cases(gen):
             cfg += "," + param
         if head != "eps":
             cfg += "," + head
-        net = ScoreNet(d, width, depth, gen, classes=classes, param=param, out_dim=1 if head == "dftm" else d)
+        # t_θ (models.TraceNet) is the trunk's raw 1-wide output: no parameterisation applies to it
+        net = ScoreNet(d, width, depth, gen, classes=classes, param="eps" if head == "dftm" else param,
+                       out_dim=1 if head == "dftm" else d)
         params = list(net.parameters())
         data = torch.randn(512, d, generator=gen)
         labels = torch.arange(512) % max(classes, 1)
