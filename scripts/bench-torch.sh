@@ -157,7 +157,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 done
 
 echo
-echo "Go: GoMLX v0.28.8 Go backend (go:$backend_opts), GOEXPERIMENT=$GOEXPERIMENT, GOMAXPROCS=${GOMAXPROCS:-$(nproc)}, $(nproc) cores, GoMLX's own VJPs; median over $ROUNDS rounds (each the mean of $BENCHTIME_MLP MLP / $BENCHTIME_NET score-net calls)."
+echo "Go: GoMLX v0.28.8 Go backend (go:$backend_opts), GOEXPERIMENT=$GOEXPERIMENT, GOMAXPROCS=${GOMAXPROCS:-$(nproc)}, $(nproc) cores, GoMLX's VJPs (identity transposes elided), the host optimiser for the score nets; median over $ROUNDS rounds (each the mean of $BENCHTIME_MLP MLP / $BENCHTIME_NET score-net calls)."
 echo "PyTorch: $("$PY" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo '?') CPU float32; median over $ROUNDS rounds of each round's median; 'PT T' = torch.set_num_threads(T), 'PT Tp' the same with OMP_WAIT_POLICY=PASSIVE. Ratio > 1: Go is slower."
 awk -F'\t' -v threads="$TORCH_THREADS" '
   function median(src, c,    n, i, j, a, t) {
