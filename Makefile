@@ -70,7 +70,8 @@ bench:
 # committed output is figures/bench/torch-cpu.txt (written atomically).
 bench-torch:
 	@set -o pipefail; scripts/bench-torch.sh | tee figures/bench/.torch-cpu.txt.tmp && \
-	  mv figures/bench/.torch-cpu.txt.tmp figures/bench/torch-cpu.txt
+	  mv figures/bench/.torch-cpu.txt.tmp figures/bench/torch-cpu.txt || \
+	  { rm -f figures/bench/.torch-cpu.txt.tmp; exit 1; }
 
 profile:
 	@scripts/profile.sh

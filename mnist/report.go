@@ -251,7 +251,7 @@ func (r *Result) lossFigure(format string) ([]byte, error) {
 			xs[i] = float64(s)
 		}
 		title := map[string]string{"dftm": "DF-TM network (Figure 1a)", "dftm-c": "centred DF-TM network", "eps": "ε-network (DSM)"}[name]
-		p, err := plotx.LogLines(title, "training step", "training loss (mean over 50 steps)", false, true, plotx.Series{X: xs, Y: rec.Curve.Loss})
+		p, err := plotx.LogLines(title, "training step", "training loss (50-step mean)", false, true, plotx.Series{X: xs, Y: rec.Curve.Loss})
 		if err != nil {
 			return nil, err
 		}

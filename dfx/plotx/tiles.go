@@ -72,15 +72,25 @@ func TilesBytes(plots []*plot.Plot, cols int, w, h vg.Length, format string) (ou
 		PadTop: vg.Millimeter + band, PadBottom: vg.Millimeter, PadLeft: vg.Millimeter, PadRight: vg.Millimeter}
 	canvases := plot.Align(grid, t, dc)
 	for i := range grid {
+		// Just above the row's data areas (plot.Align makes their tops
+		// equal), not at the top of the tile: a tall y label elsewhere in
+		// the row would otherwise leave a wide gap under every title.
+		var dataTop vg.Length
+		for j, p := range grid[i] {
+			if p != nil {
+				dataTop = max(dataTop, p.DataCanvas(canvases[i][j]).Max.Y)
+			}
+		}
 		for j, p := range grid[i] {
 			if p == nil {
 				continue
 			}
 			p.Draw(canvases[i][j])
 			if s := titles[i][j]; s != "" {
-				top := t.At(dc, j, i).Max.Y + band
 				sty := p.Title.TextStyle
-				dc.FillText(sty, vg.Point{X: canvases[i][j].Center().X, Y: top + sty.FontExtents().Descent}, s)
+				// the title style aligns the block's top at y
+				y := min(dataTop+p.Title.Padding+sty.Rectangle(s).Size().Y, t.At(dc, j, i).Max.Y+band)
+				dc.FillText(sty, vg.Point{X: canvases[i][j].Center().X, Y: y + sty.FontExtents().Descent}, s)
 			}
 		}
 	}

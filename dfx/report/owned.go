@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/dfx-lab/dfx/internal/atomicfile"
 )
 
 // Marker is the file by which dfx recognises a folder it wrote. WriteDir
@@ -94,7 +96,7 @@ func ClaimDir(dir string) error {
 	if _, err := os.Stat(p); err == nil {
 		return nil
 	}
-	if err := os.WriteFile(p, []byte(markerHead+"\n"+parentMarker+"\n"), 0o644); err != nil {
+	if err := atomicfile.WriteFile(p, []byte(markerHead+"\n"+parentMarker+"\n")); err != nil {
 		return fmt.Errorf("output folder %s: %w", dir, err)
 	}
 	return nil
