@@ -15,6 +15,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/access"
+	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/models"
 )
 
@@ -183,20 +184,50 @@ func TestTrainingResumesExactly(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads the MNIST training set")
 	}
-	backend, err := models.NewBackend()
-	if err != nil {
-		t.Fatal(err)
-	}
 	spec, _ := SpecByName("classifier")
 	spec.Params = copyParams(spec.Params)
 	spec.Params[models.ParamWidth] = 16
 	spec.Params[models.ParamBatchSize] = 8
+	checkResumesExactly(t, spec)
+}
+
+// TestSkipNetworkTrainsAndResumesExactly: an ε-network with a mixture skip
+// (fitted before training, and again on resume), on dequantised data, with
+// validation, resumes to the same weights and skip as an uninterrupted run.
+func TestSkipNetworkTrainsAndResumesExactly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads the MNIST training set and fits a mixture")
+	}
+	spec, _ := SpecByName("eps-gmm-mlp")
+	spec.Params = copyParams(spec.Params)
+	spec.Params["/score/"+models.ParamWidth] = 16
+	spec.Params["/score/"+models.ParamDepth] = 1
+	spec.Params[models.ParamBatchSize] = 8
+	spec.Skip = &mixture.FitOptions{Components: 1, PerClass: true, Rank: 4, Shrink: 0.2, Idle: 1e-4, Seed: 1}
+	rec := checkResumesExactly(t, spec)
+	if len(rec.Val) != 1 || rec.Val[0].Step != 6 || !(rec.Val[0].BPD > 3 && rec.Val[0].BPD < 8) {
+		t.Errorf("validation record %+v, want one point at step 6 with a plausible bpd", rec.Val)
+	}
+}
+
+// checkResumesExactly trains spec for 6 steps straight and, elsewhere, 3
+// steps, an interruption and a resume; both must give the same variables.
+func checkResumesExactly(t *testing.T, spec NetSpec) *TrainRecord {
+	t.Helper()
+	backend, err := models.NewBackend()
+	if err != nil {
+		t.Fatal(err)
+	}
+	val := 0
+	if spec.Scope == models.ScoreScope {
+		val = 6 // once, at the end (a validation is a PF-ODE solve)
+	}
 	straight, resumed := t.TempDir(), t.TempDir()
-	if _, err := TrainNetwork(context.Background(), backend, spec, TrainOptions{Steps: 6, Out: straight, LogEvery: 1}); err != nil {
+	if _, err := TrainNetwork(context.Background(), backend, spec, TrainOptions{Steps: 6, Out: straight, LogEvery: 1, ValEvery: val}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	_, err = TrainNetwork(ctx, backend, spec, TrainOptions{Steps: 6, Out: resumed, LogEvery: 1, OnStep: func(s int64) {
+	_, err = TrainNetwork(ctx, backend, spec, TrainOptions{Steps: 6, Out: resumed, LogEvery: 1, ValEvery: val, OnStep: func(s int64) {
 		if s == 3 {
 			cancel()
 		}
@@ -204,20 +235,20 @@ func TestTrainingResumesExactly(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted run: %v", err)
 	}
-	if _, err := os.Stat(statePath(resumed, "classifier")); err != nil {
+	if _, err := os.Stat(statePath(resumed, spec.Name)); err != nil {
 		t.Fatalf("no state after the interruption: %v", err)
 	}
-	if _, err := TrainNetwork(context.Background(), backend, spec, TrainOptions{Steps: 6, Out: resumed, LogEvery: 1, Resume: true}); err != nil {
+	if _, err := TrainNetwork(context.Background(), backend, spec, TrainOptions{Steps: 6, Out: resumed, LogEvery: 1, ValEvery: val, Resume: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(statePath(resumed, "classifier")); !os.IsNotExist(err) {
+	if _, err := os.Stat(statePath(resumed, spec.Name)); !os.IsNotExist(err) {
 		t.Errorf("state left after training ended: %v", err)
 	}
-	a, _, err := LoadNetwork(straight, "classifier")
+	a, _, err := LoadNetwork(straight, spec.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, recB, err := LoadNetwork(resumed, "classifier")
+	b, recB, err := LoadNetwork(resumed, spec.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,4 +271,5 @@ func TestTrainingResumesExactly(t *testing.T) {
 	if n == 0 {
 		t.Fatal("no variables compared")
 	}
+	return recB
 }

@@ -11,11 +11,24 @@ import (
 )
 
 // What the MNIST networks' checkpoints record of their training data (see
-// models.Provenance): the pixels scaled by Set.Scaled, not dequantised.
+// models.Provenance): the pixels scaled by Set.Scaled, not dequantised
+// (the committed networks), or, for a spec with models.ParamDequantize,
+// the lower edges 2p/256 − 1 of the pixels' bins plus fresh uniform noise
+// over one bin at every step (so the network models the dequantised
+// density whose bits per dimension bound the discrete data's).
 const (
-	TrainScaling    = "p/127.5 − 1: pixels [0, 255] → [−1, 1] (Set.Scaled)"
-	TrainDequantize = "none"
+	TrainScaling      = "p/127.5 − 1: pixels [0, 255] → [−1, 1] (Set.Scaled)"
+	TrainDequantize   = "none"
+	DequantScaling    = "2p/256 − 1: pixels [0, 255] → bins [−1, 1) (Set.Dequantized)"
+	DequantDequantize = "uniform over each pixel's bin of width 2/256, resampled at every step"
+	dequantLevel      = 2.0 / 256
 )
+
+// dequantizes reports whether spec trains on dequantised images.
+func dequantizes(spec NetSpec) bool {
+	v, _ := spec.Params[models.ParamDequantize].(float64)
+	return v > 0
+}
 
 // DataProvenance names an IDX image set by its split, size and the SHA-256
 // of its pixels, so that a checkpoint records exactly which images it was
@@ -28,12 +41,16 @@ func DataProvenance(split Split, set *Set) string {
 // trainProvenance is the provenance of a network trained on the training
 // set; eps is the digest of the ε-network that t_θ and ν_θ go with ("" for
 // the others).
-func trainProvenance(eps string) (models.Provenance, error) {
+func trainProvenance(spec NetSpec, eps string) (models.Provenance, error) {
 	set, err := Load(Train)
 	if err != nil {
 		return models.Provenance{}, err
 	}
-	return models.Provenance{Data: DataProvenance(Train, set), Scaling: TrainScaling, Dequantize: TrainDequantize, EpsNetwork: eps}, nil
+	p := models.Provenance{Data: DataProvenance(Train, set), Scaling: TrainScaling, Dequantize: TrainDequantize, EpsNetwork: eps}
+	if dequantizes(spec) {
+		p.Scaling, p.Dequantize = DequantScaling, DequantDequantize
+	}
+	return p, nil
 }
 
 // usesEps reports whether the spec's network is a trace network that must

@@ -44,7 +44,7 @@ func TestRestampCommittedCheckpoints(t *testing.T) {
 		if usesEps(spec) {
 			d = digest
 		}
-		p, err := trainProvenance(d)
+		p, err := trainProvenance(spec, d)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +97,7 @@ func TestCommittedNetworksCarryTheirProvenance(t *testing.T) {
 	if testing.Short() {
 		return
 	}
-	want, err := trainProvenance("")
+	want, err := trainProvenance(NetSpec{}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,7 +68,7 @@ func NetworkShapes(params *model.Store, d int, networks ...string) (map[string]s
 		for _, n := range networks {
 			switch n {
 			case ScoreScope:
-				ScoreOutput(scope, in)
+				Eps(scope, in) // the network and its mixture skip, if any
 			case TraceScope:
 				TraceNet(scope, in)
 			case CentredTraceScope:
@@ -371,8 +371,8 @@ func WeightsCheckpoint(store *model.Store, d int, networks []string, config []by
 	if err != nil {
 		return nil, err
 	}
-	for i := range c.Header.Variables {
-		c.Header.Variables[i].Trainable = true
+	for i, cv := range c.Header.Variables {
+		c.Header.Variables[i].Trainable = !strings.HasPrefix(cv.Path, "/"+MixtureScope+"/") // a skip is fitted, not trained
 	}
 	c.Header.Dim, c.Header.Networks, c.Header.Config = d, slices.Clone(networks), config
 	if err := checkNetworkVariables(c, expected, networks, nil); err != nil {

@@ -165,17 +165,31 @@ func HasNetwork(store *model.Store, name string) bool {
 // ScoreOutput is the score network's raw output [B, d] in the context's
 // parameterisation (ParamParam).
 func ScoreOutput(scope *model.Scope, in Inputs) *graph.Node {
-	return ResidualMLP(scope.At(ScoreScope), in, in.X.Shape().Dimensions[1])
+	return trunk(scope.At(ScoreScope), in, in.X.Shape().Dimensions[1], nil, false)
 }
 
 // Eps is ε̂_θ(x_t, t) [B, d], converted from the network's parameterisation.
+// With a mixture skip (ParamSkip = SkipMixture, SetMixtureSkip) it is
+// ε_mix(x, t | c) + the network's output in ε-space, the network seeing the
+// skip's denoiser x̂₀ = (x − σ ε_mix)/α beside x and its output layer
+// starting at zero: an untrained network is the mixture.
 func Eps(scope *model.Scope, in Inputs) *graph.Node {
-	p, err := ParseParameterisation(model.GetParamOr(scope, ParamParam, "eps"))
+	net := scope.At(ScoreScope) // the score network's own parameters (e.g. /score/width) win over the root's
+	p, err := ParseParameterisation(model.GetParamOr(net, ParamParam, "eps"))
 	if err != nil {
 		panic(err)
 	}
+	alpha, sigma := graph.InsertAxes(in.Alpha, -1), graph.InsertAxes(in.Sigma, -1)
+	if model.GetParamOr(net, ParamSkip, SkipNone) == SkipMixture {
+		if p != PredictEps {
+			panic(fmt.Sprintf("models: a mixture skip needs parameterisation eps, have %s", p))
+		}
+		skip := MixtureEps(scope, in)
+		y0 := YFromEpsGraph(skip, in.X, alpha, sigma)
+		return graph.Add(skip, trunk(net, in, in.X.Shape().Dimensions[1], y0, true))
+	}
 	out := ScoreOutput(scope, in)
-	return EpsFromGraph(p, out, in.X, graph.InsertAxes(in.Alpha, -1), graph.InsertAxes(in.Sigma, -1))
+	return EpsFromGraph(p, out, in.X, alpha, sigma)
 }
 
 // Denoiser is ȳ_θ = (x − σ ε̂_θ)/α [B, d] (paper Proposition optimal_y).

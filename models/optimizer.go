@@ -156,15 +156,23 @@ func localCopy(v *model.Variable) (*tensors.Tensor, error) {
 func CopyTrainable(dst *model.Store, srcs ...*model.Store) error {
 	for _, src := range srcs {
 		for v := range src.IterVariables() {
-			if !v.Trainable {
+			skip := HasScope(v.Scope(), MixtureScope) // a network's mixture skip goes with it
+			if !v.Trainable && !skip {
 				continue
 			}
 			clone, err := localCopy(v)
 			if err != nil {
 				return err
 			}
-			if _, err := dst.CreateVariable(v.Path(), clone); err != nil {
+			nv, err := dst.CreateVariable(v.Path(), clone)
+			if err != nil {
 				return err
+			}
+			nv.SetTrainable(!skip)
+		}
+		for _, p := range []string{ParamSkip, ParamMixtureComponents, ParamMixtureRank} {
+			if val, ok := src.RootScope().GetParam(p); ok {
+				dst.SetParam(p, val)
 			}
 		}
 	}

@@ -46,6 +46,14 @@ const (
 	ParamTimeSampling = "time_sampling" // "uniform" in t, or "log-sigma": log σ uniform (VE, EDM)
 	ParamSeed         = "seed"          // initial weights and training randomness
 	ParamWeightLayout = "weight_layout" // new Dense weights: LayoutOutIn; absent: LayoutInOut (see Dense)
+	// The three below are absent from SetDefaults (absent means the
+	// default), so the committed networks' digests stay as they were.
+	ParamSkip              = "skip"               // SkipNone, or SkipMixture: ε̂ = ε_mix + network (SetMixtureSkip)
+	ParamArch              = "arch"               // ArchMLP (ResidualMLP) or ArchFiLM (FiLMMLP)
+	ParamMixtureComponents = "mixture_components" // K of the mixture skip (set by SetMixtureSkip)
+	ParamMixtureRank       = "mixture_rank"       // rank r of each of its covariances
+	ParamEmbedWidth        = "embed_width"        // FiLM: features of the time/class embedding (absent: the width)
+	ParamDequantize        = "dequantize"         // width of one quantisation level added as uniform noise to x₀ (0: none)
 )
 
 // SetDefaults writes every hyperparameter's default into the store's root

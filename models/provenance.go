@@ -165,7 +165,7 @@ func isDigest(s string) bool {
 // re-stamped, resaved or renamed, only when the network computes something
 // else.
 func NetworkDigest(store *model.Store, scope string) (string, error) {
-	c, err := CheckpointOf(store, KindWeights, func(v *model.Variable) bool { return strings.HasPrefix(v.Path(), "/"+scope+"/") })
+	c, err := CheckpointOf(store, KindWeights, func(v *model.Variable) bool { return digested(v.Path(), scope) })
 	if err != nil {
 		return "", err
 	}
@@ -180,7 +180,7 @@ func digestOf(c *Checkpoint, scope string) (string, error) {
 	word := func(s string) { _ = binary.Write(h, binary.LittleEndian, uint64(len(s))); h.Write([]byte(s)) }
 	n := 0
 	for i, cv := range c.Header.Variables {
-		if !strings.HasPrefix(cv.Path, "/"+scope+"/") {
+		if !digested(cv.Path, scope) {
 			continue
 		}
 		n++
@@ -202,12 +202,19 @@ func digestOf(c *Checkpoint, scope string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// digested reports whether the variable at path belongs to the network
+// under scope: its own variables, and for the score network its mixture
+// skip (SetMixtureSkip), which is part of what it computes.
+func digested(path, scope string) bool {
+	return strings.HasPrefix(path, "/"+scope+"/") || (scope == ScoreScope && strings.HasPrefix(path, "/"+MixtureScope+"/"))
+}
+
 // TrainingOnlyParams are the hyperparameters (by store path) that only
 // steer training: networks that differ only in them compute the same thing.
 var TrainingOnlyParams = map[string]bool{
 	"/seed": true, "/learning_rate": true, "/batch_size": true, "/warmup_steps": true, "/cosine_steps": true,
 	"/ema_decay": true, "/clip_norm": true, "/weight_decay": true, "/min_snr_gamma": true, "/weighting": true,
-	"/time_sampling": true, "/cfg_dropout": true, "/shift_augment": true,
+	"/time_sampling": true, "/cfg_dropout": true, "/shift_augment": true, "/dequantize": true,
 }
 
 // SameTraining checks that two checkpoints' networks were trained on the

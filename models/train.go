@@ -112,6 +112,14 @@ func NewTrainer(backend compute.Backend, store *model.Store, s schedule.Schedule
 	if err := checkParams(store); err != nil {
 		return nil, err
 	}
+	if model.GetRootParamOr(store, ParamSkip, SkipNone) == SkipMixture && !HasNetwork(store, MixtureScope) {
+		return nil, errors.New("models: skip = mixture but the store holds no mixture (SetMixtureSkip)")
+	}
+	for v := range store.IterVariables() { // a mixture skip is fitted, never trained
+		if HasScope(v.Scope(), MixtureScope) {
+			v.SetTrainable(false)
+		}
+	}
 	if obj == DFTMCentred {
 		if err := freezeScoreNetwork(store); err != nil {
 			return nil, err
@@ -195,6 +203,15 @@ func checkParams(store *model.Store) error {
 	if l := model.GetRootParamOr(store, ParamWeightLayout, LayoutInOut); l != LayoutInOut && l != LayoutOutIn {
 		return fmt.Errorf("models: weight_layout %q, want %s or %s", l, LayoutOutIn, LayoutInOut)
 	}
+	if a := model.GetRootParamOr(store, ParamArch, ArchMLP); !validArch(a) {
+		return fmt.Errorf("models: arch %q, want %s or %s", a, ArchMLP, ArchFiLM)
+	}
+	if s := model.GetRootParamOr(store, ParamSkip, SkipNone); s != SkipNone && s != SkipMixture {
+		return fmt.Errorf("models: skip %q, want %s or %s", s, SkipNone, SkipMixture)
+	}
+	if q := model.GetRootParamOr(store, ParamDequantize, 0.0); math.IsNaN(q) || q < 0 || q > 1 {
+		return fmt.Errorf("models: dequantize %g, want a level width in [0, 1]", q)
+	}
 	if a := model.GetRootParamOr(store, ParamActivation, "silu"); !validActivation(a) {
 		return fmt.Errorf("models: activation %q, want silu, tanh, relu or softplus", a)
 	}
@@ -270,6 +287,7 @@ func (tr *Trainer) batch() []*tensors.Tensor {
 	k := model.GetRootParamOr(st, ParamNumClasses, 0)
 	drop := model.GetRootParamOr(st, ParamCFGDropout, 0.1)
 	logSigma := model.GetRootParamOr(st, ParamTimeSampling, "uniform") == "log-sigma"
+	deq := model.GetRootParamOr(st, ParamDequantize, 0.0)
 	x0 := make([]float64, bs*tr.d)
 	eps := make([]float64, bs*tr.d)
 	alpha, sigma, weight := make([]float64, bs), make([]float64, bs), make([]float64, bs)
@@ -289,6 +307,12 @@ func (tr *Trainer) batch() []*tensors.Tensor {
 			shiftImage(x0[b*tr.d:(b+1)*tr.d], src, side, dy, dx, src[0])
 		} else {
 			copy(x0[b*tr.d:], tr.data[i*tr.d:(i+1)*tr.d])
+		}
+		if deq > 0 { // uniform dequantisation: x₀ + U[0, level) per pixel
+			row := x0[b*tr.d : (b+1)*tr.d]
+			for j := range row {
+				row[j] += deq * tr.rng.Float64()
+			}
 		}
 		for j := range tr.d {
 			eps[b*tr.d+j] = tr.rng.NormFloat64()

@@ -18,12 +18,12 @@ import (
 // the committed mnist/checkpoints, which only an explicit -out rewrites.
 const defaultTrainOut = "dfx-nets"
 
-const trainUsage = `usage: dfx train <network> [-steps N] [-out dfx-nets] [-resume | -force] [-save-every 500]
+const trainUsage = `usage: dfx train <network> [-steps N] [-out dfx-nets] [-resume | -force] [-save-every 500] [-val-every N]
 Trains one MNIST network with its fixed seed and writes its EMA weights to OUT/<network>.dfxckpt (atomically), with its loss curve, time and machine. The resumable trainer state is saved every -save-every steps and on SIGINT/SIGTERM to OUT/_<network>.state.dfxckpt; -resume continues from it, and a saved state is never replaced without -resume or -force. dftm-c trains against OUT/eps.dfxckpt, which must exist. The committed checkpoints are rewritten only when asked by name: -out mnist/checkpoints (from the repository root). Use the networks with dfx sample -nets OUT or DFX_MNIST_NETS=OUT.`
 
 func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var names []string
-	for _, s := range mnist.Specs() {
+	for _, s := range append(mnist.Specs(), mnist.Candidates()...) {
 		names = append(names, s.Name)
 	}
 	help := func() {
@@ -35,6 +35,10 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 				need = " (needs " + s.Needs + ")"
 			}
 			fmt.Fprintf(stderr, "  %-11s %s, %d steps%s\n", s.Name, s.About, s.Steps, need)
+		}
+		fmt.Fprintln(stderr, "candidate ε-networks (compared by validation bpd at equal training time):")
+		for _, s := range mnist.Candidates() {
+			fmt.Fprintf(stderr, "  %-13s %s, %d steps\n", s.Name, s.About, s.Steps)
 		}
 	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
@@ -55,11 +59,15 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	force := fs.Bool("force", false, "start afresh, replacing a saved state OUT/_<network>.state.dfxckpt")
 	saveEvery := fs.Int("save-every", 500, "steps between saves of the resumable state")
 	logEvery := fs.Int("log-every", 50, "steps per point of the recorded loss curve")
+	valEvery := fs.Int("val-every", 0, "ε-networks: steps between validation bpds, logged and recorded in the checkpoint (0: none; candidates: 2500)")
 	if code, ok := parseFlags(fs, args[1:], stderr, "train", trainUsage); !ok {
 		if code == 0 {
 			help()
 		}
 		return code
+	}
+	if !isSet(fs, "val-every") && spec.Skip != nil {
+		*valEvery = min(2500, *steps)
 	}
 	if !isSet(fs, "log-every") {
 		*logEvery = min(*logEvery, max(*steps, 1)) // the default never exceeds a short run
@@ -69,6 +77,10 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return fail(stderr, "train", fmt.Errorf("--steps must be an integer ≥ 1, got %d", *steps))
 	case *saveEvery < 1:
 		return fail(stderr, "train", fmt.Errorf("--save-every must be an integer ≥ 1, got %d", *saveEvery))
+	case *valEvery < 0:
+		return fail(stderr, "train", fmt.Errorf("--val-every must be an integer ≥ 0, got %d", *valEvery))
+	case *valEvery > 0 && spec.Scope != models.ScoreScope:
+		return fail(stderr, "train", fmt.Errorf("--val-every applies to ε-networks, not %s", spec.Name))
 	case *logEvery < 1 || *logEvery > *steps:
 		return fail(stderr, "train", fmt.Errorf("--log-every must be an integer in [1, --steps], got %d", *logEvery))
 	case *out == "":
@@ -82,7 +94,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return failErr(stderr, "train", err)
 	}
 	rec, err := mnist.TrainNetwork(ctx, backend, spec, mnist.TrainOptions{
-		Steps: *steps, Out: *out, Resume: *resume, SaveEvery: *saveEvery, LogEvery: *logEvery,
+		Steps: *steps, Out: *out, Resume: *resume, SaveEvery: *saveEvery, LogEvery: *logEvery, ValEvery: *valEvery,
 		Progress: stderr, Log: stderr,
 	})
 	if err != nil {

@@ -3,23 +3,62 @@ package mixture
 import (
 	"fmt"
 	"math"
+	"runtime"
+	"slices"
 
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 )
 
 // Gaussian is the mixture q_0 = Σ_k π_k N(μ_k, Σ_k) (the general setting,
 // Prop. analytic_general). Its diffusion stays a Gaussian mixture,
 // q_t = Σ_k π_k N(α μ_k, C_k), C_k = α² Σ_k + σ² I, so every quantity is in
-// closed form. With Σ_k = U_k Λ_k U_kᵀ, the posterior of component k given
-// x_t is N(m_k, P_k) with m_k = μ_k + α U_k diag(λ/c) U_kᵀ (x − α μ_k),
-// P_k = U_k diag(λ σ²/c) U_kᵀ, c = α² λ + σ². Covariances may be singular
-// (λ = 0): a zero covariance is a Dirac component.
+// closed form.
+//
+// Each covariance is held in a form whose C_k is diagonal in a known basis
+// at every t: Σ_k = U_k diag(λ_k) U_kᵀ + ρ_k P_k + ν_k I_S, with I_S the
+// coordinate projection on the component's idle coordinates S_k (pixels
+// that never vary in the component, e.g. an image's empty border), U_k a
+// d×r_k orthonormal basis orthogonal to them and P_k the projection on what
+// U_k and S_k leave. Full covariances (NewGaussian: r_k = d) and low rank
+// plus isotropic (probabilistic PCA) are special cases; low rank keeps a
+// query cheap at image scale (O(d r_k) per component and point). With
+// D = x − αμ_k, z = U_kᵀD, c = α²λ + σ², c⊥ = α²ρ + σ², c_S = α²ν + σ²,
+// the component's score is −C_k⁻¹D = −[U_k (z/c − z/c⊥) + D/c⊥ +
+// (1/c_S − 1/c⊥) D_S] and its posterior given x_t is N(m_k, P_k) with
+// m_k = μ_k + α Σ_k C_k⁻¹ D. Covariances may be singular (λ = 0, ρ = 0):
+// a zero covariance is a Dirac component.
+//
+// Eval runs as blocked matrix products over rows and components.
 type Gaussian struct {
-	means [][]float64
-	logPi []float64
-	u     []*mat.Dense // eigenvectors of Σ_k (columns)
-	lam   [][]float64  // eigenvalues of Σ_k, clamped at 0
+	means *mat.Dense   // [K, d]
+	logPi []float64    // [K]
+	u     []*mat.Dense // d×r_k, orthonormal columns
+	lam   [][]float64  // r_k eigenvalues, ≥ 0
+	rho   []float64    // variance of the rest (0 when nothing is left)
+	idle  [][]int      // idle coordinates S_k
+	nu    []float64    // their variance
+	class []int        // label of each component, or nil
 	d     int
+}
+
+// Component is one Gaussian of a mixture in the form NewLowRank takes.
+type Component struct {
+	Mean    []float64  // μ [d]
+	Basis   *mat.Dense // U: d×r orthonormal columns (r ≥ 1), zero on the idle coordinates
+	Lambda  []float64  // λ: the r variances along U (≥ 0)
+	Rest    float64    // ρ: variance on what U and Idle leave (≥ 0)
+	Idle    []int      // S: idle coordinates, ascending
+	IdleVar float64    // ν: their variance (≥ 0)
+	Weight  float64    // π, non-negative (normalised over the mixture)
+}
+
+// dims are r_k, |S_k| and the rest's dimension d − r_k − |S_k|.
+func (g *Gaussian) dims(k int) (r, s, rest int) {
+	r = g.Rank(k)
+	s = len(g.idle[k])
+	return r, s, g.d - r - s
 }
 
 // NewGaussian takes K means ([K, d]), K symmetric positive semi-definite
@@ -29,213 +68,550 @@ func NewGaussian(means *mat.Dense, covs []*mat.SymDense, weights []float64) (*Ga
 		return nil, fmt.Errorf("mixture: no Gaussian components: %w", ErrInput)
 	}
 	k, d := means.Dims()
-	if err := checkFinite("mean", means); err != nil {
-		return nil, err
-	}
 	if len(covs) != k {
 		return nil, fmt.Errorf("mixture: %d means but %d covariances: %w", k, len(covs), ErrInput)
 	}
-	logPi, err := normalisedLogWeights(weights, k)
-	if err != nil {
-		return nil, err
+	if weights != nil && len(weights) != k {
+		return nil, fmt.Errorf("mixture: %d weights for %d components: %w", len(weights), k, ErrInput)
 	}
-	g := &Gaussian{logPi: logPi, d: d}
+	comps := make([]Component, k)
 	for i, c := range covs {
 		if c == nil || c.SymmetricDim() != d {
 			return nil, fmt.Errorf("mixture: covariance %d is not %d×%d: %w", i, d, d, ErrInput)
 		}
-		scale := 0.0
-		for r := 0; r < d; r++ {
-			for s := r; s < d; s++ {
-				v := c.At(r, s)
-				if math.IsNaN(v) || math.IsInf(v, 0) {
-					return nil, fmt.Errorf("mixture: covariance %d has %v at (%d,%d): %w", i, v, r, s, ErrInput)
+		u, lam, err := eigenPSD(c, fmt.Sprintf("covariance %d", i))
+		if err != nil {
+			return nil, err
+		}
+		comps[i] = Component{Mean: means.RawRowView(i), Basis: u, Lambda: lam, Weight: 1}
+		if weights != nil {
+			comps[i].Weight = weights[i]
+		}
+	}
+	return NewLowRank(comps)
+}
+
+// eigenPSD is the eigendecomposition of a positive semi-definite matrix
+// (eigenvalues ascending, clamped at 0); a negative eigenvalue beyond
+// rounding or a non-finite entry is an error naming what.
+func eigenPSD(c *mat.SymDense, what string) (*mat.Dense, []float64, error) {
+	d := c.SymmetricDim()
+	scale := 0.0
+	for r := 0; r < d; r++ {
+		for s := r; s < d; s++ {
+			v := c.At(r, s)
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, nil, fmt.Errorf("mixture: %s has %v at (%d,%d): %w", what, v, r, s, ErrInput)
+			}
+			scale = math.Max(scale, math.Abs(v))
+		}
+	}
+	var eig mat.EigenSym
+	if !eig.Factorize(c, true) {
+		return nil, nil, fmt.Errorf("mixture: %s: eigendecomposition failed: %w", what, ErrInput)
+	}
+	lam := eig.Values(nil)
+	for j, l := range lam {
+		if l < -1e-10*math.Max(scale, 1e-300) {
+			return nil, nil, fmt.Errorf("mixture: %s has eigenvalue %g < 0 (not positive semi-definite): %w", what, l, ErrInput)
+		}
+		lam[j] = math.Max(l, 0)
+	}
+	u := mat.NewDense(d, d, nil)
+	eig.VectorsTo(u)
+	return u, lam, nil
+}
+
+// NewLowRank builds the mixture of the given components (see Gaussian and
+// Component); weights are normalised, bad shapes or values are errors.
+func NewLowRank(comps []Component) (*Gaussian, error) {
+	if len(comps) == 0 || len(comps[0].Mean) == 0 {
+		return nil, fmt.Errorf("mixture: no Gaussian components: %w", ErrInput)
+	}
+	k, d := len(comps), len(comps[0].Mean)
+	g := &Gaussian{means: mat.NewDense(k, d, nil), d: d}
+	w := make([]float64, k)
+	for i, c := range comps {
+		if len(c.Mean) != d {
+			return nil, fmt.Errorf("mixture: mean %d has dimension %d, mean 0 has %d: %w", i, len(c.Mean), d, ErrInput)
+		}
+		g.means.SetRow(i, c.Mean)
+		w[i] = c.Weight
+		if c.Basis == nil {
+			return nil, fmt.Errorf("mixture: component %d has no basis: %w", i, ErrInput)
+		}
+		ud, r := c.Basis.Dims()
+		if ud != d {
+			return nil, fmt.Errorf("mixture: basis %d has %d rows, want %d: %w", i, ud, d, ErrInput)
+		}
+		if err := checkFinite(fmt.Sprintf("basis %d", i), c.Basis); err != nil {
+			return nil, err
+		}
+		if err := checkOrthonormal(c.Basis, i); err != nil {
+			return nil, err
+		}
+		if r != len(c.Lambda) || r+len(c.Idle) > d {
+			return nil, fmt.Errorf("mixture: component %d: %d basis vectors, %d variances and %d idle coordinates in d = %d: %w", i, r, len(c.Lambda), len(c.Idle), d, ErrInput)
+		}
+		for j, l := range c.Lambda {
+			if math.IsNaN(l) || math.IsInf(l, 0) || l < 0 {
+				return nil, fmt.Errorf("mixture: variance %d of component %d is %g, want finite and ≥ 0: %w", j, i, l, ErrInput)
+			}
+		}
+		for _, v := range []float64{c.Rest, c.IdleVar} {
+			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+				return nil, fmt.Errorf("mixture: rest or idle variance of component %d is %g, want finite and ≥ 0: %w", i, v, ErrInput)
+			}
+		}
+		for j, s := range c.Idle {
+			if s < 0 || s >= d || (j > 0 && s <= c.Idle[j-1]) {
+				return nil, fmt.Errorf("mixture: idle coordinates of component %d must ascend within [0, %d): %w", i, d, ErrInput)
+			}
+			for l := 0; l < r; l++ {
+				if math.Abs(c.Basis.At(s, l)) > 1e-9 {
+					return nil, fmt.Errorf("mixture: basis %d is not zero on idle coordinate %d: %w", i, s, ErrInput)
 				}
-				scale = math.Max(scale, math.Abs(v))
 			}
 		}
-		var eig mat.EigenSym
-		if !eig.Factorize(c, true) {
-			return nil, fmt.Errorf("mixture: covariance %d: eigendecomposition failed: %w", i, ErrInput)
+		u, lam := mat.DenseCopyOf(c.Basis), slices.Clone(c.Lambda)
+		rest := c.Rest
+		if d-r-len(c.Idle) == 0 {
+			rest = 0
 		}
-		lam := eig.Values(nil)
-		for j, l := range lam {
-			if l < -1e-10*math.Max(scale, 1e-300) {
-				return nil, fmt.Errorf("mixture: covariance %d has eigenvalue %g < 0 (not positive semi-definite): %w", i, l, ErrInput)
-			}
-			lam[j] = math.Max(l, 0)
-		}
-		u := mat.NewDense(d, d, nil)
-		eig.VectorsTo(u)
-		g.u = append(g.u, u)
-		g.lam = append(g.lam, lam)
-		g.means = append(g.means, append([]float64(nil), means.RawRowView(i)...))
+		g.u, g.lam = append(g.u, u), append(g.lam, lam)
+		g.rho, g.idle, g.nu = append(g.rho, rest), append(g.idle, slices.Clone(c.Idle)), append(g.nu, c.IdleVar)
+	}
+	if err := checkFinite("mean", g.means); err != nil {
+		return nil, err
+	}
+	var err error
+	if g.logPi, err = normalisedLogWeights(w, k); err != nil {
+		return nil, err
 	}
 	return g, nil
+}
+
+// checkOrthonormal checks UᵀU = I to 1e-6.
+func checkOrthonormal(u *mat.Dense, i int) error {
+	_, r := u.Dims()
+	var g mat.Dense
+	g.Mul(u.T(), u)
+	for a := 0; a < r; a++ {
+		for b := 0; b < r; b++ {
+			want := 0.0
+			if a == b {
+				want = 1
+			}
+			if math.Abs(g.At(a, b)-want) > 1e-6 {
+				return fmt.Errorf("mixture: basis %d has UᵀU[%d,%d] = %g, want %g (columns must be orthonormal): %w", i, a, b, g.At(a, b), want, ErrInput)
+			}
+		}
+	}
+	return nil
 }
 
 // Dim is d.
 func (g *Gaussian) Dim() int { return g.d }
 
 // Components is K.
-func (g *Gaussian) Components() int { return len(g.means) }
+func (g *Gaussian) Components() int { return len(g.logPi) }
+
+// Rank is r_k, the dimension of component k's explicit basis.
+func (g *Gaussian) Rank(k int) int { _, r := g.u[k].Dims(); return r }
+
+// Component returns component k (its slices are the mixture's own: do
+// not modify them).
+func (g *Gaussian) Component(k int) Component {
+	return Component{Mean: g.means.RawRowView(k), Basis: g.u[k], Lambda: g.lam[k], Rest: g.rho[k],
+		Idle: g.idle[k], IdleVar: g.nu[k], Weight: math.Exp(g.logPi[k])}
+}
+
+// Classes is the label of each component (nil when unlabelled).
+func (g *Gaussian) Classes() []int { return g.class }
+
+// SetClasses labels the components (one label ≥ 0 each; nil clears them),
+// for Restrict.
+func (g *Gaussian) SetClasses(labels []int) error {
+	if labels == nil {
+		g.class = nil
+		return nil
+	}
+	if len(labels) != g.Components() {
+		return fmt.Errorf("mixture: %d labels for %d components: %w", len(labels), g.Components(), ErrInput)
+	}
+	for i, l := range labels {
+		if l < 0 {
+			return fmt.Errorf("mixture: label %d of component %d is negative: %w", l, i, ErrInput)
+		}
+	}
+	g.class = append([]int(nil), labels...)
+	return nil
+}
+
+// Restrict is the mixture of the components labelled c, their weights
+// renormalised: the class-conditional q_0(x | c) of a labelled fit.
+func (g *Gaussian) Restrict(c int) (*Gaussian, error) {
+	if g.class == nil {
+		return nil, fmt.Errorf("mixture: Restrict(%d) on a mixture without component labels: %w", c, ErrInput)
+	}
+	var idx []int
+	for k, l := range g.class {
+		if l == c {
+			idx = append(idx, k)
+		}
+	}
+	if len(idx) == 0 {
+		return nil, fmt.Errorf("mixture: no component has label %d: %w", c, ErrInput)
+	}
+	means := mat.NewDense(len(idx), g.d, nil)
+	w := make([]float64, len(idx))
+	out := &Gaussian{d: g.d, means: means}
+	for i, k := range idx {
+		means.SetRow(i, g.means.RawRowView(k))
+		w[i] = math.Exp(g.logPi[k])
+		out.u = append(out.u, g.u[k])
+		out.lam = append(out.lam, g.lam[k])
+		out.rho = append(out.rho, g.rho[k])
+		out.idle = append(out.idle, g.idle[k])
+		out.nu = append(out.nu, g.nu[k])
+		out.class = append(out.class, c)
+	}
+	var err error
+	if out.logPi, err = normalisedLogWeights(w, len(idx)); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// gaussBlock is the number of query rows Eval processes together.
+const gaussBlock = 64
 
 // Eval implements Mixture.
 func (g *Gaussian) Eval(q Query) (*Result, error) {
-	d := g.d
-	b, c, err := checkQuery(q, d)
+	b, c, err := checkQuery(q, g.d)
 	if err != nil {
 		return nil, err
 	}
-	a, s2 := c.Alpha, c.Sigma*c.Sigma
-	res := newResult(q.Want, b, d)
-	kk := g.Components()
-	logr := make([]float64, kk)
-	// Per component, in its eigenbasis: z = Uᵀ(x − αμ), cdiag = α²λ + σ².
-	zs := make([][]float64, kk)
-	cs := make([][]float64, kk)
-	for k := range cs {
-		zs[k] = make([]float64, d)
-		cs[k] = make([]float64, d)
-		for j, l := range g.lam[k] {
-			cs[k][j] = a*a*l + s2
-		}
+	res := newResult(q.Want, b, g.d)
+	nblocks := (b + gaussBlock - 1) / gaussBlock
+	workers := 1
+	if nblocks > 1 {
+		workers = min(runtime.GOMAXPROCS(0), nblocks)
 	}
-	diff := make([]float64, d)
-	mk := make([]float64, d)
-	tmp := make([]float64, d)
-	sk := make([][]float64, kk) // component scores −C_k⁻¹(x − αμ_k)
-	for k := range sk {
-		sk[k] = make([]float64, d)
-	}
-	rs := make([]float64, kk)
-	p := &posterior{ybar: make([]float64, d)}
-	dr := &direct{score: make([]float64, d), matvec: make([]float64, d)}
-	p.direct = dr
-	if q.Want&Full != 0 {
-		dr.full = mat.NewSymDense(d, nil)
-	}
-	for i := 0; i < b; i++ {
-		x := q.X.RawRowView(i)
-		var v []float64
-		if q.V != nil {
-			v = vecRow(q.V, i)
-		}
-		lmax := math.Inf(-1)
-		for k := 0; k < kk; k++ {
-			for j := range diff {
-				diff[j] = x[j] - a*g.means[k][j]
-			}
-			mulTVec(zs[k], g.u[k], diff)
-			l := g.logPi[k]
-			for j, zj := range zs[k] {
-				l -= 0.5 * (zj*zj/cs[k][j] + math.Log(2*math.Pi*cs[k][j]))
-				tmp[j] = -zj / cs[k][j]
-			}
-			mulVec(sk[k], g.u[k], tmp)
-			logr[k] = l
-			lmax = math.Max(lmax, l)
-		}
-		sum := 0.0
-		for k := range logr {
-			sum += math.Exp(logr[k] - lmax)
-		}
-		p.logq = lmax + math.Log(sum)
-		clear(p.ybar)
-		clear(dr.score)
-		p.m2 = 0
-		for k := 0; k < kk; k++ {
-			r := math.Exp(logr[k] - p.logq)
-			rs[k] = r
-			if r == 0 {
-				continue
-			}
-			// m_k = μ_k + α U diag(λ/c) z, tr P_k = Σ λσ²/c
-			for j := range tmp {
-				tmp[j] = a * g.lam[k][j] / cs[k][j] * zs[k][j]
-			}
-			mulVec(mk, g.u[k], tmp)
-			trP := 0.0
-			for j := range mk {
-				mk[j] += g.means[k][j]
-				trP += g.lam[k][j] * s2 / cs[k][j]
-			}
-			for j := range mk {
-				p.ybar[j] += r * mk[j]
-				dr.score[j] += r * sk[k][j]
-			}
-			p.m2 += r * (trP + dot(mk, mk))
-		}
-		g.fisher(dr, rs, sk, cs, v, q.Want)
-		finish(res, i, c, x, v, p)
-	}
+	parallelRows(nblocks, workers, func(blk int) {
+		lo := blk * gaussBlock
+		g.evalBlock(q, c.Alpha, c.Sigma, lo, min(lo+gaussBlock, b), res)
+	})
 	if err := checkFiniteResult(res); err != nil {
 		return nil, err
 	}
 	return res, nil
 }
 
-// fisher fills the Fisher outputs of dr in the form
-// F = Σ_k r_k C_k⁻¹ − Σ_k r_k (s_k − s)(s_k − s)ᵀ, s = Σ_k r_k s_k,
-// equal to Prop. analytic_general's I/σ² − (α²/σ⁴) Cov[x_0|x_t] but free of its
-// cancellation when σ ≪ the component scales.
-func (g *Gaussian) fisher(dr *direct, rs []float64, sk, cs [][]float64, v []float64, want What) {
-	d := g.d
-	dr.trace = 0
-	clear(dr.matvec)
-	if dr.full != nil {
-		scaleSym(dr.full, 0)
+// general wraps a row-major block as a blas64.General.
+func general(rows, cols int, data []float64) blas64.General {
+	return blas64.General{Rows: rows, Cols: cols, Stride: cols, Data: data}
+}
+
+func denseGeneral(m *mat.Dense) blas64.General {
+	r := m.RawMatrix()
+	return blas64.General{Rows: r.Rows, Cols: r.Cols, Stride: r.Stride, Data: r.Data}
+}
+
+// evalBlock computes rows [lo, hi) of res. Per component k, on the block
+// D = X − αμ_k: Z = D U_k and the log-density; after the responsibilities,
+// the component score S_k = −(A U_kᵀ + D/c⊥ + (1/c_S − 1/c⊥) D_S) with
+// A = Z∘(1/c − 1/c⊥) and the posterior mean
+// m_k = μ_k + α(B U_kᵀ + (ρ/c⊥) D + (ν/c_S − ρ/c⊥) D_S) with
+// B = Z∘(λ/c − ρ/c⊥), as products. The Fisher is assembled as
+// F = Σ_k r_k C_k⁻¹ − Σ_k r_k (s_k − s)(s_k − s)ᵀ (free of the cancellation
+// of I/σ² − (α²/σ⁴) Cov at small σ).
+func (g *Gaussian) evalBlock(q Query, a, sigma float64, lo, hi int, res *Result) {
+	d, kk, nb := g.d, g.Components(), hi-lo
+	s2 := sigma * sigma
+	want := q.Want
+	x := q.X.Slice(lo, hi, 0, d).(*mat.Dense)
+	needS := want&(Score|Trace|MatVec|Full) != 0
+	needM := want&(Denoiser|SecondMoment) != 0
+
+	logr := make([]float64, nb*kk) // [row, k]
+	zs := make([][]float64, kk)    // Z_k [nb, r_k]
+	cs := make([][]float64, kk)
+	cp := make([]componentAt, kk)
+	dbuf := make([]float64, nb*d)
+	for k := 0; k < kk; k++ {
+		r, ns, nr := g.dims(k)
+		cs[k] = make([]float64, r)
+		logdet := 0.0
+		for j, l := range g.lam[k] {
+			cs[k][j] = a*a*l + s2
+			logdet += math.Log(cs[k][j])
+		}
+		c := componentAt{perp: a*a*g.rho[k] + s2, idle: a*a*g.nu[k] + s2}
+		if nr > 0 {
+			c.inv = 1 / c.perp
+			logdet += float64(nr) * math.Log(c.perp)
+		}
+		if ns > 0 {
+			c.idleInv = 1 / c.idle
+			logdet += float64(ns) * math.Log(c.idle)
+		}
+		cp[k] = c
+		g.diff(dbuf, x, a, k)
+		zs[k] = make([]float64, nb*r)
+		gemmFn(blas.NoTrans, blas.NoTrans, 1, general(nb, d, dbuf), denseGeneral(g.u[k]), 0, general(nb, r, zs[k]))
+		for i := 0; i < nb; i++ {
+			z := zs[k][i*r : (i+1)*r]
+			m, zz := 0.0, 0.0
+			for j, zj := range z {
+				m += zj * zj / cs[k][j]
+				zz += zj * zj
+			}
+			di := dbuf[i*d : (i+1)*d]
+			dS := 0.0
+			for _, j := range g.idle[k] {
+				dS += di[j] * di[j]
+			}
+			if nr > 0 {
+				m += math.Max(dot(di, di)-zz-dS, 0) * c.inv
+			}
+			m += dS * c.idleInv
+			logr[i*kk+k] = g.logPi[k] - 0.5*(m+logdet+float64(d)*math.Log(2*math.Pi))
+		}
 	}
-	dev := make([]float64, d)
-	tmp := make([]float64, d)
-	cinv := make([]float64, d)
-	for k, r := range rs {
-		if r == 0 {
-			continue
+	// Responsibilities r_ik = exp(logr − log q) and log q by log-sum-exp.
+	logq := make([]float64, nb)
+	for i := 0; i < nb; i++ {
+		row := logr[i*kk : (i+1)*kk]
+		mx := math.Inf(-1)
+		for _, l := range row {
+			mx = math.Max(mx, l)
 		}
-		for j := range dev {
-			dev[j] = sk[k][j] - dr.score[j]
-			dr.trace += r / cs[k][j]
+		sum := 0.0
+		for _, l := range row {
+			sum += math.Exp(l - mx)
 		}
-		dr.trace -= r * dot(dev, dev)
-		if want&MatVec != 0 {
-			mulTVec(tmp, g.u[k], v)
-			for j := range tmp {
-				tmp[j] /= cs[k][j]
+		logq[i] = mx + math.Log(sum)
+		for k, l := range row {
+			row[k] = math.Exp(l - logq[i])
+		}
+	}
+	if res.LogProb != nil {
+		copy(res.LogProb[lo:hi], logq)
+	}
+	if !needS && !needM {
+		return
+	}
+
+	var score, ybar, sks []float64
+	var m2 []float64
+	if needS {
+		score = make([]float64, nb*d)
+		sks = make([]float64, kk*nb*d) // S_k for the deviation terms
+	}
+	if needM {
+		ybar = make([]float64, nb*d)
+		m2 = make([]float64, nb)
+	}
+	coef := make([]float64, nb*d)
+	out := make([]float64, nb*d)
+	trCinv := make([]float64, kk)
+	for k := 0; k < kk; k++ {
+		r, ns, nr := g.dims(k)
+		c := cp[k]
+		g.diff(dbuf, x, a, k)
+		for _, cj := range cs[k] {
+			trCinv[k] += 1 / cj
+		}
+		trCinv[k] += float64(nr)*c.inv + float64(ns)*c.idleInv
+		z := zs[k]
+		if needS {
+			for i := 0; i < nb; i++ {
+				for j := 0; j < r; j++ {
+					coef[i*r+j] = z[i*r+j] * (1/cs[k][j] - c.inv)
+				}
 			}
-			mulVec(cinv, g.u[k], tmp)
-			dv := dot(dev, v)
-			for j := range dr.matvec {
-				dr.matvec[j] += r * (cinv[j] - dv*dev[j])
-			}
-		}
-		if dr.full != nil {
-			for i := 0; i < d; i++ {
-				for j := i; j < d; j++ {
-					s := -dev[i] * dev[j]
-					for l := 0; l < d; l++ {
-						s += g.u[k].At(i, l) * g.u[k].At(j, l) / cs[k][l]
-					}
-					dr.full.SetSym(i, j, dr.full.At(i, j)+r*s)
+			sk := sks[k*nb*d : (k+1)*nb*d]
+			gemmFn(blas.NoTrans, blas.Trans, 1, general(nb, r, coef[:nb*r]), denseGeneral(g.u[k]), 0, general(nb, d, sk))
+			for i := 0; i < nb; i++ {
+				row, di := sk[i*d:(i+1)*d], dbuf[i*d:(i+1)*d]
+				for j := range row {
+					row[j] += di[j] * c.inv
+				}
+				for _, j := range g.idle[k] {
+					row[j] += di[j] * (c.idleInv - c.inv)
+				}
+				w, sc := logr[i*kk+k], score[i*d:(i+1)*d]
+				for j := range row {
+					row[j] = -row[j]
+					sc[j] += w * row[j]
 				}
 			}
 		}
-	}
-}
-
-// mulVec sets dst = U x; mulTVec sets dst = Uᵀ x.
-func mulVec(dst []float64, u *mat.Dense, x []float64) {
-	for i := range dst {
-		dst[i] = dot(u.RawRowView(i), x)
-	}
-}
-
-func mulTVec(dst []float64, u *mat.Dense, x []float64) {
-	clear(dst)
-	for i, xi := range x {
-		row := u.RawRowView(i)
-		for j := range dst {
-			dst[j] += row[j] * xi
+		if needM {
+			rhoInv := g.rho[k] * c.inv
+			nuInv := g.nu[k] * c.idleInv
+			trP := float64(nr)*rhoInv*s2 + float64(ns)*nuInv*s2
+			for j, l := range g.lam[k] {
+				trP += l * s2 / cs[k][j]
+			}
+			for i := 0; i < nb; i++ {
+				for j := 0; j < r; j++ {
+					coef[i*r+j] = z[i*r+j] * (g.lam[k][j]/cs[k][j] - rhoInv)
+				}
+			}
+			gemmFn(blas.NoTrans, blas.Trans, 1, general(nb, r, coef[:nb*r]), denseGeneral(g.u[k]), 0, general(nb, d, out))
+			mu := g.means.RawRowView(k)
+			for i := 0; i < nb; i++ {
+				row, di, yb := out[i*d:(i+1)*d], dbuf[i*d:(i+1)*d], ybar[i*d:(i+1)*d]
+				for j := range row {
+					row[j] += rhoInv * di[j]
+				}
+				for _, j := range g.idle[k] {
+					row[j] += (nuInv - rhoInv) * di[j]
+				}
+				w := logr[i*kk+k]
+				mm := 0.0
+				for j := range row {
+					mk := mu[j] + a*row[j]
+					yb[j] += w * mk
+					mm += mk * mk
+				}
+				m2[i] += w * (trP + mm)
+			}
 		}
 	}
+	if res.Denoiser != nil {
+		for i := 0; i < nb; i++ {
+			copy(res.Denoiser.RawRowView(lo+i), ybar[i*d:(i+1)*d])
+		}
+	}
+	if res.SecondMoment != nil {
+		copy(res.SecondMoment[lo:hi], m2)
+	}
+	if res.Score != nil {
+		for i := 0; i < nb; i++ {
+			copy(res.Score.RawRowView(lo+i), score[i*d:(i+1)*d])
+		}
+	}
+	if !needS || want&(Trace|MatVec|Full) == 0 {
+		return
+	}
+	// Deviations S_k − s in place.
+	for k := 0; k < kk; k++ {
+		sk := sks[k*nb*d : (k+1)*nb*d]
+		for i := range sk {
+			sk[i] -= score[i]
+		}
+	}
+	if res.Trace != nil {
+		for i := 0; i < nb; i++ {
+			tr := 0.0
+			for k := 0; k < kk; k++ {
+				w := logr[i*kk+k]
+				dev := sks[k*nb*d+i*d : k*nb*d+(i+1)*d]
+				tr += w * (trCinv[k] - dot(dev, dev))
+			}
+			res.Trace[lo+i] = tr
+		}
+	}
+	if res.MatVec != nil {
+		g.matvec(q.V, lo, hi, logr, sks, cs, cp, res.MatVec)
+	}
+	if res.Fisher != nil {
+		for i := 0; i < nb; i++ {
+			res.Fisher[lo+i] = g.fullFisher(i, nb, logr, sks, cs, cp)
+		}
+	}
+}
+
+// componentAt are a component's variances of the rest and of the idle
+// coordinates at one time, and their inverses (0 where the part is empty).
+type componentAt struct {
+	perp, idle, inv, idleInv float64
+}
+
+// diff fills dst [nb, d] with X − α μ_k.
+func (g *Gaussian) diff(dst []float64, x *mat.Dense, a float64, k int) {
+	mu := g.means.RawRowView(k)
+	nb, d := x.RawMatrix().Rows, g.d
+	for i := 0; i < nb; i++ {
+		row, xi := dst[i*d:(i+1)*d], x.RawRowView(i)
+		for j := range row {
+			row[j] = xi[j] - a*mu[j]
+		}
+	}
+}
+
+// matvec sets rows [lo, hi) of out to F v = Σ_k r_k [C_k⁻¹ v − dev_k (dev_k·v)].
+func (g *Gaussian) matvec(vm *mat.Dense, lo, hi int, resp, devs []float64, cs [][]float64, cp []componentAt, out *mat.Dense) {
+	d, kk, nb := g.d, g.Components(), hi-lo
+	v := make([]float64, nb*d)
+	for i := 0; i < nb; i++ {
+		copy(v[i*d:(i+1)*d], vecRow(vm, lo+i))
+	}
+	acc := make([]float64, nb*d)
+	proj := make([]float64, nb*d)
+	back := make([]float64, nb*d)
+	for k := 0; k < kk; k++ {
+		r := g.Rank(k)
+		c := cp[k]
+		gemmFn(blas.NoTrans, blas.NoTrans, 1, general(nb, d, v), denseGeneral(g.u[k]), 0, general(nb, r, proj[:nb*r]))
+		for i := 0; i < nb; i++ {
+			for j := 0; j < r; j++ {
+				proj[i*r+j] *= 1/cs[k][j] - c.inv
+			}
+		}
+		gemmFn(blas.NoTrans, blas.Trans, 1, general(nb, r, proj[:nb*r]), denseGeneral(g.u[k]), 0, general(nb, d, back))
+		for i := 0; i < nb; i++ {
+			w := resp[i*kk+k]
+			vi, bi, ai := v[i*d:(i+1)*d], back[i*d:(i+1)*d], acc[i*d:(i+1)*d]
+			for _, j := range g.idle[k] {
+				bi[j] += vi[j] * (c.idleInv - c.inv)
+			}
+			dev := devs[k*nb*d+i*d : k*nb*d+(i+1)*d]
+			dv := dot(dev, vi)
+			for j := range ai {
+				ai[j] += w * (bi[j] + vi[j]*c.inv - dv*dev[j])
+			}
+		}
+	}
+	for i := 0; i < nb; i++ {
+		copy(out.RawRowView(lo+i), acc[i*d:(i+1)*d])
+	}
+}
+
+// fullFisher is row i's F as a d×d matrix.
+func (g *Gaussian) fullFisher(i, nb int, resp, devs []float64, cs [][]float64, cp []componentAt) *mat.SymDense {
+	d, kk := g.d, g.Components()
+	f := mat.NewSymDense(d, nil)
+	raw := f.RawSymmetric()
+	for k := 0; k < kk; k++ {
+		w := resp[i*kk+k]
+		if w == 0 {
+			continue
+		}
+		r := g.Rank(k)
+		c := cp[k]
+		dev := devs[k*nb*d+i*d : k*nb*d+(i+1)*d]
+		u := g.u[k]
+		for p := 0; p < d; p++ {
+			up := u.RawRowView(p)
+			for s := p; s < d; s++ {
+				us := u.RawRowView(s)
+				v := -dev[p] * dev[s]
+				for l := 0; l < r; l++ {
+					v += up[l] * us[l] * (1/cs[k][l] - c.inv)
+				}
+				if p == s {
+					v += c.inv
+				}
+				raw.Data[p*raw.Stride+s] += w * v
+			}
+		}
+		for _, j := range g.idle[k] {
+			raw.Data[j*raw.Stride+j] += w * (c.idleInv - c.inv)
+		}
+	}
+	return f
 }

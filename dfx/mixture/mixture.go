@@ -241,17 +241,6 @@ type posterior struct {
 	ybar, cv []float64
 	m2, logq float64
 	full     *mat.SymDense
-	// direct, when set, holds the score and Fisher outputs computed in a
-	// form that avoids the cancellation of I/σ² − (α²/σ⁴) Cov at small σ.
-	direct *direct
-}
-
-// direct holds outputs a mixture computes without going through the
-// posterior moments (see Gaussian.Eval).
-type direct struct {
-	score, matvec []float64
-	trace         float64
-	full          *mat.SymDense
 }
 
 // finish writes row b of the result from the posterior moments (Props.
@@ -268,22 +257,6 @@ func finish(r *Result, b int, c schedule.Coefficients, x, v []float64, p *poster
 	}
 	if r.SecondMoment != nil {
 		r.SecondMoment[b] = p.m2
-	}
-	if p.direct != nil {
-		if r.Score != nil {
-			copy(r.Score.RawRowView(b), p.direct.score)
-		}
-		if r.Trace != nil {
-			r.Trace[b] = p.direct.trace
-		}
-		if r.MatVec != nil {
-			copy(r.MatVec.RawRowView(b), p.direct.matvec)
-		}
-		if r.Fisher != nil {
-			r.Fisher[b] = mat.NewSymDense(d, nil)
-			r.Fisher[b].CopySym(p.direct.full)
-		}
-		return
 	}
 	if r.Score != nil {
 		row := r.Score.RawRowView(b)

@@ -1,0 +1,332 @@
+package mixture
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/mat"
+)
+
+// FitOptions says how Fit fits a Gaussian mixture to data.
+type FitOptions struct {
+	// Components is K, the number of Gaussians (per class when PerClass).
+	Components int
+	// PerClass fits Components Gaussians to each label's rows separately
+	// and labels them (Restrict gives the class-conditional mixture); the
+	// weights are the overall row fractions, so the whole mixture is the
+	// unconditional fit.
+	PerClass bool
+	// Rank r of each covariance: 0 or ≥ d keeps it full; 1 ≤ r < d keeps
+	// the r largest eigenpairs and replaces the others by their mean
+	// (probabilistic PCA: U diag(λ) Uᵀ + ρ(I − U Uᵀ)).
+	Rank int
+	// Shrink in [0, 1] pulls each sample covariance toward its diagonal:
+	// Σ = (1 − Shrink) S + Shrink diag(S).
+	Shrink float64
+	// Floor is added to every covariance's diagonal (≥ 0).
+	Floor float64
+	// Idle, with 1 ≤ Rank < d, is a variance threshold: a component's
+	// coordinates whose variance is below it (pixels that never vary in the
+	// component but for dequantisation noise, e.g. an image's empty border)
+	// are modelled apart, independent with their mean variance, and the
+	// rank-r basis and the rest's variance are fitted to the others only
+	// (0: none).
+	Idle float64
+	// Iters bounds the k-means (Lloyd) iterations (0: 25).
+	Iters int
+	// Seed seeds the k-means++ initialisation.
+	Seed uint64
+}
+
+// FitInfo reports what Fit did.
+type FitInfo struct {
+	Sizes      []int     // rows assigned to each component
+	Iterations []int     // k-means iterations run (one entry per class, or one)
+	Inertia    []float64 // final mean squared distance to the assigned mean (same)
+}
+
+// Fit fits a Gaussian mixture to the rows of data ([N, d]) by k-means
+// (k-means++ start, Lloyd iterations; hard assignment, no EM): each
+// component's mean and covariance are those of its rows (the covariance
+// shrunk toward its diagonal, floored, optionally truncated to rank r) and
+// its weight is its share of the rows. labels (one per row, ≥ 0) is needed
+// only with PerClass.
+func Fit(data *mat.Dense, labels []int, opt FitOptions) (*Gaussian, *FitInfo, error) {
+	if data == nil || data.IsEmpty() {
+		return nil, nil, fmt.Errorf("mixture: Fit: no data: %w", ErrInput)
+	}
+	n, d := data.Dims()
+	if err := checkFinite("data", data); err != nil {
+		return nil, nil, err
+	}
+	if opt.Components < 1 {
+		return nil, nil, fmt.Errorf("mixture: Fit: %d components, want ≥ 1: %w", opt.Components, ErrInput)
+	}
+	if math.IsNaN(opt.Shrink) || opt.Shrink < 0 || opt.Shrink > 1 {
+		return nil, nil, fmt.Errorf("mixture: Fit: shrinkage %g outside [0, 1]: %w", opt.Shrink, ErrInput)
+	}
+	if math.IsNaN(opt.Floor) || math.IsInf(opt.Floor, 0) || opt.Floor < 0 {
+		return nil, nil, fmt.Errorf("mixture: Fit: floor %g, want finite and ≥ 0: %w", opt.Floor, ErrInput)
+	}
+	if opt.Rank < 0 {
+		return nil, nil, fmt.Errorf("mixture: Fit: rank %d, want ≥ 0: %w", opt.Rank, ErrInput)
+	}
+	if opt.Iters <= 0 {
+		opt.Iters = 25
+	}
+	groups := map[int][]int{-1: nil}
+	if opt.PerClass {
+		if len(labels) != n {
+			return nil, nil, fmt.Errorf("mixture: Fit: %d labels for %d rows: %w", len(labels), n, ErrInput)
+		}
+		groups = map[int][]int{}
+		for i, l := range labels {
+			if l < 0 {
+				return nil, nil, fmt.Errorf("mixture: Fit: label %d of row %d is negative: %w", l, i, ErrInput)
+			}
+			groups[l] = append(groups[l], i)
+		}
+	} else {
+		all := make([]int, n)
+		for i := range all {
+			all[i] = i
+		}
+		groups[-1] = all
+	}
+	keys := make([]int, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	info := &FitInfo{}
+	var comps []Component
+	var classes []int
+	for gi, key := range keys {
+		rows := groups[key]
+		if len(rows) < opt.Components {
+			return nil, nil, fmt.Errorf("mixture: Fit: %d rows (label %d) for %d components: %w", len(rows), key, opt.Components, ErrInput)
+		}
+		x := mat.NewDense(len(rows), d, nil)
+		for i, r := range rows {
+			x.SetRow(i, data.RawRowView(r))
+		}
+		assign, iters, inertia := kmeans(x, opt.Components, opt.Iters, opt.Seed+uint64(gi)*0x9e3779b97f4a7c15)
+		info.Iterations = append(info.Iterations, iters)
+		info.Inertia = append(info.Inertia, inertia)
+		members := make([][]int, opt.Components)
+		for i, c := range assign {
+			members[c] = append(members[c], i)
+		}
+		for c, m := range members {
+			if len(m) == 0 { // re-seeded in the last iteration, left empty
+				continue
+			}
+			comp, err := fitComponent(x, m, opt)
+			if err != nil {
+				return nil, nil, fmt.Errorf("mixture: Fit: component %d (label %d): %w", c, key, err)
+			}
+			comp.Weight = float64(len(m)) / float64(n)
+			comps = append(comps, comp)
+			info.Sizes = append(info.Sizes, len(m))
+			classes = append(classes, key)
+		}
+	}
+	g, err := NewLowRank(comps)
+	if err != nil {
+		return nil, nil, err
+	}
+	if opt.PerClass {
+		if err := g.SetClasses(classes); err != nil {
+			return nil, nil, err
+		}
+	}
+	return g, info, nil
+}
+
+// fitComponent is the mean and (shrunk, floored, truncated) covariance of
+// rows m of x.
+func fitComponent(x *mat.Dense, m []int, opt FitOptions) (Component, error) {
+	_, d := x.Dims()
+	if len(m) == 0 {
+		return Component{}, fmt.Errorf("no rows assigned: %w", ErrInput)
+	}
+	mu := make([]float64, d)
+	for _, i := range m {
+		for j, v := range x.RawRowView(i) {
+			mu[j] += v
+		}
+	}
+	for j := range mu {
+		mu[j] /= float64(len(m))
+	}
+	// Centred rows, transposed: ct [d, n]; S = ct ctᵀ / n.
+	nm := len(m)
+	ct := make([]float64, d*nm)
+	for c, i := range m {
+		for j, v := range x.RawRowView(i) {
+			ct[j*nm+c] = v - mu[j]
+		}
+	}
+	s := make([]float64, d*d)
+	gemmFn(blas.NoTrans, blas.Trans, 1, general(d, nm, ct), general(d, nm, ct), 0, general(d, d, s))
+	low := opt.Rank > 0 && opt.Rank < d
+	var idle, active []int
+	nu := 0.0
+	for j := 0; j < d; j++ {
+		v := s[j*d+j]/float64(nm) + opt.Floor
+		if low && opt.Idle > 0 && v < opt.Idle {
+			idle = append(idle, j)
+			nu += v
+		} else {
+			active = append(active, j)
+		}
+	}
+	if len(idle) > 0 {
+		nu /= float64(len(idle))
+	}
+	na := len(active)
+	cov := mat.NewSymDense(na, nil)
+	for a, i := range active {
+		for b := a; b < na; b++ {
+			j := active[b]
+			v := (s[i*d+j] + s[j*d+i]) / (2 * float64(nm))
+			if a != b {
+				v *= 1 - opt.Shrink
+			} else {
+				v += opt.Floor
+			}
+			cov.SetSym(a, b, v)
+		}
+	}
+	u, lam, err := eigenPSD(cov, "covariance")
+	if err != nil {
+		return Component{}, err
+	}
+	if !low {
+		return Component{Mean: mu, Basis: u, Lambda: lam}, nil
+	}
+	// Eigenvalues ascending: keep the last r, the rest's mean is ρ.
+	r := min(opt.Rank, na)
+	rho := 0.0
+	for _, l := range lam[:na-r] {
+		rho += l
+	}
+	if na > r {
+		rho /= float64(na - r)
+	}
+	basis := mat.NewDense(d, r, nil)
+	for a, i := range active {
+		for l := 0; l < r; l++ {
+			basis.Set(i, l, u.At(a, na-r+l))
+		}
+	}
+	return Component{Mean: mu, Basis: basis, Lambda: slices.Clone(lam[na-r:]), Rest: rho, Idle: idle, IdleVar: nu}, nil
+}
+
+// kmeans clusters the rows of x into k groups (k-means++ start, at most
+// iters Lloyd iterations, squared distances as blocked products) and
+// returns each row's cluster, the iterations run and the final inertia
+// (mean squared distance, of the last assignment). An emptied cluster is re-seeded with the row
+// farthest from its mean.
+func kmeans(x *mat.Dense, k, iters int, seed uint64) ([]int, int, float64) {
+	n, d := x.Dims()
+	rng := rand.New(rand.NewPCG(seed, 0x6b6d65616e73))
+	norms := make([]float64, n)
+	for i := range norms {
+		r := x.RawRowView(i)
+		norms[i] = dot(r, r)
+	}
+	cent := mat.NewDense(k, d, nil)
+	// k-means++ on the full set: each next centre drawn ∝ D².
+	dist := make([]float64, n)
+	for i := range dist {
+		dist[i] = math.Inf(1)
+	}
+	first := rng.IntN(n)
+	cent.SetRow(0, x.RawRowView(first))
+	for c := 1; c < k; c++ {
+		prev := cent.RawRowView(c - 1)
+		total := 0.0
+		for i := range dist {
+			dist[i] = math.Min(dist[i], sqDist(x.RawRowView(i), prev, 1))
+			total += dist[i]
+		}
+		u := rng.Float64() * total
+		pick := n - 1
+		for i, v := range dist {
+			if u < v {
+				pick = i
+				break
+			}
+			u -= v
+		}
+		cent.SetRow(c, x.RawRowView(pick))
+	}
+	assign := make([]int, n)
+	best := make([]float64, n)
+	prod := make([]float64, n*k)
+	it := 0
+	for it = 1; it <= iters; it++ {
+		cn := make([]float64, k)
+		for c := range cn {
+			r := cent.RawRowView(c)
+			cn[c] = dot(r, r)
+		}
+		gemmFn(blas.NoTrans, blas.Trans, 1, denseGeneral(x), denseGeneral(cent), 0, general(n, k, prod))
+		changed := 0
+		parallelRows(n, runtime.GOMAXPROCS(0), func(i int) {
+			bi, bd := 0, math.Inf(1)
+			for c := 0; c < k; c++ {
+				if v := norms[i] - 2*prod[i*k+c] + cn[c]; v < bd {
+					bi, bd = c, v
+				}
+			}
+			best[i] = math.Max(bd, 0)
+			assign[i] = bi
+		})
+		sums := mat.NewDense(k, d, nil)
+		counts := make([]int, k)
+		for i, c := range assign {
+			counts[c]++
+			row := sums.RawRowView(c)
+			for j, v := range x.RawRowView(i) {
+				row[j] += v
+			}
+		}
+		for c := 0; c < k; c++ {
+			if counts[c] == 0 { // re-seed with the worst-fitted row
+				far := 0
+				for i, v := range best {
+					if v > best[far] {
+						far = i
+					}
+				}
+				cent.SetRow(c, x.RawRowView(far))
+				best[far] = 0
+				changed++
+				continue
+			}
+			row, old := sums.RawRowView(c), cent.RawRowView(c)
+			for j := range row {
+				v := row[j] / float64(counts[c])
+				if v != old[j] {
+					changed++
+				}
+				old[j] = v
+			}
+		}
+		if changed == 0 {
+			break
+		}
+	}
+	it = min(it, iters)
+	inertia := 0.0
+	for _, v := range best {
+		inertia += v
+	}
+	return assign, it, inertia / float64(n)
+}

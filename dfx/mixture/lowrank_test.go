@@ -1,0 +1,178 @@
+package mixture
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/dfx-lab/dfx/dfx/schedule"
+	"gonum.org/v1/gonum/mat"
+)
+
+// lowRankCase is a 3-component mixture in d = 7 in the low-rank form (rank
+// 2, a rest, idle coordinates) and the same mixture with its covariances
+// written out in full: Σ = U diag(λ) Uᵀ + ρ P + ν I_S.
+func lowRankCase(t *testing.T) (*Gaussian, *Gaussian) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(7, 8))
+	const d, r = 7, 2
+	idles := [][]int{{0, 6}, nil, {3}}
+	var comps []Component
+	means := mat.NewDense(3, d, nil)
+	var covs []*mat.SymDense
+	for k, idle := range idles {
+		isIdle := map[int]bool{}
+		for _, j := range idle {
+			isIdle[j] = true
+		}
+		// Orthonormal basis on the active coordinates (Gram–Schmidt).
+		u := mat.NewDense(d, r, nil)
+		for l := 0; l < r; l++ {
+			col := make([]float64, d)
+			for j := range col {
+				if !isIdle[j] {
+					col[j] = rng.NormFloat64()
+				}
+			}
+			for p := 0; p < l; p++ {
+				pr := 0.0
+				for j := range col {
+					pr += col[j] * u.At(j, p)
+				}
+				for j := range col {
+					col[j] -= pr * u.At(j, p)
+				}
+			}
+			n := math.Sqrt(dot(col, col))
+			for j := range col {
+				u.Set(j, l, col[j]/n)
+			}
+		}
+		mean := make([]float64, d)
+		for j := range mean {
+			mean[j] = rng.NormFloat64()
+		}
+		c := Component{Mean: mean, Basis: u, Lambda: []float64{0.3 + 0.2*float64(k), 0.8}, Rest: 0.05 * float64(k+1), Idle: idle, IdleVar: 1e-4, Weight: float64(k + 1)}
+		comps = append(comps, c)
+		means.SetRow(k, mean)
+		cov := mat.NewSymDense(d, nil)
+		for i := 0; i < d; i++ {
+			for j := i; j < d; j++ {
+				v := 0.0
+				for l := 0; l < r; l++ {
+					v += u.At(i, l) * u.At(j, l) * (c.Lambda[l] - c.Rest)
+				}
+				if i == j {
+					if isIdle[i] {
+						v += c.IdleVar
+					} else {
+						v += c.Rest
+					}
+				}
+				cov.SetSym(i, j, v)
+			}
+		}
+		covs = append(covs, cov)
+	}
+	low, err := NewLowRank(comps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := NewGaussian(means, covs, []float64{1, 2, 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return low, full
+}
+
+// TestLowRankEqualsItsFullCovariance: every output of the low-rank form
+// (rest and idle coordinates) equals that of the same covariances in full.
+func TestLowRankEqualsItsFullCovariance(t *testing.T) {
+	low, full := lowRankCase(t)
+	s := schedule.DefaultVP()
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, tt := range []float64{1e-4, 0.05, 0.4, 1} {
+		co, err := schedule.At(s, tt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const b = 70 // more than one block of rows
+		x, v := mat.NewDense(b, 7, nil), mat.NewDense(b, 7, nil)
+		for i := 0; i < b; i++ {
+			for j := 0; j < 7; j++ {
+				x.Set(i, j, co.Alpha*rng.NormFloat64()+co.Sigma*rng.NormFloat64())
+				v.Set(i, j, rng.NormFloat64())
+			}
+		}
+		q := Query{At: co, X: x, V: v, Want: LogProb | Score | Denoiser | SecondMoment | Trace | MatVec | Full}
+		a, err := low.Eval(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := full.Eval(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel := func(name string, got, ref float64) {
+			if e := math.Abs(got-ref) / (1 + math.Abs(ref)); e > 1e-8 {
+				t.Errorf("t = %g: %s = %.12g, full covariance gives %.12g", tt, name, got, ref)
+			}
+		}
+		for i := 0; i < b; i++ {
+			rel("log q", a.LogProb[i], want.LogProb[i])
+			rel("E‖x₀‖²", a.SecondMoment[i], want.SecondMoment[i])
+			rel("tr F", a.Trace[i]*co.Sigma*co.Sigma, want.Trace[i]*co.Sigma*co.Sigma)
+			for j := 0; j < 7; j++ {
+				rel("score", a.Score.At(i, j)*co.Sigma, want.Score.At(i, j)*co.Sigma)
+				rel("denoiser", a.Denoiser.At(i, j), want.Denoiser.At(i, j))
+				rel("F v", a.MatVec.At(i, j)*co.Sigma*co.Sigma, want.MatVec.At(i, j)*co.Sigma*co.Sigma)
+				for l := 0; l < 7; l++ {
+					rel("F", a.Fisher[i].At(j, l)*co.Sigma*co.Sigma, want.Fisher[i].At(j, l)*co.Sigma*co.Sigma)
+				}
+			}
+		}
+	}
+}
+
+// TestFitRecoversAMixture: k-means on two well-separated Gaussians finds
+// them (means and covariances within sampling error), with weights their
+// shares; per class, the labels decide.
+func TestFitRecoversAMixture(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	n, d := 4000, 3
+	x := mat.NewDense(n, d, nil)
+	labels := make([]int, n)
+	for i := 0; i < n; i++ {
+		c := 0
+		if i%4 == 0 {
+			c = 1
+		}
+		labels[i] = c
+		for j := 0; j < d; j++ {
+			x.Set(i, j, 10*float64(c)+(0.5+0.5*float64(j))*rng.NormFloat64())
+		}
+	}
+	for _, per := range []bool{false, true} {
+		g, _, err := Fit(x, labels, FitOptions{Components: map[bool]int{false: 2, true: 1}[per], PerClass: per, Seed: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := 0; k < 2; k++ {
+			c := g.Component(k)
+			big := c.Mean[0] > 5
+			wantW := 0.75
+			if big {
+				wantW = 0.25
+			}
+			if math.Abs(c.Weight-wantW) > 1e-9 {
+				t.Errorf("per-class %v: component %d weight %g, want %g", per, k, c.Weight, wantW)
+			}
+			for j, l := range c.Lambda { // ascending: the std devs 0.5, 1, 1.5 squared
+				want := math.Pow(0.5+0.5*float64(j), 2)
+				if math.Abs(l-want) > 0.15*want {
+					t.Errorf("per-class %v: component %d variance %d = %g, want ≈ %g", per, k, j, l, want)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,236 @@
+package models
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+
+	"github.com/dfx-lab/dfx/dfx/mixture"
+)
+
+// MixtureScope is the top-level scope of a Gaussian-mixture skip: the
+// fitted mixture's parameters, stored with the network (not trainable), so
+// that a checkpoint carries its skip.
+const MixtureScope = "mixture"
+
+// Values of ParamSkip.
+const (
+	SkipNone    = "none"
+	SkipMixture = "mixture" // ε̂ = ε_mix(x, t | c) + residual network
+)
+
+// SetMixtureSkip stores g in the store as the ε-network's analytic skip and
+// sets ParamSkip: from then on Eps is ε_mix(x, t | c) + the network's
+// output, where ε_mix = −σ ∇log q_t of g diffused (Prop. analytic_general),
+// conditioned on class c by restricting g to the components labelled c
+// (all components for the null class). Every component must have the same
+// rank r; a class-conditional store (num_classes K > 0) needs g labelled
+// with classes in [0, K), each class holding at least one component.
+func SetMixtureSkip(store *model.Store, g *mixture.Gaussian) error {
+	if HasNetwork(store, MixtureScope) {
+		return errors.New("models: the store already holds a mixture skip")
+	}
+	dtype, err := DTypeOf(store)
+	if err != nil {
+		return err
+	}
+	kk, d := g.Components(), g.Dim()
+	r := g.Rank(0)
+	for k := 1; k < kk; k++ {
+		if g.Rank(k) != r {
+			return fmt.Errorf("models: mixture skip: component %d has rank %d, component 0 rank %d (all must agree)", k, g.Rank(k), r)
+		}
+	}
+	nc := model.GetRootParamOr(store, ParamNumClasses, 0)
+	labels := g.Classes()
+	if nc > 0 && labels == nil {
+		return fmt.Errorf("models: mixture skip: the network has %d classes but the mixture's components are unlabelled", nc)
+	}
+	// Centred at the mean of the means (smaller norms, less float32
+	// rounding in ‖x − αμ_k‖²): μ'_k = μ_k − m̄.
+	centre := make([]float64, d)
+	for k := 0; k < kk; k++ {
+		for j, v := range g.Component(k).Mean {
+			centre[j] += v / float64(kk)
+		}
+	}
+	means := make([]float64, kk*d)
+	basis := make([]float64, d*kk*r) // [d, K·r]: U_k side by side
+	proj := make([]float64, kk*r)    // μ'_kᵀ U_k
+	lam := make([]float64, kk*r)
+	rho := make([]float64, kk)
+	idle := make([]float64, kk*d) // [K, d]: 1 on the idle coordinates
+	nu := make([]float64, kk)
+	nRest, nIdle := make([]float64, kk), make([]float64, kk)
+	logw := make([]float64, (nc+1)*kk) // [class, K]; row nc: the null class (all components)
+	counts := make([]int, nc)
+	for k := 0; k < kk; k++ {
+		cp := g.Component(k)
+		for j := range d {
+			means[k*d+j] = cp.Mean[j] - centre[j]
+		}
+		for i := 0; i < d; i++ {
+			row := cp.Basis.RawRowView(i)
+			copy(basis[i*kk*r+k*r:i*kk*r+(k+1)*r], row)
+			for j, v := range row {
+				proj[k*r+j] += means[k*d+i] * v
+			}
+		}
+		copy(lam[k*r:], cp.Lambda)
+		rho[k], nu[k] = cp.Rest, cp.IdleVar
+		for _, j := range cp.Idle {
+			idle[k*d+j] = 1
+		}
+		nIdle[k] = float64(len(cp.Idle))
+		nRest[k] = float64(d - r - len(cp.Idle))
+		for c := 0; c < nc; c++ {
+			logw[c*kk+k] = math.Inf(-1)
+		}
+		logw[nc*kk+k] = math.Log(cp.Weight)
+		if nc > 0 {
+			c := labels[k]
+			if c >= nc {
+				return fmt.Errorf("models: mixture skip: component %d has label %d, the network has %d classes", k, c, nc)
+			}
+			logw[c*kk+k] = math.Log(cp.Weight)
+			counts[c]++
+		}
+	}
+	for c, n := range counts {
+		if n == 0 {
+			return fmt.Errorf("models: mixture skip: no component has label %d", c)
+		}
+	}
+	// Class rows renormalised: log π_k − log Σ_{k∈c} π_k; excluded components
+	// get a large negative logit (−Inf would give NaN gradients in the softmax).
+	for c := 0; c <= nc; c++ {
+		row := logw[c*kk : (c+1)*kk]
+		mx := math.Inf(-1)
+		for _, v := range row {
+			mx = math.Max(mx, v)
+		}
+		s := 0.0
+		for _, v := range row {
+			s += math.Exp(v - mx)
+		}
+		norm := mx + math.Log(s)
+		for k, v := range row {
+			if math.IsInf(v, -1) {
+				row[k] = -1e30
+			} else {
+				row[k] = v - norm
+			}
+		}
+	}
+	scope := store.RootScope().At(MixtureScope)
+	set := func(name string, v []float64, dims ...int) {
+		var t *tensors.Tensor
+		if dtype == dtypes.Float64 {
+			t = tensors.FromFlatDataAndDimensions(v, dims...)
+		} else {
+			f := make([]float32, len(v))
+			for i, x := range v {
+				f[i] = float32(max(x, -math.MaxFloat32))
+			}
+			t = tensors.FromFlatDataAndDimensions(f, dims...)
+		}
+		scope.VariableWithValue(name, t).SetTrainable(false)
+	}
+	store.SetParams(map[string]any{ParamMixtureComponents: kk, ParamMixtureRank: r})
+	set("centre", centre, d)
+	set("means", means, kk, d)
+	set("basis", basis, d, kk*r)
+	set("means_proj", proj, kk*r)
+	set("lambda", lam, kk*r)
+	set("rho", rho, kk)
+	set("idle", idle, kk, d)
+	set("idle_var", nu, kk)
+	set("rest_dim", nRest, kk)
+	set("idle_dim", nIdle, kk)
+	set("log_weights", logw, nc+1, kk)
+	store.SetParam(ParamSkip, SkipMixture)
+	return nil
+}
+
+// MixtureEps is ε_mix(x, t | c) = σ Σ_k r_k C_k⁻¹ (x − αμ_k) [B, d] of the
+// stored mixture skip (see SetMixtureSkip and mixture.Gaussian), with
+// C_k = α²Σ_k + σ²I and r_k the responsibilities under the class's weights,
+// in the store's float dtype. Everything runs as products with the
+// side-by-side bases U = [U_1 … U_K] ([d, K·r]) and the idle masks M
+// ([K, d]): with x' = x − αm̄, μ'_k = μ_k − m̄ and D_k = x' − αμ'_k,
+// z_k = U_kᵀx' − α U_kᵀμ'_k, ‖D_k‖² = ‖x'‖² − 2α x'·μ'_k + α²‖μ'_k‖², the
+// idle part ‖M_k∘D_k‖² likewise, the rest's ‖D_k‖² − ‖z_k‖² − ‖M_k∘D_k‖²,
+// and Σ_k r_k C_k⁻¹D_k = U·[r_k z_k(1/c_k − 1/c⊥_k)]_k + Σ_k (r_k/c⊥_k) D_k
+// + Σ_k r_k(1/c_S,k − 1/c⊥_k) M_k∘D_k. It panics if the store has no skip.
+func MixtureEps(scope *model.Scope, in Inputs) *graph.Node {
+	g := in.X.Graph()
+	kk := model.GetParamOr(scope, ParamMixtureComponents, 0)
+	r := model.GetParamOr(scope, ParamMixtureRank, 0)
+	nc := model.GetParamOr(scope, ParamNumClasses, 0)
+	d := in.X.Shape().Dimensions[1]
+	if kk < 1 || r < 1 || r > d {
+		panic(fmt.Sprintf("models: mixture skip of %d components of rank %d in d = %d (SetMixtureSkip)", kk, r, d))
+	}
+	root := scope.At(MixtureScope)
+	dt := in.X.DType()
+	v := func(name string, dims ...int) *graph.Node {
+		vr := root.VariableWithShape(name, shapes.Make(dt, dims...))
+		vr.SetTrainable(false)
+		return vr.NodeValue(g)
+	}
+	centre, means, basis, proj := v("centre", d), v("means", kk, d), v("basis", d, kk*r), v("means_proj", kk*r)
+	lam, rho, logw := v("lambda", kk*r), v("rho", kk), v("log_weights", nc+1, kk)
+	idle, nu, nRest, nIdle := v("idle", kk, d), v("idle_var", kk), v("rest_dim", kk), v("idle_dim", kk)
+	x := in.X
+	bsz := x.Shape().Dimensions[0]
+	alpha, sigma := graph.InsertAxes(in.Alpha, -1), graph.InsertAxes(in.Sigma, -1) // [B, 1]
+	a2, s2 := graph.Square(alpha), graph.Square(sigma)
+	row := func(n *graph.Node) *graph.Node { return graph.InsertAxes(n, 0) } // [K] → [1, K]
+	xc := graph.Sub(x, graph.Mul(alpha, row(centre)))                        // x' [B, d]
+	z := graph.Reshape(graph.Sub(graph.MatMul(xc, basis), graph.Mul(alpha, row(proj))), bsz, kk, r)
+	c := graph.Add(graph.Mul(graph.InsertAxes(a2, -1), graph.Reshape(lam, 1, kk, r)), graph.InsertAxes(s2, -1)) // [B, K, r]
+	zc := graph.Div(z, c)
+	maha := graph.ReduceSum(graph.Mul(z, zc), -1) // [B, K]
+	logdet := graph.ReduceSum(graph.Log(c), -1)
+	// Squared norms of D_k and of its idle part, as products.
+	sq := func(w *graph.Node) *graph.Node { // Σ_j w_kj D_kj² for weights w [K, d]
+		wm := graph.Mul(w, means)
+		t1 := graph.DotGeneral(graph.Square(xc), []int{1}, nil, w, []int{1}, nil)
+		t2 := graph.DotGeneral(xc, []int{1}, nil, wm, []int{1}, nil)
+		t3 := row(graph.ReduceSum(graph.Mul(wm, means), -1))
+		return graph.Add(graph.Sub(t1, graph.MulScalar(graph.Mul(alpha, t2), 2)), graph.Mul(a2, t3))
+	}
+	ones := graph.OnesLike(idle)
+	dAll, dIdle := sq(ones), sq(idle)
+	cRest := graph.Add(graph.Mul(a2, row(rho)), s2) // [B, K]
+	cIdle := graph.Add(graph.Mul(a2, row(nu)), s2)
+	hasRest := graph.ConvertDType(graph.GreaterThan(row(nRest), graph.ZerosLike(row(nRest))), dt)
+	invRest := graph.Div(graph.BroadcastToDims(hasRest, bsz, kk), cRest) // 1/c⊥, 0 without a rest
+	invIdle := graph.Div(graph.OnesLike(cIdle), cIdle)
+	rest := graph.Max(graph.Sub(graph.Sub(dAll, graph.ReduceSum(graph.Square(z), -1)), dIdle), graph.ZerosLike(dAll))
+	maha = graph.Add(maha, graph.Add(graph.Mul(rest, invRest), graph.Mul(dIdle, invIdle)))
+	logdet = graph.Add(logdet, graph.Add(graph.Mul(row(nRest), graph.Log(cRest)), graph.Mul(row(nIdle), graph.Log(cIdle))))
+	loglik := graph.MulScalar(graph.Add(maha, logdet), -0.5) // [B, K]; the 2π term cancels in r_k
+	var prior *graph.Node                                    // [B, K]
+	if in.Class != nil && nc > 0 {
+		prior = graph.MatMul(graph.OneHot(in.Class, nc+1, x.DType()), logw)
+	} else {
+		prior = graph.BroadcastToDims(graph.Slice(logw, graph.AxisRange(nc, nc+1)), bsz, kk)
+	}
+	resp := graph.Softmax(graph.Add(loglik, prior), -1) // [B, K]
+	// Σ_k r_k C_k⁻¹ D_k
+	coef := graph.Sub(zc, graph.Mul(z, graph.InsertAxes(invRest, -1)))
+	weighted := graph.Reshape(graph.Mul(coef, graph.InsertAxes(resp, -1)), bsz, kk*r)
+	out := graph.DotGeneral(weighted, []int{1}, nil, basis, []int{1}, nil) // [B, d]
+	wr := graph.Mul(resp, invRest)                                         // r_k/c⊥_k
+	out = graph.Add(out, graph.Sub(graph.Mul(xc, graph.ReduceAndKeep(wr, graph.ReduceSum, -1)), graph.Mul(alpha, graph.MatMul(wr, means))))
+	wi := graph.Mul(resp, graph.Sub(invIdle, invRest)) // r_k(1/c_S − 1/c⊥)
+	out = graph.Add(out, graph.Sub(graph.Mul(xc, graph.MatMul(wi, idle)), graph.Mul(alpha, graph.MatMul(wi, graph.Mul(idle, means)))))
+	return graph.Mul(out, sigma)
+}

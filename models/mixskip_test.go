@@ -1,0 +1,133 @@
+package models
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dfx-lab/dfx/dfx/mixture"
+	"github.com/dfx-lab/dfx/dfx/schedule"
+)
+
+// skipMixture fits a labelled mixture (2 classes, 2 components each) of
+// the given rank to random data in d = 6, where one coordinate is idle in
+// class 0 (modelled apart when the rank is low).
+func skipMixture(t *testing.T, rank int) *mixture.Gaussian {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(3, 4))
+	n, d := 400, 6
+	x := mat.NewDense(n, d, nil)
+	labels := make([]int, n)
+	for i := 0; i < n; i++ {
+		labels[i] = i % 2
+		c := float64(2*labels[i] - 1)
+		for j := 0; j < d; j++ {
+			x.Set(i, j, c*0.6*float64(j%3)+rng.NormFloat64()*(0.1+0.05*float64(j)))
+		}
+		if i%4 < 2 {
+			x.Set(i, 0, x.At(i, 0)+1)
+		}
+		if labels[i] == 0 { // an idle coordinate in class 0
+			x.Set(i, 5, 1e-3*rng.Float64())
+		}
+	}
+	g, _, err := mixture.Fit(x, labels, mixture.FitOptions{Components: 2, PerClass: true, Rank: rank, Shrink: 0.1, Seed: 1, Idle: 1e-4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// TestMixtureSkipMatchesTheExactScore: the graph's ε_mix (float64 store)
+// equals −σ ∇log q_t of the host mixture, class-conditional (Restrict) and
+// unconditional (null class), full and low rank, at small and large t.
+func TestMixtureSkipMatchesTheExactScore(t *testing.T) {
+	s := schedule.DefaultVP()
+	for _, rank := range []int{0, 2} {
+		g := skipMixture(t, rank)
+		store := NewStore()
+		store.SetParams(map[string]any{ParamDType: "float64", ParamNumClasses: 2, ParamWidth: 8, ParamDepth: 1})
+		if err := SetMixtureSkip(store, g); err != nil {
+			t.Fatal(err)
+		}
+		backend := MustNewBackend()
+		rng := rand.New(rand.NewPCG(5, 6))
+		for _, tt := range []float64{1e-3, 0.1, 0.5, 0.99} {
+			co, err := schedule.At(s, tt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const b = 5
+			x := mat.NewDense(b, g.Dim(), nil)
+			for i := range b {
+				for j := 0; j < g.Dim(); j++ {
+					x.Set(i, j, co.Alpha*(float64(i%2)-0.5+0.3*rng.NormFloat64())+co.Sigma*rng.NormFloat64())
+				}
+			}
+			rows := make([][]float64, b)
+			for i := range rows {
+				rows[i] = x.RawRowView(i)
+			}
+			al, sg := make([]float64, b), make([]float64, b)
+			for i := range al {
+				al[i], sg[i] = co.Alpha, co.Sigma
+			}
+			for _, class := range []int32{0, 1, 2} { // 2: the null class
+				cls := []int32{class, class, class, class, class}
+				out := model.MustExecOnce(backend, store, func(sc *model.Scope, xn, an, sn, cn *graph.Node) *graph.Node {
+					return MixtureEps(sc, Inputs{X: xn, Alpha: an, Sigma: sn, Class: cn})
+				}, rows, al, sg, cls)
+				got := tensors.MustCopyFlatData[float64](out)
+				ref := g
+				if class < 2 {
+					if ref, err = g.Restrict(int(class)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				res, err := ref.Eval(mixture.Query{At: co, X: x, Want: mixture.Score})
+				if err != nil {
+					t.Fatal(err)
+				}
+				worst := 0.0
+				for i := range b {
+					for j := 0; j < g.Dim(); j++ {
+						want := -co.Sigma * res.Score.At(i, j)
+						worst = math.Max(worst, math.Abs(got[i*g.Dim()+j]-want)/(1+math.Abs(want)))
+					}
+				}
+				if worst > 1e-9 {
+					t.Errorf("rank %d, t = %g, class %d: ε_mix off the exact −σ∇log q_t by %.3g (relative)", rank, tt, class, worst)
+				}
+			}
+		}
+	}
+}
+
+// TestUntrainedSkipNetworkIsTheMixture: the residual's output layer starts
+// at zero, so Eps of a fresh network with a skip is ε_mix exactly.
+func TestUntrainedSkipNetworkIsTheMixture(t *testing.T) {
+	g := skipMixture(t, 2)
+	for _, arch := range []string{ArchMLP, ArchFiLM} {
+		store := NewStore()
+		store.SetParams(map[string]any{ParamNumClasses: 2, ParamWidth: 16, ParamDepth: 2, ParamArch: arch})
+		if err := SetMixtureSkip(store, g); err != nil {
+			t.Fatal(err)
+		}
+		x := [][]float32{{0.1, 0.2, -0.3, 0.4, 0.5, -0.6}, {1, 0, 0, 0, 0, 0}}
+		outs := model.MustExecOnceN(MustNewBackend(), store, func(sc *model.Scope, xn, an, sn, cn *graph.Node) []*graph.Node {
+			in := Inputs{X: xn, Alpha: an, Sigma: sn, Class: cn}
+			return []*graph.Node{Eps(sc, in), MixtureEps(sc, in)}
+		}, x, []float32{0.9, 0.5}, []float32{0.3, 0.8}, []int32{0, 2})
+		a, b := tensors.MustCopyFlatData[float32](outs[0]), tensors.MustCopyFlatData[float32](outs[1])
+		for i := range a {
+			if a[i] != b[i] {
+				t.Fatalf("%s: Eps[%d] = %g, ε_mix = %g: an untrained skip network must be the mixture", arch, i, a[i], b[i])
+			}
+		}
+	}
+}
