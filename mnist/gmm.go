@@ -2,7 +2,6 @@ package mnist
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/dfx-lab/dfx/dfx/likelihood"
 	"github.com/dfx-lab/dfx/dfx/mixture"
@@ -58,14 +57,6 @@ func MixtureBPD(g *mixture.Gaussian, n int) (mean, se float64, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	var m, m2 float64
-	for _, b := range bpd {
-		m += b
-		m2 += b * b
-	}
-	m /= float64(n)
-	if n > 1 {
-		se = math.Sqrt(math.Max(m2/float64(n)-m*m, 0) / float64(n-1))
-	}
-	return m, se, nil
+	mean, se = meanSE(bpd)
+	return mean, se, nil
 }

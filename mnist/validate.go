@@ -2,7 +2,6 @@ package mnist
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/ml/model"
@@ -80,12 +79,6 @@ func ValidationBPD(backend compute.Backend, store *model.Store) (float64, float6
 	if err != nil {
 		return 0, 0, err
 	}
-	var m, m2 float64
-	for _, b := range bpd {
-		m += b
-		m2 += b * b
-	}
-	n := float64(len(bpd))
-	m /= n
-	return m, math.Sqrt(math.Max(m2/n-m*m, 0) / (n - 1)), nil
+	m, se := meanSE(bpd)
+	return m, se, nil
 }

@@ -70,3 +70,18 @@ func (a adjointResult) Report() (*report.Report, error) {
 	rep := report.Merge(m.Name, m.Title, m, g)
 	return rep, rep.Check()
 }
+
+func init() {
+	experiments["mnist-baselines"] = func(ctx context.Context, quick bool, log io.Writer) ([]report.Result, error) {
+		cfg := mnist.BaselinesFull()
+		if quick {
+			cfg = mnist.BaselinesQuick()
+		}
+		res, err := mnist.RunBaselines(ctx, cfg, log)
+		if err != nil {
+			return nil, err
+		}
+		return []report.Result{res}, nil
+	}
+	experimentDocs["mnist-baselines"] = "closed-form MNIST baselines: exact test bpd of Gaussians and Gaussian mixtures (full and low-rank covariances, the ε-networks' skip) fitted to the training images, with exact samples"
+}

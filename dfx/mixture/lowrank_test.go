@@ -3,6 +3,7 @@ package mixture
 import (
 	"math"
 	"math/rand/v2"
+	"sort"
 	"testing"
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
@@ -52,7 +53,7 @@ func lowRankCase(t *testing.T) (*Gaussian, *Gaussian) {
 		for j := range mean {
 			mean[j] = rng.NormFloat64()
 		}
-		c := Component{Mean: mean, Basis: u, Lambda: []float64{0.3 + 0.2*float64(k), 0.8}, Rest: 0.05 * float64(k+1), Idle: idle, IdleVar: 1e-4, Weight: float64(k + 1)}
+		c := Component{Mean: mean, Basis: u, Lambda: []float64{0.3 + 0.2*float64(k), 0.8}, Rest: 0.05 * float64(k+1), Idle: idle, IdleVar: []float64{0.2, 1e-4, 1e-4}[k], Weight: float64(k + 1)}
 		comps = append(comps, c)
 		means.SetRow(k, mean)
 		cov := mat.NewSymDense(d, nil)
@@ -172,6 +173,97 @@ func TestFitRecoversAMixture(t *testing.T) {
 				if math.Abs(l-want) > 0.15*want {
 					t.Errorf("per-class %v: component %d variance %d = %g, want ≈ %g", per, k, j, l, want)
 				}
+			}
+		}
+	}
+}
+
+// TestSampleMatchesTheMixtureMoments: exact samples of the low-rank form
+// (rest and idle coordinates) have the mixture's mean and covariance.
+func TestSampleMatchesTheMixtureMoments(t *testing.T) {
+	low, full := lowRankCase(t)
+	const n, d = 200000, 7
+	x, err := low.Sample(rand.New(rand.NewPCG(1, 2)), n, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Moments of the full-covariance twin: m = Σ π μ, C = Σ π (Σ_k + μμᵀ) − m mᵀ.
+	m := make([]float64, d)
+	c := mat.NewSymDense(d, nil)
+	for k := 0; k < full.Components(); k++ {
+		cp := full.Component(k)
+		cov := mat.NewDense(d, d, nil)
+		cov.Mul(cp.Basis, mat.NewDiagDense(len(cp.Lambda), cp.Lambda))
+		cov.Mul(cov, cp.Basis.T())
+		for i := 0; i < d; i++ {
+			m[i] += cp.Weight * cp.Mean[i]
+			for j := i; j < d; j++ {
+				c.SetSym(i, j, c.At(i, j)+cp.Weight*(cov.At(i, j)+cp.Mean[i]*cp.Mean[j]))
+			}
+		}
+	}
+	sm := make([]float64, d)
+	sc := mat.NewSymDense(d, nil)
+	for r := 0; r < n; r++ {
+		row := x.RawRowView(r)
+		for i := 0; i < d; i++ {
+			sm[i] += row[i] / n
+			for j := i; j < d; j++ {
+				sc.SetSym(i, j, sc.At(i, j)+row[i]*row[j]/n)
+			}
+		}
+	}
+	for i := 0; i < d; i++ {
+		if math.Abs(sm[i]-m[i]) > 0.02 {
+			t.Errorf("sample mean[%d] = %.4f, mixture %.4f", i, sm[i], m[i])
+		}
+		for j := i; j < d; j++ {
+			want := c.At(i, j) - m[i]*m[j]
+			got := sc.At(i, j) - sm[i]*sm[j]
+			if math.Abs(got-want) > 0.012*(1+math.Abs(want)) {
+				t.Errorf("sample covariance[%d,%d] = %.4f, mixture %.4f", i, j, got, want)
+			}
+		}
+	}
+}
+
+// TestNearestMatchesBruteForce: Dirac.Nearest's k nearest atoms and
+// distances are those of an exhaustive search.
+func TestNearestMatchesBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	n, d, b, k := 5000, 9, 300, 4
+	y, x := mat.NewDense(n, d, nil), mat.NewDense(b, d, nil)
+	for i := 0; i < n; i++ {
+		for j := 0; j < d; j++ {
+			y.Set(i, j, rng.NormFloat64())
+		}
+	}
+	for i := 0; i < b; i++ {
+		for j := 0; j < d; j++ {
+			x.Set(i, j, rng.NormFloat64())
+		}
+	}
+	m, err := NewDirac(y, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, dist, err := m.Nearest(x, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for q := 0; q < b; q++ {
+		all := make([]float64, n)
+		for i := range all {
+			all[i] = math.Sqrt(sqDist(x.RawRowView(q), y.RawRowView(i), 1))
+		}
+		order := make([]int, n)
+		for i := range order {
+			order[i] = i
+		}
+		sort.Slice(order, func(a, c int) bool { return all[order[a]] < all[order[c]] })
+		for i := 0; i < k; i++ {
+			if idx[q][i] != order[i] || math.Abs(dist[q][i]-all[order[i]]) > 1e-12 {
+				t.Fatalf("query %d, neighbour %d: got %d at %g, want %d at %g", q, i, idx[q][i], dist[q][i], order[i], all[order[i]])
 			}
 		}
 	}
