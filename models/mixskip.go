@@ -10,6 +10,7 @@ import (
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
+	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/mixture"
 )
@@ -233,4 +234,114 @@ func MixtureEps(scope *model.Scope, in Inputs) *graph.Node {
 	wi := graph.Mul(resp, graph.Sub(invIdle, invRest)) // r_k(1/c_S − 1/c⊥)
 	out = graph.Add(out, graph.Sub(graph.Mul(xc, graph.MatMul(wi, idle)), graph.Mul(alpha, graph.MatMul(wi, graph.Mul(idle, means)))))
 	return graph.Mul(out, sigma)
+}
+
+// MixtureSkipOf rebuilds the Gaussian mixture stored as a network's skip
+// (SetMixtureSkip), components labelled by class when the network has
+// classes; in float64 from the store's values (rounded to float32 in a
+// float32 store).
+func MixtureSkipOf(store *model.Store) (*mixture.Gaussian, error) {
+	if !HasNetwork(store, MixtureScope) {
+		return nil, errors.New("models: the store holds no mixture skip")
+	}
+	root := store.RootScope().At(MixtureScope)
+	get := func(name string) ([]float64, []int, error) {
+		v := root.GetVariable(name)
+		if v == nil {
+			return nil, nil, fmt.Errorf("models: mixture skip variable %q missing: %w", name, ErrCheckpoint)
+		}
+		t, err := v.Value()
+		if err != nil {
+			return nil, nil, err
+		}
+		return tensorFloats(t), t.Shape().Dimensions, nil
+	}
+	centre, _, err := get("centre")
+	if err != nil {
+		return nil, err
+	}
+	means, md, err := get("means")
+	if err != nil {
+		return nil, err
+	}
+	kk, d := md[0], md[1]
+	basis, _, err := get("basis")
+	if err != nil {
+		return nil, err
+	}
+	lam, _, err := get("lambda")
+	if err != nil {
+		return nil, err
+	}
+	rho, _, _ := get("rho")
+	idle, _, _ := get("idle")
+	nu, _, _ := get("idle_var")
+	logw, wd, err := get("log_weights")
+	if err != nil {
+		return nil, err
+	}
+	if len(centre) != d || len(lam)%kk != 0 || len(basis) != d*len(lam) || len(rho) != kk || len(idle) != kk*d || len(nu) != kk || len(logw) != wd[0]*kk {
+		return nil, fmt.Errorf("models: mixture skip variables of inconsistent shapes: %w", ErrCheckpoint)
+	}
+	r := len(lam) / kk
+	nc := wd[0] - 1
+	comps := make([]mixture.Component, kk)
+	labels := make([]int, kk)
+	for k := range comps {
+		mean := make([]float64, d)
+		u := mat.NewDense(d, r, nil)
+		var idx []int
+		for j := 0; j < d; j++ {
+			mean[j] = means[k*d+j] + centre[j]
+			for l := 0; l < r; l++ {
+				u.Set(j, l, basis[j*kk*r+k*r+l])
+			}
+			if idle[k*d+j] != 0 {
+				idx = append(idx, j)
+			}
+		}
+		comps[k] = mixture.Component{Mean: mean, Basis: orthonormalised(u), Lambda: lam[k*r : (k+1)*r], Rest: rho[k], Idle: idx, IdleVar: nu[k], Weight: math.Exp(logw[nc*kk+k])}
+		for c := 0; c < nc; c++ {
+			if logw[c*kk+k] > -1e29 {
+				labels[k] = c
+			}
+		}
+	}
+	g, err := mixture.NewLowRank(comps)
+	if err != nil {
+		return nil, err
+	}
+	if nc > 0 {
+		if err := g.SetClasses(labels); err != nil {
+			return nil, err
+		}
+	}
+	return g, nil
+}
+
+// orthonormalised re-orthonormalises the columns of u (modified
+// Gram–Schmidt), undoing the float32 rounding of a stored basis.
+func orthonormalised(u *mat.Dense) *mat.Dense {
+	d, r := u.Dims()
+	for l := 0; l < r; l++ {
+		col := mat.Col(nil, l, u)
+		for p := 0; p < l; p++ {
+			pr := 0.0
+			for j := 0; j < d; j++ {
+				pr += col[j] * u.At(j, p)
+			}
+			for j := 0; j < d; j++ {
+				col[j] -= pr * u.At(j, p)
+			}
+		}
+		n := 0.0
+		for _, v := range col {
+			n += v * v
+		}
+		n = math.Sqrt(n)
+		for j := 0; j < d; j++ {
+			u.Set(j, l, col[j]/n)
+		}
+	}
+	return u
 }

@@ -131,3 +131,51 @@ func TestUntrainedSkipNetworkIsTheMixture(t *testing.T) {
 		}
 	}
 }
+
+// TestMixtureSkipOfRoundTrips: the mixture rebuilt from a store (float64
+// and float32) gives the fitted mixture's log q and score, per class too.
+func TestMixtureSkipOfRoundTrips(t *testing.T) {
+	g := skipMixture(t, 2)
+	co, err := schedule.At(schedule.DefaultVP(), 0.05)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := mat.NewDense(3, g.Dim(), []float64{0.1, 0.2, -0.3, 0.4, 0.5, -0.6, 1, 0, 0, 0, 0, 0, -0.5, 0.5, 0.2, 0.1, 0, 0.3})
+	for _, dt := range []string{"float64", "float32"} {
+		store := NewStore()
+		store.SetParams(map[string]any{ParamDType: dt, ParamNumClasses: 2})
+		if err := SetMixtureSkip(store, g); err != nil {
+			t.Fatal(err)
+		}
+		back, err := MixtureSkipOf(store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tol := map[string]float64{"float64": 1e-10, "float32": 1e-4}[dt]
+		for _, c := range []int{-1, 0, 1} {
+			a, b := g, back
+			if c >= 0 {
+				a, _ = g.Restrict(c)
+				b, _ = back.Restrict(c)
+			}
+			ra, err := a.Eval(mixture.Query{At: co, X: x, Want: mixture.LogProb | mixture.Score})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rb, err := b.Eval(mixture.Query{At: co, X: x, Want: mixture.LogProb | mixture.Score})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 3 {
+				if e := math.Abs(ra.LogProb[i]-rb.LogProb[i]) / (1 + math.Abs(ra.LogProb[i])); e > tol {
+					t.Errorf("%s, class %d: log q %g rebuilt as %g", dt, c, ra.LogProb[i], rb.LogProb[i])
+				}
+				for j := 0; j < g.Dim(); j++ {
+					if e := math.Abs(ra.Score.At(i, j)-rb.Score.At(i, j)) * co.Sigma / (1 + co.Sigma*math.Abs(ra.Score.At(i, j))); e > tol {
+						t.Errorf("%s, class %d: score %g rebuilt as %g", dt, c, ra.Score.At(i, j), rb.Score.At(i, j))
+					}
+				}
+			}
+		}
+	}
+}
