@@ -43,7 +43,7 @@ const (
 	ParamClipNorm     = "clip_norm"    // global gradient-norm clip (0: none)
 	ParamEMADecay     = "ema_decay"    // EMA of weights (0: none)
 	ParamBatchSize    = "batch_size"
-	ParamTimeSampling = "time_sampling" // "uniform" in t, or "log-sigma": log σ uniform (VE, EDM)
+	ParamTimeSampling = "time_sampling" // "uniform" in t, "log-sigma": log σ uniform (VE, EDM), "log-snr": log(α/σ) uniform (likelihood weighting)
 	ParamSeed         = "seed"          // initial weights and training randomness
 	ParamWeightLayout = "weight_layout" // new Dense weights: LayoutOutIn; absent: LayoutInOut (see Dense)
 	// The three below are absent from SetDefaults (absent means the

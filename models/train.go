@@ -194,8 +194,8 @@ func checkParams(store *model.Store) error {
 	if _, err := dsmWeight(model.GetRootParamOr(store, ParamWeighting, "eps"), 1, 1, 5); err != nil {
 		return err
 	}
-	if ts := model.GetRootParamOr(store, ParamTimeSampling, "uniform"); ts != "uniform" && ts != "log-sigma" {
-		return fmt.Errorf("models: time_sampling %q, want uniform or log-sigma", ts)
+	if ts := model.GetRootParamOr(store, ParamTimeSampling, "uniform"); ts != "uniform" && ts != "log-sigma" && ts != "log-snr" {
+		return fmt.Errorf("models: time_sampling %q, want uniform, log-sigma or log-snr", ts)
 	}
 	if bs := model.GetRootParamOr(store, ParamBatchSize, 256); bs < 1 {
 		return fmt.Errorf("models: batch_size %d, want ≥ 1", bs)
@@ -286,7 +286,7 @@ func (tr *Trainer) batch() []*tensors.Tensor {
 	gamma := model.GetRootParamOr(st, ParamMinSNRGamma, 5.0)
 	k := model.GetRootParamOr(st, ParamNumClasses, 0)
 	drop := model.GetRootParamOr(st, ParamCFGDropout, 0.1)
-	logSigma := model.GetRootParamOr(st, ParamTimeSampling, "uniform") == "log-sigma"
+	timeMode := model.GetRootParamOr(st, ParamTimeSampling, "uniform")
 	deq := model.GetRootParamOr(st, ParamDequantize, 0.0)
 	x0 := make([]float64, bs*tr.d)
 	eps := make([]float64, bs*tr.d)
@@ -317,7 +317,7 @@ func (tr *Trainer) batch() []*tensors.Tensor {
 		for j := range tr.d {
 			eps[b*tr.d+j] = tr.rng.NormFloat64()
 		}
-		t := tr.sampleTime(tMin, tMax, logSigma)
+		t := tr.sampleTime(tMin, tMax, timeMode)
 		alpha[b], sigma[b] = tr.Schedule.Alpha(t), tr.Schedule.Sigma(t)
 		weight[b], _ = dsmWeight(weighting, alpha[b], sigma[b], gamma)
 		class[b] = int32(k)
@@ -332,10 +332,29 @@ func (tr *Trainer) batch() []*tensors.Tensor {
 	}
 }
 
-// sampleTime draws t uniformly, or with log σ(t) uniform on [log σ(tMin), log σ(tMax)].
-func (tr *Trainer) sampleTime(tMin, tMax float64, logSigma bool) float64 {
+// sampleTime draws t uniformly, with log σ(t) uniform on [log σ(tMin),
+// log σ(tMax)] ("log-sigma"), or with the log signal-to-noise ratio
+// log(α/σ) uniform ("log-snr"): for VP-type schedules dt ∝ −d log SNR is
+// the importance sampling of the likelihood weighting g²/σ² (Song et al.
+// 2021; Kingma et al. 2021), so equal ε-space weights then train on the
+// likelihood bound itself.
+func (tr *Trainer) sampleTime(tMin, tMax float64, mode string) float64 {
 	u := tr.rng.Float64()
-	if !logSigma {
+	switch mode {
+	case "log-snr":
+		lsnr := func(t float64) float64 { return math.Log(tr.Schedule.Sigma(t) / tr.Schedule.Alpha(t)) } // −½ log SNR, increasing
+		target := lsnr(tMin) + (lsnr(tMax)-lsnr(tMin))*u
+		lo, hi := tMin, tMax
+		for i := 0; i < 100 && hi-lo > 1e-14; i++ {
+			if mid := 0.5 * (lo + hi); lsnr(mid) < target {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		return 0.5 * (lo + hi)
+	case "log-sigma": // below
+	default:
 		return tMin + (tMax-tMin)*u
 	}
 	lo, hi := math.Log(tr.Schedule.Sigma(tMin)), math.Log(tr.Schedule.Sigma(tMax))

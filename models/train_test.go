@@ -191,12 +191,31 @@ func TestLogSigmaTimeSamplingSpreadsLogSigmaUniformly(t *testing.T) {
 	var below int
 	const n = 4000
 	for range n {
-		if math.Log(s.Sigma(tr.sampleTime(s.TMin, s.TMax, true))) < (lo+hi)/2 {
+		if math.Log(s.Sigma(tr.sampleTime(s.TMin, s.TMax, "log-sigma"))) < (lo+hi)/2 {
 			below++
 		}
 	}
 	if frac := float64(below) / n; math.Abs(frac-0.5) > 0.03 {
 		t.Errorf("fraction of log σ below the midpoint %g, want 0.5", frac)
+	}
+	// log-snr on VP: log(σ/α) uniform between its ends.
+	ctx.SetParam(ParamTimeSampling, "log-snr")
+	vp := schedule.DefaultVP()
+	if tr, err = NewTrainer(MustNewTrainBackend(), ctx, vp, DSM, data, nil); err != nil {
+		t.Fatal(err)
+	}
+	l := func(t float64) float64 { return math.Log(vp.Sigma(t) / vp.Alpha(t)) }
+	for _, q := range []float64{0.25, 0.5, 0.75} {
+		cut := l(vp.TMin) + q*(l(vp.TMax)-l(vp.TMin))
+		below = 0
+		for range n {
+			if l(tr.sampleTime(vp.TMin, vp.TMax, "log-snr")) < cut {
+				below++
+			}
+		}
+		if frac := float64(below) / n; math.Abs(frac-q) > 0.03 {
+			t.Errorf("log-snr: fraction of log(σ/α) below its %g quantile %g", q, frac)
+		}
 	}
 	ctx.SetParam(ParamTimeSampling, "bogus")
 	if _, err := NewTrainer(MustNewTrainBackend(), ctx, s, DSM, data, nil); err == nil {
