@@ -33,10 +33,13 @@ type BaselineConfig struct {
 	Samples    int // exact samples per class for the frame rms and the figure
 	Fits       []BaselineFit
 	Figure     []string // names of the fits whose samples are drawn
+	// NetsDir holds the classifier of the quality measures ("": the
+	// committed one); it must have been trained on the data in DataDir.
+	NetsDir string
 }
 
 // BaselineFits are the full profile's densities: one Gaussian (diagonal,
-// full), Gaussians per digit, and mixtures of 10 Gaussians per digit with
+// full), Gaussians per class, and mixtures of 10 Gaussians per class with
 // full and low-rank covariances (SkipOptions: the ε-networks' skip).
 func BaselineFits() []BaselineFit {
 	per := func(k, rank int, idle float64) mixture.FitOptions {
@@ -46,27 +49,27 @@ func BaselineFits() []BaselineFit {
 		{Name: "uniform on [−1, 1]^d"},
 		{Name: "Gaussian, diagonal", Opt: mixture.FitOptions{Components: 1, Shrink: 1, Seed: 1}},
 		{Name: "Gaussian, full covariance", Opt: mixture.FitOptions{Components: 1, Seed: 1}},
-		{Name: "1 Gaussian per digit", Opt: per(1, 0, 0)},
-		{Name: "10 Gaussians per digit, full", Opt: per(10, 0, 0)},
-		{Name: "10 per digit, rank 128 + rest + idle", Opt: per(10, 128, 1e-4)},
-		{Name: "10 per digit, rank 64 + rest + idle (skip)", Opt: *SkipOptions()},
-		{Name: "10 per digit, rank 32 + rest + idle", Opt: per(10, 32, 1e-4)},
-		{Name: "10 per digit, rank 64 + rest (no idle)", Opt: per(10, 64, 0)},
+		{Name: "1 Gaussian per class", Opt: per(1, 0, 0)},
+		{Name: "10 Gaussians per class, full", Opt: per(10, 0, 0)},
+		{Name: "10 per class, rank 128 + rest + idle", Opt: per(10, 128, 1e-4)},
+		{Name: "10 per class, rank 64 + rest + idle (skip)", Opt: *SkipOptions()},
+		{Name: "10 per class, rank 32 + rest + idle", Opt: per(10, 32, 1e-4)},
+		{Name: "10 per class, rank 64 + rest (no idle)", Opt: per(10, 64, 0)},
 	}
 }
 
 // BaselinesFull and BaselinesQuick are the two profiles.
 func BaselinesFull() BaselineConfig {
 	return BaselineConfig{Profile: "full", TestImages: 10000, Samples: 1000, Fits: BaselineFits(),
-		Figure: []string{"10 Gaussians per digit, full", "10 per digit, rank 64 + rest + idle (skip)"}}
+		Figure: []string{"10 Gaussians per class, full", "10 per class, rank 64 + rest + idle (skip)"}}
 }
 
 func BaselinesQuick() BaselineConfig {
 	return BaselineConfig{Profile: "quick", TestImages: 200, Samples: 20, Fits: []BaselineFit{
 		{Name: "uniform on [−1, 1]^d"},
 		{Name: "Gaussian, diagonal", Opt: mixture.FitOptions{Components: 1, Shrink: 1, Seed: 1}},
-		{Name: "1 Gaussian per digit, rank 16 + rest + idle", Opt: mixture.FitOptions{Components: 1, PerClass: true, Rank: 16, Shrink: 0.2, Idle: 1e-4, Seed: 1}},
-	}, Figure: []string{"1 Gaussian per digit, rank 16 + rest + idle"}}
+		{Name: "1 Gaussian per class, rank 16 + rest + idle", Opt: mixture.FitOptions{Components: 1, PerClass: true, Rank: 16, Shrink: 0.2, Idle: 1e-4, Seed: 1}},
+	}, Figure: []string{"1 Gaussian per class, rank 16 + rest + idle"}}
 }
 
 // BaselineRow is one density's line of the table.
@@ -78,7 +81,7 @@ type BaselineRow struct {
 	BPD, SE    float64  // exact test bpd (log q at t_min) and its standard error
 	EvalMs     float64  // log q per test image
 	FrameRMS   float64  // rms intensity in [0, 1] of the 2-pixel frame of exact samples
-	Quality    *Quality // of the exact samples (class-conditional per digit where fitted per digit)
+	Quality    *Quality // of the exact samples (class-conditional per class where fitted per class)
 }
 
 // BaselineResult is the closed-form baselines experiment.
@@ -110,7 +113,18 @@ func RunBaselines(ctx context.Context, cfg BaselineConfig, log io.Writer) (*Base
 	if err != nil {
 		return nil, err
 	}
-	cst, _, err := LoadNetwork("", "classifier")
+	cc, where, err := loadCheckpoint(cfg.NetsDir, "classifier")
+	if err != nil {
+		return nil, err
+	}
+	want, err := trainProvenance(NetSpec{}, "")
+	if err != nil {
+		return nil, err
+	}
+	if got := cc.Header.Provenance.Data; got != want.Data {
+		return nil, fmt.Errorf("mnist: the classifier %s was trained on %q, the training images here are %q: train one on them (`dfx train classifier -out DIR`) and pass DFX_MNIST_NETS=DIR", where, got, want.Data)
+	}
+	cst, _, err := networkOf(cc, where)
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +247,7 @@ func FrameRMS(x *mat.Dense) float64 {
 func (r *BaselineResult) Report() (*report.Report, error) {
 	where := fmt.Sprintf("Measured on %s, %s profile; `dfx reproduce mnist-baselines` in %.0f s.", Machine(), r.Config.Profile, r.Elapsed.Seconds())
 	t := &report.Table{Name: "baselines",
-		Title:   fmt.Sprintf("## Closed-form baselines: Gaussians and Gaussian mixtures fitted to MNIST\n\n%s Each density is fitted to the 60 000 training images (dequantised, seed 1; k-means within each digit where per digit, no EM; covariances shrunk 20 %% toward their diagonal except the single Gaussians) and scored exactly on the first %d dequantised test images: bpd = −log₂ q_{t_min}(x)/d + 7, with q_{t_min} the mixture diffused to the PF-ODE's start (σ ≈ 10⁻³), in closed form (no ODE, no solver error). A learned model must beat these rows under the same protocol.", where, r.Config.TestImages),
+		Title:   fmt.Sprintf("## Closed-form baselines: Gaussians and Gaussian mixtures fitted to MNIST\n\n%s Each density is fitted to the 60 000 training images (dequantised, seed 1; k-means within each class where per class, no EM; covariances shrunk 20 %% toward their diagonal except the single Gaussians) and scored exactly on the first %d dequantised test images: bpd = −log₂ q_{t_min}(x)/d + 7, with q_{t_min} the mixture diffused to the PF-ODE's start (σ ≈ 10⁻³), in closed form (no ODE, no solver error). A learned model must beat these rows under the same protocol.", where, r.Config.TestImages),
 		Caption: "closed-form baselines: exact test bpd of Gaussians and Gaussian mixtures fitted to MNIST, their size, fit time and the frame rms of their samples",
 		Header: []string{"density", "components", "stored values", "fit time", "test bpd", "± SE", "log q per image", "frame rms of samples",
 			"classifier agreement", "k-NN agreement", "Fréchet distance (classifier features)", "median distance to nearest training image"}, Align: "lrrrrrrrrrrr"}
@@ -253,7 +267,7 @@ func (r *BaselineResult) Report() (*report.Report, error) {
 		t.Rows = append(t.Rows, []string{row.Name, comps, vals, fit, fmt.Sprintf("%.4f", row.BPD), se, ev, fmt.Sprintf("%.3f", row.FrameRMS), ca, ka, fd, nn})
 	}
 	t.Notes = append(t.Notes,
-		fmt.Sprintf("Sample quality over %d exact samples per digit (class-conditional for the per-digit fits, drawn from the whole mixture otherwise): frame rms, the rms intensity in [0, 1] of the 2-pixel image frame (the dequantised test images give %.3f); classifier and k-NN agreement, the fraction whose requested digit the committed classifier predicts and the majority of its %d nearest training images (raw pixels) has; the Fréchet distance between the samples' and %d test images' penultimate classifier features (this project's own feature space, not comparable with published FIDs; it carries a finite-sample bias); the median Euclidean distance (pixels in [−1, 1]) to the nearest training image, %.2f for test images.", r.Config.Samples, r.TestFrameRMS, knnK, r.Config.TestImages, r.Ref.TestNearest),
+		fmt.Sprintf("Sample quality over %d exact samples per class (class-conditional for the per-digit fits, drawn from the whole mixture otherwise): frame rms, the rms intensity in [0, 1] of the 2-pixel image frame (the dequantised test images give %.3f); classifier and k-NN agreement, the fraction whose requested class the committed classifier predicts and the majority of its %d nearest training images (raw pixels) has; the Fréchet distance between the samples' and %d test images' penultimate classifier features (this project's own feature space, not comparable with published FIDs; it carries a finite-sample bias); the median Euclidean distance (pixels in [−1, 1]) to the nearest training image, %.2f for test images.", r.Config.Samples, r.TestFrameRMS, knnK, r.Config.TestImages, r.Ref.TestNearest),
 		"Low rank: each covariance is kept as U diag(λ) Uᵀ (its r largest eigenpairs) plus one variance for the rest, with the component's idle pixels (variance < 10⁻⁴ in [−1, 1] units: never inked in the component, dequantisation noise only) apart with their own variance; at every t the diffused covariance stays diagonal in a known basis (mixture.Gaussian), so the exact score, Fisher and log q cost O(d r) per component. Without the idle pixels apart, the rest's single variance is far too large for the empty border.",
 		"Anchors: fully connected density models reach 1.89 (MAF) and 2.04 (MADE) bpd on MNIST; convolutional flows 0.97–1.06.")
 	rep := &report.Report{Name: "mnist-baselines", Title: "Closed-form MNIST baselines", Tables: []*report.Table{t}}
@@ -263,7 +277,7 @@ func (r *BaselineResult) Report() (*report.Report, error) {
 			continue
 		}
 		name := name
-		rep.Figures = append(rep.Figures, &report.Figure{Name: fmt.Sprintf("samples_%d.png", i+1), Caption: "exact samples of the fitted " + name + " (one row per digit; intensities clipped to [−1, 1])",
+		rep.Figures = append(rep.Figures, &report.Figure{Name: fmt.Sprintf("samples_%d.png", i+1), Caption: "exact samples of the fitted " + name + " (one row per class; intensities clipped to [−1, 1])",
 			Render: func(format string) ([]byte, error) {
 				var rows [][]*mat.Dense
 				for _, m := range smp {
@@ -274,7 +288,7 @@ func (r *BaselineResult) Report() (*report.Report, error) {
 					}
 					rows = append(rows, row)
 				}
-				p, err := ImageGrid("exact samples: "+name, "sample", "digit (row)", rows, nil)
+				p, err := ImageGrid("exact samples: "+name, "sample", "class (row)", rows, nil)
 				if err != nil {
 					return nil, err
 				}

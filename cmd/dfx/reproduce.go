@@ -40,7 +40,7 @@ var reproduceEnv = [][2]string{
 	{"DFX_RETRAIN=1", "toys (1, 0 or unset): retrain instead of loading the committed checkpoints, and rewrite toys/checkpoints (run from the repository root)"},
 	{"GOMLX_BACKEND", "GoMLX backend of the learned experiments (default: the Go backend; e.g. xla:cuda with the xla build tag)"},
 	{"DFX_MNIST_DIR", "folder of the MNIST IDX files (default: the GoMNIST module's data folder)"},
-	{"DFX_MNIST_NETS", "mnist, adjoint: folder of the networks written by `dfx train`, holding all four (default: the committed mnist/checkpoints, compiled in)"},
+	{"DFX_MNIST_NETS", "mnist, adjoint: folder of the networks written by `dfx train`, holding all four; mnist-baselines: its classifier (default: the committed mnist/checkpoints, compiled in)"},
 }
 
 func reproduceUsage(w io.Writer) {

@@ -77,6 +77,7 @@ func init() {
 		if quick {
 			cfg = mnist.BaselinesQuick()
 		}
+		cfg.NetsDir = os.Getenv("DFX_MNIST_NETS")
 		res, err := mnist.RunBaselines(ctx, cfg, log)
 		if err != nil {
 			return nil, err
