@@ -1,11 +1,14 @@
 package mnist
 
 import (
+	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/dfx-lab/dfx/dfx/likelihood"
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/models"
 )
 
 // FitMixture fits a Gaussian mixture (mixture.Fit) to the 60 000
@@ -59,4 +62,73 @@ func MixtureBPD(g *mixture.Gaussian, n int) (mean, se float64, err error) {
 	}
 	mean, se = meanSE(bpd)
 	return mean, se, nil
+}
+
+// FitRecord is what a mixture checkpoint made by FitMixtureCheckpoint
+// records of its fit.
+type FitRecord struct {
+	Options    mixture.FitOptions
+	Components int
+	Seconds    float64 // fit time
+	Machine    string
+	TestBPD    float64 // exact, on TestImages dequantised test images (MixtureBPD)
+	TestSE     float64
+	TestImages int
+}
+
+// FitMixtureCheckpoint fits opt to the training images (FitMixture) and
+// returns it as a checkpoint stamped with the data's provenance (the
+// dequantised training set; no schedule: q_0 needs none), with its exact
+// test bpd on testImages images (0: not measured).
+func FitMixtureCheckpoint(opt mixture.FitOptions, testImages int) (*models.Checkpoint, *FitRecord, error) {
+	start := time.Now()
+	g, err := FitMixture(opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	rec := &FitRecord{Options: opt, Components: g.Components(), Seconds: time.Since(start).Seconds(), Machine: Machine(), TestImages: testImages}
+	if testImages > 0 {
+		if rec.TestBPD, rec.TestSE, err = MixtureBPD(g, testImages); err != nil {
+			return nil, nil, err
+		}
+	}
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return nil, nil, err
+	}
+	nc := 0
+	if opt.PerClass {
+		nc = 10
+	}
+	c, err := models.MixtureCheckpoint(g, nc, "float32", raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := trainProvenance(NetSpec{Params: map[string]any{models.ParamDequantize: dequantLevel}}, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	p.Dequantize = "uniform over each pixel's bin of width 2/256, seed 1 (the fit's one draw)"
+	if err := models.Stamp(c, nil, p); err != nil {
+		return nil, nil, err
+	}
+	return c, rec, nil
+}
+
+// LoadMixture reads the Gaussian mixture in a checkpoint: a fitted mixture
+// (FitMixtureCheckpoint) or an ε-network's skip.
+func LoadMixture(path string) (*mixture.Gaussian, error) {
+	c, err := models.ReadCheckpoint(path)
+	if err != nil {
+		return nil, err
+	}
+	store, err := models.LoadWeights(c)
+	if err != nil {
+		return nil, fmt.Errorf("mnist: %s: %w", path, err)
+	}
+	g, err := models.MixtureSkipOf(store)
+	if err != nil {
+		return nil, fmt.Errorf("mnist: %s: %w", path, err)
+	}
+	return g, nil
 }

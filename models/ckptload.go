@@ -69,6 +69,8 @@ func NetworkShapes(params *model.Store, d int, networks ...string) (map[string]s
 			switch n {
 			case ScoreScope:
 				Eps(scope, in) // the network and its mixture skip, if any
+			case MixtureScope: // a fitted mixture on its own (MixtureCheckpoint)
+				MixtureEps(scope, in)
 			case TraceScope:
 				TraceNet(scope, in)
 			case CentredTraceScope:

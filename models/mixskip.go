@@ -345,3 +345,16 @@ func orthonormalised(u *mat.Dense) *mat.Dense {
 	}
 	return u
 }
+
+// MixtureCheckpoint is a "weights" checkpoint holding the fitted mixture g
+// alone (network MixtureScope, as SetMixtureSkip stores it, in float32
+// unless dtype says float64), labelled by class when numClasses > 0, with
+// the caller's record config. Stamp it with its provenance before writing.
+func MixtureCheckpoint(g *mixture.Gaussian, numClasses int, dtype string, config []byte) (*Checkpoint, error) {
+	store := model.NewStore() // no network hyperparameters: there is no network
+	store.SetParams(map[string]any{ParamDType: dtype, ParamNumClasses: numClasses})
+	if err := SetMixtureSkip(store, g); err != nil {
+		return nil, err
+	}
+	return WeightsCheckpoint(store, g.Dim(), []string{MixtureScope}, config)
+}

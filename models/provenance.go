@@ -112,7 +112,8 @@ func (p *Provenance) check(h *CheckpointHeader) error {
 			return fmt.Errorf("provenance %s is empty", name)
 		}
 	}
-	diffusion := slices.ContainsFunc(h.Networks, func(n string) bool { return n != ClassifierScope }) || (h.Objective != "" && h.Objective != Classify.String())
+	// A classifier and a fitted mixture alone (q_0, for any schedule) need no schedule.
+	diffusion := slices.ContainsFunc(h.Networks, func(n string) bool { return n != ClassifierScope && n != MixtureScope }) || (h.Objective != "" && h.Objective != Classify.String())
 	if p.Schedule == nil {
 		if diffusion {
 			return fmt.Errorf("provenance names no schedule for networks %v", h.Networks)

@@ -145,6 +145,15 @@ func TestEveryBadInputIsOneLineExitTwoNothingOnStdout(t *testing.T) {
 		{"ckpt no file", []string{"ckpt"}, "", "want one checkpoint file"},
 		{"ckpt missing file", []string{"ckpt", filepath.Join(dir, "none.ckpt")}, "", "no such file"},
 		{"ckpt not a checkpoint", []string{"ckpt", aFile}, "", "ckpt"},
+		// dfx fit
+		{"fit no out", []string{"fit"}, "", "-out must name"},
+		{"fit zero components", []string{"fit", "-components", "0", "-out", filepath.Join(dir, "g.dfxckpt")}, "", "-components must be ≥ 1"},
+		{"fit bad rank", []string{"fit", "-rank", "900", "-out", filepath.Join(dir, "g.dfxckpt")}, "", "-rank must be in"},
+		{"fit bad shrink", []string{"fit", "-shrink", "1.5", "-out", filepath.Join(dir, "g.dfxckpt")}, "", "-shrink must be in"},
+		{"fit idle with full rank", []string{"fit", "-rank", "0", "-idle", "1e-3", "-out", filepath.Join(dir, "g.dfxckpt")}, "", "-idle applies to a low rank"},
+		{"fit out is a folder", []string{"fit", "-out", dir}, "", "is a folder"},
+		{"fit out folder missing", []string{"fit", "-out", filepath.Join(dir, "nope", "g.dfxckpt")}, "", "folder does not exist"},
+		{"fit too many test images", []string{"fit", "-test", "20000", "-out", filepath.Join(dir, "g.dfxckpt")}, "", "-test must be in"},
 		// dfx train
 		{"train no network", []string{"train"}, "", "name the network"},
 		{"train flag first", []string{"train", "--steps", "3"}, "", "name the network"},

@@ -37,6 +37,7 @@ type command struct {
 
 var commands = map[string]command{
 	"analytic":  {"exact log q_t, score, denoiser, Fisher trace / matrix / products of a data mixture", runAnalytic},
+	"fit":       {"fit a Gaussian mixture to an IDX image set (exact model, ε-network skip): dfx fit [-components 10] [-per-class] [-rank 64] -out FILE", runFit},
 	"ckpt":      {"verify a checkpoint and list its variables and configuration: dfx ckpt [--json] FILE", runCkpt},
 	"nll":       {"negative log-likelihood −log q_s(x) of points by the PF-ODE (Gaussian mixture or trained network)", runNLL},
 	"ot":        {"numerical OT test of PF-ODE maps (paper Section 6)", runOT},
