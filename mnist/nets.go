@@ -71,9 +71,13 @@ func LoadNetworks(backend compute.Backend, dir string) (*Networks, error) {
 		}
 		stores = append(stores, st)
 	}
+	// The ε-network's own hyperparameters (its checkpoint's, scoped ones such
+	// as /score/width included), not the spec's: the set may have been
+	// trained from an earlier spec.
 	merged := models.NewStore()
-	spec, _ := SpecByName("eps")
-	merged.SetParams(spec.Params)
+	for p, v := range stores[0].IterParams() {
+		merged.SetParam(p, v)
+	}
 	if err := models.CopyTrainable(merged, stores...); err != nil {
 		return nil, err
 	}
