@@ -121,10 +121,28 @@ func Candidates() []NetSpec {
 			Objective: models.DSM, Scope: models.ScoreScope, Steps: 60000, Skip: SkipOptions(),
 			Params: with(base(), models.ParamCosineSteps, 60000, models.ParamTimeSampling, "log-snr", "/score/"+models.ParamParam, "eps", "/score/"+models.ParamArch, models.ArchFiLM,
 				"/score/"+models.ParamWidth, 896, "/score/"+models.ParamDepth, 2, "/score/"+models.ParamEmbedWidth, 256)},
+		{Name: "eps-film", About: "no skip: the FiLM/LayerNorm MLP 896×2 predicting ε itself (the skip's ablation)",
+			Objective: models.DSM, Scope: models.ScoreScope, Steps: 60000,
+			Params: with(base(), models.ParamCosineSteps, 60000, "/score/"+models.ParamParam, "eps", "/score/"+models.ParamArch, models.ArchFiLM,
+				"/score/"+models.ParamWidth, 896, "/score/"+models.ParamDepth, 2, "/score/"+models.ParamEmbedWidth, 256)},
+		{Name: "eps-gmm-film-quant", About: "eps-gmm-film trained on the 8-bit images as they are, not dequantised (the dequantisation's ablation)",
+			Objective: models.DSM, Scope: models.ScoreScope, Steps: 60000, Skip: SkipOptions(),
+			Params: with(base(), models.ParamDequantize, 0.0, models.ParamCosineSteps, 60000, "/score/"+models.ParamParam, "eps", "/score/"+models.ParamArch, models.ArchFiLM,
+				"/score/"+models.ParamWidth, 896, "/score/"+models.ParamDepth, 2, "/score/"+models.ParamEmbedWidth, 256)},
 		{Name: "eps-gmm-mlp", About: "ε = ε_mix + residual: mixture skip and the committed network's MLP (512×3, additive conditioning)",
 			Objective: models.DSM, Scope: models.ScoreScope, Steps: 60000, Skip: SkipOptions(),
 			Params: with(base(), models.ParamCosineSteps, 60000, "/score/"+models.ParamParam, "eps")},
 	}
+}
+
+// IsCandidate reports whether name is one of Candidates.
+func IsCandidate(name string) bool {
+	for _, c := range Candidates() {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // SpecByName finds a network spec (committed or candidate).

@@ -86,3 +86,14 @@ func init() {
 	}
 	experimentDocs["mnist-baselines"] = "closed-form MNIST baselines: exact test bpd of Gaussians and Gaussian mixtures (full and low-rank covariances, the ε-networks' skip) fitted to the training images, with exact samples"
 }
+
+func init() {
+	experiments["mnist-candidates"] = func(ctx context.Context, quick bool, log io.Writer) ([]report.Result, error) {
+		res, err := mnist.ReadCandidates(mnist.CandidatesDir())
+		if err != nil {
+			return nil, err
+		}
+		return []report.Result{res}, nil
+	}
+	experimentDocs["mnist-candidates"] = "the candidate ε-networks' validation bpd along training, read from their checkpoints or states in DFX_MNIST_CANDIDATES (default dfx-nets)"
+}

@@ -66,7 +66,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		return code
 	}
-	if !isSet(fs, "val-every") && spec.Skip != nil {
+	if !isSet(fs, "val-every") && mnist.IsCandidate(spec.Name) {
 		*valEvery = min(2500, *steps)
 	}
 	if !isSet(fs, "log-every") {

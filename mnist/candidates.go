@@ -1,0 +1,154 @@
+package mnist
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+
+	"gonum.org/v1/plot/vg"
+
+	"github.com/dfx-lab/dfx/dfx/plotx"
+	"github.com/dfx-lab/dfx/dfx/report"
+	"github.com/dfx-lab/dfx/models"
+)
+
+// CandidateRun is one candidate ε-network's training so far, read from its
+// weights checkpoint (finished) or its resumable state (in progress).
+type CandidateRun struct {
+	Spec     NetSpec
+	Finished bool
+	Steps    int64 // steps taken
+	Record   TrainRecord
+	Params   int64 // trainable parameters
+}
+
+// CandidatesResult compares the candidate ε-networks found in a folder.
+type CandidatesResult struct {
+	Dir      string
+	Runs     []CandidateRun
+	Protocol string
+}
+
+// ReadCandidates reads every candidate's record from dir
+// (<name>.dfxckpt, else _<name>.state.dfxckpt); candidates never trained
+// there are left out.
+func ReadCandidates(dir string) (*CandidatesResult, error) {
+	res := &CandidatesResult{Dir: dir, Protocol: ValidationProtocol()}
+	for _, spec := range Candidates() {
+		run := CandidateRun{Spec: spec}
+		c, err := models.ReadCheckpoint(weightsPath(dir, spec.Name))
+		if err == nil {
+			run.Finished = true
+		} else if errors.Is(err, fs.ErrNotExist) {
+			if c, err = models.ReadCheckpoint(statePath(dir, spec.Name)); errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		dec := json.NewDecoder(bytes.NewReader(c.Header.Config))
+		if err := dec.Decode(&run.Record); err != nil {
+			return nil, fmt.Errorf("mnist: %s: training record: %v: %w", spec.Name, err, models.ErrCheckpoint)
+		}
+		run.Steps = c.Header.Step
+		if run.Finished {
+			run.Steps = int64(run.Record.Steps)
+		}
+		run.Params = c.ParamCount()
+		res.Runs = append(res.Runs, run)
+	}
+	if len(res.Runs) == 0 {
+		return nil, fmt.Errorf("mnist: no candidate ε-network (checkpoint or state) in %s: train one with `dfx train <candidate> -out %s`", dir, dir)
+	}
+	return res, nil
+}
+
+// Report implements report.Result.
+func (r *CandidatesResult) Report() (*report.Report, error) {
+	t := &report.Table{Name: "candidates",
+		Title: fmt.Sprintf("## Candidate ε-networks: validation bpd against training time\n\nRead from %s. Validation: %s, so the rows compare like with like (solver and estimator error included; it is not the test bpd of the results).", r.Dir, r.Protocol),
+		Caption: "candidate ε-networks: skip, architecture, data, t-sampling, and their validation bpd along training",
+		Header:  []string{"candidate", "skip", "trunk", "data", "t sampling", "parameters", "steps", "training time", "last validation bpd", "± SE", "best", "state"}, Align: "lllllrrrrrrl"}
+	for _, run := range r.Runs {
+		p := run.Spec.Params
+		skip := "none"
+		if run.Spec.Skip != nil {
+			skip = fmt.Sprintf("mixture %d/class, rank %d", run.Spec.Skip.Components, run.Spec.Skip.Rank)
+		}
+		trunk := fmt.Sprintf("%v %v×%v", orDefault(p["/score/"+models.ParamArch], models.ArchMLP), orDefault(p["/score/"+models.ParamWidth], p[models.ParamWidth]), orDefault(p["/score/"+models.ParamDepth], p[models.ParamDepth]))
+		data := "8-bit"
+		if dequantizes(run.Spec) {
+			data = "dequantised"
+		}
+		last, se, best := "–", "–", "–"
+		if v := run.Record.Val; len(v) > 0 {
+			last, se = fmt.Sprintf("%.4f", v[len(v)-1].BPD), fmt.Sprintf("%.3f", v[len(v)-1].SE)
+			b := v[0].BPD
+			for _, x := range v {
+				b = math.Min(b, x.BPD)
+			}
+			best = fmt.Sprintf("%.4f", b)
+		}
+		state := "training"
+		if run.Finished {
+			state = "finished"
+		}
+		t.Rows = append(t.Rows, []string{run.Spec.Name, skip, trunk, data, fmt.Sprint(orDefault(p[models.ParamTimeSampling], "uniform")),
+			fmt.Sprintf("%.3g", float64(run.Params)), fmt.Sprint(run.Steps), fmt.Sprintf("%.2f h", run.Record.Seconds/3600), last, se, best, state})
+	}
+	t.Notes = append(t.Notes, "Training time is wall-clock on the machine of each record (see `dfx ckpt`); runs that shared the machine with other work are slower per step, so compare at equal steps as well.")
+	rep := &report.Report{Name: "mnist-candidates", Title: "Candidate MNIST ε-networks", Tables: []*report.Table{t}}
+	for _, run := range r.Runs {
+		if len(run.Record.Val) > 0 {
+			rep.Figures = append(rep.Figures, &report.Figure{Name: "candidates.png", Caption: "validation bpd of each candidate ε-network against training steps",
+				Render: r.figure})
+			break
+		}
+	}
+	return rep, nil
+}
+
+func orDefault(v, d any) any {
+	if v == nil {
+		return d
+	}
+	return v
+}
+
+func (r *CandidatesResult) figure(format string) ([]byte, error) {
+	var series []plotx.Series
+	for _, run := range r.Runs {
+		if len(run.Record.Val) == 0 {
+			continue
+		}
+		s := plotx.Series{Name: run.Spec.Name, Bars: true}
+		for _, v := range run.Record.Val {
+			s.X, s.Y = append(s.X, float64(v.Step)), append(s.Y, v.BPD)
+			s.Lo, s.Hi = append(s.Lo, v.BPD-v.SE), append(s.Hi, v.BPD+v.SE)
+		}
+		series = append(series, s)
+	}
+	if len(series) == 0 {
+		return nil, fmt.Errorf("mnist: no candidate has a validation point yet")
+	}
+	series = append(plotx.Distinct(series), plotx.Series{Note: true, Name: "bars: ± 1 standard error over the 16 validation images"})
+	p, err := plotx.Lines("candidate ε-networks: validation bpd along training", "training step", "validation bpd", series...)
+	if err != nil {
+		return nil, err
+	}
+	return plotx.Bytes(p, 7*vg.Inch, 4.5*vg.Inch, format)
+}
+
+// CandidatesDir is the folder dfx reproduce mnist-candidates reads
+// (DFX_MNIST_CANDIDATES, default dfx-nets).
+func CandidatesDir() string {
+	if d := os.Getenv("DFX_MNIST_CANDIDATES"); d != "" {
+		return d
+	}
+	return "dfx-nets"
+}
