@@ -71,7 +71,7 @@ func ReadCandidates(dir string) (*CandidatesResult, error) {
 // Report implements report.Result.
 func (r *CandidatesResult) Report() (*report.Report, error) {
 	t := &report.Table{Name: "candidates",
-		Title: fmt.Sprintf("## Candidate ε-networks: validation bpd against training time\n\nRead from %s. Validation: %s, so the rows compare like with like (solver and estimator error included; it is not the test bpd of the results).", r.Dir, r.Protocol),
+		Title:   fmt.Sprintf("## Candidate ε-networks: validation bpd against training time\n\nRead from %s. Validation: %s, so the rows compare like with like (solver and estimator error included; it is not the test bpd of the results).", r.Dir, r.Protocol),
 		Caption: "candidate ε-networks: skip, architecture, data, t-sampling, and their validation bpd along training",
 		Header:  []string{"candidate", "skip", "trunk", "data", "t sampling", "parameters", "steps", "training time", "last validation bpd", "± SE", "best", "state"}, Align: "lllllrrrrrrl"}
 	for _, run := range r.Runs {
