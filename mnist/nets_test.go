@@ -204,15 +204,31 @@ func TestSkipNetworkTrainsAndResumesExactly(t *testing.T) {
 	spec.Params["/score/"+models.ParamDepth] = 1
 	spec.Params[models.ParamBatchSize] = 8
 	spec.Skip = &mixture.FitOptions{Components: 1, PerClass: true, Rank: 4, Shrink: 0.2, Idle: 1e-4, Seed: 1}
-	rec := checkResumesExactly(t, spec)
+	rec, dir := checkResumesExactly(t, spec)
 	if len(rec.Val) != 1 || rec.Val[0].Step != 6 || !(rec.Val[0].BPD > 3 && rec.Val[0].BPD < 8) {
 		t.Errorf("validation record %+v, want one point at step 6 with a plausible bpd", rec.Val)
+	}
+	// The candidates report finds it (by its spec name) with its validation.
+	cand, err := ReadCandidates(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cand.Runs) != 1 || !cand.Runs[0].Finished || cand.Runs[0].Steps != 6 || len(cand.Runs[0].Record.Val) != 1 {
+		t.Fatalf("candidates read back %+v", cand.Runs)
+	}
+	rep, err := cand.Report()
+	if err != nil || len(rep.Figures) != 1 || len(rep.Tables[0].Rows) != 1 {
+		t.Fatalf("candidates report %v, %v", rep, err)
+	}
+	if _, err := rep.Figures[0].Render("png"); err != nil {
+		t.Error(err)
 	}
 }
 
 // checkResumesExactly trains spec for 6 steps straight and, elsewhere, 3
 // steps, an interruption and a resume; both must give the same variables.
-func checkResumesExactly(t *testing.T, spec NetSpec) *TrainRecord {
+// It returns the resumed run's record and folder.
+func checkResumesExactly(t *testing.T, spec NetSpec) (*TrainRecord, string) {
 	t.Helper()
 	backend, err := models.NewBackend()
 	if err != nil {
@@ -271,5 +287,5 @@ func checkResumesExactly(t *testing.T, spec NetSpec) *TrainRecord {
 	if n == 0 {
 		t.Fatal("no variables compared")
 	}
-	return recB
+	return recB, resumed
 }
