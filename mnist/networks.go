@@ -334,6 +334,15 @@ func TrainNetwork(ctx context.Context, backend compute.Backend, spec NetSpec, op
 	if opt.Progress != nil {
 		pr = models.NewProgress(opt.Progress, "train "+spec.Name, steps-int(tr.Step()))
 	}
+	if opt.ValEvery > 0 && spec.Scope == models.ScoreScope && tr.Step() == 0 { // the curve's start: the untrained network (with a skip: the mixture)
+		t0 := time.Now()
+		bpd, se, err := ValidationBPD(backend, store)
+		if err != nil {
+			return nil, fmt.Errorf("mnist: validation at step 0: %w", err)
+		}
+		rec.Val = append(rec.Val, ValPoint{Step: 0, BPD: bpd, SE: se})
+		fmt.Fprintf(log, "mnist: %s: step 0: validation %.4f ± %.4f bpd (%s; %.1f s)\n", spec.Name, bpd, se, ValidationProtocol(), time.Since(t0).Seconds())
+	}
 	start := time.Now()
 	sum, count := 0.0, 0
 	for tr.Step() < int64(steps) {
