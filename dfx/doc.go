@@ -20,11 +20,11 @@
 //	Prop. trace_matching          tr F from t and ȳ                             access.DFTM
 //	eq. trace_appro               DF-TM trace                                   access.DFTM, access.DFTMTraceGraph
 //	Prop. error_bound_trace       DF-TM error bound (corrected: see access.DFTM) access.DFTMErrorBound
-//	eq. EA_approx                 DF-EA matrix-vector product                   access.DFEA, access.DFEAMatVecGraph, adjoint.DFEA
-//	Prop. error_bound_ea          DF-EA error bound (σ(F − F_EA) as printed)     access.DFEA, mnist.RunExactStudy
+//	eq. EA_approx                 DF-EA matrix-vector product                   access.DFEA, access.DFEAApply, access.DFEAMatVecGraph
+//	Prop. error_bound_ea          DF-EA error bound (σ(F − F_EA) as printed)     access.DFEAErrorBound, mnist.RunExactStudy
 //	eq. nll_VJP                   exact trace by d VJPs                         access.VJPTrace
 //	app. hutchinson               Hutchinson and Hutch++ traces                 access.Hutchinson, access.HutchPP
-//	eq. Adjoint_VJP               F v by one VJP                                access.VJPMatVec, access.VJPMatVecGraph, adjoint.VJP
+//	eq. Adjoint_VJP               F v by one VJP                                access.VJPMatVec, access.VJPMatVecGraph
 //	eq. Adjoint_ODE               the adjoint carried along the PF-ODE          pfode.Layout (pfode.Carry)
 //	eq. Adjoint_ODE (discrete)    the adjoint through cached DDIM steps         adjoint.Backprop, adjoint.Guide
 //	sec:ea adjoint sampling       adjoint-guided DDIM with a Fisher operator    adjoint.Guide (Sample, Gradient)

@@ -11,9 +11,11 @@ import (
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat"
 
+	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/adjoint"
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 )
 
 // ExactStudyConfig sizes the exact-operator study on MNIST: the empirical
@@ -120,16 +122,16 @@ func RunExactStudy(ctx context.Context, nets *Networks, rw *rewardSet, cfg Adjoi
 	if err != nil {
 		return nil, err
 	}
-	exactModel, netModel := adjoint.MixtureModel{Mixture: mix}, adjoint.NetModel{Net: nets.Net}
+	exactModel, netModel := score.Exact{Mixture: mix}, access.NetModel{Net: nets.Net}
 	vjp, err := nets.Operator(OperatorVJP)
 	if err != nil {
 		return nil, err
 	}
 	guides := map[string]adjoint.Guide{
-		StudyExact:   {Schedule: Schedule(), Model: exactModel, Operator: adjoint.Exact{Mixture: mix}, Loss: loss},
+		StudyExact:   {Schedule: Schedule(), Model: exactModel, Operator: exactModel, Loss: loss},
 		StudyVJP:     {Schedule: Schedule(), Model: netModel, Operator: vjp, Loss: loss},
-		StudyEANet:   {Schedule: Schedule(), Model: netModel, Operator: adjoint.DFEA{}, Loss: loss},
-		StudyEAExact: {Schedule: Schedule(), Model: exactModel, Operator: adjoint.DFEA{}, Loss: loss},
+		StudyEANet:   {Schedule: Schedule(), Model: netModel, Operator: access.DFEA{}, Loss: loss},
+		StudyEAExact: {Schedule: Schedule(), Model: exactModel, Operator: access.DFEA{}, Loss: loss},
 	}
 	approx := []string{StudyVJP, StudyEANet, StudyEAExact}
 	from := cfg.WindowEnd - ec.Guided
@@ -226,7 +228,10 @@ func (st *ExactStudy) hsErrors(k int, at schedule.Coefficients, x *mat.Dense, mi
 	if err != nil {
 		return nil, err
 	}
-	a2s4 := at.Alpha * at.Alpha / math.Pow(at.Sigma, 4)
+	vjp, err := nets.Operator(OperatorVJP)
+	if err != nil {
+		return nil, err
+	}
 	fisherHS := make([]float64, b)
 	for i, f := range ex.Fisher {
 		fisherHS[i] = mat.Norm(f, 2)
@@ -242,18 +247,21 @@ func (st *ExactStudy) hsErrors(k int, at schedule.Coefficients, x *mat.Dense, mi
 			diff := mat.NewDense(d, d, nil)
 			switch m {
 			case StudyVJP:
-				jm, err := vjpMatrix(nets, at, x.RawRowView(i))
+				// Row j of jm is (F_op e_j)ᵀ, so jm is F_opᵀ; F is symmetric,
+				// so ‖F − jm‖_HS = ‖F − F_op‖_HS, the operator as the adjoint
+				// uses it (not symmetrised).
+				jm, err := access.OperatorMatrix(vjp, score.State{At: at, X: x.Slice(i, i+1, 0, d).(*mat.Dense)})
 				if err != nil {
 					return nil, err
 				}
-				diff.Sub(f, jm)
+				diff.Sub(f, jm[0])
 			default:
 				tr := grads[m].Trajectory
 				xh, yo := tr.Endpoint().RawRowView(i), tr.Denoisers[0].RawRowView(i)
-				diff.Sub(f, eaMatrix(at, xh, yo))
+				diff.Sub(f, access.DFEAMatrix(at, xh, yo))
 				dmax := math.Max(st.D, floats.Norm(xh, 2))
 				delta := floats.Distance(yo, yb, 2)
-				bound := a2s4 * (2*dmax*dmax + delta*(floats.Norm(yb, 2)+floats.Norm(yo, 2)))
+				bound := access.DFEAErrorBound(at, dmax, delta, floats.Norm(yb, 2), floats.Norm(yo, 2))
 				if i == 0 {
 					row.Bound, row.Within = 0, 0
 				}
@@ -273,43 +281,4 @@ func (st *ExactStudy) hsErrors(k int, at schedule.Coefficients, x *mat.Dense, mi
 		out = append(out, row)
 	}
 	return out, nil
-}
-
-// vjpMatrix is the VJP operator's d×d matrix at one state: the products
-// with the d unit vectors, one batch of d rows.
-func vjpMatrix(nets *Networks, at schedule.Coefficients, x []float64) (*mat.Dense, error) {
-	op, err := nets.Operator(OperatorVJP)
-	if err != nil {
-		return nil, err
-	}
-	d := len(x)
-	xs := mat.NewDense(d, d, nil)
-	eye := mat.NewDense(d, d, nil)
-	for i := range d {
-		copy(xs.RawRowView(i), x)
-		eye.Set(i, i, 1)
-	}
-	fv, err := op.Apply(adjoint.State{At: at, X: xs}, eye)
-	if err != nil {
-		return nil, err
-	}
-	// Row j is (F_op e_j)ᵀ, so fv is F_opᵀ; F is symmetric, so ‖F − fv‖_HS
-	// = ‖F − F_op‖_HS, the operator as the adjoint uses it (not symmetrised).
-	return fv, nil
-}
-
-// eaMatrix is DF-EA's operator as a d×d matrix, eq. EA_approx:
-// I/σ² − (α²/σ⁴)(x̂₀x̂₀ᵀ − ȳȳᵀ).
-func eaMatrix(at schedule.Coefficients, xh, yb []float64) *mat.Dense {
-	d := len(xh)
-	a2s4 := at.Alpha * at.Alpha / math.Pow(at.Sigma, 4)
-	m := mat.NewDense(d, d, nil)
-	for r := range d {
-		row := m.RawRowView(r)
-		for c := range d {
-			row[c] = -a2s4 * (xh[r]*xh[c] - yb[r]*yb[c])
-		}
-		row[r] += 1 / (at.Sigma * at.Sigma)
-	}
-	return m
 }

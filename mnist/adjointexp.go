@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat"
 
+	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/adjoint"
 	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/models"
@@ -283,7 +284,7 @@ func (r *rewardSet) rewards(name string, x *mat.Dense) ([]float64, error) {
 // by reward with operator op ("none": unguided) on n steps before the
 // window's end, and scores the clipped samples.
 func guidedRun(ctx context.Context, nets *Networks, rw *rewardSet, cfg AdjointConfig, reward, op string, n, rows int, strength float64) (*GuidedRun, error) {
-	g := adjoint.Guide{Schedule: Schedule(), Model: adjoint.NetModel{Net: nets.Net}}
+	g := adjoint.Guide{Schedule: Schedule(), Model: access.NetModel{Net: nets.Net}}
 	ac := adjoint.Config{Steps: cfg.Steps, From: cfg.WindowEnd, To: cfg.WindowEnd, InnerSteps: cfg.InnerSteps, Normalize: true}
 	if op != "none" && n > 0 {
 		o, err := nets.Operator(op)

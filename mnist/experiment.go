@@ -6,7 +6,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/models"
 )
@@ -129,8 +128,6 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (*Result, error) {
 	res.Elapsed = time.Since(start)
 	return res, nil
 }
-
-var _ access.TraceEstimator = (*access.DFTM)(nil)
 
 // stepLogger returns a runner of an experiment's named parts: it writes
 // "<prefix>: <name> …" and the part's time to log, wraps the part's error

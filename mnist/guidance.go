@@ -11,9 +11,11 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/likelihood"
 	"github.com/dfx-lab/dfx/dfx/pfode"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 )
 
 // GuidanceRow is one guidance scale of Figure 1b.
@@ -49,7 +51,7 @@ func quantize(x *mat.Dense, seed uint64) (*mat.Dense, error) {
 }
 
 // nllBPD is DF-TM's bpd of the rows of x under lc, in batches.
-func nllBPD(ctx context.Context, dyn likelihood.Dynamics, x *mat.Dense, lc likelihood.Config) ([]float64, error) {
+func nllBPD(ctx context.Context, dyn score.Model, x *mat.Dense, lc likelihood.Config) ([]float64, error) {
 	b, _ := x.Dims()
 	var out []float64
 	for lo := 0; lo < b; lo += 64 {
@@ -315,20 +317,16 @@ func RunTraj(ctx context.Context, nets *Networks, cfg Config) (*TrajResult, erro
 	res := &TrajResult{Samples: b, Steps: cfg.BPDSteps, TrajStart: tMax, TrajEnd: fine.T0}
 	// the sampler alone (no log-density), for the marginal cost
 	start := time.Now()
-	plain := pfode.New(schedule.Continuous{Schedule: s}, pfode.ModelFunc(func(c schedule.Coefficients, x *mat.Dense, _ pfode.Want) (*pfode.Eval, error) {
-		e, err := nets.Net.EpsAt(x, c.T)
-		if err != nil {
-			return nil, err
-		}
-		return &pfode.Eval{Eps: e}, nil
-	}), b, Dim, 0)
+	plain := pfode.New(schedule.Continuous{Schedule: s}, access.NetModel{Net: nets.Net}, b, Dim, 0)
+	plain.Drive = score.WantEps
 	yp := plain.Init(xT, nil)
 	if _, err := pfode.Solve(ctx, plain, pfode.Heun, down, yp, nil); err != nil {
 		return nil, err
 	}
 	res.SamplerOnlySecs = time.Since(start).Seconds() / float64(b)
 	start = time.Now()
-	sys := pfode.New(schedule.Continuous{Schedule: s}, dyn.model(), b, Dim, pfode.LogDensity)
+	sys := pfode.New(schedule.Continuous{Schedule: s}, dyn, b, Dim, pfode.LogDensity)
+	sys.Drive = score.WantScore
 	y := sys.Init(xT, nil)
 	if _, err := pfode.Solve(ctx, sys, pfode.Heun, down, y, nil); err != nil {
 		return nil, err

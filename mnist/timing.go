@@ -9,6 +9,8 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/access"
+	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 )
 
 // TimingRow is one method at one batch size: the median wall time of one
@@ -50,8 +52,11 @@ func RunTiming(ctx context.Context, nets *Networks, cfg Config, train *Set) (*Ti
 		return nil, err
 	}
 	vjp, h1, h16, hpp, dftm, dftmc, vm, ea := tr.vjp, tr.h1, tr.h16, tr.hpp, tr.dftm, tr.dftmc, tr.matvec, tr.endpoint
-	sc := n.Schedule
-	a, s := sc.Alpha(t), sc.Sigma(t)
+	at, err := schedule.At(n.Schedule, t)
+	if err != nil {
+		return nil, err
+	}
+	a, s := at.Alpha, at.Sigma
 	for _, b := range cfg.TimingBatches {
 		x0, err := train.Scaled(0, b)
 		if err != nil {
@@ -65,7 +70,7 @@ func RunTiming(ctx context.Context, nets *Networks, cfg Config, train *Set) (*Ti
 				v.Set(i, j, rng.NormFloat64())
 			}
 		}
-		ybar, err := n.DenoiserAt(x, t)
+		ybar, err := n.DenoiserAt(at, x)
 		if err != nil {
 			return nil, err
 		}
@@ -75,8 +80,8 @@ func RunTiming(ctx context.Context, nets *Networks, cfg Config, train *Set) (*Ti
 			rounds     int
 			note       string
 		}
-		traceOf := func(e access.TraceEstimator) func() error {
-			return func() error { _, err := e.Trace(x, t); return err }
+		traceOf := func(e score.TraceEstimator) func() error {
+			return func() error { _, err := e.Trace(at, x); return err }
 		}
 		ms := []method{
 			{"trace", "vjp-exact", traceOf(vjp), cfg.TimingRounds, "d = 784 VJPs per point, batched"},
@@ -85,9 +90,9 @@ func RunTiming(ctx context.Context, nets *Networks, cfg Config, train *Set) (*Ti
 			{"trace", "hutch++-48", traceOf(hpp), cfg.TimingRounds, "48 matvecs (16 sketch + 16 + 16)"},
 			{"trace", "df-tm", traceOf(dftm), cfg.TimingRounds, "ε-net + t_θ forward"},
 			{"trace", "df-tm-c", traceOf(dftmc), cfg.TimingRounds, "ν_θ forward"},
-			{"operator", "forward", func() error { _, err := n.EpsAt(x, t); return err }, cfg.TimingRounds, "one ε-network pass (reference)"},
-			{"operator", "vjp-matvec", func() error { _, err := vm.MatVec(x, t, v); return err }, cfg.TimingRounds, "one VJP (eq. Adjoint_VJP)"},
-			{"operator", "df-ea", func() error { _, err := ea.MatVecAt(x, x0, t, v); return err }, cfg.TimingRounds, "standalone: ε-net forward + rank-2 update"},
+			{"operator", "forward", func() error { _, err := n.EpsAt(at, x); return err }, cfg.TimingRounds, "one ε-network pass (reference)"},
+			{"operator", "vjp-matvec", func() error { _, err := vm.Apply(score.State{At: at, X: x}, v); return err }, cfg.TimingRounds, "one VJP (eq. Adjoint_VJP)"},
+			{"operator", "df-ea", func() error { _, err := ea.Apply(score.State{At: at, X: x, Endpoint: x0}, v); return err }, cfg.TimingRounds, "standalone: ε-net forward + rank-2 update"},
 			{"operator", "df-ea-marginal", func() error { _, err := access.DFEAApply(ybar, x0, v, a, s); return err }, cfg.TimingRounds, "inside a sampler step: ȳ_θ already computed"},
 		}
 		if b == 64 {

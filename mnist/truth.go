@@ -10,6 +10,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 )
 
 // TruthRow summarises the estimators against the exact Fisher of the
@@ -53,7 +54,7 @@ func RunTruth(ctx context.Context, nets *Networks, cfg Config, train, test *Set)
 		return nil, err
 	}
 	vjp, h16, dftm, dftmc := tr.vjp, tr.h16, tr.dftm, tr.dftmc
-	ests := []access.TraceEstimator{vjp, h16, dftm, dftmc}
+	ests := []score.TraceEstimator{vjp, h16, dftm, dftmc}
 	res := &TruthResult{}
 	for _, e := range ests {
 		res.Estimators = append(res.Estimators, e.Name())
@@ -96,7 +97,7 @@ func RunTruth(ctx context.Context, nets *Networks, cfg Config, train, test *Set)
 				row.ExactTrace += ex.Trace[i] / float64(q)
 			}
 			for _, e := range ests {
-				got, err := e.Trace(x, t)
+				got, err := e.Trace(c, x)
 				if err != nil {
 					return nil, err
 				}
@@ -104,15 +105,15 @@ func RunTruth(ctx context.Context, nets *Networks, cfg Config, train, test *Set)
 					row.RelErr[e.Name()] += math.Abs(got[i]-ex.Trace[i]) / math.Abs(ex.Trace[i]) / float64(q)
 				}
 			}
-			tt, err := n.TAt(x, t)
+			tt, err := n.TAt(c, x)
 			if err != nil {
 				return nil, err
 			}
-			yb, err := n.DenoiserAt(x, t)
+			yb, err := n.DenoiserAt(c, x)
 			if err != nil {
 				return nil, err
 			}
-			dtm, err := dftm.Trace(x, t)
+			dtm, err := dftm.Trace(c, x)
 			if err != nil {
 				return nil, err
 			}

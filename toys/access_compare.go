@@ -14,6 +14,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 	"github.com/dfx-lab/dfx/models"
 )
 
@@ -124,7 +125,7 @@ func RunAccess(ctx context.Context, cfg AccessConfig) (*AccessResult, error) {
 	}
 	dftm, _ := access.NewDFTM(net)
 	mv, _ := access.NewVJPMatVec(net)
-	ea, _ := access.NewDFEA(net, nil)
+	ea, _ := access.NewDFEA(net)
 	res := &AccessResult{Config: cfg}
 	for _, tm := range cfg.Times {
 		if err := ctx.Err(); err != nil {
@@ -149,13 +150,13 @@ func RunAccess(ctx context.Context, cfg AccessConfig) (*AccessResult, error) {
 		}
 		exactTr, exactFv := exact.Trace, exact.MatVec
 		var vjpTime time.Duration
-		for _, e := range []access.TraceEstimator{vjp, hut, hpp, dftm, mix} {
+		for _, e := range []score.TraceEstimator{vjp, hut, hpp, dftm, mix} {
 			var got []float64
-			el, err := timed(func() (err error) { got, err = e.Trace(x, tm); return })
+			el, err := timed(func() (err error) { got, err = e.Trace(at, x); return })
 			if err != nil {
 				return nil, err
 			}
-			if e == access.TraceEstimator(vjp) {
+			if e == score.TraceEstimator(vjp) {
 				vjpTime = el
 			}
 			var rel float64
@@ -164,14 +165,11 @@ func RunAccess(ctx context.Context, cfg AccessConfig) (*AccessResult, error) {
 			}
 			res.Rows = append(res.Rows, AccessRow{tm, sg, "trace", e.Name(), rel, el / time.Duration(cfg.Queries), float64(el) / float64(vjpTime)})
 		}
-		ops := map[string]func() (*mat.Dense, error){
-			mv.Name():  func() (*mat.Dense, error) { return mv.MatVec(x, tm, v) },
-			ea.Name():  func() (*mat.Dense, error) { return ea.MatVecAt(x, x0, tm, v) },
-			mix.Name(): func() (*mat.Dense, error) { return mix.MatVec(x, tm, v) },
-		}
-		for _, name := range []string{mv.Name(), ea.Name(), mix.Name()} {
+		state := score.State{At: at, X: x, Endpoint: x0}
+		for _, op := range []score.FisherOperator{mv, ea, mix} {
+			name := op.Name()
 			var got *mat.Dense
-			el, err := timed(func() (err error) { got, err = ops[name](); return })
+			el, err := timed(func() (err error) { got, err = op.Apply(state, v); return })
 			if err != nil {
 				return nil, err
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/adjoint"
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 	"github.com/dfx-lab/dfx/models"
 )
 
@@ -239,18 +240,19 @@ func trainGMMNet(ctx context.Context, cfg AdjointGMMConfig, s schedule.Schedule,
 
 // gmmGuides are the guides of the study, by method name.
 func gmmGuides(s schedule.Schedule, mix mixture.Mixture, net *access.Net, loss adjoint.Loss) (map[string]adjoint.Guide, error) {
-	exact := adjoint.MixtureModel{Mixture: mix}
+	exact := score.Exact{Mixture: mix}
 	gs := map[string]adjoint.Guide{
-		GMMExact:   {Schedule: s, Model: exact, Operator: adjoint.Exact{Mixture: mix}, Loss: loss},
-		GMMEAExact: {Schedule: s, Model: exact, Operator: adjoint.DFEA{}, Loss: loss},
+		GMMExact:   {Schedule: s, Model: exact, Operator: exact, Loss: loss},
+		GMMEAExact: {Schedule: s, Model: exact, Operator: access.DFEA{}, Loss: loss},
 	}
 	if net != nil {
-		vjp, err := adjoint.NewVJP(net)
+		vjp, err := access.NewVJPMatVec(net)
 		if err != nil {
 			return nil, err
 		}
-		gs[GMMVJP] = adjoint.Guide{Schedule: s, Model: adjoint.NetModel{Net: net}, Operator: vjp, Loss: loss}
-		gs[GMMEANet] = adjoint.Guide{Schedule: s, Model: adjoint.NetModel{Net: net}, Operator: adjoint.DFEA{}, Loss: loss}
+		model := access.NetModel{Net: net}
+		gs[GMMVJP] = adjoint.Guide{Schedule: s, Model: model, Operator: vjp, Loss: loss}
+		gs[GMMEANet] = adjoint.Guide{Schedule: s, Model: model, Operator: access.DFEA{}, Loss: loss}
 	}
 	return gs, nil
 }

@@ -263,7 +263,7 @@ func (j *nllJob) run(ctx context.Context, stderr io.Writer) (*nllResult, error) 
 	meter.Delay = time.Second
 	defer meter.Done()
 	evals, done := 0, 0
-	dyn := countingDynamics{inner: j.model.dynamics(), tick: func() {
+	dyn := countingModel{inner: j.model.dynamics(), tick: func() {
 		evals++
 		meter.Set(done, fmt.Sprintf("%d evaluations", evals))
 	}}
