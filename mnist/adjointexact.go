@@ -16,6 +16,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/internal/stats"
 )
 
 // ExactStudyConfig sizes the exact-operator study on MNIST: the empirical
@@ -213,8 +214,8 @@ func agreement(k int, t float64, method string, got, want *mat.Dense) GradAgreem
 		rel[i] = floats.Distance(g, w, 2) / nw
 	}
 	a := GradAgreement{Step: k, T: t, Method: method}
-	a.Cos, a.CosSE = meanSE(cos)
-	a.RelErr, a.RelErrSE = meanSE(rel)
+	a.Cos, a.CosSE = stats.MeanSE(cos)
+	a.RelErr, a.RelErrSE = stats.MeanSE(rel)
 	return a
 }
 
@@ -274,7 +275,7 @@ func (st *ExactStudy) hsErrors(k int, at schedule.Coefficients, x *mat.Dense, mi
 			hs[i] = mat.Norm(diff, 2)
 			row.FisherHS += fisherHS[i] / float64(b)
 		}
-		row.HS, row.HSSE = meanSE(hs)
+		row.HS, row.HSSE = stats.MeanSE(hs)
 		if !math.IsNaN(row.Within) {
 			row.Within = within / float64(b)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/pfode"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/internal/stats"
 )
 
 // GuidanceRow is one guidance scale of Figure 1b.
@@ -121,7 +122,7 @@ func RunGuidance(ctx context.Context, nets *Networks, cfg Config, log io.Writer)
 		if err != nil {
 			return nil, err
 		}
-		row.LogProb, row.LogProbSE = meanSE(lp)
+		row.LogProb, row.LogProbSE = stats.MeanSE(lp)
 		if row.Accuracy, err = nets.Classifier.Accuracy(clipped, class); err != nil {
 			return nil, err
 		}
@@ -139,8 +140,8 @@ func RunGuidance(ctx context.Context, nets *Networks, cfg Config, log io.Writer)
 			return nil, err
 		}
 		row.NLLSecs = time.Since(start).Seconds()
-		row.PaperBPD, row.PaperSE = meanSE(pb)
-		row.ConvBPD, row.ConvSE = meanSE(cb)
+		row.PaperBPD, row.PaperSE = stats.MeanSE(pb)
+		row.ConvBPD, row.ConvSE = stats.MeanSE(cb)
 		fmt.Fprintf(log, "mnist: scale %g: log p(c|x) %.3f, accuracy %.1f%%, bpd %.3f (paper protocol) %.3f (Heun from t₁)\n",
 			s, row.LogProb, 100*row.Accuracy, row.PaperBPD, row.ConvBPD)
 		res.Rows = append(res.Rows, row)
@@ -244,8 +245,8 @@ func nearestDistance(y, x *mat.Dense) []float64 {
 // Spearman is the rank correlation of a and b (average ranks for ties).
 func Spearman(a, b []float64) float64 {
 	ra, rb := ranks(a), ranks(b)
-	ma, _ := meanSE(ra)
-	mb, _ := meanSE(rb)
+	ma, _ := stats.MeanSE(ra)
+	mb, _ := stats.MeanSE(rb)
 	var num, da, db float64
 	for i := range ra {
 		num += (ra[i] - ma) * (rb[i] - mb)
@@ -355,8 +356,8 @@ func RunTraj(ctx context.Context, nets *Networks, cfg Config) (*TrajResult, erro
 	if res.ReBPDs, err = likelihood.BitsPerDim(re.LogProb, Dim, &Quant); err != nil {
 		return nil, err
 	}
-	res.TrajBPD, _ = meanSE(res.TrajBPDs)
-	res.ReBPD, _ = meanSE(res.ReBPDs)
+	res.TrajBPD, _ = stats.MeanSE(res.TrajBPDs)
+	res.ReBPD, _ = stats.MeanSE(res.ReBPDs)
 	for i := range b {
 		d := math.Abs(res.TrajBPDs[i] - res.ReBPDs[i])
 		res.MeanAbsDiff += d / float64(b)

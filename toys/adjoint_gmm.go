@@ -15,6 +15,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/internal/stats"
 	"github.com/dfx-lab/dfx/models"
 )
 
@@ -57,10 +58,10 @@ func AdjointGMMFull() AdjointGMMConfig {
 
 // The gradient methods, in table order: the guide's model and operator.
 const (
-	GMMExact     = "exact"           // MixtureModel + Exact
-	GMMVJP       = "vjp"             // NetModel + VJP
-	GMMEANet     = "df-ea (net)"     // NetModel + DFEA
-	GMMEAExact   = "df-ea (exact ȳ)" // MixtureModel + DFEA
+	GMMExact     = "exact"           // score.Exact as model and operator
+	GMMVJP       = "vjp"             // access.NetModel + access.VJPMatVec
+	GMMEANet     = "df-ea (net)"     // access.NetModel + access.DFEA
+	GMMEAExact   = "df-ea (exact ȳ)" // score.Exact + access.DFEA
 	GMMUnguided  = "unguided (exact ε)"
 	GMMUnguidedN = "unguided (net)"
 )
@@ -72,16 +73,8 @@ var GMMMethods = []string{GMMExact, GMMVJP, GMMEANet, GMMEAExact}
 type MeanSE struct{ Mean, SE float64 }
 
 func meanSE(v []float64) MeanSE {
-	n := float64(len(v))
-	m := floats.Sum(v) / n
-	if len(v) < 2 {
-		return MeanSE{Mean: m}
-	}
-	var ss float64
-	for _, x := range v {
-		ss += (x - m) * (x - m)
-	}
-	return MeanSE{m, math.Sqrt(ss / (n - 1) / n)}
+	m, se := stats.MeanSE(v)
+	return MeanSE{m, se}
 }
 
 // AdjointGMMStep is one guided outer step of the exact guided path: the

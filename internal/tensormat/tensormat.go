@@ -31,6 +31,19 @@ func FromMatrix(dtype dtypes.DType, m mat.Matrix) *tensors.Tensor {
 	return tensors.FromFlatDataAndDimensions(flat, r, d)
 }
 
+// FromFlat is the tensor of dtype (Float32 or Float64) and dimensions dims
+// holding the row-major values v (copied).
+func FromFlat(dtype dtypes.DType, v []float64, dims ...int) *tensors.Tensor {
+	if dtype == dtypes.Float64 {
+		return tensors.FromFlatDataAndDimensions(append([]float64(nil), v...), dims...)
+	}
+	f := make([]float32, len(v))
+	for i, x := range v {
+		f[i] = float32(x)
+	}
+	return tensors.FromFlatDataAndDimensions(f, dims...)
+}
+
 // Row is row i of m, without a copy where m is a *mat.Dense.
 func Row(m mat.Matrix, i int) []float64 {
 	if d, ok := m.(*mat.Dense); ok {
@@ -69,6 +82,12 @@ func Float32s(v []float64) *tensors.Tensor {
 // the tensor.
 func Values(t *tensors.Tensor) []float64 {
 	defer t.MustFinalizeAll()
+	return Copy(t)
+}
+
+// Copy reads a float32 or float64 tensor's values as float64, leaving the
+// tensor to its owner.
+func Copy(t *tensors.Tensor) []float64 {
 	switch t.DType() {
 	case dtypes.Float64:
 		return tensors.MustCopyFlatData[float64](t)
