@@ -99,22 +99,11 @@ func RunExactStudy(ctx context.Context, nets *Networks, rw *rewardSet, cfg Adjoi
 	if ec.Seeds < 1 || ec.Guided < 1 || ec.Guided > cfg.WindowEnd || ec.ProbeEvery < 1 {
 		return nil, fmt.Errorf("mnist: exact study needs Seeds, Guided ≥ 1 (≤ WindowEnd) and ProbeEvery ≥ 1: %+v", ec)
 	}
-	train, err := Load(Train)
+	y, mix, err := studyData(ec.Atoms)
 	if err != nil {
 		return nil, err
 	}
-	atoms := ec.Atoms
-	if atoms <= 0 || atoms > len(train.Labels) {
-		atoms = len(train.Labels)
-	}
-	y, err := train.Scaled(0, atoms)
-	if err != nil {
-		return nil, err
-	}
-	mix, err := mixture.NewDirac(y, nil)
-	if err != nil {
-		return nil, err
-	}
+	atoms, _ := y.Dims()
 	st := &ExactStudy{Config: ec, Atoms: atoms, Strength: strength}
 	for i := range atoms {
 		st.D = math.Max(st.D, floats.Norm(y.RawRowView(i), 2))
@@ -123,16 +112,9 @@ func RunExactStudy(ctx context.Context, nets *Networks, rw *rewardSet, cfg Adjoi
 	if err != nil {
 		return nil, err
 	}
-	exactModel, netModel := score.Exact{Mixture: mix}, access.NetModel{Net: nets.Net}
-	vjp, err := nets.Operator(OperatorVJP)
+	guides, err := studyGuides(nets, mix, loss)
 	if err != nil {
 		return nil, err
-	}
-	guides := map[string]adjoint.Guide{
-		StudyExact:   {Schedule: Schedule(), Model: exactModel, Operator: exactModel, Loss: loss},
-		StudyVJP:     {Schedule: Schedule(), Model: netModel, Operator: vjp, Loss: loss},
-		StudyEANet:   {Schedule: Schedule(), Model: netModel, Operator: access.DFEA{}, Loss: loss},
-		StudyEAExact: {Schedule: Schedule(), Model: exactModel, Operator: access.DFEA{}, Loss: loss},
 	}
 	approx := []string{StudyVJP, StudyEANet, StudyEAExact}
 	from := cfg.WindowEnd - ec.Guided
@@ -166,24 +148,7 @@ func RunExactStudy(ctx context.Context, nets *Networks, rw *rewardSet, cfg Adjoi
 		return nil
 	}
 	run := func(method string, g adjoint.Guide, c adjoint.Config) error {
-		if g.Operator == nil {
-			c.From = c.To
-		}
-		t := time.Now()
-		res, err := g.Sample(ctx, x0, c)
-		if err != nil {
-			return fmt.Errorf("%s sampler: %w", method, err)
-		}
-		r, err := rw.rewards(ec.Reward, res.X)
-		if err != nil {
-			return err
-		}
-		m, sd := stat.MeanStdDev(r, nil)
-		nd := stat.Mean(nearestDistance(y, Clip(res.X)), nil)
-		st.Runs = append(st.Runs, StudyRun{Method: method, Mean: m, SE: sd / math.Sqrt(float64(len(r))),
-			PerSample: time.Since(t).Seconds() / float64(ec.Seeds), NearestDist: nd, Images: res.X})
-		fmt.Fprintf(log, "adjoint: exact study %s: reward %.4g ± %.2g\n", method, m, sd/math.Sqrt(float64(len(r))))
-		return nil
+		return st.sample(ctx, rw, y, x0, method, g, c, log)
 	}
 	if err := run(StudyExact, guides[StudyExact], obs); err != nil {
 		return nil, err
@@ -193,13 +158,71 @@ func RunExactStudy(ctx context.Context, nets *Networks, rw *rewardSet, cfg Adjoi
 			return nil, err
 		}
 	}
-	if err := run(StudyUngExact, adjoint.Guide{Schedule: Schedule(), Model: exactModel}, ac); err != nil {
+	if err := run(StudyUngExact, adjoint.Guide{Schedule: Schedule(), Model: guides[StudyExact].Model}, ac); err != nil {
 		return nil, err
 	}
-	if err := run(StudyUnguided, adjoint.Guide{Schedule: Schedule(), Model: netModel}, ac); err != nil {
+	if err := run(StudyUnguided, adjoint.Guide{Schedule: Schedule(), Model: guides[StudyVJP].Model}, ac); err != nil {
 		return nil, err
 	}
 	return st, nil
+}
+
+// sample runs one sampler of the study to completion from x0 (unguided
+// when g has no operator) and appends its reward (mean ± SE), time per
+// sample and distance to the nearest of the data y to st.Runs.
+func (st *ExactStudy) sample(ctx context.Context, rw *rewardSet, y, x0 *mat.Dense, method string, g adjoint.Guide, c adjoint.Config, log io.Writer) error {
+	if g.Operator == nil {
+		c.From = c.To
+	}
+	t := time.Now()
+	res, err := g.Sample(ctx, x0, c)
+	if err != nil {
+		return fmt.Errorf("%s sampler: %w", method, err)
+	}
+	r, err := rw.rewards(st.Config.Reward, res.X)
+	if err != nil {
+		return err
+	}
+	m, sd := stat.MeanStdDev(r, nil)
+	nd := stat.Mean(nearestDistance(y, Clip(res.X)), nil)
+	st.Runs = append(st.Runs, StudyRun{Method: method, Mean: m, SE: sd / math.Sqrt(float64(len(r))),
+		PerSample: time.Since(t).Seconds() / float64(st.Config.Seeds), NearestDist: nd, Images: res.X})
+	fmt.Fprintf(log, "adjoint: exact study %s: reward %.4g ± %.2g\n", method, m, sd/math.Sqrt(float64(len(r))))
+	return nil
+}
+
+// studyData is the exact study's data: the first atoms training images
+// (all for atoms ≤ 0) and their Dirac mixture.
+func studyData(atoms int) (*mat.Dense, *mixture.Dirac, error) {
+	train, err := Load(Train)
+	if err != nil {
+		return nil, nil, err
+	}
+	if atoms <= 0 || atoms > len(train.Labels) {
+		atoms = len(train.Labels)
+	}
+	y, err := train.Scaled(0, atoms)
+	if err != nil {
+		return nil, nil, err
+	}
+	mix, err := mixture.NewDirac(y, nil)
+	return y, mix, err
+}
+
+// studyGuides are the study's guides by method: the exact model with the
+// exact operator and with DF-EA, the network with VJP and with DF-EA.
+func studyGuides(nets *Networks, mix *mixture.Dirac, loss adjoint.Loss) (map[string]adjoint.Guide, error) {
+	exactModel, netModel := score.Exact{Mixture: mix}, access.NetModel{Net: nets.Net}
+	vjp, err := nets.Operator(OperatorVJP)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]adjoint.Guide{
+		StudyExact:   {Schedule: Schedule(), Model: exactModel, Operator: exactModel, Loss: loss},
+		StudyVJP:     {Schedule: Schedule(), Model: netModel, Operator: vjp, Loss: loss},
+		StudyEANet:   {Schedule: Schedule(), Model: netModel, Operator: access.DFEA{}, Loss: loss},
+		StudyEAExact: {Schedule: Schedule(), Model: exactModel, Operator: access.DFEA{}, Loss: loss},
+	}, nil
 }
 
 // agreement scores λ against the exact λ* row by row: cosine and

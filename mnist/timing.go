@@ -74,16 +74,10 @@ func RunTiming(ctx context.Context, nets *Networks, cfg Config, train *Set) (*Ti
 		if err != nil {
 			return nil, err
 		}
-		type method struct {
-			kind, name string
-			f          func() error
-			rounds     int
-			note       string
-		}
 		traceOf := func(e score.TraceEstimator) func() error {
 			return func() error { _, err := e.Trace(at, x); return err }
 		}
-		ms := []method{
+		ms := []timedMethod{
 			{"trace", "vjp-exact", traceOf(vjp), cfg.TimingRounds, "d = 784 VJPs per point, batched"},
 			{"trace", "hutchinson-1", traceOf(h1), cfg.TimingRounds, "1 Rademacher probe"},
 			{"trace", "hutchinson-16", traceOf(h16), cfg.TimingRounds, "16 Rademacher probes"},
@@ -103,26 +97,9 @@ func RunTiming(ctx context.Context, nets *Networks, cfg Config, train *Set) (*Ti
 				ms = ms[1:]
 			}
 		}
-		times := make([][]float64, len(ms))
-		for _, m := range ms { // warm-up: compile
-			if err := m.f(); err != nil {
-				return nil, err
-			}
-		}
-		for r := range cfg.TimingRounds {
-			for i, m := range ms {
-				if r >= m.rounds {
-					continue
-				}
-				if err := ctx.Err(); err != nil {
-					return nil, err
-				}
-				start := time.Now()
-				if err := m.f(); err != nil {
-					return nil, err
-				}
-				times[i] = append(times[i], time.Since(start).Seconds())
-			}
+		times, err := timeMethods(ctx, ms, cfg.TimingRounds)
+		if err != nil {
+			return nil, err
 		}
 		for i, m := range ms {
 			res.Rows = append(res.Rows, TimingRow{Kind: m.kind, Method: m.name, Batch: b, Seconds: median(times[i]), Rounds: len(times[i]), Note: m.note})
@@ -141,4 +118,40 @@ func median(v []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// timedMethod is one row of the timing table: what it calls and how often.
+type timedMethod struct {
+	kind, name string
+	f          func() error
+	rounds     int
+	note       string
+}
+
+// timeMethods calls every method once to compile it, then times up to
+// rounds calls of each, interleaved round by round; it returns each
+// method's seconds per call.
+func timeMethods(ctx context.Context, ms []timedMethod, rounds int) ([][]float64, error) {
+	times := make([][]float64, len(ms))
+	for _, m := range ms { // warm-up: compile
+		if err := m.f(); err != nil {
+			return nil, err
+		}
+	}
+	for r := range rounds {
+		for i, m := range ms {
+			if r >= m.rounds {
+				continue
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			start := time.Now()
+			if err := m.f(); err != nil {
+				return nil, err
+			}
+			times[i] = append(times[i], time.Since(start).Seconds())
+		}
+	}
+	return times, nil
 }

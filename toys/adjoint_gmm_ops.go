@@ -120,18 +120,10 @@ func hsNorm(f *mat.SymDense) float64 {
 }
 
 // hsErrorEA is ‖F − F_EA‖_HS with F_EA = access.DFEAMatrix, the matrix
-// that DF-EA (eq. EA_approx) applies.
+// that DF-EA (eq. EA_approx) applies (symmetric, so its rows are its
+// columns).
 func hsErrorEA(f *mat.SymDense, x0, ybar []float64, c schedule.Coefficients) float64 {
-	ea := access.DFEAMatrix(c, x0, ybar)
-	d := f.SymmetricDim()
-	var s float64
-	for i := range d {
-		for j := range d {
-			e := f.At(i, j) - ea.At(i, j)
-			s += e * e
-		}
-	}
-	return math.Sqrt(s)
+	return hsErrorDense(f, access.DFEAMatrix(c, x0, ybar))
 }
 
 // hsErrorDense is ‖F − A‖_HS for A given by its columns.

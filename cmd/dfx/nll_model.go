@@ -241,50 +241,9 @@ func parseTrace(v string) (traceSpec, error) {
 // loadNetModel reads the --checkpoint files (weights checkpoints; networks
 // in separate files are put side by side) and builds the score and trace.
 func loadNetModel(paths []string, tr traceSpec, d int, s schedule.Schedule, seed uint64) (nllModel, error) {
-	var store *model.Store
-	var first *models.Checkpoint
-	have := map[string]string{} // network scope → file
-	byNet := map[string]*models.Checkpoint{}
-	var others []*model.Store
-	for _, p := range paths {
-		c, err := models.ReadCheckpoint(p)
-		if err != nil {
-			return nllModel{}, fmt.Errorf("--checkpoint: %w", err)
-		}
-		if c.Header.Kind != models.KindWeights {
-			return nllModel{}, fmt.Errorf("--checkpoint %s is a %q checkpoint; dfx nll takes %q checkpoints (the evaluation weights)", p, c.Header.Kind, models.KindWeights)
-		}
-		if c.Header.Dim != d {
-			return nllModel{}, fmt.Errorf("--checkpoint %s takes points of dimension %d, the --points are of dimension %d", p, c.Header.Dim, d)
-		}
-		if err := models.CheckSchedule(c, s); err != nil {
-			return nllModel{}, fmt.Errorf("--checkpoint %s does not go with --schedule %s: %w", p, s.Name(), err)
-		}
-		for _, n := range c.Header.Networks {
-			if f, dup := have[n]; dup {
-				return nllModel{}, fmt.Errorf("--checkpoint %s and %s both hold the %s network: give each network once", f, p, n)
-			}
-			have[n], byNet[n] = p, c
-		}
-		if first != nil {
-			for _, key := range slices.Sorted(mapsKeys(first.Header.Params, c.Header.Params)) {
-				if a, b := first.Header.Params[key], c.Header.Params[key]; a != b && !models.TrainingOnlyParams[key] {
-					return nllModel{}, fmt.Errorf("--checkpoint %s has %s=%q but %s has %q: networks of different architectures cannot be combined", p, key, b, paths[0], a)
-				}
-			}
-		}
-		st, err := models.LoadWeights(c)
-		if err != nil {
-			return nllModel{}, fmt.Errorf("--checkpoint %s: %w", p, err)
-		}
-		if store == nil {
-			store, first = st, c
-		} else {
-			others = append(others, st)
-		}
-	}
-	if err := models.CopyTrainable(store, others...); err != nil {
-		return nllModel{}, fmt.Errorf("--checkpoint: combining the files: %w", err)
+	store, have, byNet, err := readNetCheckpoints(paths, d, s)
+	if err != nil {
+		return nllModel{}, err
 	}
 	held := slices.Sorted(mapsKeys(have, nil))
 	if _, ok := have[models.ScoreScope]; !ok {
@@ -357,6 +316,59 @@ func loadNetModel(paths []string, tr traceSpec, d int, s schedule.Schedule, seed
 			return rows*fd*8*4 + rows*(fd+width)*4*32
 		},
 		info: fmt.Sprintf("networks %s, trace %s", strings.Join(held, "+"), tr)}, nil
+}
+
+// readNetCheckpoints reads the --checkpoint files (weights checkpoints for
+// points of dimension d on schedule s, one architecture, each network
+// once) into one store, and returns it with the file and checkpoint of
+// each network scope.
+func readNetCheckpoints(paths []string, d int, s schedule.Schedule) (*model.Store, map[string]string, map[string]*models.Checkpoint, error) {
+	var store *model.Store
+	var first *models.Checkpoint
+	have := map[string]string{} // network scope → file
+	byNet := map[string]*models.Checkpoint{}
+	var others []*model.Store
+	for _, p := range paths {
+		c, err := models.ReadCheckpoint(p)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("--checkpoint: %w", err)
+		}
+		if c.Header.Kind != models.KindWeights {
+			return nil, nil, nil, fmt.Errorf("--checkpoint %s is a %q checkpoint; dfx nll takes %q checkpoints (the evaluation weights)", p, c.Header.Kind, models.KindWeights)
+		}
+		if c.Header.Dim != d {
+			return nil, nil, nil, fmt.Errorf("--checkpoint %s takes points of dimension %d, the --points are of dimension %d", p, c.Header.Dim, d)
+		}
+		if err := models.CheckSchedule(c, s); err != nil {
+			return nil, nil, nil, fmt.Errorf("--checkpoint %s does not go with --schedule %s: %w", p, s.Name(), err)
+		}
+		for _, n := range c.Header.Networks {
+			if f, dup := have[n]; dup {
+				return nil, nil, nil, fmt.Errorf("--checkpoint %s and %s both hold the %s network: give each network once", f, p, n)
+			}
+			have[n], byNet[n] = p, c
+		}
+		if first != nil {
+			for _, key := range slices.Sorted(mapsKeys(first.Header.Params, c.Header.Params)) {
+				if a, b := first.Header.Params[key], c.Header.Params[key]; a != b && !models.TrainingOnlyParams[key] {
+					return nil, nil, nil, fmt.Errorf("--checkpoint %s has %s=%q but %s has %q: networks of different architectures cannot be combined", p, key, b, paths[0], a)
+				}
+			}
+		}
+		st, err := models.LoadWeights(c)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("--checkpoint %s: %w", p, err)
+		}
+		if store == nil {
+			store, first = st, c
+		} else {
+			others = append(others, st)
+		}
+	}
+	if err := models.CopyTrainable(store, others...); err != nil {
+		return nil, nil, nil, fmt.Errorf("--checkpoint: combining the files: %w", err)
+	}
+	return store, have, byNet, nil
 }
 
 // mapsKeys iterates the union of the keys of a and b.
