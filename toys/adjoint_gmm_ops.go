@@ -92,11 +92,11 @@ func scoreState(mix mixture.Mixture, net *access.Net, guides map[string]adjoint.
 		if err != nil {
 			return nil, err
 		}
+		var want mat.Dense
+		score.EpsFromScore(&want, st.At, ex.Score) // the exact ε = −σ ∇log q
 		er := make([]float64, b)
 		for i := range b {
-			want := make([]float64, d)
-			floats.ScaleTo(want, -st.At.Sigma, ex.Score.RawRowView(i))
-			er[i] = relNorm(eps.RawRowView(i), want)
+			er[i] = relNorm(eps.RawRowView(i), want.RawRowView(i))
 		}
 		row.NetEpsRelErr = meanSE(er)
 	}
