@@ -14,7 +14,6 @@ import (
 	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/adjoint"
 	"github.com/dfx-lab/dfx/dfx/report"
-	"github.com/dfx-lab/dfx/models"
 )
 
 // The rewards of the adjoint-guidance experiment (see rewards.go for what
@@ -171,11 +170,7 @@ func RunAdjoint(ctx context.Context, cfg AdjointConfig, log io.Writer) (*Adjoint
 		return nil, err
 	}
 	start := time.Now()
-	backend, err := models.NewBackend()
-	if err != nil {
-		return nil, err
-	}
-	nets, err := LoadNetworks(backend, cfg.NetsDir)
+	nets, err := OpenNetworks(cfg.NetsDir)
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +178,7 @@ func RunAdjoint(ctx context.Context, cfg AdjointConfig, log io.Writer) (*Adjoint
 	if err != nil {
 		return nil, err
 	}
-	res := &AdjointResult{Config: cfg, Machine: Machine(), Backend: backend.Name(), Strength: map[string]float64{}, OwnStrength: map[string]float64{}}
+	res := &AdjointResult{Config: cfg, Machine: Machine(), Backend: nets.Backend.Name(), Strength: map[string]float64{}, OwnStrength: map[string]float64{}}
 	rw, err := newRewardSet(nets, test)
 	if err != nil {
 		return nil, err

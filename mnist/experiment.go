@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/dfx-lab/dfx/dfx/report"
-	"github.com/dfx-lab/dfx/models"
 )
 
 // Config sizes `dfx reproduce mnist` (paper Table 1, Figures 1–2 and the
@@ -89,15 +88,11 @@ type Result struct {
 // Run runs every part of the MNIST experiment.
 func Run(ctx context.Context, cfg Config, log io.Writer) (*Result, error) {
 	start := time.Now()
-	backend, err := models.NewBackend()
+	nets, err := OpenNetworks(cfg.NetsDir)
 	if err != nil {
 		return nil, err
 	}
-	nets, err := LoadNetworks(backend, cfg.NetsDir)
-	if err != nil {
-		return nil, err
-	}
-	res := &Result{Config: cfg, Machine: Machine(), Backend: backend.Name(), Records: nets.Records}
+	res := &Result{Config: cfg, Machine: Machine(), Backend: nets.Backend.Name(), Records: nets.Records}
 	step := stepLogger(ctx, log, "mnist")
 	train, err := Load(Train)
 	if err != nil {

@@ -40,6 +40,17 @@ type Networks struct {
 	vjp     *access.VJPMatVec      // the unconditional network's VJP Fisher operator
 }
 
+// OpenNetworks is LoadNetworks on the default backend (models.NewBackend,
+// GOMLX_BACKEND): the one way the experiments load the committed networks
+// (dir "") or the user's (a folder written by dfx train).
+func OpenNetworks(dir string) (*Networks, error) {
+	backend, err := models.NewBackend()
+	if err != nil {
+		return nil, err
+	}
+	return LoadNetworks(backend, dir)
+}
+
 // LoadNetworks loads the four networks (from dir where it holds them, else
 // the committed checkpoints) onto backend. They must be one set: trained on
 // the same data and schedule, with t_θ and ν_θ made for this ε-network
