@@ -342,3 +342,39 @@ func TestDDIMStepIsExactForOnePoint(t *testing.T) {
 		}
 	}
 }
+
+// TestDriveChoosesTheParameterisationOfTheVelocity: the model answers with
+// its score; the velocity computed from the score, from ε̂ and from the
+// denoiser (Drive, filled by Tweedie) agree to rounding, and each Drive
+// asks the model for its parameterisation.
+func TestDriveChoosesTheParameterisationOfTheVelocity(t *testing.T) {
+	g := gaussian{mu: []float64{0.5, -1, 2}, s: 0.7}
+	src := schedule.Continuous{Schedule: schedule.DefaultVP()}
+	x := mat.NewDense(2, 3, []float64{0.1, 0.2, -0.3, 1, -2, 0.5})
+	var vels [][]float64
+	for _, drive := range []score.Want{0, score.WantScore, score.WantEps, score.WantDenoiser} {
+		var asked score.Want
+		spy := score.ModelFunc(func(c schedule.Coefficients, x *mat.Dense, want score.Want) (*score.Eval, error) {
+			asked = want
+			return g.Eval(c, x, want)
+		})
+		sys := New(src, spy, 2, 3, 0)
+		sys.Drive = drive
+		y := sys.Init(x, nil)
+		dy := make([]float64, len(y))
+		if err := sys.Deriv(0.4, y, dy); err != nil {
+			t.Fatal(err)
+		}
+		if asked != drive {
+			t.Errorf("Drive %d asked the model for %d", drive, asked)
+		}
+		vels = append(vels, dy)
+	}
+	for k, v := range vels[1:] {
+		for i := range v {
+			if math.Abs(v[i]-vels[0][i]) > 1e-12*(1+math.Abs(vels[0][i])) {
+				t.Errorf("drive %d: velocity[%d] = %g, from the score %g", k+1, i, v[i], vels[0][i])
+			}
+		}
+	}
+}
