@@ -317,15 +317,12 @@ func guidedRun(ctx context.Context, nets *Networks, rw *rewardSet, cfg AdjointCo
 func (r *AdjointResult) runGrid(ctx context.Context, nets *Networks, rw *rewardSet, log io.Writer) error {
 	cfg := r.Config
 	n := cfg.maxGuided()
-	unguided, err := guidedRun(ctx, nets, rw, cfg, cfg.Rewards[0], "none", 0, cfg.GridSeeds, 0)
+	_, bases, err := unguidedRewards(ctx, nets, rw, cfg, cfg.GridSeeds)
 	if err != nil {
 		return err
 	}
 	for _, reward := range cfg.Rewards {
-		base, err := rw.rewards(reward, unguided.Images)
-		if err != nil {
-			return err
-		}
+		base := bases[reward]
 		for _, op := range []string{OperatorVJP, OperatorDFEA} {
 			best, bestMean := -1, math.Inf(-1)
 			for _, s := range cfg.Strengths {
@@ -358,6 +355,22 @@ func (r *AdjointResult) runGrid(ctx context.Context, nets *Networks, rw *rewardS
 	return nil
 }
 
+// unguidedRewards samples rows images without guidance and scores them
+// under every reward of cfg (the same samples for every reward).
+func unguidedRewards(ctx context.Context, nets *Networks, rw *rewardSet, cfg AdjointConfig, rows int) (*GuidedRun, map[string][]float64, error) {
+	unguided, err := guidedRun(ctx, nets, rw, cfg, cfg.Rewards[0], "none", 0, rows, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	bases := map[string][]float64{}
+	for _, reward := range cfg.Rewards {
+		if bases[reward], err = rw.rewards(reward, unguided.Images); err != nil {
+			return nil, nil, err
+		}
+	}
+	return unguided, bases, nil
+}
+
 // meanConfidence is the classifier's mean max-class probability of the
 // clipped images (a sample that no longer reads as any digit scores low).
 func meanConfidence(nets *Networks, x *mat.Dense) (float64, error) {
@@ -382,15 +395,12 @@ func meanConfidence(nets *Networks, x *mat.Dense) (float64, error) {
 // samples for every reward).
 func (r *AdjointResult) runCurves(ctx context.Context, nets *Networks, rw *rewardSet, log io.Writer) error {
 	cfg := r.Config
-	unguided, err := guidedRun(ctx, nets, rw, cfg, cfg.Rewards[0], "none", 0, cfg.Seeds, 0)
+	unguided, bases, err := unguidedRewards(ctx, nets, rw, cfg, cfg.Seeds)
 	if err != nil {
 		return err
 	}
 	for _, reward := range cfg.Rewards {
-		base, err := rw.rewards(reward, unguided.Images)
-		if err != nil {
-			return err
-		}
+		base := bases[reward]
 		u := *unguided
 		u.Reward, u.Rewards = reward, base
 		m, sd := stat.MeanStdDev(base, nil)
