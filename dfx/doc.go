@@ -1,44 +1,78 @@
 // Package dfx indexes the paper "Efficiently Access Diffusion Fisher:
 // Within the Outer Product Span Space" (ICML 2025) against the code that
 // implements it. The library lives in the sub-packages (schedule, mixture,
-// access, pfode, likelihood, adjoint, report, plotx); models holds the
-// networks and the top-level packages toys, ot and mnist the experiments.
+// score, access, pfode, likelihood, adjoint, report, plotx); models holds
+// the networks and the top-level packages toys, ot and mnist the
+// experiments.
 //
-// Every label of the paper that the code implements, and where (the test
-// beside this file checks that each named identifier exists):
+// The data flow: schedule.Coefficients (one time) and data → a
+// score.Model (score.Exact for a mixture, access.NetModel for a network:
+// ε̂ / x̂₀ / score, optionally the Fisher trace) → the Fisher access
+// contracts score.TraceEstimator and score.FisherOperator (dfx/access) →
+// dfx/pfode (one integrator, one DDIM step pfode.DDIMStep) → likelihood,
+// adjoint → the experiments → dfx/report.
 //
-//	label                         what                                          code
-//	eq. diffusion_kernel          x_t = α(t) x₀ + σ(t) ε                        schedule.Schedule, schedule.At
-//	eq. fisher_def                F = −∇²log q_t                                mixture.Mixture
-//	eq. PFODE                     dx/dt = f x − ½ g² ∇log q_t                   pfode.Velocity, pfode.VelocityFromEps
-//	eq. dpm_objective             denoising score matching                      models.NewTrainer (models.DSM)
-//	Prop. analytic_dirac          exact F of a Dirac mixture                    mixture.NewDirac, mixture.Dirac
-//	Prop. analytic_general        exact F of a Gaussian mixture                 mixture.NewGaussian, mixture.Gaussian
-//	Prop. optimal_y               ȳ = E[x₀ | x_t], the denoiser                models.Denoiser, access.EpsFromDenoiser
-//	Prop. optimal_t               t* = E[‖x₀‖² | x_t]/d, DF-TM's target          models.TraceNet (models.DFTM)
-//	Algorithm tnet                training the DF-TM network                    models.NewTrainer (models.DFTM)
-//	Prop. trace_matching          tr F from t and ȳ                             access.DFTM
-//	eq. trace_appro               DF-TM trace                                   access.DFTM, access.DFTMTraceGraph
-//	Prop. error_bound_trace       DF-TM error bound (corrected: see access.DFTM) access.DFTMErrorBound
-//	eq. EA_approx                 DF-EA matrix-vector product                   access.DFEA, access.DFEAMatVecGraph, adjoint.DFEA
-//	Prop. error_bound_ea          DF-EA error bound (σ(F − F_EA) as printed)     access.DFEA, mnist.RunExactStudy
-//	eq. nll_VJP                   exact trace by d VJPs                         access.VJPTrace
-//	app. hutchinson               Hutchinson and Hutch++ traces                 access.Hutchinson, access.HutchPP
-//	eq. Adjoint_VJP               F v by one VJP                                access.VJPMatVec, access.VJPMatVecGraph, adjoint.VJP
-//	eq. Adjoint_ODE               the adjoint carried along the PF-ODE          pfode.Layout (pfode.Carry)
-//	eq. Adjoint_ODE (discrete)    the adjoint through cached DDIM steps         adjoint.Backprop, adjoint.Guide
-//	sec:ea adjoint sampling       adjoint-guided DDIM with a Fisher operator    adjoint.Guide (Sample, Gradient)
-//	eq. nll_ode                   log q_s(x) by the PF-ODE                      likelihood.LogProb, pfode.LogDensityRate
-//	Prop. ot                      PF-ODE map is OT iff its Jacobian is SPD      ot.Judge, pfode.VelocityJacobian
-//	eq. eq:ot_b                   the paper's matrix update A ← A + dt AᵀB       ot.PaperRule
-//	Algorithm ot                  the numerical OT test                         ot.Test
-//	Table tab:trace_toy           Table 2 (DF-TM vs VJP, 2-D)                   toys.Run
-//	Table tab:ot                  Table 3 (OT test)                             ot.Run
-//	Table 1, Figs 1–2             likelihood on MNIST                           mnist.Run
-//	Figs 3–4 (app. extra_adjoint) adjoint guidance, VJP vs DF-EA, on MNIST      mnist.RunAdjoint
+// Every label of the paper that the code implements, with the number the
+// PDF prints, and where (the test beside this file checks that every cited
+// identifier exists, that every label below is cited, and that every file
+// named for a table or figure is committed):
+//
+//	printed      label                      what                                          code
+//	Eq. 1        diffusion_kernel           x_t = α(t) x₀ + σ(t) ε                        schedule.Schedule, schedule.At
+//	Eq. 2        diffusion_sde              the forward SDE: f(t), g²(t)                  schedule.Coefficients
+//	Eq. 4        dpm_objective              denoising score matching                      models.NewTrainer (models.DSM)
+//	Eq. 5        PFODE                      dx/dt = f x − ½ g² ∇log q_t                   pfode.Velocity, pfode.VelocityFromEps, pfode.New
+//	Eq. 6        dm_neural_ode              the PF-ODE with the learned score s_θ = −ε_θ/σ score.ScoreFromEps, access.NetModel
+//	Eq. 7        fisher_def                 F = −∇²log q_t                                mixture.Mixture, score.Exact
+//	Eq. 9        VJP                        F v by a vector-Jacobian product              access.VJPMatVecGraph
+//	Eq. 10–11    dirac_initial_dist, information_dirac  the Dirac mixture and its F   mixture.NewDirac, access.Mixture
+//	Prop. 1      prop:analytic_dirac        exact F of a Dirac mixture                    mixture.NewDirac, mixture.Dirac, access.Mixture
+//	Prop. 2      prop:optimal_y             ȳ = E[x₀ | x_t], the denoiser (Tweedie)        score.DenoiserFromEps, access.EpsFromDenoiser, models.Denoiser
+//	Eq. 12–13    general_initial_dist, information_general  Gaussian mixture, its F   mixture.NewGaussian
+//	Prop. 3      prop:analytic_general      exact F of a Gaussian mixture                 mixture.NewGaussian, mixture.Gaussian
+//	Prop. 4      prop:optimal_y_general     ȳ for a general q₀                            score.Exact
+//	Eq. 14       nll_ode                    log q_s(x) by the PF-ODE                      likelihood.LogProb, pfode.LogDensityRate
+//	Eq. 15       nll_VJP                    exact trace by d VJPs                         access.VJPTrace
+//	Prop. 5      prop:trace_matching        tr F from t* and ȳ                            access.DFTM, access.DFTMTraceOf
+//	Eq. 16       trace_matching             tr F = d/σ² − (α²/σ⁴)(d t* − ‖ȳ‖²)            access.DFTMTraceOf
+//	Alg. 1       algo:tnet                  training the DF-TM network                    models.NewTrainer (models.DFTM)
+//	Prop. 6      prop:optimal_t             t* = E[‖x₀‖² | x_t]/d, DF-TM's target          models.TraceNet (models.DFTM)
+//	Eq. 17       trace_appro                DF-TM trace                                   access.DFTM, access.DFTMTraceGraph
+//	Prop. 7      prop:error_bound_trace     DF-TM error bound (corrected: see access.DFTM) access.DFTMErrorBound
+//	Eq. 18       Adjoint_ODE                the adjoint along the PF-ODE                  pfode.Layout (pfode.Adjoint)
+//	Eq. 18 (discrete) Adjoint_ODE           the adjoint through cached DDIM steps         adjoint.Backprop, pfode.DDIMAdjointStep
+//	Eq. 19       Adjoint_VJP                F v by one VJP                                access.VJPMatVec, access.VJPMatVecGraph
+//	Eq. 20       EA_approx                  DF-EA matrix-vector product                   access.DFEA, access.DFEAApply, access.DFEAMatVecGraph, access.DFEAMatrix
+//	Prop. 8      prop:error_bound_ea        DF-EA error bound (σ(F − F_EA) as printed)     access.DFEAErrorBound, mnist.RunExactStudy
+//	Sec. 5       sec:ea                     adjoint-guided DDIM with a Fisher operator    adjoint.Guide, pfode.DDIMStep
+//	Cor. 1       prop:ot                    PF-ODE map is OT iff its Jacobian is SPD      ot.Judge, pfode.VelocityJacobian
+//	Eq. 22       eq:ot_b                    the paper's matrix update A ← A + dt AᵀB       ot.PaperRule
+//	Alg. 2       algo:ot                    the numerical OT test                         ot.Test
+//	Alg. 3       algo:to_detail             the detailed OT test (published protocol)     ot.PublishedRule, ot.Run
+//	App. B.1     app:extra_nll              NLL evaluation details                        likelihood.BitsPerDim, mnist.RunBPD
+//	App. B.2     app:extra_adjoint          adjoint guidance details                      adjoint.Config, mnist.RunAdjoint
+//	App. B.3     app:extra_ot               the OT experiments' protocol                  ot.PublishedRule, ot.Table3
+//	App. C.5     app:hutchinson             Hutchinson and Hutch++ traces                 access.Hutchinson, access.HutchPP
+//
+// Every table and figure of the paper, the function that computes its data,
+// and the command and files that regenerate it (figures/ holds the
+// committed outputs; -quick gives a small version in minutes):
+//
+//	printed      label                what                                    code                         command → files
+//	Table 1      tab:my_label         cost and error of every access method   mnist.RunTiming, mnist.RunTruth  dfx reproduce mnist → figures/mnist/table1.md, figures/mnist/truth.md
+//	Table 2      tab:trace_toy        DF-TM vs VJP traces and NLL, 2-D        toys.Run                     dfx reproduce toys → figures/toys/table2.md
+//	Table 3      tab:ot               the OT test of four schedules           ot.Run, ot.Table3            dfx reproduce ot → figures/ot/table3.md
+//	Fig. 1a      fig:train_loss       DF-TM training loss                     mnist.Run                    dfx reproduce mnist → figures/mnist/fig1a_loss.png
+//	Fig. 1b      fig:tradeoff         NLL against guidance score              mnist.RunGuidance            dfx reproduce mnist → figures/mnist/fig1b_nll_vs_logp.png, figures/mnist/guidance.md
+//	Fig. 2       fig:nll_compare      samples ranked by NLL                   mnist.RunFig2                dfx reproduce mnist → figures/mnist/fig2_ranked.png, figures/mnist/fig2.md
+//	Fig. 3       fig:adjoint_score    adjoint guidance, VJP vs DF-EA          mnist.RunAdjoint             dfx reproduce adjoint → figures/adjoint/fig3_reward_vs_steps.png, figures/adjoint/fig3_rewards.md
+//	Fig. 4       fig:aes_shown        guided samples, VJP vs DF-EA            mnist.RunAdjoint             dfx reproduce adjoint → figures/adjoint/fig4_samples.png
 //
 // Beyond the paper: the centred DF-TM (access.DFTMCentred, models.DFTMCentred),
 // the exact-mixture "network" (access.Mixture), the MNIST empirical
-// distribution as ground truth (mnist), and the exact-operator study of
-// adjoint guidance (mnist.RunExactStudy, toys.RunAdjointGMM).
+// distribution as ground truth (mnist.RunTruth), the exact-operator study of
+// adjoint guidance (mnist.RunExactStudy, toys.RunAdjointGMM), the access
+// comparison against the exact Fisher (toys.RunAccess: dfx reproduce access
+// → figures/access/access.md) and the exact fields of a 2-D mixture
+// (toys.RunFields: dfx reproduce fields → figures/fields/summary.md).
 package dfx

@@ -8,8 +8,10 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/adjoint"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 )
 
 // CostRow is the cost of one guided step with one Fisher operator at one
@@ -45,7 +47,7 @@ func runCost(ctx context.Context, nets *Networks, rw *rewardSet, cfg AdjointConf
 	if err != nil {
 		return nil, err
 	}
-	model := adjoint.NetModel{Net: nets.Net}
+	model := access.NetModel{Net: nets.Net}
 	var out []CostRow
 	for _, b := range cfg.CostBatches {
 		x := InitialNoise(cfg.Seed, 0, b)
@@ -71,7 +73,7 @@ func runCost(ctx context.Context, nets *Networks, rw *rewardSet, cfg AdjointConf
 				g := adjoint.Guide{Schedule: s, Model: model, Operator: o, Loss: loss}
 				var tr *adjoint.Trajectory
 				var grad *mat.Dense
-				fwd := timeIt(func() error { _, err := model.Eps(at, x); return err })
+				fwd := timeIt(func() error { _, err := model.Eval(at, x, score.WantEps); return err })
 				inner := timeIt(func() (err error) { tr, err = g.Predict(x, at.T, cfg.InnerSteps); return })
 				if inner.err != nil {
 					return nil, inner.err

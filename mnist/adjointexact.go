@@ -11,9 +11,12 @@ import (
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat"
 
+	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/adjoint"
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/internal/stats"
 )
 
 // ExactStudyConfig sizes the exact-operator study on MNIST: the empirical
@@ -96,22 +99,11 @@ func RunExactStudy(ctx context.Context, nets *Networks, rw *rewardSet, cfg Adjoi
 	if ec.Seeds < 1 || ec.Guided < 1 || ec.Guided > cfg.WindowEnd || ec.ProbeEvery < 1 {
 		return nil, fmt.Errorf("mnist: exact study needs Seeds, Guided ≥ 1 (≤ WindowEnd) and ProbeEvery ≥ 1: %+v", ec)
 	}
-	train, err := Load(Train)
+	y, mix, err := studyData(ec.Atoms)
 	if err != nil {
 		return nil, err
 	}
-	atoms := ec.Atoms
-	if atoms <= 0 || atoms > len(train.Labels) {
-		atoms = len(train.Labels)
-	}
-	y, err := train.Scaled(0, atoms)
-	if err != nil {
-		return nil, err
-	}
-	mix, err := mixture.NewDirac(y, nil)
-	if err != nil {
-		return nil, err
-	}
+	atoms, _ := y.Dims()
 	st := &ExactStudy{Config: ec, Atoms: atoms, Strength: strength}
 	for i := range atoms {
 		st.D = math.Max(st.D, floats.Norm(y.RawRowView(i), 2))
@@ -120,16 +112,9 @@ func RunExactStudy(ctx context.Context, nets *Networks, rw *rewardSet, cfg Adjoi
 	if err != nil {
 		return nil, err
 	}
-	exactModel, netModel := adjoint.MixtureModel{Mixture: mix}, adjoint.NetModel{Net: nets.Net}
-	vjp, err := nets.Operator(OperatorVJP)
+	guides, err := studyGuides(nets, mix, loss)
 	if err != nil {
 		return nil, err
-	}
-	guides := map[string]adjoint.Guide{
-		StudyExact:   {Schedule: Schedule(), Model: exactModel, Operator: adjoint.Exact{Mixture: mix}, Loss: loss},
-		StudyVJP:     {Schedule: Schedule(), Model: netModel, Operator: vjp, Loss: loss},
-		StudyEANet:   {Schedule: Schedule(), Model: netModel, Operator: adjoint.DFEA{}, Loss: loss},
-		StudyEAExact: {Schedule: Schedule(), Model: exactModel, Operator: adjoint.DFEA{}, Loss: loss},
 	}
 	approx := []string{StudyVJP, StudyEANet, StudyEAExact}
 	from := cfg.WindowEnd - ec.Guided
@@ -163,24 +148,7 @@ func RunExactStudy(ctx context.Context, nets *Networks, rw *rewardSet, cfg Adjoi
 		return nil
 	}
 	run := func(method string, g adjoint.Guide, c adjoint.Config) error {
-		if g.Operator == nil {
-			c.From = c.To
-		}
-		t := time.Now()
-		res, err := g.Sample(ctx, x0, c)
-		if err != nil {
-			return fmt.Errorf("%s sampler: %w", method, err)
-		}
-		r, err := rw.rewards(ec.Reward, res.X)
-		if err != nil {
-			return err
-		}
-		m, sd := stat.MeanStdDev(r, nil)
-		nd := stat.Mean(nearestDistance(y, Clip(res.X)), nil)
-		st.Runs = append(st.Runs, StudyRun{Method: method, Mean: m, SE: sd / math.Sqrt(float64(len(r))),
-			PerSample: time.Since(t).Seconds() / float64(ec.Seeds), NearestDist: nd, Images: res.X})
-		fmt.Fprintf(log, "adjoint: exact study %s: reward %.4g ± %.2g\n", method, m, sd/math.Sqrt(float64(len(r))))
-		return nil
+		return st.sample(ctx, rw, y, x0, method, g, c, log)
 	}
 	if err := run(StudyExact, guides[StudyExact], obs); err != nil {
 		return nil, err
@@ -190,13 +158,71 @@ func RunExactStudy(ctx context.Context, nets *Networks, rw *rewardSet, cfg Adjoi
 			return nil, err
 		}
 	}
-	if err := run(StudyUngExact, adjoint.Guide{Schedule: Schedule(), Model: exactModel}, ac); err != nil {
+	if err := run(StudyUngExact, adjoint.Guide{Schedule: Schedule(), Model: guides[StudyExact].Model}, ac); err != nil {
 		return nil, err
 	}
-	if err := run(StudyUnguided, adjoint.Guide{Schedule: Schedule(), Model: netModel}, ac); err != nil {
+	if err := run(StudyUnguided, adjoint.Guide{Schedule: Schedule(), Model: guides[StudyVJP].Model}, ac); err != nil {
 		return nil, err
 	}
 	return st, nil
+}
+
+// sample runs one sampler of the study to completion from x0 (unguided
+// when g has no operator) and appends its reward (mean ± SE), time per
+// sample and distance to the nearest of the data y to st.Runs.
+func (st *ExactStudy) sample(ctx context.Context, rw *rewardSet, y, x0 *mat.Dense, method string, g adjoint.Guide, c adjoint.Config, log io.Writer) error {
+	if g.Operator == nil {
+		c.From = c.To
+	}
+	t := time.Now()
+	res, err := g.Sample(ctx, x0, c)
+	if err != nil {
+		return fmt.Errorf("%s sampler: %w", method, err)
+	}
+	r, err := rw.rewards(st.Config.Reward, res.X)
+	if err != nil {
+		return err
+	}
+	m, sd := stat.MeanStdDev(r, nil)
+	nd := stat.Mean(nearestDistance(y, Clip(res.X)), nil)
+	st.Runs = append(st.Runs, StudyRun{Method: method, Mean: m, SE: sd / math.Sqrt(float64(len(r))),
+		PerSample: time.Since(t).Seconds() / float64(st.Config.Seeds), NearestDist: nd, Images: res.X})
+	fmt.Fprintf(log, "adjoint: exact study %s: reward %.4g ± %.2g\n", method, m, sd/math.Sqrt(float64(len(r))))
+	return nil
+}
+
+// studyData is the exact study's data: the first atoms training images
+// (all for atoms ≤ 0) and their Dirac mixture.
+func studyData(atoms int) (*mat.Dense, *mixture.Dirac, error) {
+	train, err := Load(Train)
+	if err != nil {
+		return nil, nil, err
+	}
+	if atoms <= 0 || atoms > len(train.Labels) {
+		atoms = len(train.Labels)
+	}
+	y, err := train.Scaled(0, atoms)
+	if err != nil {
+		return nil, nil, err
+	}
+	mix, err := mixture.NewDirac(y, nil)
+	return y, mix, err
+}
+
+// studyGuides are the study's guides by method: the exact model with the
+// exact operator and with DF-EA, the network with VJP and with DF-EA.
+func studyGuides(nets *Networks, mix *mixture.Dirac, loss adjoint.Loss) (map[string]adjoint.Guide, error) {
+	exactModel, netModel := score.Exact{Mixture: mix}, access.NetModel{Net: nets.Net}
+	vjp, err := nets.Operator(OperatorVJP)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]adjoint.Guide{
+		StudyExact:   {Schedule: Schedule(), Model: exactModel, Operator: exactModel, Loss: loss},
+		StudyVJP:     {Schedule: Schedule(), Model: netModel, Operator: vjp, Loss: loss},
+		StudyEANet:   {Schedule: Schedule(), Model: netModel, Operator: access.DFEA{}, Loss: loss},
+		StudyEAExact: {Schedule: Schedule(), Model: exactModel, Operator: access.DFEA{}, Loss: loss},
+	}, nil
 }
 
 // agreement scores λ against the exact λ* row by row: cosine and
@@ -211,8 +237,8 @@ func agreement(k int, t float64, method string, got, want *mat.Dense) GradAgreem
 		rel[i] = floats.Distance(g, w, 2) / nw
 	}
 	a := GradAgreement{Step: k, T: t, Method: method}
-	a.Cos, a.CosSE = meanSE(cos)
-	a.RelErr, a.RelErrSE = meanSE(rel)
+	a.Cos, a.CosSE = stats.MeanSE(cos)
+	a.RelErr, a.RelErrSE = stats.MeanSE(rel)
 	return a
 }
 
@@ -226,7 +252,10 @@ func (st *ExactStudy) hsErrors(k int, at schedule.Coefficients, x *mat.Dense, mi
 	if err != nil {
 		return nil, err
 	}
-	a2s4 := at.Alpha * at.Alpha / math.Pow(at.Sigma, 4)
+	vjp, err := nets.Operator(OperatorVJP)
+	if err != nil {
+		return nil, err
+	}
 	fisherHS := make([]float64, b)
 	for i, f := range ex.Fisher {
 		fisherHS[i] = mat.Norm(f, 2)
@@ -242,18 +271,21 @@ func (st *ExactStudy) hsErrors(k int, at schedule.Coefficients, x *mat.Dense, mi
 			diff := mat.NewDense(d, d, nil)
 			switch m {
 			case StudyVJP:
-				jm, err := vjpMatrix(nets, at, x.RawRowView(i))
+				// Row j of jm is (F_op e_j)ᵀ, so jm is F_opᵀ; F is symmetric,
+				// so ‖F − jm‖_HS = ‖F − F_op‖_HS, the operator as the adjoint
+				// uses it (not symmetrised).
+				jm, err := access.OperatorMatrix(vjp, score.State{At: at, X: x.Slice(i, i+1, 0, d).(*mat.Dense)})
 				if err != nil {
 					return nil, err
 				}
-				diff.Sub(f, jm)
+				diff.Sub(f, jm[0])
 			default:
 				tr := grads[m].Trajectory
 				xh, yo := tr.Endpoint().RawRowView(i), tr.Denoisers[0].RawRowView(i)
-				diff.Sub(f, eaMatrix(at, xh, yo))
+				diff.Sub(f, access.DFEAMatrix(at, xh, yo))
 				dmax := math.Max(st.D, floats.Norm(xh, 2))
 				delta := floats.Distance(yo, yb, 2)
-				bound := a2s4 * (2*dmax*dmax + delta*(floats.Norm(yb, 2)+floats.Norm(yo, 2)))
+				bound := access.DFEAErrorBound(at, dmax, delta, floats.Norm(yb, 2), floats.Norm(yo, 2))
 				if i == 0 {
 					row.Bound, row.Within = 0, 0
 				}
@@ -266,50 +298,11 @@ func (st *ExactStudy) hsErrors(k int, at schedule.Coefficients, x *mat.Dense, mi
 			hs[i] = mat.Norm(diff, 2)
 			row.FisherHS += fisherHS[i] / float64(b)
 		}
-		row.HS, row.HSSE = meanSE(hs)
+		row.HS, row.HSSE = stats.MeanSE(hs)
 		if !math.IsNaN(row.Within) {
 			row.Within = within / float64(b)
 		}
 		out = append(out, row)
 	}
 	return out, nil
-}
-
-// vjpMatrix is the VJP operator's d×d matrix at one state: the products
-// with the d unit vectors, one batch of d rows.
-func vjpMatrix(nets *Networks, at schedule.Coefficients, x []float64) (*mat.Dense, error) {
-	op, err := nets.Operator(OperatorVJP)
-	if err != nil {
-		return nil, err
-	}
-	d := len(x)
-	xs := mat.NewDense(d, d, nil)
-	eye := mat.NewDense(d, d, nil)
-	for i := range d {
-		copy(xs.RawRowView(i), x)
-		eye.Set(i, i, 1)
-	}
-	fv, err := op.Apply(adjoint.State{At: at, X: xs}, eye)
-	if err != nil {
-		return nil, err
-	}
-	// Row j is (F_op e_j)ᵀ, so fv is F_opᵀ; F is symmetric, so ‖F − fv‖_HS
-	// = ‖F − F_op‖_HS, the operator as the adjoint uses it (not symmetrised).
-	return fv, nil
-}
-
-// eaMatrix is DF-EA's operator as a d×d matrix, eq. EA_approx:
-// I/σ² − (α²/σ⁴)(x̂₀x̂₀ᵀ − ȳȳᵀ).
-func eaMatrix(at schedule.Coefficients, xh, yb []float64) *mat.Dense {
-	d := len(xh)
-	a2s4 := at.Alpha * at.Alpha / math.Pow(at.Sigma, 4)
-	m := mat.NewDense(d, d, nil)
-	for r := range d {
-		row := m.RawRowView(r)
-		for c := range d {
-			row[c] = -a2s4 * (xh[r]*xh[c] - yb[r]*yb[c])
-		}
-		row[r] += 1 / (at.Sigma * at.Sigma)
-	}
-	return m
 }

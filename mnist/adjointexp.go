@@ -11,9 +11,9 @@ import (
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat"
 
+	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/adjoint"
 	"github.com/dfx-lab/dfx/dfx/report"
-	"github.com/dfx-lab/dfx/models"
 )
 
 // The rewards of the adjoint-guidance experiment (see rewards.go for what
@@ -170,11 +170,7 @@ func RunAdjoint(ctx context.Context, cfg AdjointConfig, log io.Writer) (*Adjoint
 		return nil, err
 	}
 	start := time.Now()
-	backend, err := models.NewBackend()
-	if err != nil {
-		return nil, err
-	}
-	nets, err := LoadNetworks(backend, cfg.NetsDir)
+	nets, err := OpenNetworks(cfg.NetsDir)
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +178,7 @@ func RunAdjoint(ctx context.Context, cfg AdjointConfig, log io.Writer) (*Adjoint
 	if err != nil {
 		return nil, err
 	}
-	res := &AdjointResult{Config: cfg, Machine: Machine(), Backend: backend.Name(), Strength: map[string]float64{}, OwnStrength: map[string]float64{}}
+	res := &AdjointResult{Config: cfg, Machine: Machine(), Backend: nets.Backend.Name(), Strength: map[string]float64{}, OwnStrength: map[string]float64{}}
 	rw, err := newRewardSet(nets, test)
 	if err != nil {
 		return nil, err
@@ -283,7 +279,7 @@ func (r *rewardSet) rewards(name string, x *mat.Dense) ([]float64, error) {
 // by reward with operator op ("none": unguided) on n steps before the
 // window's end, and scores the clipped samples.
 func guidedRun(ctx context.Context, nets *Networks, rw *rewardSet, cfg AdjointConfig, reward, op string, n, rows int, strength float64) (*GuidedRun, error) {
-	g := adjoint.Guide{Schedule: Schedule(), Model: adjoint.NetModel{Net: nets.Net}}
+	g := adjoint.Guide{Schedule: Schedule(), Model: access.NetModel{Net: nets.Net}}
 	ac := adjoint.Config{Steps: cfg.Steps, From: cfg.WindowEnd, To: cfg.WindowEnd, InnerSteps: cfg.InnerSteps, Normalize: true}
 	if op != "none" && n > 0 {
 		o, err := nets.Operator(op)
@@ -321,15 +317,12 @@ func guidedRun(ctx context.Context, nets *Networks, rw *rewardSet, cfg AdjointCo
 func (r *AdjointResult) runGrid(ctx context.Context, nets *Networks, rw *rewardSet, log io.Writer) error {
 	cfg := r.Config
 	n := cfg.maxGuided()
-	unguided, err := guidedRun(ctx, nets, rw, cfg, cfg.Rewards[0], "none", 0, cfg.GridSeeds, 0)
+	_, bases, err := unguidedRewards(ctx, nets, rw, cfg, cfg.GridSeeds)
 	if err != nil {
 		return err
 	}
 	for _, reward := range cfg.Rewards {
-		base, err := rw.rewards(reward, unguided.Images)
-		if err != nil {
-			return err
-		}
+		base := bases[reward]
 		for _, op := range []string{OperatorVJP, OperatorDFEA} {
 			best, bestMean := -1, math.Inf(-1)
 			for _, s := range cfg.Strengths {
@@ -362,6 +355,22 @@ func (r *AdjointResult) runGrid(ctx context.Context, nets *Networks, rw *rewardS
 	return nil
 }
 
+// unguidedRewards samples rows images without guidance and scores them
+// under every reward of cfg (the same samples for every reward).
+func unguidedRewards(ctx context.Context, nets *Networks, rw *rewardSet, cfg AdjointConfig, rows int) (*GuidedRun, map[string][]float64, error) {
+	unguided, err := guidedRun(ctx, nets, rw, cfg, cfg.Rewards[0], "none", 0, rows, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	bases := map[string][]float64{}
+	for _, reward := range cfg.Rewards {
+		if bases[reward], err = rw.rewards(reward, unguided.Images); err != nil {
+			return nil, nil, err
+		}
+	}
+	return unguided, bases, nil
+}
+
 // meanConfidence is the classifier's mean max-class probability of the
 // clipped images (a sample that no longer reads as any digit scores low).
 func meanConfidence(nets *Networks, x *mat.Dense) (float64, error) {
@@ -386,15 +395,12 @@ func meanConfidence(nets *Networks, x *mat.Dense) (float64, error) {
 // samples for every reward).
 func (r *AdjointResult) runCurves(ctx context.Context, nets *Networks, rw *rewardSet, log io.Writer) error {
 	cfg := r.Config
-	unguided, err := guidedRun(ctx, nets, rw, cfg, cfg.Rewards[0], "none", 0, cfg.Seeds, 0)
+	unguided, bases, err := unguidedRewards(ctx, nets, rw, cfg, cfg.Seeds)
 	if err != nil {
 		return err
 	}
 	for _, reward := range cfg.Rewards {
-		base, err := rw.rewards(reward, unguided.Images)
-		if err != nil {
-			return err
-		}
+		base := bases[reward]
 		u := *unguided
 		u.Reward, u.Rewards = reward, base
 		m, sd := stat.MeanStdDev(base, nil)

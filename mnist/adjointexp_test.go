@@ -4,46 +4,8 @@ import (
 	"bytes"
 	"context"
 	"math"
-	"math/rand/v2"
 	"testing"
-
-	"gonum.org/v1/gonum/mat"
-
-	"github.com/dfx-lab/dfx/dfx/adjoint"
-	"github.com/dfx-lab/dfx/dfx/schedule"
 )
-
-// TestEAMatrixIsTheDFEAOperator: the d×d matrix the exact study scores is
-// the operator dfx/adjoint applies (its products with the unit vectors).
-func TestEAMatrixIsTheDFEAOperator(t *testing.T) {
-	const d = 7
-	rng := rand.New(rand.NewPCG(3, 4))
-	at, err := schedule.At(Schedule(), 0.3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	xh, yb := make([]float64, d), make([]float64, d)
-	for i := range d {
-		xh[i], yb[i] = rng.NormFloat64(), rng.NormFloat64()
-	}
-	x := mat.NewDense(d, d, nil)
-	end, den, eye := mat.NewDense(d, d, nil), mat.NewDense(d, d, nil), mat.NewDense(d, d, nil)
-	for i := range d {
-		end.SetRow(i, xh)
-		den.SetRow(i, yb)
-		eye.Set(i, i, 1)
-	}
-	fv, err := adjoint.DFEA{}.Apply(adjoint.State{At: at, X: x, Denoiser: den, Endpoint: end}, eye)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := eaMatrix(at, xh, yb)
-	var diff mat.Dense
-	diff.Sub(m, fv)
-	if e := mat.Norm(&diff, math.Inf(1)) / mat.Norm(m, math.Inf(1)); e > 1e-12 {
-		t.Fatalf("eaMatrix differs from adjoint.DFEA by %g (relative)", e)
-	}
-}
 
 // TestAdjointQuickRunsAndReports: the quick profile of `dfx reproduce
 // adjoint` runs end to end, its numbers are finite, guidance moves the

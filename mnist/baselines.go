@@ -16,6 +16,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/plotx"
 	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/internal/stats"
 	"github.com/dfx-lab/dfx/models"
 )
 
@@ -175,7 +176,7 @@ func RunBaselines(ctx context.Context, cfg BaselineConfig, log io.Writer) (*Base
 		if err != nil {
 			return nil, err
 		}
-		row.BPD, row.SE = meanSE(bpd)
+		row.BPD, row.SE = stats.MeanSE(bpd)
 		rng := rand.New(rand.NewPCG(4, uint64(len(res.Rows))))
 		var all []*mat.Dense
 		var perClass []*mat.Dense

@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/likelihood"
+	"github.com/dfx-lab/dfx/internal/stats"
 )
 
 // Quant is 8-bit MNIST in [−1, 1]: bpd = −log₂ p/d + 7.
@@ -118,7 +119,7 @@ func RunBPD(ctx context.Context, nets *Networks, cfg Config, test *Set, log io.W
 				return nil, fmt.Errorf("%s: %w", m.name, err)
 			}
 			bm := BPDMethod{Method: m.name, Solver: label, Images: len(bpd), SecsPerImage: secs, NFE: nfe}
-			bm.MeanBPD, bm.SEBPD = meanSE(bpd)
+			bm.MeanBPD, bm.SEBPD = stats.MeanSE(bpd)
 			if ref == nil {
 				ref = bpd
 			} else {
@@ -149,7 +150,7 @@ func RunBPD(ctx context.Context, nets *Networks, cfg Config, test *Set, log io.W
 		return nil, err
 	}
 	res.DataBPD = BPDMethod{Method: "hutchinson-16", Solver: fmt.Sprintf("heun %d steps from s = %g", cfg.DataSteps, cfg.BPDStart), Images: len(bpd), SecsPerImage: secs, NFE: nfe}
-	res.DataBPD.MeanBPD, res.DataBPD.SEBPD = meanSE(bpd)
+	res.DataBPD.MeanBPD, res.DataBPD.SEBPD = stats.MeanSE(bpd)
 	// DF-TM's convergence in the solver, from t₁
 	dtm := dynamics{f: f, kind: traceDFTM}
 	var conv [][]float64
@@ -160,7 +161,7 @@ func RunBPD(ctx context.Context, nets *Networks, cfg Config, test *Set, log io.W
 		if err != nil {
 			return nil, err
 		}
-		m, _ := meanSE(bpd)
+		m, _ := stats.MeanSE(bpd)
 		res.Conv = append(res.Conv, ConvRow{Solver: fmt.Sprintf("heun %d from t₁", st), NFE: nfe, MeanBPD: m, SecsPerImage: secs})
 		conv = append(conv, bpd)
 	}
@@ -169,7 +170,7 @@ func RunBPD(ctx context.Context, nets *Networks, cfg Config, test *Set, log io.W
 	if err != nil {
 		return nil, err
 	}
-	m, _ := meanSE(bpd)
+	m, _ := stats.MeanSE(bpd)
 	res.Conv = append(res.Conv, ConvRow{Solver: fmt.Sprintf("dopri5 rtol %g from t₁", cfg.ConvRTol), NFE: nfe, MeanBPD: m, SecsPerImage: secs})
 	conv = append(conv, bpd)
 	refConv := conv[len(conv)-1] // the adaptive solve is the reference
@@ -185,24 +186,6 @@ func RunBPD(ctx context.Context, nets *Networks, cfg Config, test *Set, log io.W
 		return nil, err
 	}
 	res.Whole = BPDMethod{Method: "df-tm", Solver: fmt.Sprintf("paper: euler %d steps from t₁ = %.3g", paper.Steps, paper.T0), Images: len(whole), SecsPerImage: secs, NFE: nfe}
-	res.Whole.MeanBPD, res.Whole.SEBPD = meanSE(whole)
+	res.Whole.MeanBPD, res.Whole.SEBPD = stats.MeanSE(whole)
 	return res, nil
-}
-
-func meanSE(v []float64) (mean, se float64) {
-	if len(v) == 0 {
-		return math.NaN(), math.NaN()
-	}
-	for _, x := range v {
-		mean += x
-	}
-	mean /= float64(len(v))
-	if len(v) < 2 {
-		return mean, math.NaN()
-	}
-	var ss float64
-	for _, x := range v {
-		ss += (x - mean) * (x - mean)
-	}
-	return mean, math.Sqrt(ss / float64(len(v)-1) / float64(len(v)))
 }

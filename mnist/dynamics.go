@@ -3,19 +3,19 @@ package mnist
 import (
 	"fmt"
 
+	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/graph"
-	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/access"
-	"github.com/dfx-lab/dfx/dfx/likelihood"
-	"github.com/dfx-lab/dfx/dfx/pfode"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/internal/tensormat"
 )
 
 // fused evaluates, in one graph, the unconditional ε_θ and the DF-TM and
-// centred DF-TM traces at (x, t): the likelihood ODE with DF-TM costs one
+// centred DF-TM traces at (x, c): the likelihood ODE with DF-TM costs one
 // ε-network and one t_θ pass per evaluation, not two ε passes.
 type fused struct {
 	net  *access.Net
@@ -26,14 +26,9 @@ func newFused(net *access.Net) (*fused, error) {
 	e, err := model.NewExec(net.Backend, net.Store, func(scope *model.Scope, in []*graph.Node) []*graph.Node {
 		x, a, s := in[0], in[1], in[2]
 		eps := net.Eps(scope, x, a, s)
-		d := float64(x.Shape().Dimensions[1])
-		a2, s2 := graph.InsertAxes(a, -1), graph.InsertAxes(s, -1)
-		ybar := graph.Div(graph.Sub(x, graph.Mul(s2, eps)), a2)
-		sq := graph.Square(s)
-		c := graph.Div(graph.Square(a), graph.Square(sq))
-		inner := graph.Sub(graph.MulScalar(net.T(scope, x, a, s), d), graph.ReduceSum(graph.Square(ybar), -1))
-		dftm := graph.Sub(graph.MulScalar(graph.Reciprocal(sq), d), graph.Mul(c, inner))
-		nu := graph.MulScalar(graph.Div(graph.OneMinus(net.Nu(scope, x, a, s)), sq), d)
+		ybar := access.DenoiserFromEpsGraph(x, eps, a, s)
+		dftm := access.DFTMTraceOf(ybar, net.T(scope, x, a, s), a, s)
+		nu := access.DFTMCentredTraceOf(net.Nu(scope, x, a, s), s, x.Shape().Dimensions[1])
 		return []*graph.Node{eps, dftm, nu}
 	})
 	if err != nil {
@@ -43,36 +38,13 @@ func newFused(net *access.Net) (*fused, error) {
 }
 
 // eval returns ε_θ [B, d] and the DF-TM and centred DF-TM traces [B].
-func (f *fused) eval(x *mat.Dense, t float64) (*mat.Dense, []float64, []float64, error) {
-	c, err := schedule.At(f.net.Schedule, t)
-	if err != nil {
-		return nil, nil, nil, err
-	}
+func (f *fused) eval(c schedule.Coefficients, x *mat.Dense) (*mat.Dense, []float64, []float64, error) {
 	b, d := x.Dims()
-	xs := make([]float32, 0, b*d)
-	for i := range b {
-		for _, v := range x.RawRowView(i) {
-			xs = append(xs, float32(v))
-		}
-	}
-	al, sg := make([]float32, b), make([]float32, b)
-	for i := range al {
-		al[i], sg[i] = float32(c.Alpha), float32(c.Sigma)
-	}
-	out, err := f.exec.Exec(tensors.FromFlatDataAndDimensions(xs, b, d), tensors.FromFlatDataAndDimensions(al, b), tensors.FromFlatDataAndDimensions(sg, b))
+	out, err := f.exec.Exec(tensormat.FromMatrix(dtypes.Float32, x), tensormat.Filled(dtypes.Float32, b, c.Alpha), tensormat.Filled(dtypes.Float32, b, c.Sigma))
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("mnist: %w", err)
 	}
-	conv := func(t *tensors.Tensor) []float64 {
-		defer t.MustFinalizeAll()
-		f := tensors.MustCopyFlatData[float32](t)
-		o := make([]float64, len(f))
-		for i, v := range f {
-			o[i] = float64(v)
-		}
-		return o
-	}
-	return mat.NewDense(b, d, conv(out[0])), conv(out[1]), conv(out[2]), nil
+	return tensormat.Dense(out[0], b, d), tensormat.Values(out[1]), tensormat.Values(out[2]), nil
 }
 
 // traceKind selects the trace of a likelihood run.
@@ -81,49 +53,39 @@ type traceKind int
 const (
 	traceDFTM traceKind = iota
 	traceDFTMC
-	traceEstimator // an access trace estimator (VJP, Hutchinson, Hutch++)
+	traceEstimator // a trace estimator (VJP, Hutchinson, Hutch++)
 )
 
-// dynamics is likelihood.Dynamics (and pfode.Model) of the unconditional
-// network with the chosen trace.
+// dynamics is the unconditional network with the chosen trace as a
+// score.Model (ε native, its trace from the fused graph or est).
 type dynamics struct {
 	f    *fused
 	kind traceKind
-	est  access.TraceEstimator
+	est  score.TraceEstimator
 }
 
-// Eval implements likelihood.Dynamics.
-func (d dynamics) Eval(x *mat.Dense, t float64) (*mat.Dense, []float64, error) {
-	eps, tr, nu, err := d.f.eval(x, t)
+// Eval implements score.Model.
+func (d dynamics) Eval(c schedule.Coefficients, x *mat.Dense, want score.Want) (*score.Eval, error) {
+	if want&score.WantFisher != 0 {
+		return nil, fmt.Errorf("mnist: the network model has no Fisher matrices")
+	}
+	eps, tr, nu, err := d.f.eval(c, x)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	switch d.kind {
 	case traceDFTMC:
 		tr = nu
 	case traceEstimator:
-		if tr, err = d.est.Trace(x, t); err != nil {
-			return nil, nil, err
-		}
-	}
-	sigma := d.f.net.Schedule.Sigma(t)
-	eps.Scale(-1/sigma, eps) // score = −ε/σ
-	return eps, tr, nil
-}
-
-// model adapts dynamics to pfode's model contract (for sampling with the
-// log-density carried along).
-func (d dynamics) model() pfode.Model {
-	return pfode.ModelFunc(func(c schedule.Coefficients, x *mat.Dense, _ pfode.Want) (*pfode.Eval, error) {
-		score, tr, err := d.Eval(x, c.T)
-		if err != nil {
+		if tr, err = d.est.Trace(c, x); err != nil {
 			return nil, err
 		}
-		return &pfode.Eval{Score: score, Trace: tr}, nil
-	})
+	}
+	ev := &score.Eval{Eps: eps, Trace: tr}
+	return ev, ev.Fill(c, x, want)
 }
 
-var _ likelihood.Dynamics = dynamics{}
+var _ score.Model = dynamics{}
 
 // traces are the trace estimators the experiment compares, compiled once
 // per part on the unconditional network.
@@ -154,7 +116,7 @@ func newTraces(n *access.Net, seed uint64) (*traces, error) {
 		func() error { tr.dftm, err = access.NewDFTM(n); return err },
 		func() error { tr.dftmc, err = access.NewDFTMCentred(n); return err },
 		func() error { tr.matvec, err = access.NewVJPMatVec(n); return err },
-		func() error { tr.endpoint, err = access.NewDFEA(n, nil); return err },
+		func() error { tr.endpoint, err = access.NewDFEA(n); return err },
 	}
 	for _, f := range steps {
 		if err := f(); err != nil {

@@ -6,9 +6,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/report"
-	"github.com/dfx-lab/dfx/models"
 )
 
 // Config sizes `dfx reproduce mnist` (paper Table 1, Figures 1–2 and the
@@ -90,15 +88,11 @@ type Result struct {
 // Run runs every part of the MNIST experiment.
 func Run(ctx context.Context, cfg Config, log io.Writer) (*Result, error) {
 	start := time.Now()
-	backend, err := models.NewBackend()
+	nets, err := OpenNetworks(cfg.NetsDir)
 	if err != nil {
 		return nil, err
 	}
-	nets, err := LoadNetworks(backend, cfg.NetsDir)
-	if err != nil {
-		return nil, err
-	}
-	res := &Result{Config: cfg, Machine: Machine(), Backend: backend.Name(), Records: nets.Records}
+	res := &Result{Config: cfg, Machine: Machine(), Backend: nets.Backend.Name(), Records: nets.Records}
 	step := stepLogger(ctx, log, "mnist")
 	train, err := Load(Train)
 	if err != nil {
@@ -129,8 +123,6 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (*Result, error) {
 	res.Elapsed = time.Since(start)
 	return res, nil
 }
-
-var _ access.TraceEstimator = (*access.DFTM)(nil)
 
 // stepLogger returns a runner of an experiment's named parts: it writes
 // "<prefix>: <name> …" and the part's time to log, wraps the part's error

@@ -8,6 +8,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/likelihood"
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/internal/stats"
 	"github.com/dfx-lab/dfx/models"
 )
 
@@ -60,7 +61,7 @@ func MixtureBPD(g *mixture.Gaussian, n int) (mean, se float64, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	mean, se = meanSE(bpd)
+	mean, se = stats.MeanSE(bpd)
 	return mean, se, nil
 }
 

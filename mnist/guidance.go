@@ -11,9 +11,12 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/likelihood"
 	"github.com/dfx-lab/dfx/dfx/pfode"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/internal/stats"
 )
 
 // GuidanceRow is one guidance scale of Figure 1b.
@@ -49,7 +52,7 @@ func quantize(x *mat.Dense, seed uint64) (*mat.Dense, error) {
 }
 
 // nllBPD is DF-TM's bpd of the rows of x under lc, in batches.
-func nllBPD(ctx context.Context, dyn likelihood.Dynamics, x *mat.Dense, lc likelihood.Config) ([]float64, error) {
+func nllBPD(ctx context.Context, dyn score.Model, x *mat.Dense, lc likelihood.Config) ([]float64, error) {
 	b, _ := x.Dims()
 	var out []float64
 	for lo := 0; lo < b; lo += 64 {
@@ -119,7 +122,7 @@ func RunGuidance(ctx context.Context, nets *Networks, cfg Config, log io.Writer)
 		if err != nil {
 			return nil, err
 		}
-		row.LogProb, row.LogProbSE = meanSE(lp)
+		row.LogProb, row.LogProbSE = stats.MeanSE(lp)
 		if row.Accuracy, err = nets.Classifier.Accuracy(clipped, class); err != nil {
 			return nil, err
 		}
@@ -137,8 +140,8 @@ func RunGuidance(ctx context.Context, nets *Networks, cfg Config, log io.Writer)
 			return nil, err
 		}
 		row.NLLSecs = time.Since(start).Seconds()
-		row.PaperBPD, row.PaperSE = meanSE(pb)
-		row.ConvBPD, row.ConvSE = meanSE(cb)
+		row.PaperBPD, row.PaperSE = stats.MeanSE(pb)
+		row.ConvBPD, row.ConvSE = stats.MeanSE(cb)
 		fmt.Fprintf(log, "mnist: scale %g: log p(c|x) %.3f, accuracy %.1f%%, bpd %.3f (paper protocol) %.3f (Heun from t₁)\n",
 			s, row.LogProb, 100*row.Accuracy, row.PaperBPD, row.ConvBPD)
 		res.Rows = append(res.Rows, row)
@@ -242,8 +245,8 @@ func nearestDistance(y, x *mat.Dense) []float64 {
 // Spearman is the rank correlation of a and b (average ranks for ties).
 func Spearman(a, b []float64) float64 {
 	ra, rb := ranks(a), ranks(b)
-	ma, _ := meanSE(ra)
-	mb, _ := meanSE(rb)
+	ma, _ := stats.MeanSE(ra)
+	mb, _ := stats.MeanSE(rb)
 	var num, da, db float64
 	for i := range ra {
 		num += (ra[i] - ma) * (rb[i] - mb)
@@ -315,20 +318,16 @@ func RunTraj(ctx context.Context, nets *Networks, cfg Config) (*TrajResult, erro
 	res := &TrajResult{Samples: b, Steps: cfg.BPDSteps, TrajStart: tMax, TrajEnd: fine.T0}
 	// the sampler alone (no log-density), for the marginal cost
 	start := time.Now()
-	plain := pfode.New(schedule.Continuous{Schedule: s}, pfode.ModelFunc(func(c schedule.Coefficients, x *mat.Dense, _ pfode.Want) (*pfode.Eval, error) {
-		e, err := nets.Net.EpsAt(x, c.T)
-		if err != nil {
-			return nil, err
-		}
-		return &pfode.Eval{Eps: e}, nil
-	}), b, Dim, 0)
+	plain := pfode.New(schedule.Continuous{Schedule: s}, access.NetModel{Net: nets.Net}, b, Dim, 0)
+	plain.Drive = score.WantEps
 	yp := plain.Init(xT, nil)
 	if _, err := pfode.Solve(ctx, plain, pfode.Heun, down, yp, nil); err != nil {
 		return nil, err
 	}
 	res.SamplerOnlySecs = time.Since(start).Seconds() / float64(b)
 	start = time.Now()
-	sys := pfode.New(schedule.Continuous{Schedule: s}, dyn.model(), b, Dim, pfode.LogDensity)
+	sys := pfode.New(schedule.Continuous{Schedule: s}, dyn, b, Dim, pfode.LogDensity)
+	sys.Drive = score.WantScore
 	y := sys.Init(xT, nil)
 	if _, err := pfode.Solve(ctx, sys, pfode.Heun, down, y, nil); err != nil {
 		return nil, err
@@ -357,8 +356,8 @@ func RunTraj(ctx context.Context, nets *Networks, cfg Config) (*TrajResult, erro
 	if res.ReBPDs, err = likelihood.BitsPerDim(re.LogProb, Dim, &Quant); err != nil {
 		return nil, err
 	}
-	res.TrajBPD, _ = meanSE(res.TrajBPDs)
-	res.ReBPD, _ = meanSE(res.ReBPDs)
+	res.TrajBPD, _ = stats.MeanSE(res.TrajBPDs)
+	res.ReBPD, _ = stats.MeanSE(res.ReBPDs)
 	for i := range b {
 		d := math.Abs(res.TrajBPDs[i] - res.ReBPDs[i])
 		res.MeanAbsDiff += d / float64(b)

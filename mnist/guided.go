@@ -4,31 +4,16 @@ import (
 	"context"
 	"fmt"
 
-	"gonum.org/v1/gonum/mat"
-
+	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/adjoint"
-	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 )
 
 // The Fisher operators of adjoint-guided sampling, by name.
 const (
-	OperatorVJP  = "vjp"  // adjoint.VJP of the unconditional ε-network (eq. Adjoint_VJP)
-	OperatorDFEA = "dfea" // adjoint.DFEA, DF endpoint approximation (eq. EA_approx)
+	OperatorVJP  = "vjp"  // access.VJPMatVec of the unconditional ε-network (eq. Adjoint_VJP)
+	OperatorDFEA = "dfea" // access.DFEA, DF endpoint approximation (eq. EA_approx)
 )
-
-// CFGModel is the adjoint.Model of classifier-free guidance with fixed
-// per-row classes and one scale: ε̃ = ε(x, ∅) + s (ε(x, c_i) − ε(x, ∅)) for
-// row i (GuidedEps). It takes exactly len(class) rows.
-func (n *Networks) CFGModel(class []int, scale float64) adjoint.Model {
-	class = append([]int(nil), class...)
-	sc := make([]float64, len(class))
-	for i := range sc {
-		sc[i] = scale
-	}
-	return adjoint.ModelFunc(func(c schedule.Coefficients, x *mat.Dense) (*mat.Dense, error) {
-		return n.GuidedEps(x, c.T, class, sc)
-	})
-}
 
 // Operator returns the Fisher operator named name (OperatorVJP or
 // OperatorDFEA). The VJP operator is the unconditional network's (n.Net):
@@ -36,11 +21,11 @@ func (n *Networks) CFGModel(class []int, scale float64) adjoint.Model {
 // once and kept on n. DF-EA needs no network: it uses the denoiser ȳ of the
 // guided ε̃ that the inner solve computed, so it approximates the Fisher of
 // the guided model itself.
-func (n *Networks) Operator(name string) (adjoint.Operator, error) {
+func (n *Networks) Operator(name string) (score.FisherOperator, error) {
 	switch name {
 	case OperatorVJP:
 		if n.vjp == nil {
-			op, err := adjoint.NewVJP(n.Net)
+			op, err := access.NewVJPMatVec(n.Net)
 			if err != nil {
 				return nil, err
 			}
@@ -48,7 +33,7 @@ func (n *Networks) Operator(name string) (adjoint.Operator, error) {
 		}
 		return n.vjp, nil
 	case OperatorDFEA:
-		return adjoint.DFEA{}, nil
+		return access.DFEA{}, nil
 	}
 	return nil, fmt.Errorf("mnist: unknown Fisher operator %q (want %s or %s)", name, OperatorVJP, OperatorDFEA)
 }

@@ -7,14 +7,17 @@ import (
 	"math/rand/v2"
 
 	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/access"
-	"github.com/dfx-lab/dfx/dfx/adjoint"
+	"github.com/dfx-lab/dfx/dfx/pfode"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/internal/tensormat"
 	"github.com/dfx-lab/dfx/models"
 )
 
@@ -34,7 +37,18 @@ type Networks struct {
 
 	guided  *model.Exec
 	rewards map[string]*model.Exec // compiled reward graphs, by kind
-	vjp     *adjoint.VJP           // the unconditional network's VJP Fisher operator
+	vjp     *access.VJPMatVec      // the unconditional network's VJP Fisher operator
+}
+
+// OpenNetworks is LoadNetworks on the default backend (models.NewBackend,
+// GOMLX_BACKEND): the one way the experiments load the committed networks
+// (dir "") or the user's (a folder written by dfx train).
+func OpenNetworks(dir string) (*Networks, error) {
+	backend, err := models.NewBackend()
+	if err != nil {
+		return nil, err
+	}
+	return LoadNetworks(backend, dir)
 }
 
 // LoadNetworks loads the four networks (from dir where it holds them, else
@@ -90,19 +104,19 @@ func LoadNetworks(backend compute.Backend, dir string) (*Networks, error) {
 	return nets, nil
 }
 
-// GuidedEps is classifier-free guidance with per-row scale and class:
-// ε̃ = ε(x, ∅) + s (ε(x, c) − ε(x, ∅)) [B, d] at time t, one forward pass of
-// 2B rows (s = 1 is the conditional model, s = 0 the unconditional one; the
-// paper's "guidance scale" is s).
-func (n *Networks) GuidedEps(x *mat.Dense, t float64, class []int, scale []float64) (*mat.Dense, error) {
+// GuidedEps is classifier-free guidance (access.GuidedEpsGraph) with
+// per-row scale and class: ε̃ = ε(x, ∅) + s (ε(x, c) − ε(x, ∅)) [B, d] at the
+// coefficients at, one forward pass of 2B rows (s = 1 is the conditional
+// model, s = 0 the unconditional one; the paper's "guidance scale" is s).
+func (n *Networks) GuidedEps(at schedule.Coefficients, x *mat.Dense, class []int, scale []float64) (*mat.Dense, error) {
 	b, d := x.Dims()
 	if d != Dim || len(class) != b || len(scale) != b {
 		return nil, fmt.Errorf("mnist: guided ε of [%d, %d] points with %d classes and %d scales", b, d, len(class), len(scale))
 	}
-	c, err := schedule.At(Schedule(), t)
-	if err != nil {
+	if err := at.Check(); err != nil {
 		return nil, err
 	}
+	var err error
 	if n.guided == nil {
 		n.guided, err = model.NewExec(n.Backend, n.Store, func(scope *model.Scope, in []*graph.Node) *graph.Node {
 			x, cls, s, a, sg := in[0], in[1], in[2], in[3], in[4]
@@ -115,7 +129,7 @@ func (n *Networks) GuidedEps(x *mat.Dense, t float64, class []int, scale []float
 			})
 			cond := graph.Slice(e, graph.AxisRange(0, rows))
 			unc := graph.Slice(e, graph.AxisRange(rows, 2*rows))
-			return graph.Add(unc, graph.Mul(graph.InsertAxes(s, -1), graph.Sub(cond, unc)))
+			return access.GuidedEpsGraph(cond, unc, s)
 		})
 		if err != nil {
 			return nil, err
@@ -128,35 +142,38 @@ func (n *Networks) GuidedEps(x *mat.Dense, t float64, class []int, scale []float
 		}
 		cl[i] = int32(k)
 	}
-	fill := func(v float64) []float32 {
-		out := make([]float32, b)
-		for i := range out {
-			out[i] = float32(v)
-		}
-		return out
-	}
-	sc := make([]float32, b)
-	for i, s := range scale {
-		sc[i] = float32(s)
-	}
-	xs := make([]float32, b*d)
-	for i, v := range x.RawMatrix().Data[:b*d] {
-		xs[i] = float32(v)
-	}
-	out, err := n.guided.Exec(tensors.FromFlatDataAndDimensions(xs, b, d), tensors.FromFlatDataAndDimensions(cl, b),
-		tensors.FromFlatDataAndDimensions(sc, b), tensors.FromFlatDataAndDimensions(fill(c.Alpha), b),
-		tensors.FromFlatDataAndDimensions(fill(c.Sigma), b))
+	out, err := n.guided.Exec(tensormat.FromMatrix(dtypes.Float32, x), tensors.FromFlatDataAndDimensions(cl, b),
+		tensormat.Float32s(scale), tensormat.Filled(dtypes.Float32, b, at.Alpha), tensormat.Filled(dtypes.Float32, b, at.Sigma))
 	if err != nil {
 		return nil, fmt.Errorf("mnist: guided ε: %w", err)
 	}
-	defer out[0].MustFinalizeAll()
-	f := tensors.MustCopyFlatData[float32](out[0])
-	res := mat.NewDense(b, d, nil)
-	raw := res.RawMatrix().Data
-	for i, v := range f {
-		raw[i] = float64(v)
+	return tensormat.Dense(out[0], b, d), nil
+}
+
+// CFGModel is classifier-free guidance (GuidedEps) with fixed per-row
+// classes and one scale as a score.Model (ε̃ native). It takes exactly
+// len(class) rows.
+func (n *Networks) CFGModel(class []int, scale float64) score.Model {
+	class = append([]int(nil), class...)
+	sc := make([]float64, len(class))
+	for i := range sc {
+		sc[i] = scale
 	}
-	return res, nil
+	return n.cfgModel(class, sc)
+}
+
+func (n *Networks) cfgModel(class []int, scale []float64) score.Model {
+	return score.ModelFunc(func(c schedule.Coefficients, x *mat.Dense, want score.Want) (*score.Eval, error) {
+		if want&(score.WantTrace|score.WantFisher) != 0 {
+			return nil, fmt.Errorf("mnist: classifier-free guidance has no Fisher trace or matrices")
+		}
+		eps, err := n.GuidedEps(c, x, class, scale)
+		if err != nil {
+			return nil, err
+		}
+		ev := &score.Eval{Eps: eps}
+		return ev, ev.Fill(c, x, want)
+	})
 }
 
 // SampleConfig is a DDIM run of the guided sampler.
@@ -167,8 +184,8 @@ type SampleConfig struct {
 	Batch int // rows per network call (0: 64, measured ≈ 1.6× cheaper per row than 256 on the Go backend)
 }
 
-// Sample draws one image per (class, scale) pair by DDIM (η = 0) with
-// classifier-free guidance, from x_T ~ N(0, σ_T² I) drawn from Seed (row i
+// Sample draws one image per (class, scale) pair by DDIM (η = 0,
+// pfode.DDIMStep) with classifier-free guidance (GuidedEps), from x_T ~ N(0, σ_T² I) drawn from Seed (row i
 // from its own stream, so a row does not depend on the batch it is in). It
 // returns the images at Final [B, d] (not clipped).
 func (n *Networks) Sample(cfg SampleConfig, class []int, scale []float64) (*mat.Dense, error) {
@@ -220,12 +237,19 @@ func (n *Networks) SampleRows(cfg SampleConfig, class []int, scale []float64, lo
 		grid[i] = tMax + (final-tMax)*float64(i)/float64(cfg.Steps)
 	}
 	x := InitialNoise(cfg.Seed, lo, hi)
+	m := n.cfgModel(class[lo:hi], scale[lo:hi])
+	// α and σ at the grid's times, unchecked: the last time may round a
+	// hair below t_min.
+	at := func(t float64) schedule.Coefficients {
+		return schedule.Coefficients{T: t, Alpha: s.Alpha(t), Sigma: s.Sigma(t)}
+	}
 	for k := 0; k+1 < len(grid); k++ {
-		eps, err := n.GuidedEps(x, grid[k], class[lo:hi], scale[lo:hi])
+		c0, c1 := at(grid[k]), at(grid[k+1])
+		ev, err := m.Eval(c0, x, score.WantEps)
 		if err != nil {
 			return nil, err
 		}
-		DDIMStep(x, eps, grid[k], grid[k+1])
+		pfode.DDIMStep(x, c0, c1, ev)
 	}
 	return x, nil
 }
@@ -245,20 +269,6 @@ func InitialNoise(seed uint64, lo, hi int) *mat.Dense {
 		}
 	}
 	return x
-}
-
-// DDIMStep moves x (in place) from t to t1 with the noise prediction eps:
-// x₁ = α₁ ŷ + σ₁ ε with ŷ = (x − σ ε)/α (Song et al. 2021, η = 0). dfx/adjoint
-// writes the same step as (α₁/α) x + (σ₁ − (α₁/α) σ) ε: equal up to rounding.
-func DDIMStep(x, eps *mat.Dense, t, t1 float64) {
-	s := Schedule()
-	a, sg := s.Alpha(t), s.Sigma(t)
-	a1, s1 := s.Alpha(t1), s.Sigma(t1)
-	raw, e := x.RawMatrix().Data, eps.RawMatrix().Data
-	for i, v := range raw {
-		y := (v - sg*e[i]) / a
-		raw[i] = a1*y + s1*e[i]
-	}
 }
 
 // ClassLogProb is the classifier's log p(c | x) of each row's requested

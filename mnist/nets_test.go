@@ -16,6 +16,7 @@ import (
 
 	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/mixture"
+	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/models"
 )
 
@@ -81,13 +82,17 @@ func TestFusedGraphMatchesTheAccessEstimators(t *testing.T) {
 	}
 	x := randomImages(3, 1)
 	for _, tm := range []float64{0.05, 0.5} {
-		eps, tr, nu, err := f.eval(x, tm)
+		c, err := schedule.At(Schedule(), tm)
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantEps, _ := nets.Net.EpsAt(x, tm)
-		wantTr, _ := dftm.Trace(x, tm)
-		wantNu, _ := dftmc.Trace(x, tm)
+		eps, tr, nu, err := f.eval(c, x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantEps, _ := nets.Net.EpsAt(c, x)
+		wantTr, _ := dftm.Trace(c, x)
+		wantNu, _ := dftmc.Trace(c, x)
 		if e := relDiff(eps.RawMatrix().Data, wantEps.RawMatrix().Data); e > 1e-5 {
 			t.Errorf("t=%g: ε differs by %g", tm, e)
 		}
@@ -107,14 +112,18 @@ func TestGuidedEpsInterpolatesConditionalAndUnconditional(t *testing.T) {
 	nets := tinyNetworks(t)
 	x := randomImages(4, 2)
 	class := []int{0, 3, 7, 9}
+	c, err := schedule.At(Schedule(), 0.3)
+	if err != nil {
+		t.Fatal(err)
+	}
 	at := func(s float64) *mat.Dense {
-		e, err := nets.GuidedEps(x, 0.3, class, []float64{s, s, s, s})
+		e, err := nets.GuidedEps(c, x, class, []float64{s, s, s, s})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return e
 	}
-	unc, err := nets.Net.EpsAt(x, 0.3)
+	unc, err := nets.Net.EpsAt(c, x)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,32 +141,8 @@ func TestGuidedEpsInterpolatesConditionalAndUnconditional(t *testing.T) {
 	if d := relDiff(e5.RawMatrix().Data, want.RawMatrix().Data); d > 1e-4 {
 		t.Errorf("scale 5 is not ε_∅ + 5(ε_c − ε_∅): %g", d)
 	}
-	if _, err := nets.GuidedEps(x, 0.3, []int{0, 1, 2, 10}, []float64{1, 1, 1, 1}); err == nil {
+	if _, err := nets.GuidedEps(c, x, []int{0, 1, 2, 10}, []float64{1, 1, 1, 1}); err == nil {
 		t.Error("class 10 accepted")
-	}
-}
-
-// TestDDIMStepIsExactForOnePoint: for data that is one point y the exact
-// noise prediction is ε = (x − α y)/σ, and a DDIM step from t to t₁ maps
-// α y + σ ε to α₁ y + σ₁ ε exactly.
-func TestDDIMStepIsExactForOnePoint(t *testing.T) {
-	s := Schedule()
-	rng := rand.New(rand.NewPCG(3, 3))
-	y, e := make([]float64, Dim), make([]float64, Dim)
-	for j := range y {
-		y[j], e[j] = rng.Float64()*2-1, rng.NormFloat64()
-	}
-	t0, t1 := 0.8, 0.3
-	x := mat.NewDense(1, Dim, nil)
-	for j := range y {
-		x.Set(0, j, s.Alpha(t0)*y[j]+s.Sigma(t0)*e[j])
-	}
-	eps := mat.NewDense(1, Dim, e)
-	DDIMStep(x, eps, t0, t1)
-	for j := range y {
-		if want := s.Alpha(t1)*y[j] + s.Sigma(t1)*e[j]; math.Abs(x.At(0, j)-want) > 1e-12 {
-			t.Fatalf("pixel %d: %g, want %g", j, x.At(0, j), want)
-		}
 	}
 }
 

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/adjoint"
+	"github.com/dfx-lab/dfx/internal/tensormat"
 	"github.com/dfx-lab/dfx/models"
 )
 
@@ -240,7 +240,7 @@ func (n *Networks) evalReward(kind string, fn rewardFn, x0 *mat.Dense, extra *te
 		n.rewards[kind] = exec
 	}
 	b, d := x0.Dims()
-	out, err := exec.Exec(hostTensor(dt, x0), extra)
+	out, err := exec.Exec(tensormat.FromMatrix(dt, x0), extra)
 	if err != nil {
 		return nil, nil, fmt.Errorf("mnist: %s reward: %w", kind, err)
 	}
@@ -249,7 +249,7 @@ func (n *Networks) evalReward(kind string, fn rewardFn, x0 *mat.Dense, extra *te
 			t.MustFinalizeAll()
 		}
 	}()
-	return floatsOf(out[0]), mat.NewDense(b, d, floatsOf(out[1])), nil
+	return tensormat.Copy(out[0]), mat.NewDense(b, d, tensormat.Copy(out[1])), nil
 }
 
 // reference checks a reference image and returns it as a [1, d] float64
@@ -287,36 +287,4 @@ func checkImages(what string, x0 *mat.Dense) (int, error) {
 		}
 	}
 	return b, nil
-}
-
-// hostTensor is x [B, d] as a tensor of dtype dt (float32 or float64).
-func hostTensor(dt dtypes.DType, x *mat.Dense) *tensors.Tensor {
-	b, d := x.Dims()
-	if dt == dtypes.Float64 {
-		v := make([]float64, 0, b*d)
-		for i := range b {
-			v = append(v, x.RawRowView(i)[:d]...)
-		}
-		return tensors.FromFlatDataAndDimensions(v, b, d)
-	}
-	v := make([]float32, 0, b*d)
-	for i := range b {
-		for _, f := range x.RawRowView(i)[:d] {
-			v = append(v, float32(f))
-		}
-	}
-	return tensors.FromFlatDataAndDimensions(v, b, d)
-}
-
-// floatsOf copies a float32 or float64 tensor to float64.
-func floatsOf(t *tensors.Tensor) []float64 {
-	if t.DType() == dtypes.Float64 {
-		return tensors.MustCopyFlatData[float64](t)
-	}
-	f := tensors.MustCopyFlatData[float32](t)
-	out := make([]float64, len(f))
-	for i, v := range f {
-		out[i] = float64(v)
-	}
-	return out
 }

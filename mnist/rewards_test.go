@@ -15,6 +15,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/adjoint"
+	"github.com/dfx-lab/dfx/internal/tensormat"
 	"github.com/dfx-lab/dfx/models"
 )
 
@@ -254,12 +255,12 @@ func TestStyleRewardVanishesAtTheReferenceAndItsGradient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	layers, err := hid.Exec(hostTensor(dtypes.Float32, withNear))
+	layers, err := hid.Exec(tensormat.FromMatrix(dtypes.Float32, withNear))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := make([]float64, 4)
-	all := floatsOf(layers[0])
+	all := tensormat.Copy(layers[0])
 	layers[0].MustFinalizeAll()
 	for l := range 2 {
 		h := mat.NewDense(4, 32, all[l*4*32:(l+1)*4*32])

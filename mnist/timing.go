@@ -9,6 +9,8 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/access"
+	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 )
 
 // TimingRow is one method at one batch size: the median wall time of one
@@ -50,8 +52,11 @@ func RunTiming(ctx context.Context, nets *Networks, cfg Config, train *Set) (*Ti
 		return nil, err
 	}
 	vjp, h1, h16, hpp, dftm, dftmc, vm, ea := tr.vjp, tr.h1, tr.h16, tr.hpp, tr.dftm, tr.dftmc, tr.matvec, tr.endpoint
-	sc := n.Schedule
-	a, s := sc.Alpha(t), sc.Sigma(t)
+	at, err := schedule.At(n.Schedule, t)
+	if err != nil {
+		return nil, err
+	}
+	a, s := at.Alpha, at.Sigma
 	for _, b := range cfg.TimingBatches {
 		x0, err := train.Scaled(0, b)
 		if err != nil {
@@ -65,29 +70,23 @@ func RunTiming(ctx context.Context, nets *Networks, cfg Config, train *Set) (*Ti
 				v.Set(i, j, rng.NormFloat64())
 			}
 		}
-		ybar, err := n.DenoiserAt(x, t)
+		ybar, err := n.DenoiserAt(at, x)
 		if err != nil {
 			return nil, err
 		}
-		type method struct {
-			kind, name string
-			f          func() error
-			rounds     int
-			note       string
+		traceOf := func(e score.TraceEstimator) func() error {
+			return func() error { _, err := e.Trace(at, x); return err }
 		}
-		traceOf := func(e access.TraceEstimator) func() error {
-			return func() error { _, err := e.Trace(x, t); return err }
-		}
-		ms := []method{
+		ms := []timedMethod{
 			{"trace", "vjp-exact", traceOf(vjp), cfg.TimingRounds, "d = 784 VJPs per point, batched"},
 			{"trace", "hutchinson-1", traceOf(h1), cfg.TimingRounds, "1 Rademacher probe"},
 			{"trace", "hutchinson-16", traceOf(h16), cfg.TimingRounds, "16 Rademacher probes"},
 			{"trace", "hutch++-48", traceOf(hpp), cfg.TimingRounds, "48 matvecs (16 sketch + 16 + 16)"},
 			{"trace", "df-tm", traceOf(dftm), cfg.TimingRounds, "ε-net + t_θ forward"},
 			{"trace", "df-tm-c", traceOf(dftmc), cfg.TimingRounds, "ν_θ forward"},
-			{"operator", "forward", func() error { _, err := n.EpsAt(x, t); return err }, cfg.TimingRounds, "one ε-network pass (reference)"},
-			{"operator", "vjp-matvec", func() error { _, err := vm.MatVec(x, t, v); return err }, cfg.TimingRounds, "one VJP (eq. Adjoint_VJP)"},
-			{"operator", "df-ea", func() error { _, err := ea.MatVecAt(x, x0, t, v); return err }, cfg.TimingRounds, "standalone: ε-net forward + rank-2 update"},
+			{"operator", "forward", func() error { _, err := n.EpsAt(at, x); return err }, cfg.TimingRounds, "one ε-network pass (reference)"},
+			{"operator", "vjp-matvec", func() error { _, err := vm.Apply(score.State{At: at, X: x}, v); return err }, cfg.TimingRounds, "one VJP (eq. Adjoint_VJP)"},
+			{"operator", "df-ea", func() error { _, err := ea.Apply(score.State{At: at, X: x, Endpoint: x0}, v); return err }, cfg.TimingRounds, "standalone: ε-net forward + rank-2 update"},
 			{"operator", "df-ea-marginal", func() error { _, err := access.DFEAApply(ybar, x0, v, a, s); return err }, cfg.TimingRounds, "inside a sampler step: ȳ_θ already computed"},
 		}
 		if b == 64 {
@@ -98,26 +97,9 @@ func RunTiming(ctx context.Context, nets *Networks, cfg Config, train *Set) (*Ti
 				ms = ms[1:]
 			}
 		}
-		times := make([][]float64, len(ms))
-		for _, m := range ms { // warm-up: compile
-			if err := m.f(); err != nil {
-				return nil, err
-			}
-		}
-		for r := range cfg.TimingRounds {
-			for i, m := range ms {
-				if r >= m.rounds {
-					continue
-				}
-				if err := ctx.Err(); err != nil {
-					return nil, err
-				}
-				start := time.Now()
-				if err := m.f(); err != nil {
-					return nil, err
-				}
-				times[i] = append(times[i], time.Since(start).Seconds())
-			}
+		times, err := timeMethods(ctx, ms, cfg.TimingRounds)
+		if err != nil {
+			return nil, err
 		}
 		for i, m := range ms {
 			res.Rows = append(res.Rows, TimingRow{Kind: m.kind, Method: m.name, Batch: b, Seconds: median(times[i]), Rounds: len(times[i]), Note: m.note})
@@ -136,4 +118,40 @@ func median(v []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// timedMethod is one row of the timing table: what it calls and how often.
+type timedMethod struct {
+	kind, name string
+	f          func() error
+	rounds     int
+	note       string
+}
+
+// timeMethods calls every method once to compile it, then times up to
+// rounds calls of each, interleaved round by round; it returns each
+// method's seconds per call.
+func timeMethods(ctx context.Context, ms []timedMethod, rounds int) ([][]float64, error) {
+	times := make([][]float64, len(ms))
+	for _, m := range ms { // warm-up: compile
+		if err := m.f(); err != nil {
+			return nil, err
+		}
+	}
+	for r := range rounds {
+		for i, m := range ms {
+			if r >= m.rounds {
+				continue
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			start := time.Now()
+			if err := m.f(); err != nil {
+				return nil, err
+			}
+			times[i] = append(times[i], time.Since(start).Seconds())
+		}
+	}
+	return times, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 )
 
 // TruthRow summarises the estimators against the exact Fisher of the
@@ -53,7 +54,7 @@ func RunTruth(ctx context.Context, nets *Networks, cfg Config, train, test *Set)
 		return nil, err
 	}
 	vjp, h16, dftm, dftmc := tr.vjp, tr.h16, tr.dftm, tr.dftmc
-	ests := []access.TraceEstimator{vjp, h16, dftm, dftmc}
+	ests := []score.TraceEstimator{vjp, h16, dftm, dftmc}
 	res := &TruthResult{}
 	for _, e := range ests {
 		res.Estimators = append(res.Estimators, e.Name())
@@ -96,7 +97,7 @@ func RunTruth(ctx context.Context, nets *Networks, cfg Config, train, test *Set)
 				row.ExactTrace += ex.Trace[i] / float64(q)
 			}
 			for _, e := range ests {
-				got, err := e.Trace(x, t)
+				got, err := e.Trace(c, x)
 				if err != nil {
 					return nil, err
 				}
@@ -104,47 +105,9 @@ func RunTruth(ctx context.Context, nets *Networks, cfg Config, train, test *Set)
 					row.RelErr[e.Name()] += math.Abs(got[i]-ex.Trace[i]) / math.Abs(ex.Trace[i]) / float64(q)
 				}
 			}
-			tt, err := n.TAt(x, t)
-			if err != nil {
+			if err := dftmBound(&row, n, dftm, y, x, c, ex); err != nil {
 				return nil, err
 			}
-			yb, err := n.DenoiserAt(x, t)
-			if err != nil {
-				return nil, err
-			}
-			dtm, err := dftm.Trace(x, t)
-			if err != nil {
-				return nil, err
-			}
-			nearest, err := nearestShare(y, x, c)
-			if err != nil {
-				return nil, err
-			}
-			var ratios []float64
-			for i := range q {
-				tStar := ex.SecondMoment[i] / Dim
-				yEx, yNet := ex.Denoiser.RawRowView(i), yb.RawRowView(i)
-				var dn, yn, ynet float64
-				for j := range Dim {
-					dn += (yNet[j] - yEx[j]) * (yNet[j] - yEx[j])
-					yn += yEx[j] * yEx[j]
-					ynet += yNet[j] * yNet[j]
-				}
-				d1, d2 := math.Abs(tt[i]-tStar), math.Sqrt(dn)
-				row.Delta1 += d1 / float64(q)
-				row.Delta2Rel += d2 / math.Sqrt(yn) / float64(q)
-				bound := access.DFTMErrorBound(Dim, c.Alpha, c.Sigma, d1, d2, math.Sqrt(yn))
-				diff := math.Abs(dtm[i] - ex.Trace[i])
-				// float32 network outputs: allow rounding of d/σ² in the comparison
-				if diff <= bound*(1+1e-3)+1e-5*Dim/(c.Sigma*c.Sigma) {
-					row.BoundHolds += 1 / float64(q)
-				}
-				ratios = append(ratios, diff/bound)
-				row.ExactCov += (tStar - yn/Dim) / float64(q)
-				row.NetCov += (tt[i] - ynet/Dim) / float64(q)
-				row.NearestShare += nearest[i] / float64(q)
-			}
-			row.BoundRatio = median(ratios)
 			res.Rows = append(res.Rows, row)
 		}
 	}
@@ -185,4 +148,55 @@ func nearestShare(y, x *mat.Dense, c schedule.Coefficients) ([]float64, error) {
 	}
 	_ = d
 	return out, nil
+}
+
+// dftmBound fills row's DF-TM columns at the queries x (coefficients c):
+// the network's errors δ₁ = |t_θ − t*| and δ₂ = ‖ȳ_θ − ȳ‖ against the
+// exact mixture answer ex, the share of queries within the corrected bound
+// (access.DFTMErrorBound) and the median ratio to it, the exact and the
+// network's posterior variances, and the nearest training image's share.
+func dftmBound(row *TruthRow, n *access.Net, dftm score.TraceEstimator, y, x *mat.Dense, c schedule.Coefficients, ex *mixture.Result) error {
+	q, _ := x.Dims()
+	tt, err := n.TAt(c, x)
+	if err != nil {
+		return err
+	}
+	yb, err := n.DenoiserAt(c, x)
+	if err != nil {
+		return err
+	}
+	dtm, err := dftm.Trace(c, x)
+	if err != nil {
+		return err
+	}
+	nearest, err := nearestShare(y, x, c)
+	if err != nil {
+		return err
+	}
+	var ratios []float64
+	for i := range q {
+		tStar := ex.SecondMoment[i] / Dim
+		yEx, yNet := ex.Denoiser.RawRowView(i), yb.RawRowView(i)
+		var dn, yn, ynet float64
+		for j := range Dim {
+			dn += (yNet[j] - yEx[j]) * (yNet[j] - yEx[j])
+			yn += yEx[j] * yEx[j]
+			ynet += yNet[j] * yNet[j]
+		}
+		d1, d2 := math.Abs(tt[i]-tStar), math.Sqrt(dn)
+		row.Delta1 += d1 / float64(q)
+		row.Delta2Rel += d2 / math.Sqrt(yn) / float64(q)
+		bound := access.DFTMErrorBound(Dim, c.Alpha, c.Sigma, d1, d2, math.Sqrt(yn))
+		diff := math.Abs(dtm[i] - ex.Trace[i])
+		// float32 network outputs: allow rounding of d/σ² in the comparison
+		if diff <= bound*(1+1e-3)+1e-5*Dim/(c.Sigma*c.Sigma) {
+			row.BoundHolds += 1 / float64(q)
+		}
+		ratios = append(ratios, diff/bound)
+		row.ExactCov += (tStar - yn/Dim) / float64(q)
+		row.NetCov += (tt[i] - ynet/Dim) / float64(q)
+		row.NearestShare += nearest[i] / float64(q)
+	}
+	row.BoundRatio = median(ratios)
+	return nil
 }

@@ -5,10 +5,10 @@ import (
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/ml/model"
-	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/likelihood"
+	"github.com/dfx-lab/dfx/internal/stats"
 	"github.com/dfx-lab/dfx/models"
 )
 
@@ -63,15 +63,7 @@ func ValidationBPD(backend compute.Backend, store *model.Store) (float64, float6
 	if err != nil {
 		return 0, 0, err
 	}
-	score := func(x *mat.Dense, t float64) (*mat.Dense, error) {
-		eps, err := net.EpsAt(x, t)
-		if err != nil {
-			return nil, err
-		}
-		eps.Scale(-1/Schedule().Sigma(t), eps)
-		return eps, nil
-	}
-	res, err := likelihood.LogProb(x, likelihood.Funcs{Score: score, Trace: hutch.Trace}, likelihood.Config{Schedule: Schedule(), RTol: valRTol})
+	res, err := likelihood.LogProb(x, access.NetModel{Net: net, Trace: hutch}, likelihood.Config{Schedule: Schedule(), RTol: valRTol})
 	if err != nil {
 		return 0, 0, err
 	}
@@ -79,6 +71,6 @@ func ValidationBPD(backend compute.Backend, store *model.Store) (float64, float6
 	if err != nil {
 		return 0, 0, err
 	}
-	m, se := meanSE(bpd)
+	m, se := stats.MeanSE(bpd)
 	return m, se, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 	"github.com/dfx-lab/dfx/models"
 )
 
@@ -57,12 +58,16 @@ func TestTrainedNetworksApproachTheExactFisherThroughAccess(t *testing.T) {
 			c := y[i%4]
 			x.SetRow(i, []float64{a*c[0] + sg*rng.NormFloat64(), a*c[1] + sg*rng.NormFloat64()})
 		}
-		exact, err := mix.Trace(x, tm)
+		at, err := schedule.At(s, tm)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, e := range []access.TraceEstimator{vjp, dftm} {
-			got, err := e.Trace(x, tm)
+		exact, err := mix.Trace(at, x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range []score.TraceEstimator{vjp, dftm} {
+			got, err := e.Trace(at, x)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,9 +8,10 @@ import (
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/graph"
-	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/dfx-lab/dfx/internal/tensormat"
 )
 
 // ClassifierScope is the scope of the image classifier (objective Classify).
@@ -130,12 +131,12 @@ func (c *Classifier) LogProbs(x *mat.Dense) (logp, features *mat.Dense, err erro
 				return nil, nil, errors.New("models: classifier input is not finite")
 			}
 		}
-		out, err := c.exec.Exec(toTensor(c.dtype, in, hi-lo, d))
+		out, err := c.exec.Exec(tensormat.FromFlat(c.dtype, in, hi-lo, d))
 		if err != nil {
 			return nil, nil, fmt.Errorf("models: classifier: %w", err)
 		}
-		lp = append(lp, tensorFloats(out[0])...)
-		f := tensorFloats(out[1])
+		lp = append(lp, tensormat.Copy(out[0])...)
+		f := tensormat.Copy(out[1])
 		width = out[1].Shape().Dimensions[1]
 		ft = append(ft, f...)
 		for _, t := range out {
@@ -168,27 +169,4 @@ func (c *Classifier) Accuracy(x *mat.Dense, labels []int) (float64, error) {
 		}
 	}
 	return float64(right) / float64(len(labels)), nil
-}
-
-func toTensor(dt dtypes.DType, v []float64, dims ...int) *tensors.Tensor {
-	if dt == dtypes.Float64 {
-		return tensors.FromFlatDataAndDimensions(append([]float64(nil), v...), dims...)
-	}
-	f := make([]float32, len(v))
-	for i, x := range v {
-		f[i] = float32(x)
-	}
-	return tensors.FromFlatDataAndDimensions(f, dims...)
-}
-
-func tensorFloats(t *tensors.Tensor) []float64 {
-	if t.DType() == dtypes.Float64 {
-		return tensors.MustCopyFlatData[float64](t)
-	}
-	f := tensors.MustCopyFlatData[float32](t)
-	out := make([]float64, len(f))
-	for i, x := range f {
-		out[i] = float64(x)
-	}
-	return out
 }

@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/mixture"
+	"github.com/dfx-lab/dfx/internal/tensormat"
 )
 
 // MixtureScope is the top-level scope of a Gaussian-mixture skip: the
@@ -254,7 +255,7 @@ func MixtureSkipOf(store *model.Store) (*mixture.Gaussian, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		return tensorFloats(t), t.Shape().Dimensions, nil
+		return tensormat.Copy(t), t.Shape().Dimensions, nil
 	}
 	centre, _, err := get("centre")
 	if err != nil {

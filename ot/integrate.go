@@ -9,6 +9,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/pfode"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -104,31 +105,31 @@ func (in *Integration) check(x0 *mat.Dense) (k, d int, err error) {
 	return k, d, nil
 }
 
-// exactModel is the mixture's exact denoiser (and Fisher) as a pfode.Model.
-// It keeps the first evaluation after reset: the coefficients and Fisher at
-// a step's start (x_n, t_n), which every solver here evaluates first, and
-// which the explicit matrix rules use.
+// exactModel is the mixture's exact model (score.Exact), asked for the
+// Fisher at every evaluation when the explicit rules need it. It keeps the
+// first evaluation after reset: the coefficients and Fisher at a step's
+// start (x_n, t_n), which every solver here evaluates first, and which the
+// explicit matrix rules use.
 type exactModel struct {
-	mix    mixture.Mixture
+	exact  score.Exact
 	fisher bool // always ask for the Fisher (explicit rules)
 	seen   bool
 	c0     schedule.Coefficients
 	f0     []*mat.SymDense
 }
 
-func (m *exactModel) Eval(c schedule.Coefficients, x *mat.Dense, want pfode.Want) (*pfode.Eval, error) {
-	w := mixture.Denoiser
-	if m.fisher || want&pfode.WantFisher != 0 {
-		w |= mixture.Full
+func (m *exactModel) Eval(c schedule.Coefficients, x *mat.Dense, want score.Want) (*score.Eval, error) {
+	if m.fisher {
+		want |= score.WantFisher
 	}
-	r, err := m.mix.Eval(mixture.Query{At: c, X: x, Want: w})
+	ev, err := m.exact.Eval(c, x, want)
 	if err != nil {
 		return nil, err
 	}
 	if !m.seen {
-		m.seen, m.c0, m.f0 = true, c, r.Fisher
+		m.seen, m.c0, m.f0 = true, c, ev.Fisher
 	}
-	return &pfode.Eval{Denoiser: r.Denoiser, Fisher: r.Fisher}, nil
+	return ev, nil
 }
 
 // Run integrates the chains that start at x0 ([K, d], at time Grid[0]) with
@@ -152,8 +153,9 @@ func (in *Integration) Run(ctx context.Context, x0 *mat.Dense) (*Chains, error) 
 			explicit = true
 		}
 	}
-	model := &exactModel{mix: in.Mixture, fisher: explicit}
+	model := &exactModel{exact: score.Exact{Mixture: in.Mixture}, fisher: explicit}
 	sys := pfode.New(in.Schedule, model, k, d, carry)
+	sys.Drive = score.WantDenoiser // the states move with the exact denoiser
 	y := sys.Init(x0, nil)
 	mats := make([][]float64, len(in.Rules))
 	for r, rule := range in.Rules {

@@ -127,26 +127,8 @@ func Table3(ctx context.Context, c Table3Config) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	var rows []Row
-	add := func(proto, sched string, dc DataCase, p schedule.Source, grid []float64, kind string, sol Solver, rules []Rule, prior float64) error {
-		chains := c.Chains
-		if proto == ProtocolPublished && c.PublishedChains > 0 {
-			chains = c.PublishedChains
-		}
-		out, err := Test(ctx, Spec{Data: dc.Data, Schedule: p, Grid: grid, Solver: sol, Rules: rules, Chains: chains, Seed: c.Seed, Tol: c.Tol, PriorStd: prior})
-		if err != nil {
-			return fmt.Errorf("ot: table 3, %s %s %s: %w", proto, sched, dc.Name, err)
-		}
-		reported := 0.0
-		if dc.Name == "non-affine" {
-			reported = PaperReported[sched]
-		}
-		for r, rule := range out.Rules {
-			rows = append(rows, Row{Protocol: proto, Schedule: sched, Data: dc.Name, S: grid[len(grid)-1], Steps: len(grid) - 1,
-				Grid: kind, Solver: sol, Rule: rule, Summary: out.Summary[r], Paper: reported})
-		}
-		return nil
-	}
+	tb := &table3Builder{ctx: ctx, c: c}
+	add := tb.add
 	for _, sched := range Table3Schedules {
 		s, err := schedule.ByName(sched, schedule.Params{})
 		if err != nil {
@@ -195,7 +177,37 @@ func Table3(ctx context.Context, c Table3Config) ([]Row, error) {
 			}
 		}
 	}
-	return rows, nil
+	return tb.rows, nil
+}
+
+// table3Builder collects Table 3's rows, one per matrix rule of each test.
+type table3Builder struct {
+	ctx  context.Context
+	c    Table3Config
+	rows []Row
+}
+
+// add runs one OT test (protocol proto, schedule sched, data dc on the
+// coefficients p and the grid of kind kind) and appends a row per rule.
+func (b *table3Builder) add(proto, sched string, dc DataCase, p schedule.Source, grid []float64, kind string, sol Solver, rules []Rule, prior float64) error {
+	c := b.c
+	chains := c.Chains
+	if proto == ProtocolPublished && c.PublishedChains > 0 {
+		chains = c.PublishedChains
+	}
+	out, err := Test(b.ctx, Spec{Data: dc.Data, Schedule: p, Grid: grid, Solver: sol, Rules: rules, Chains: chains, Seed: c.Seed, Tol: c.Tol, PriorStd: prior})
+	if err != nil {
+		return fmt.Errorf("ot: table 3, %s %s %s: %w", proto, sched, dc.Name, err)
+	}
+	reported := 0.0
+	if dc.Name == "non-affine" {
+		reported = PaperReported[sched]
+	}
+	for r, rule := range out.Rules {
+		b.rows = append(b.rows, Row{Protocol: proto, Schedule: sched, Data: dc.Name, S: grid[len(grid)-1], Steps: len(grid) - 1,
+			Grid: kind, Solver: sol, Rule: rule, Summary: out.Summary[r], Paper: reported})
+	}
+	return nil
 }
 
 // PublishedGridTo cuts the published grid at the first node ≤ s and ends it at s.

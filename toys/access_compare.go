@@ -14,6 +14,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 	"github.com/dfx-lab/dfx/models"
 )
 
@@ -76,6 +77,31 @@ func RunAccess(ctx context.Context, cfg AccessConfig) (*AccessResult, error) {
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 17))
 	y := gaussianRows(rng, cfg.Points, cfg.Dim)
+	net, err := trainAccessNet(ctx, cfg, s, y)
+	if err != nil {
+		return nil, err
+	}
+	m, err := newAccessMethods(net, s, y, cfg)
+	if err != nil {
+		return nil, err
+	}
+	res := &AccessResult{Config: cfg}
+	for _, tm := range cfg.Times {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		rows, err := m.compare(s, tm, y, rng, cfg)
+		if err != nil {
+			return nil, err
+		}
+		res.Rows = append(res.Rows, rows...)
+	}
+	return res, nil
+}
+
+// trainAccessNet trains the score and DF-TM networks on the points y
+// (repeated to at least 256 rows) and returns them as an access.Net.
+func trainAccessNet(ctx context.Context, cfg AccessConfig, s schedule.Schedule, y [][]float64) (*access.Net, error) {
 	data := make([][]float64, 0, 256)
 	for i := range max(256, cfg.Points) {
 		data = append(data, y[i%cfg.Points])
@@ -99,90 +125,112 @@ func RunAccess(ctx context.Context, cfg AccessConfig) (*AccessResult, error) {
 		}
 	}
 	if cfg.EMA {
+		var err error
 		if mctx, err = models.EMAStore(mctx); err != nil {
 			return nil, err
 		}
 	}
-	net, err := models.NewAccessNet(models.MustNewBackend(), mctx, s, true)
-	if err != nil {
-		return nil, err
-	}
+	return models.NewAccessNet(models.MustNewBackend(), mctx, s, true)
+}
+
+// accessMethods are the compared trace estimators and Fisher operators,
+// in table order, and the float64 ground truth.
+type accessMethods struct {
+	traces []score.TraceEstimator // the first is the exact VJP trace, the time reference
+	ops    []score.FisherOperator
+	ref    *mixture.Dirac
+}
+
+func newAccessMethods(net *access.Net, s schedule.Schedule, y [][]float64, cfg AccessConfig) (*accessMethods, error) {
 	ym := denseOf(y)
 	mix, err := access.NewMixture(net.Backend, s, dtypes.Float64, ym)
 	if err != nil {
 		return nil, err
 	}
-	ref, err := mixture.NewDirac(ym, nil) // the ground truth, independent of the graphs
+	m := &accessMethods{}
+	if m.ref, err = mixture.NewDirac(ym, nil); err != nil { // the ground truth, independent of the graphs
+		return nil, err
+	}
+	vjp, err := access.NewVJPTrace(net, 0)
 	if err != nil {
 		return nil, err
 	}
-	vjp, _ := access.NewVJPTrace(net, 0)
-	hut, _ := access.NewHutchinson(net, cfg.HutchK, access.Rademacher, cfg.Seed)
+	hut, err := access.NewHutchinson(net, cfg.HutchK, access.Rademacher, cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
 	hpp, err := access.NewHutchPP(net, cfg.HutchPPM, cfg.Seed)
 	if err != nil {
 		return nil, err
 	}
-	dftm, _ := access.NewDFTM(net)
-	mv, _ := access.NewVJPMatVec(net)
-	ea, _ := access.NewDFEA(net, nil)
-	res := &AccessResult{Config: cfg}
-	for _, tm := range cfg.Times {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		a, sg := s.Alpha(tm), s.Sigma(tm)
-		v := denseOf(gaussianRows(rng, cfg.Queries, cfg.Dim))
-		x, x0 := mat.NewDense(cfg.Queries, cfg.Dim, nil), mat.NewDense(cfg.Queries, cfg.Dim, nil)
-		for q := range cfg.Queries {
-			x0.SetRow(q, y[rng.IntN(cfg.Points)])
-			for j := range cfg.Dim {
-				x.Set(q, j, a*x0.At(q, j)+sg*rng.NormFloat64())
-			}
-		}
-		at, err := schedule.At(s, tm)
-		if err != nil {
-			return nil, err
-		}
-		exact, err := ref.Eval(mixture.Query{At: at, X: x, V: v, Want: mixture.Trace | mixture.MatVec})
-		if err != nil {
-			return nil, err
-		}
-		exactTr, exactFv := exact.Trace, exact.MatVec
-		var vjpTime time.Duration
-		for _, e := range []access.TraceEstimator{vjp, hut, hpp, dftm, mix} {
-			var got []float64
-			el, err := timed(func() (err error) { got, err = e.Trace(x, tm); return })
-			if err != nil {
-				return nil, err
-			}
-			if e == access.TraceEstimator(vjp) {
-				vjpTime = el
-			}
-			var rel float64
-			for q := range cfg.Queries {
-				rel += math.Abs(got[q]-exactTr[q]) / math.Abs(exactTr[q]) / float64(cfg.Queries)
-			}
-			res.Rows = append(res.Rows, AccessRow{tm, sg, "trace", e.Name(), rel, el / time.Duration(cfg.Queries), float64(el) / float64(vjpTime)})
-		}
-		ops := map[string]func() (*mat.Dense, error){
-			mv.Name():  func() (*mat.Dense, error) { return mv.MatVec(x, tm, v) },
-			ea.Name():  func() (*mat.Dense, error) { return ea.MatVecAt(x, x0, tm, v) },
-			mix.Name(): func() (*mat.Dense, error) { return mix.MatVec(x, tm, v) },
-		}
-		for _, name := range []string{mv.Name(), ea.Name(), mix.Name()} {
-			var got *mat.Dense
-			el, err := timed(func() (err error) { got, err = ops[name](); return })
-			if err != nil {
-				return nil, err
-			}
-			var rel float64
-			for q := range cfg.Queries {
-				rel += relNorm(got.RawRowView(q), exactFv.RawRowView(q)) / float64(cfg.Queries)
-			}
-			res.Rows = append(res.Rows, AccessRow{tm, sg, "matvec", name, rel, el / time.Duration(cfg.Queries), float64(el) / float64(vjpTime)})
+	dftm, err := access.NewDFTM(net)
+	if err != nil {
+		return nil, err
+	}
+	mv, err := access.NewVJPMatVec(net)
+	if err != nil {
+		return nil, err
+	}
+	ea, err := access.NewDFEA(net)
+	if err != nil {
+		return nil, err
+	}
+	m.traces = []score.TraceEstimator{vjp, hut, hpp, dftm, mix}
+	m.ops = []score.FisherOperator{mv, ea, mix}
+	return m, nil
+}
+
+// compare draws cfg.Queries points near the data at time tm (and vectors
+// v) and scores every method against the exact trace and F v.
+func (m *accessMethods) compare(s schedule.Schedule, tm float64, y [][]float64, rng *rand.Rand, cfg AccessConfig) ([]AccessRow, error) {
+	a, sg := s.Alpha(tm), s.Sigma(tm)
+	v := denseOf(gaussianRows(rng, cfg.Queries, cfg.Dim))
+	x, x0 := mat.NewDense(cfg.Queries, cfg.Dim, nil), mat.NewDense(cfg.Queries, cfg.Dim, nil)
+	for q := range cfg.Queries {
+		x0.SetRow(q, y[rng.IntN(cfg.Points)])
+		for j := range cfg.Dim {
+			x.Set(q, j, a*x0.At(q, j)+sg*rng.NormFloat64())
 		}
 	}
-	return res, nil
+	at, err := schedule.At(s, tm)
+	if err != nil {
+		return nil, err
+	}
+	exact, err := m.ref.Eval(mixture.Query{At: at, X: x, V: v, Want: mixture.Trace | mixture.MatVec})
+	if err != nil {
+		return nil, err
+	}
+	var rows []AccessRow
+	var vjpTime time.Duration
+	for k, e := range m.traces {
+		var got []float64
+		el, err := timed(func() (err error) { got, err = e.Trace(at, x); return })
+		if err != nil {
+			return nil, err
+		}
+		if k == 0 {
+			vjpTime = el
+		}
+		var rel float64
+		for q := range cfg.Queries {
+			rel += math.Abs(got[q]-exact.Trace[q]) / math.Abs(exact.Trace[q]) / float64(cfg.Queries)
+		}
+		rows = append(rows, AccessRow{tm, sg, "trace", e.Name(), rel, el / time.Duration(cfg.Queries), float64(el) / float64(vjpTime)})
+	}
+	state := score.State{At: at, X: x, Endpoint: x0}
+	for _, op := range m.ops {
+		var got *mat.Dense
+		el, err := timed(func() (err error) { got, err = op.Apply(state, v); return })
+		if err != nil {
+			return nil, err
+		}
+		var rel float64
+		for q := range cfg.Queries {
+			rel += relNorm(got.RawRowView(q), exact.MatVec.RawRowView(q)) / float64(cfg.Queries)
+		}
+		rows = append(rows, AccessRow{tm, sg, "matvec", op.Name(), rel, el / time.Duration(cfg.Queries), float64(el) / float64(vjpTime)})
+	}
+	return rows, nil
 }
 
 // timed runs f twice (the first call compiles its graph) and returns the second call's time.

@@ -14,6 +14,8 @@ import (
 	"github.com/dfx-lab/dfx/dfx/adjoint"
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/internal/stats"
 	"github.com/dfx-lab/dfx/models"
 )
 
@@ -56,10 +58,10 @@ func AdjointGMMFull() AdjointGMMConfig {
 
 // The gradient methods, in table order: the guide's model and operator.
 const (
-	GMMExact     = "exact"           // MixtureModel + Exact
-	GMMVJP       = "vjp"             // NetModel + VJP
-	GMMEANet     = "df-ea (net)"     // NetModel + DFEA
-	GMMEAExact   = "df-ea (exact ȳ)" // MixtureModel + DFEA
+	GMMExact     = "exact"           // score.Exact as model and operator
+	GMMVJP       = "vjp"             // access.NetModel + access.VJPMatVec
+	GMMEANet     = "df-ea (net)"     // access.NetModel + access.DFEA
+	GMMEAExact   = "df-ea (exact ȳ)" // score.Exact + access.DFEA
 	GMMUnguided  = "unguided (exact ε)"
 	GMMUnguidedN = "unguided (net)"
 )
@@ -71,16 +73,8 @@ var GMMMethods = []string{GMMExact, GMMVJP, GMMEANet, GMMEAExact}
 type MeanSE struct{ Mean, SE float64 }
 
 func meanSE(v []float64) MeanSE {
-	n := float64(len(v))
-	m := floats.Sum(v) / n
-	if len(v) < 2 {
-		return MeanSE{Mean: m}
-	}
-	var ss float64
-	for _, x := range v {
-		ss += (x - m) * (x - m)
-	}
-	return MeanSE{m, math.Sqrt(ss / (n - 1) / n)}
+	m, se := stats.MeanSE(v)
+	return MeanSE{m, se}
 }
 
 // AdjointGMMStep is one guided outer step of the exact guided path: the
@@ -239,18 +233,19 @@ func trainGMMNet(ctx context.Context, cfg AdjointGMMConfig, s schedule.Schedule,
 
 // gmmGuides are the guides of the study, by method name.
 func gmmGuides(s schedule.Schedule, mix mixture.Mixture, net *access.Net, loss adjoint.Loss) (map[string]adjoint.Guide, error) {
-	exact := adjoint.MixtureModel{Mixture: mix}
+	exact := score.Exact{Mixture: mix}
 	gs := map[string]adjoint.Guide{
-		GMMExact:   {Schedule: s, Model: exact, Operator: adjoint.Exact{Mixture: mix}, Loss: loss},
-		GMMEAExact: {Schedule: s, Model: exact, Operator: adjoint.DFEA{}, Loss: loss},
+		GMMExact:   {Schedule: s, Model: exact, Operator: exact, Loss: loss},
+		GMMEAExact: {Schedule: s, Model: exact, Operator: access.DFEA{}, Loss: loss},
 	}
 	if net != nil {
-		vjp, err := adjoint.NewVJP(net)
+		vjp, err := access.NewVJPMatVec(net)
 		if err != nil {
 			return nil, err
 		}
-		gs[GMMVJP] = adjoint.Guide{Schedule: s, Model: adjoint.NetModel{Net: net}, Operator: vjp, Loss: loss}
-		gs[GMMEANet] = adjoint.Guide{Schedule: s, Model: adjoint.NetModel{Net: net}, Operator: adjoint.DFEA{}, Loss: loss}
+		model := access.NetModel{Net: net}
+		gs[GMMVJP] = adjoint.Guide{Schedule: s, Model: model, Operator: vjp, Loss: loss}
+		gs[GMMEANet] = adjoint.Guide{Schedule: s, Model: model, Operator: access.DFEA{}, Loss: loss}
 	}
 	return gs, nil
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/adjoint"
 	"github.com/dfx-lab/dfx/dfx/mixture"
+	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 )
 
 // gmmVJPSeeds is the number of seeds (the first ones) at which the VJP
@@ -69,13 +71,13 @@ func scoreState(mix mixture.Mixture, net *access.Net, guides map[string]adjoint.
 		ybar, x0 := gr.Trajectory.Denoisers[0], gr.Trajectory.Endpoint()
 		hs := make([]float64, b)
 		for i := range b {
-			hs[i] = hsErrorEA(ex.Fisher[i], x0.RawRowView(i), ybar.RawRowView(i), st.At.Alpha, st.At.Sigma)
+			hs[i] = hsErrorEA(ex.Fisher[i], x0.RawRowView(i), ybar.RawRowView(i), st.At)
 		}
 		row.HS[m] = meanSE(hs)
 	}
 	if g, ok := guides[GMMVJP]; ok {
 		nb := min(b, gmmVJPSeeds)
-		cols, err := operatorColumns(g.Operator, adjoint.State{At: st.At, X: st.X.Slice(0, nb, 0, d).(*mat.Dense)}, d)
+		cols, err := access.OperatorMatrix(g.Operator, score.State{At: st.At, X: st.X.Slice(0, nb, 0, d).(*mat.Dense)})
 		if err != nil {
 			return nil, err
 		}
@@ -86,15 +88,15 @@ func scoreState(mix mixture.Mixture, net *access.Net, guides map[string]adjoint.
 		row.HS[GMMVJP] = meanSE(hs)
 	}
 	if net != nil {
-		eps, err := net.EpsAt(st.X, st.At.T)
+		eps, err := net.EpsAt(st.At, st.X)
 		if err != nil {
 			return nil, err
 		}
+		var want mat.Dense
+		score.EpsFromScore(&want, st.At, ex.Score) // the exact ε = −σ ∇log q
 		er := make([]float64, b)
 		for i := range b {
-			want := make([]float64, d)
-			floats.ScaleTo(want, -st.At.Sigma, ex.Score.RawRowView(i))
-			er[i] = relNorm(eps.RawRowView(i), want)
+			er[i] = relNorm(eps.RawRowView(i), want.RawRowView(i))
 		}
 		row.NetEpsRelErr = meanSE(er)
 	}
@@ -117,24 +119,11 @@ func hsNorm(f *mat.SymDense) float64 {
 	return math.Sqrt(s)
 }
 
-// hsErrorEA is ‖F − F_EA‖_HS with F_EA = I/σ² − (α²/σ⁴)(x̂₀x̂₀ᵀ − ȳȳᵀ),
-// the matrix that DF-EA (eq. EA_approx) applies.
-func hsErrorEA(f *mat.SymDense, x0, ybar []float64, alpha, sigma float64) float64 {
-	d := f.SymmetricDim()
-	s2 := sigma * sigma
-	c := alpha * alpha / (s2 * s2)
-	var s float64
-	for i := range d {
-		for j := range d {
-			ea := -c * (x0[i]*x0[j] - ybar[i]*ybar[j])
-			if i == j {
-				ea += 1 / s2
-			}
-			e := f.At(i, j) - ea
-			s += e * e
-		}
-	}
-	return math.Sqrt(s)
+// hsErrorEA is ‖F − F_EA‖_HS with F_EA = access.DFEAMatrix, the matrix
+// that DF-EA (eq. EA_approx) applies (symmetric, so its rows are its
+// columns).
+func hsErrorEA(f *mat.SymDense, x0, ybar []float64, c schedule.Coefficients) float64 {
+	return hsErrorDense(f, access.DFEAMatrix(c, x0, ybar))
 }
 
 // hsErrorDense is ‖F − A‖_HS for A given by its columns.
@@ -148,39 +137,4 @@ func hsErrorDense(f *mat.SymDense, cols *mat.Dense) float64 {
 		}
 	}
 	return math.Sqrt(s)
-}
-
-// operatorColumns builds, for each of the B states of s, the d×d matrix an
-// operator applies, by one batched call on the basis vectors: row j of
-// result b is op(x_b) e_j (column j of the matrix).
-func operatorColumns(op adjoint.Operator, s adjoint.State, d int) ([]*mat.Dense, error) {
-	b, _ := s.X.Dims()
-	rep := func(m *mat.Dense) *mat.Dense {
-		if m == nil {
-			return nil
-		}
-		out := mat.NewDense(b*d, d, nil)
-		for i := range b {
-			for j := range d {
-				out.SetRow(i*d+j, m.RawRowView(i))
-			}
-		}
-		return out
-	}
-	v := mat.NewDense(b*d, d, nil)
-	for i := range b {
-		for j := range d {
-			v.Set(i*d+j, j, 1)
-		}
-	}
-	big := adjoint.State{At: s.At, X: rep(s.X), Denoiser: rep(s.Denoiser), Endpoint: rep(s.Endpoint)}
-	fv, err := op.Apply(big, v)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*mat.Dense, b)
-	for i := range b {
-		out[i] = mat.DenseCopyOf(fv.Slice(i*d, (i+1)*d, 0, d))
-	}
-	return out, nil
 }

@@ -10,10 +10,12 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/adjoint"
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 )
 
 func logGMM(t *testing.T, r *AdjointGMMResult) {
@@ -95,7 +97,7 @@ func TestGuidedPathIsGuideSample(t *testing.T) {
 }
 
 // TestHSErrorsMatchDenseOperators checks the HS routines against dense
-// matrices built independently: DF-EA's through adjoint.DFEA (access.DFEAApply)
+// matrices built independently: DF-EA's through access.DFEA (access.DFEAApply)
 // on the basis vectors, and the Exact operator's, which must be the full
 // Fisher (HS error 0 to round-off); and that scoreState's DF-EA errors are
 // hsErrorEA of the inner solve's endpoint and first denoiser.
@@ -114,19 +116,19 @@ func TestHSErrorsMatchDenseOperators(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		full := adjoint.State{At: st.At, X: st.X, Denoiser: gr.Trajectory.Denoisers[0], Endpoint: gr.Trajectory.Endpoint()}
-		ea, err := operatorColumns(adjoint.DFEA{}, full, 5)
+		full := score.State{At: st.At, X: st.X, Denoiser: gr.Trajectory.Denoisers[0], Endpoint: gr.Trajectory.Endpoint()}
+		ea, err := access.OperatorMatrix(access.DFEA{}, full)
 		if err != nil {
 			t.Fatal(err)
 		}
-		exc, err := operatorColumns(adjoint.Exact{Mixture: p.mix}, full, 5)
+		exc, err := access.OperatorMatrix(score.Exact{Mixture: p.mix}, full)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var sum float64
 		for i := range ea {
 			fn := hsNorm(ex.Fisher[i])
-			got := hsErrorEA(ex.Fisher[i], full.Endpoint.RawRowView(i), full.Denoiser.RawRowView(i), st.At.Alpha, st.At.Sigma)
+			got := hsErrorEA(ex.Fisher[i], full.Endpoint.RawRowView(i), full.Denoiser.RawRowView(i), st.At)
 			want := hsErrorDense(ex.Fisher[i], ea[i])
 			if math.Abs(got-want) > 1e-10*fn {
 				t.Errorf("t=%g row %d: hsErrorEA %g, dense DF-EA %g", st.At.T, i, got, want)
@@ -176,7 +178,7 @@ func TestHSErrorEAZeroForADirac(t *testing.T) {
 		for i := range 3 {
 			y := ex.Denoiser.RawRowView(i)
 			fn := hsNorm(ex.Fisher[i])
-			if e := hsErrorEA(ex.Fisher[i], y, y, c.Alpha, c.Sigma); e > 1e-12*fn {
+			if e := hsErrorEA(ex.Fisher[i], y, y, c); e > 1e-12*fn {
 				t.Errorf("t=%g row %d: HS error %g with x̂₀ = ȳ (‖F‖ %g)", tm, i, e, fn)
 			}
 			x0 := append([]float64(nil), y...)
@@ -190,7 +192,7 @@ func TestHSErrorEAZeroForADirac(t *testing.T) {
 			}
 			s2 := c.Sigma * c.Sigma
 			want = c.Alpha * c.Alpha / (s2 * s2) * math.Sqrt(want)
-			if got := hsErrorEA(ex.Fisher[i], x0, y, c.Alpha, c.Sigma); math.Abs(got-want) > 1e-9*want {
+			if got := hsErrorEA(ex.Fisher[i], x0, y, c); math.Abs(got-want) > 1e-9*want {
 				t.Errorf("t=%g row %d: HS error %g with x̂₀ moved, want %g", tm, i, got, want)
 			}
 		}

@@ -5,10 +5,12 @@ import (
 	"math"
 	"time"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/dfx-lab/dfx/dfx/likelihood"
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
-	"gonum.org/v1/gonum/mat"
+	"github.com/dfx-lab/dfx/dfx/score"
 )
 
 // Names of the trace methods.
@@ -49,17 +51,13 @@ func seedAt(seed uint64, t float64) uint64 {
 	return seed*0x9e3779b97f4a7c15 ^ math.Float64bits(t)
 }
 
-// dynamics returns the likelihood dynamics of a method.
-func (ev *evaluator) dynamics(method string) likelihood.Dynamics {
-	switch method {
-	case MethodVJP:
-		return vjpDynamics{ev.nets[0]}
-	case MethodDFTM:
-		return dftmDynamics{ev.nets[0], false}
-	case MethodDFTMC:
-		return dftmDynamics{ev.nets[0], true}
+// model returns the model of a method for the likelihood ODE: the exact
+// mixture, or the score network with the method's trace.
+func (ev *evaluator) model(method string) (score.Model, error) {
+	if method == MethodExact {
+		return score.Exact{Mixture: ev.mix}, nil
 	}
-	return likelihood.Exact{M: ev.mix, Schedule: ev.sch}
+	return ev.nets[0].Model(method)
 }
 
 // row measures the errors at time t; withNLL adds the likelihood columns.
@@ -100,7 +98,8 @@ func (ev *evaluator) row(t float64, withNLL bool) (Row, error) {
 			trErr[MethodDFTMC] = append(trErr[MethodDFTMC], RelErr(dftmc, ex.Trace))
 			trErr[MethodVJP] = append(trErr[MethodVJP], RelErr(vjp, ex.Trace))
 			trErr[MethodDFTM] = append(trErr[MethodDFTM], RelErr(dftm, ex.Trace))
-			scoreErr = append(scoreErr, RelL2(scoreFromEps(eps, ev.sch.Sigma(t)), ex.Score))
+			score.ScoreFromEps(eps, ev.at(t), eps)
+			scoreErr = append(scoreErr, RelL2(eps, ex.Score))
 			for i := range tnet {
 				tnet[i] *= float64(d)
 			}
@@ -126,7 +125,11 @@ func (ev *evaluator) row(t float64, withNLL bool) (Row, error) {
 		methods = append(methods, MethodVJP, MethodDFTM, MethodDFTMC)
 	}
 	for _, m := range methods {
-		r, err := likelihood.LogProb(x, ev.dynamics(m), likelihood.Config{
+		model, err := ev.model(m)
+		if err != nil {
+			return row, err
+		}
+		r, err := likelihood.LogProb(x, model, likelihood.Config{
 			Schedule: ev.sch, T0: t, Steps: ev.cfg.NLLSteps, Solver: ev.cfg.NLLSolver, EstimateError: true,
 		})
 		if err != nil {
@@ -269,7 +272,7 @@ func (ev *evaluator) timing() ([]Timing, error) {
 			struct {
 				name string
 				fn   func() error
-			}{MethodVJP + " (d VJPs, access.VJPTrace)", func() error { _, err := n.vjp.Trace(x, t); return err }},
+			}{MethodVJP + " (d VJPs, access.VJPTrace)", func() error { _, err := n.vjp.Trace(ev.at(t), x); return err }},
 			struct {
 				name string
 				fn   func() error

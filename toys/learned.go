@@ -11,6 +11,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/pfode"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 	"github.com/dfx-lab/dfx/models"
 )
 
@@ -51,9 +52,22 @@ func newNetworks(backend compute.Backend, s schedule.Schedule, seed uint64, stor
 	return n, nil
 }
 
+// at is the schedule's coefficients at t.
+func (n *Networks) at(t float64) (schedule.Coefficients, error) {
+	c, err := schedule.At(n.Schedule, t)
+	if err != nil {
+		return c, fmt.Errorf("toys: %w", err)
+	}
+	return c, nil
+}
+
 // Eps is ε̂_θ(x, t) [B, d].
 func (n *Networks) Eps(x *mat.Dense, t float64) (*mat.Dense, error) {
-	eps, err := n.net.EpsAt(x, t)
+	c, err := n.at(t)
+	if err != nil {
+		return nil, err
+	}
+	eps, err := n.net.EpsAt(c, x)
 	if err != nil {
 		return nil, fmt.Errorf("toys: score network: %w", err)
 	}
@@ -66,7 +80,7 @@ func (n *Networks) EpsAndTraceVJP(x *mat.Dense, t float64) (*mat.Dense, []float6
 	if err != nil {
 		return nil, nil, err
 	}
-	tr, err := n.vjp.Trace(x, t)
+	tr, err := n.trace(n.vjp, x, t)
 	if err != nil {
 		return nil, nil, fmt.Errorf("toys: VJP trace: %w", err)
 	}
@@ -75,7 +89,11 @@ func (n *Networks) EpsAndTraceVJP(x *mat.Dense, t float64) (*mat.Dense, []float6
 
 // TNet is the DF-TM network's output t_θ(x, t) ≈ E[‖x₀‖² | x_t]/d [B].
 func (n *Networks) TNet(x *mat.Dense, t float64) ([]float64, error) {
-	tn, err := n.net.TAt(x, t)
+	c, err := n.at(t)
+	if err != nil {
+		return nil, err
+	}
+	tn, err := n.net.TAt(c, x)
 	if err != nil {
 		return nil, fmt.Errorf("toys: DF-TM network: %w", err)
 	}
@@ -84,7 +102,7 @@ func (n *Networks) TNet(x *mat.Dense, t float64) ([]float64, error) {
 
 // TraceDFTM is the DF-TM trace (eq. trace_appro) by access.DFTM.
 func (n *Networks) TraceDFTM(x *mat.Dense, t float64) ([]float64, error) {
-	tr, err := n.dftm.Trace(x, t)
+	tr, err := n.trace(n.dftm, x, t)
 	if err != nil {
 		return nil, fmt.Errorf("toys: DF-TM trace: %w", err)
 	}
@@ -97,51 +115,39 @@ func (n *Networks) TraceDFTMC(x *mat.Dense, t float64) ([]float64, error) {
 	if n.dftmc == nil {
 		return nil, fmt.Errorf("toys: no centred DF-TM network")
 	}
-	tr, err := n.dftmc.Trace(x, t)
+	tr, err := n.trace(n.dftmc, x, t)
 	if err != nil {
 		return nil, fmt.Errorf("toys: centred DF-TM trace: %w", err)
 	}
 	return tr, nil
 }
 
-func scoreFromEps(eps *mat.Dense, sigma float64) *mat.Dense {
-	var s mat.Dense
-	s.Scale(-1/sigma, eps)
-	return &s
+func (n *Networks) trace(est score.TraceEstimator, x *mat.Dense, t float64) ([]float64, error) {
+	c, err := n.at(t)
+	if err != nil {
+		return nil, err
+	}
+	return est.Trace(c, x)
 }
 
-// vjpDynamics and dftmDynamics feed the learned score and a learned trace
-// to the likelihood solver.
-type vjpDynamics struct{ n *Networks }
-
-func (v vjpDynamics) Eval(x *mat.Dense, t float64) (*mat.Dense, []float64, error) {
-	eps, tr, err := v.n.EpsAndTraceVJP(x, t)
-	if err != nil {
-		return nil, nil, err
+// Model is the score network with the trace of a method (MethodVJP,
+// MethodDFTM, MethodDFTMC) as a score.Model, for the likelihood ODE.
+func (n *Networks) Model(method string) (score.Model, error) {
+	m := access.NetModel{Net: n.net}
+	switch method {
+	case MethodVJP:
+		m.Trace = n.vjp
+	case MethodDFTM:
+		m.Trace = n.dftm
+	case MethodDFTMC:
+		if n.dftmc == nil {
+			return nil, fmt.Errorf("toys: no centred DF-TM network")
+		}
+		m.Trace = n.dftmc
+	default:
+		return nil, fmt.Errorf("toys: no learned trace %q", method)
 	}
-	return scoreFromEps(eps, v.n.Schedule.Sigma(t)), tr, nil
-}
-
-// dftmDynamics uses DF-TM, or the centred DF-TM (ours) when centred.
-type dftmDynamics struct {
-	n       *Networks
-	centred bool
-}
-
-func (v dftmDynamics) Eval(x *mat.Dense, t float64) (*mat.Dense, []float64, error) {
-	eps, err := v.n.Eps(x, t)
-	if err != nil {
-		return nil, nil, err
-	}
-	trace := v.n.TraceDFTM
-	if v.centred {
-		trace = v.n.TraceDFTMC
-	}
-	tr, err := trace(x, t)
-	if err != nil {
-		return nil, nil, err
-	}
-	return scoreFromEps(eps, v.n.Schedule.Sigma(t)), tr, nil
+	return m, nil
 }
 
 // Sample draws m points by Heun steps of the PF-ODE with the learned score
@@ -157,11 +163,8 @@ func (n *Networks) Sample(m, steps int, seed uint64) (*mat.Dense, error) {
 	}
 	const d = 2
 	x0 := schedule.SamplePrior(schedule.Prior(n.Schedule), m, d, NewRNG(seed))
-	eps := pfode.ModelFunc(func(c schedule.Coefficients, x *mat.Dense, _ pfode.Want) (*pfode.Eval, error) {
-		e, err := n.Eps(x, c.T)
-		return &pfode.Eval{Eps: e}, err
-	})
-	sys := pfode.New(schedule.Continuous{Schedule: n.Schedule}, eps, m, d, 0)
+	sys := pfode.New(schedule.Continuous{Schedule: n.Schedule}, access.NetModel{Net: n.net}, m, d, 0)
+	sys.Drive = score.WantEps
 	y := sys.Init(x0, nil)
 	ctx := context.Background()
 	last := len(ts) - 2

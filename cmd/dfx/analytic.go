@@ -64,23 +64,8 @@ type analyticArgs struct {
 }
 
 func analytic(ctx context.Context, a analyticArgs) ([]byte, error) {
-	if a.data == "" || a.points == "" {
-		return nil, errors.New("--data and --points are required")
-	}
-	if !a.tSet {
-		return nil, errors.New("--t is required")
-	}
-	if math.IsNaN(a.t) || math.IsInf(a.t, 0) {
-		return nil, fmt.Errorf("--t must be a finite time, got %g", a.t)
-	}
-	stdin := 0
-	for _, p := range []string{a.data, a.points, a.weights, a.vec} {
-		if p == "-" {
-			stdin++
-		}
-	}
-	if stdin > 1 {
-		return nil, errors.New("only one of --data, --points, --weights, --vec can read stdin (-)")
+	if err := a.check(); err != nil {
+		return nil, err
 	}
 	s, err := a.sched()
 	if err != nil {
@@ -102,20 +87,9 @@ func analytic(ctx context.Context, a analyticArgs) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var w []float64
-	if a.weights != "" {
-		wm, err := input.ReadFile(a.weights, opt)
-		if err != nil {
-			return nil, err
-		}
-		r, c := wm.Dims()
-		w = mat.Col(nil, 0, wm)
-		if c != 1 {
-			if r != 1 {
-				return nil, fmt.Errorf("weights: want one column or one row, got %d×%d", r, c)
-			}
-			w = mat.Row(nil, 0, wm)
-		}
+	w, err := readWeights(a.weights, opt)
+	if err != nil {
+		return nil, err
 	}
 	n, d := y.Dims()
 	b, _ := x.Dims()
@@ -151,6 +125,73 @@ func analytic(ctx context.Context, a analyticArgs) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	if err := enc.Encode(map[string]any{"points": analyticPoints(r, b)}); err != nil {
+		return nil, fmt.Errorf("encoding result (non-finite value?): %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// analyticBytes estimates the peak memory of an analytic query: the data,
+// the weights of every point against every component, and per point the
+// score, denoiser and — with --full — the d×d Fisher, its copy for the
+// output and its JSON text (≈ 24 bytes a number).
+func analyticBytes(n, b, d int, full bool) float64 {
+	fn, fb, fd := float64(n), float64(b), float64(d)
+	bytes := 8*fn*fd + 16*fb*fn + 8*fb*fd*6 + 24*fb*fd*3
+	if full {
+		bytes += fb * fd * fd * (8 + 8 + 24)
+	}
+	return bytes
+}
+
+// check checks the arguments that need no file: --data, --points and --t
+// given, --t finite, at most one input on stdin.
+func (a analyticArgs) check() error {
+	if a.data == "" || a.points == "" {
+		return errors.New("--data and --points are required")
+	}
+	if !a.tSet {
+		return errors.New("--t is required")
+	}
+	if math.IsNaN(a.t) || math.IsInf(a.t, 0) {
+		return fmt.Errorf("--t must be a finite time, got %g", a.t)
+	}
+	stdin := 0
+	for _, p := range []string{a.data, a.points, a.weights, a.vec} {
+		if p == "-" {
+			stdin++
+		}
+	}
+	if stdin > 1 {
+		return errors.New("only one of --data, --points, --weights, --vec can read stdin (-)")
+	}
+	return nil
+}
+
+// readWeights reads --weights, one column or one row (nil without the flag).
+func readWeights(path string, opt input.Options) ([]float64, error) {
+	if path == "" {
+		return nil, nil
+	}
+	wm, err := input.ReadFile(path, opt)
+	if err != nil {
+		return nil, err
+	}
+	r, c := wm.Dims()
+	w := mat.Col(nil, 0, wm)
+	if c != 1 {
+		if r != 1 {
+			return nil, fmt.Errorf("weights: want one column or one row, got %d×%d", r, c)
+		}
+		w = mat.Row(nil, 0, wm)
+	}
+	return w, nil
+}
+
+// analyticPoints are the JSON rows of the first b points of r.
+func analyticPoints(r *mixture.Result, b int) []analyticPoint {
 	pts := make([]analyticPoint, b)
 	for i := range pts {
 		p := &pts[i]
@@ -168,23 +209,5 @@ func analytic(ctx context.Context, a analyticArgs) ([]byte, error) {
 			}
 		}
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	if err := enc.Encode(map[string]any{"points": pts}); err != nil {
-		return nil, fmt.Errorf("encoding result (non-finite value?): %w", err)
-	}
-	return buf.Bytes(), nil
-}
-
-// analyticBytes estimates the peak memory of an analytic query: the data,
-// the weights of every point against every component, and per point the
-// score, denoiser and — with --full — the d×d Fisher, its copy for the
-// output and its JSON text (≈ 24 bytes a number).
-func analyticBytes(n, b, d int, full bool) float64 {
-	fn, fb, fd := float64(n), float64(b), float64(d)
-	bytes := 8*fn*fd + 16*fb*fn + 8*fb*fd*6 + 24*fb*fd*3
-	if full {
-		bytes += fb * fd * fd * (8 + 8 + 24)
-	}
-	return bytes
+	return pts
 }

@@ -87,40 +87,7 @@ func runCkpt(_ context.Context, args []string, stdout, stderr io.Writer) int {
 			return fail(stderr, "ckpt", err)
 		}
 	} else {
-		fmt.Fprintf(&out, "%s: verified (%s, %s)\n", path, rep.FormatNote, rep.Checksum)
-		fmt.Fprintf(&out, "kind %s", h.Kind)
-		if h.Objective != "" {
-			fmt.Fprintf(&out, ", objective %s", h.Objective)
-		}
-		fmt.Fprintf(&out, ", networks %s, data dim %d, step %d, %d trainable parameters\n", strings.Join(h.Networks, " "), h.Dim, h.Step, rep.Params)
-		p := h.Provenance
-		fmt.Fprintln(&out, "provenance:")
-		fmt.Fprintf(&out, "  %-22s %v\n", "schedule", p.Schedule)
-		fmt.Fprintf(&out, "  %-22s %s\n", "parameterisation", orNone(p.Param))
-		fmt.Fprintf(&out, "  %-22s %s\n", "data", p.Data)
-		fmt.Fprintf(&out, "  %-22s %s\n", "scaling", p.Scaling)
-		fmt.Fprintf(&out, "  %-22s %s\n", "dequantisation", p.Dequantize)
-		if p.EpsNetwork != "" {
-			fmt.Fprintf(&out, "  %-22s %s\n", "made for ε-network", p.EpsNetwork)
-		}
-		for _, n := range h.Networks {
-			fmt.Fprintf(&out, "  %-22s %s\n", "digest of "+n, rep.Digests[n])
-		}
-		fmt.Fprintln(&out, "hyperparameters:")
-		for _, k := range slices.Sorted(maps.Keys(h.Params)) {
-			fmt.Fprintf(&out, "  %-22s %s\n", k, h.Params[k])
-		}
-		if len(h.Config) > 0 {
-			cfg := string(h.Config)
-			if len(cfg) > 400 {
-				cfg = cfg[:400] + "… (--json for all)"
-			}
-			fmt.Fprintf(&out, "configuration: %s\n", cfg)
-		}
-		fmt.Fprintf(&out, "%-56s %-14s %-8s %10s %s\n", "variable", "shape", "dtype", "params", "trainable")
-		for _, v := range rep.Variables {
-			fmt.Fprintf(&out, "%-56s %-14s %-8s %10d %v\n", v.Path, fmt.Sprint(v.Shape), v.DType, v.Params, v.Trainable)
-		}
+		writeCkptText(&out, rep, h)
 	}
 	if _, err := stdout.Write(out.Bytes()); err != nil {
 		return fail(stderr, "ckpt", err)
@@ -133,4 +100,43 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
+}
+
+// writeCkptText writes the ckpt report for people: header, provenance,
+// hyperparameters, configuration and one line per variable.
+func writeCkptText(out *bytes.Buffer, rep ckptReport, h models.CheckpointHeader) {
+	fmt.Fprintf(out, "%s: verified (%s, %s)\n", rep.File, rep.FormatNote, rep.Checksum)
+	fmt.Fprintf(out, "kind %s", h.Kind)
+	if h.Objective != "" {
+		fmt.Fprintf(out, ", objective %s", h.Objective)
+	}
+	fmt.Fprintf(out, ", networks %s, data dim %d, step %d, %d trainable parameters\n", strings.Join(h.Networks, " "), h.Dim, h.Step, rep.Params)
+	p := h.Provenance
+	fmt.Fprintln(out, "provenance:")
+	fmt.Fprintf(out, "  %-22s %v\n", "schedule", p.Schedule)
+	fmt.Fprintf(out, "  %-22s %s\n", "parameterisation", orNone(p.Param))
+	fmt.Fprintf(out, "  %-22s %s\n", "data", p.Data)
+	fmt.Fprintf(out, "  %-22s %s\n", "scaling", p.Scaling)
+	fmt.Fprintf(out, "  %-22s %s\n", "dequantisation", p.Dequantize)
+	if p.EpsNetwork != "" {
+		fmt.Fprintf(out, "  %-22s %s\n", "made for ε-network", p.EpsNetwork)
+	}
+	for _, n := range h.Networks {
+		fmt.Fprintf(out, "  %-22s %s\n", "digest of "+n, rep.Digests[n])
+	}
+	fmt.Fprintln(out, "hyperparameters:")
+	for _, k := range slices.Sorted(maps.Keys(h.Params)) {
+		fmt.Fprintf(out, "  %-22s %s\n", k, h.Params[k])
+	}
+	if len(h.Config) > 0 {
+		cfg := string(h.Config)
+		if len(cfg) > 400 {
+			cfg = cfg[:400] + "… (--json for all)"
+		}
+		fmt.Fprintf(out, "configuration: %s\n", cfg)
+	}
+	fmt.Fprintf(out, "%-56s %-14s %-8s %10s %s\n", "variable", "shape", "dtype", "params", "trainable")
+	for _, v := range rep.Variables {
+		fmt.Fprintf(out, "%-56s %-14s %-8s %10d %v\n", v.Path, fmt.Sprint(v.Shape), v.DType, v.Params, v.Trainable)
+	}
 }

@@ -115,6 +115,47 @@ func solverByName(name string) (pfode.Method, bool, error) {
 	return nil, false, fmt.Errorf("unknown --solver %q (want dopri5, euler, heun, rk4)", name)
 }
 
+// solverFlags reads --solver and checks the flags that go with it:
+// --steps (and --solver-error's ≥ 2 steps) for a fixed-step method,
+// --rtol/--atol for dopri5.
+func (a nllArgs) solverFlags() (pfode.Method, bool, error) {
+	method, adaptive, err := solverByName(a.solver)
+	if err != nil {
+		return nil, false, err
+	}
+	if adaptive && a.set("steps") {
+		return nil, false, errors.New("--solver dopri5 is adaptive and would ignore --steps (set --rtol/--atol, or choose euler, heun or rk4)")
+	}
+	if !adaptive {
+		var ignored []string
+		for _, f := range []string{"rtol", "atol"} {
+			if a.set(f) {
+				ignored = append(ignored, "--"+f)
+			}
+		}
+		if len(ignored) > 0 {
+			return nil, false, fmt.Errorf("--solver %s takes --steps and would ignore %s (they apply to dopri5)", a.solver, strings.Join(ignored, " and "))
+		}
+		if a.steps < 1 {
+			return nil, false, fmt.Errorf("--steps must be at least 1, got %d", a.steps)
+		}
+		if a.steps < 2 && a.solverError && a.set("solver-error") {
+			return nil, false, errors.New("--solver-error needs --steps ≥ 2 (it compares with half the steps)")
+		}
+		return method, adaptive, nil
+	}
+	if err := finite("rtol", a.rtol, 0, false); err != nil {
+		return nil, false, err
+	}
+	if err := finite("atol", a.atol, 0, false); err != nil {
+		return nil, false, err
+	}
+	if a.rtol >= 1 {
+		return nil, false, fmt.Errorf("--rtol must be < 1, got %g", a.rtol)
+	}
+	return method, adaptive, nil
+}
+
 // prepareNLL checks every flag and reads every input: all that can be bad
 // input is found here, before any integration.
 func prepareNLL(a nllArgs) (*nllJob, error) {
@@ -131,39 +172,9 @@ func prepareNLL(a nllArgs) (*nllJob, error) {
 	if a.points == "-" && a.gmm == "-" {
 		return nil, errors.New("only one of --gmm, --points can read stdin (-)")
 	}
-	method, adaptive, err := solverByName(a.solver)
+	method, adaptive, err := a.solverFlags()
 	if err != nil {
 		return nil, err
-	}
-	if adaptive && a.set("steps") {
-		return nil, errors.New("--solver dopri5 is adaptive and would ignore --steps (set --rtol/--atol, or choose euler, heun or rk4)")
-	}
-	if !adaptive {
-		var ignored []string
-		for _, f := range []string{"rtol", "atol"} {
-			if a.set(f) {
-				ignored = append(ignored, "--"+f)
-			}
-		}
-		if len(ignored) > 0 {
-			return nil, fmt.Errorf("--solver %s takes --steps and would ignore %s (they apply to dopri5)", a.solver, strings.Join(ignored, " and "))
-		}
-		if a.steps < 1 {
-			return nil, fmt.Errorf("--steps must be at least 1, got %d", a.steps)
-		}
-		if a.steps < 2 && a.solverError && a.set("solver-error") {
-			return nil, errors.New("--solver-error needs --steps ≥ 2 (it compares with half the steps)")
-		}
-	} else {
-		if err := finite("rtol", a.rtol, 0, false); err != nil {
-			return nil, err
-		}
-		if err := finite("atol", a.atol, 0, false); err != nil {
-			return nil, err
-		}
-		if a.rtol >= 1 {
-			return nil, fmt.Errorf("--rtol must be < 1, got %g", a.rtol)
-		}
 	}
 	if a.batch < 1 {
 		return nil, fmt.Errorf("--batch must be at least 1, got %d", a.batch)
@@ -263,7 +274,7 @@ func (j *nllJob) run(ctx context.Context, stderr io.Writer) (*nllResult, error) 
 	meter.Delay = time.Second
 	defer meter.Done()
 	evals, done := 0, 0
-	dyn := countingDynamics{inner: j.model.dynamics(), tick: func() {
+	dyn := countingModel{inner: j.model.dynamics(), tick: func() {
 		evals++
 		meter.Set(done, fmt.Sprintf("%d evaluations", evals))
 	}}

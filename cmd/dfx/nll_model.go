@@ -16,9 +16,9 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/access"
-	"github.com/dfx-lab/dfx/dfx/likelihood"
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 	"github.com/dfx-lab/dfx/internal/input"
 	"github.com/dfx-lab/dfx/internal/membudget"
 	"github.com/dfx-lab/dfx/models"
@@ -27,25 +27,25 @@ import (
 // nllModel is the score and trace that the likelihood ODE integrates.
 type nllModel struct {
 	kind, trace string // "gmm" or "checkpoint"; the trace's name
-	dyn         likelihood.Dynamics
+	model       score.Model
 	workBytes   func(batch int) float64
 	info        string
 }
 
-func (m nllModel) dynamics() likelihood.Dynamics { return m.dyn }
-func (m nllModel) describe() string              { return m.info }
-func (m nllModel) bytes(batch int) float64       { return m.workBytes(batch) }
+func (m nllModel) dynamics() score.Model   { return m.model }
+func (m nllModel) describe() string        { return m.info }
+func (m nllModel) bytes(batch int) float64 { return m.workBytes(batch) }
 
-// countingDynamics calls tick after every evaluation (for progress).
-type countingDynamics struct {
-	inner likelihood.Dynamics
+// countingModel calls tick after every evaluation (for progress).
+type countingModel struct {
+	inner score.Model
 	tick  func()
 }
 
-func (c countingDynamics) Eval(x *mat.Dense, t float64) (*mat.Dense, []float64, error) {
-	s, tr, err := c.inner.Eval(x, t)
+func (c countingModel) Eval(at schedule.Coefficients, x *mat.Dense, want score.Want) (*score.Eval, error) {
+	ev, err := c.inner.Eval(at, x, want)
 	c.tick()
-	return s, tr, err
+	return ev, err
 }
 
 // --- Gaussian mixture -------------------------------------------------------
@@ -97,7 +97,7 @@ func loadGMM(path string, d int, s schedule.Schedule, budget membudget.Budget) (
 		return nllModel{}, fmt.Errorf("--gmm %s: %w", name, err)
 	}
 	fk, fd := float64(k), float64(d)
-	return nllModel{kind: "gmm", trace: "exact", dyn: likelihood.Exact{M: m, Schedule: s},
+	return nllModel{kind: "gmm", trace: "exact", model: score.Exact{Mixture: m},
 		workBytes: func(b int) float64 { return 8*fk*fd*fd*3 + 8*float64(b)*fk*(fd+4)*4 },
 		info:      fmt.Sprintf("a %d-component Gaussian mixture", k)}, nil
 }
@@ -241,50 +241,9 @@ func parseTrace(v string) (traceSpec, error) {
 // loadNetModel reads the --checkpoint files (weights checkpoints; networks
 // in separate files are put side by side) and builds the score and trace.
 func loadNetModel(paths []string, tr traceSpec, d int, s schedule.Schedule, seed uint64) (nllModel, error) {
-	var store *model.Store
-	var first *models.Checkpoint
-	have := map[string]string{} // network scope → file
-	byNet := map[string]*models.Checkpoint{}
-	var others []*model.Store
-	for _, p := range paths {
-		c, err := models.ReadCheckpoint(p)
-		if err != nil {
-			return nllModel{}, fmt.Errorf("--checkpoint: %w", err)
-		}
-		if c.Header.Kind != models.KindWeights {
-			return nllModel{}, fmt.Errorf("--checkpoint %s is a %q checkpoint; dfx nll takes %q checkpoints (the evaluation weights)", p, c.Header.Kind, models.KindWeights)
-		}
-		if c.Header.Dim != d {
-			return nllModel{}, fmt.Errorf("--checkpoint %s takes points of dimension %d, the --points are of dimension %d", p, c.Header.Dim, d)
-		}
-		if err := models.CheckSchedule(c, s); err != nil {
-			return nllModel{}, fmt.Errorf("--checkpoint %s does not go with --schedule %s: %w", p, s.Name(), err)
-		}
-		for _, n := range c.Header.Networks {
-			if f, dup := have[n]; dup {
-				return nllModel{}, fmt.Errorf("--checkpoint %s and %s both hold the %s network: give each network once", f, p, n)
-			}
-			have[n], byNet[n] = p, c
-		}
-		if first != nil {
-			for _, key := range slices.Sorted(mapsKeys(first.Header.Params, c.Header.Params)) {
-				if a, b := first.Header.Params[key], c.Header.Params[key]; a != b && !models.TrainingOnlyParams[key] {
-					return nllModel{}, fmt.Errorf("--checkpoint %s has %s=%q but %s has %q: networks of different architectures cannot be combined", p, key, b, paths[0], a)
-				}
-			}
-		}
-		st, err := models.LoadWeights(c)
-		if err != nil {
-			return nllModel{}, fmt.Errorf("--checkpoint %s: %w", p, err)
-		}
-		if store == nil {
-			store, first = st, c
-		} else {
-			others = append(others, st)
-		}
-	}
-	if err := models.CopyTrainable(store, others...); err != nil {
-		return nllModel{}, fmt.Errorf("--checkpoint: combining the files: %w", err)
+	store, have, byNet, err := readNetCheckpoints(paths, d, s)
+	if err != nil {
+		return nllModel{}, err
 	}
 	held := slices.Sorted(mapsKeys(have, nil))
 	if _, ok := have[models.ScoreScope]; !ok {
@@ -327,35 +286,89 @@ func loadNetModel(paths []string, tr traceSpec, d int, s schedule.Schedule, seed
 	if tr.kind != "dftm" {
 		net.T = nil
 	}
-	dyn := &netDynamics{net: net, sched: s}
+	nm := access.NetModel{Net: net}
 	rowsPer := 1 // graph rows per point of one trace call
 	switch tr.kind {
 	case "vjp":
-		dyn.est, err = access.NewVJPTrace(net, 0)
+		nm.Trace, err = access.NewVJPTrace(net, 0)
 		rowsPer = d
 	case "hutchinson":
-		dyn.est, err = access.NewHutchinson(net, tr.k, access.Rademacher, seed)
+		nm.Trace, err = access.NewHutchinson(net, tr.k, access.Rademacher, seed)
 		rowsPer = tr.k
 	case "hutchpp":
-		dyn.est, err = access.NewHutchPP(net, tr.k, seed)
+		nm.Trace, err = access.NewHutchPP(net, tr.k, seed)
 		rowsPer = tr.k
 	case "dftm":
-		dyn.est, err = access.NewDFTM(net)
+		nm.Trace, err = access.NewDFTM(net)
 	case "dftm-c":
-		dyn.est, err = access.NewDFTMCentred(net)
+		nm.Trace, err = access.NewDFTMCentred(net)
 	}
 	if err != nil {
 		return nllModel{}, fmt.Errorf("--trace %s: %w", tr, err)
 	}
-	dyn.perCall = max(1, access.DefaultMaxRows/rowsPer)
+	// the trace evaluated perCall points at a time (bounding a graph call's rows)
+	nm.PerCall = max(1, access.DefaultMaxRows/rowsPer)
 	width := float64(model.GetParamOr(store.Scope("/"), models.ParamWidth, 256))
 	fd := float64(d)
-	return nllModel{kind: "checkpoint", trace: tr.String(), dyn: dyn,
+	return nllModel{kind: "checkpoint", trace: tr.String(), model: nm,
 		workBytes: func(b int) float64 {
-			rows := float64(min(b, dyn.perCall) * rowsPer)
+			rows := float64(min(b, nm.PerCall) * rowsPer)
 			return rows*fd*8*4 + rows*(fd+width)*4*32
 		},
 		info: fmt.Sprintf("networks %s, trace %s", strings.Join(held, "+"), tr)}, nil
+}
+
+// readNetCheckpoints reads the --checkpoint files (weights checkpoints for
+// points of dimension d on schedule s, one architecture, each network
+// once) into one store, and returns it with the file and checkpoint of
+// each network scope.
+func readNetCheckpoints(paths []string, d int, s schedule.Schedule) (*model.Store, map[string]string, map[string]*models.Checkpoint, error) {
+	var store *model.Store
+	var first *models.Checkpoint
+	have := map[string]string{} // network scope → file
+	byNet := map[string]*models.Checkpoint{}
+	var others []*model.Store
+	for _, p := range paths {
+		c, err := models.ReadCheckpoint(p)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("--checkpoint: %w", err)
+		}
+		if c.Header.Kind != models.KindWeights {
+			return nil, nil, nil, fmt.Errorf("--checkpoint %s is a %q checkpoint; dfx nll takes %q checkpoints (the evaluation weights)", p, c.Header.Kind, models.KindWeights)
+		}
+		if c.Header.Dim != d {
+			return nil, nil, nil, fmt.Errorf("--checkpoint %s takes points of dimension %d, the --points are of dimension %d", p, c.Header.Dim, d)
+		}
+		if err := models.CheckSchedule(c, s); err != nil {
+			return nil, nil, nil, fmt.Errorf("--checkpoint %s does not go with --schedule %s: %w", p, s.Name(), err)
+		}
+		for _, n := range c.Header.Networks {
+			if f, dup := have[n]; dup {
+				return nil, nil, nil, fmt.Errorf("--checkpoint %s and %s both hold the %s network: give each network once", f, p, n)
+			}
+			have[n], byNet[n] = p, c
+		}
+		if first != nil {
+			for _, key := range slices.Sorted(mapsKeys(first.Header.Params, c.Header.Params)) {
+				if a, b := first.Header.Params[key], c.Header.Params[key]; a != b && !models.TrainingOnlyParams[key] {
+					return nil, nil, nil, fmt.Errorf("--checkpoint %s has %s=%q but %s has %q: networks of different architectures cannot be combined", p, key, b, paths[0], a)
+				}
+			}
+		}
+		st, err := models.LoadWeights(c)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("--checkpoint %s: %w", p, err)
+		}
+		if store == nil {
+			store, first = st, c
+		} else {
+			others = append(others, st)
+		}
+	}
+	if err := models.CopyTrainable(store, others...); err != nil {
+		return nil, nil, nil, fmt.Errorf("--checkpoint: combining the files: %w", err)
+	}
+	return store, have, byNet, nil
 }
 
 // mapsKeys iterates the union of the keys of a and b.
@@ -372,36 +385,4 @@ func mapsKeys[V any](a, b map[string]V) func(func(string) bool) {
 			}
 		}
 	}
-}
-
-// netDynamics is a network's score −ε_θ/σ and a trace estimator, the trace
-// evaluated perCall points at a time (bounding the rows of one graph call).
-type netDynamics struct {
-	net     *access.Net
-	est     access.TraceEstimator
-	sched   schedule.Schedule
-	perCall int
-}
-
-func (n *netDynamics) Eval(x *mat.Dense, t float64) (*mat.Dense, []float64, error) {
-	c, err := schedule.At(n.sched, t)
-	if err != nil {
-		return nil, nil, err
-	}
-	eps, err := n.net.EpsAt(x, t)
-	if err != nil {
-		return nil, nil, err
-	}
-	eps.Scale(-1/c.Sigma, eps)
-	b, d := x.Dims()
-	tr := make([]float64, 0, b)
-	for first := 0; first < b; first += n.perCall {
-		end := min(first+n.perCall, b)
-		part, err := n.est.Trace(mat.DenseCopyOf(x.Slice(first, end, 0, d)), t)
-		if err != nil {
-			return nil, nil, err
-		}
-		tr = append(tr, part...)
-	}
-	return eps, tr, nil
 }

@@ -55,24 +55,8 @@ func runOT(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	bad := func(err error) int { return fail(stderr, "ot", err) }
-	if *chains < 1 {
-		return bad(fmt.Errorf("--chains must be at least 1, got %d", *chains))
-	}
-	if *steps < 1 {
-		return bad(fmt.Errorf("--steps must be at least 1, got %d", *steps))
-	}
-	if err := finite("tol", *tol, 0, false); err != nil {
+	if err := checkOTNumbers(fs, *chains, *steps, *tol, *prior, *s); err != nil {
 		return bad(err)
-	}
-	if isSet(fs, "prior-std") {
-		if err := finite("prior-std", *prior, 0, false); err != nil {
-			return bad(fmt.Errorf("%w (omit it for the default)", err))
-		}
-	}
-	if isSet(fs, "s") {
-		if err := finite("s", *s, 0, true); err != nil {
-			return bad(err)
-		}
 	}
 	if *dataPath == "" && *header {
 		return bad(errors.New("--header applies to --data only"))
@@ -81,14 +65,9 @@ func runOT(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return bad(err)
 	}
-	var rules []ot.Rule
-	for _, r := range strings.Split(*matrix, ",") {
-		switch rr := ot.Rule(strings.TrimSpace(strings.ToLower(r))); rr {
-		case ot.Jacobian, ot.PaperRule, ot.PublishedRule:
-			rules = append(rules, rr)
-		default:
-			return bad(fmt.Errorf("unknown --matrix %q (jacobian, paper, published)", r))
-		}
+	rules, err := parseRules(*matrix)
+	if err != nil {
+		return bad(err)
 	}
 	mem, err := budget()
 	if err != nil {
@@ -103,49 +82,9 @@ func runOT(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"run fewer --chains at a time (several --seed values give independent chains) or fewer --steps"); err != nil {
 		return bad(err)
 	}
-	var path schedule.Source
-	var grid []float64
-	switch *protocol {
-	case "paper":
-		sc, err := schedule.ByName(*schedName, schedule.Params{})
-		if err != nil {
-			return bad(err)
-		}
-		path = schedule.Continuous{Schedule: sc}
-		lo, hi := sc.Interval()
-		end := lo
-		if isSet(fs, "s") {
-			if !(*s >= lo && *s < hi) {
-				return bad(fmt.Errorf("--s %g is outside [t_min, T) = [%g, %g) of %s", *s, lo, hi, *schedName))
-			}
-			end = *s
-		}
-		if grid, err = ot.Grid(path, *gridKind, end, *steps); err != nil {
-			return bad(err)
-		}
-	case "published":
-		if isSet(fs, "grid") {
-			return bad(fmt.Errorf("--grid %s: the published protocol uses its own DDIM timesteps and would ignore --grid", *gridKind))
-		}
-		if path, err = ot.Published(*schedName); err != nil {
-			return bad(err)
-		}
-		if grid, err = ot.PublishedGrid(*steps); err != nil {
-			return bad(err)
-		}
-		if *s > 0 {
-			if !(*s < grid[0]) {
-				return bad(fmt.Errorf("--s %g is outside [0, T) = [0, %g) of the published grid", *s, grid[0]))
-			}
-			if grid, err = ot.PublishedGridTo(grid, *s); err != nil {
-				return bad(err)
-			}
-		}
-		if !isSet(fs, "prior-std") {
-			*prior = 1
-		}
-	default:
-		return bad(fmt.Errorf("unknown --protocol %q (paper, published)", *protocol))
+	path, grid, err := otPath(fs, *protocol, *schedName, *gridKind, *s, *steps, prior)
+	if err != nil {
+		return bad(err)
 	}
 	meter := progress.New(stderr, "dfx ot", "steps", len(grid)-1)
 	meter.Delay = time.Second
@@ -156,19 +95,26 @@ func runOT(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return failRun(stderr, "ot", err)
 	}
+	if err := writeOT(stdout, out, *asJSON, !*quiet, path.Name(), grid, sol); err != nil {
+		return failRun(stderr, "ot", err)
+	}
+	return 0
+}
+
+// writeOT prints the outcome as JSON or text (per chain too when perChain),
+// in one write once it is complete.
+func writeOT(stdout io.Writer, out *ot.Outcome, asJSON, perChain bool, schedName string, grid []float64, sol ot.Solver) error {
 	var buf strings.Builder
-	if *asJSON {
-		err = writeJSON(&buf, out, !*quiet, grid)
+	var err error
+	if asJSON {
+		err = writeJSON(&buf, out, perChain, grid)
 	} else {
-		err = writeText(&buf, out, !*quiet, path.Name(), grid, sol)
+		err = writeText(&buf, out, perChain, schedName, grid, sol)
 	}
 	if err == nil {
 		_, err = io.WriteString(stdout, buf.String())
 	}
-	if err != nil {
-		return failRun(stderr, "ot", err)
-	}
-	return 0
+	return err
 }
 
 // otBytes estimates the peak memory of an OT test: per chain the state and
@@ -266,4 +212,96 @@ func parseGaussian(s string) (mixture.Mixture, error) {
 		}
 	}
 	return ot.SingleGaussian(v[:d], cov)
+}
+
+// parseRules reads --matrix: matrix rules, comma-separated.
+func parseRules(matrix string) ([]ot.Rule, error) {
+	var rules []ot.Rule
+	for _, r := range strings.Split(matrix, ",") {
+		switch rr := ot.Rule(strings.TrimSpace(strings.ToLower(r))); rr {
+		case ot.Jacobian, ot.PaperRule, ot.PublishedRule:
+			rules = append(rules, rr)
+		default:
+			return nil, fmt.Errorf("unknown --matrix %q (jacobian, paper, published)", r)
+		}
+	}
+	return rules, nil
+}
+
+// checkOTNumbers checks dfx ot's numeric flags (--prior-std and --s only
+// when given).
+func checkOTNumbers(fs *flag.FlagSet, chains, steps int, tol, prior, s float64) error {
+	if chains < 1 {
+		return fmt.Errorf("--chains must be at least 1, got %d", chains)
+	}
+	if steps < 1 {
+		return fmt.Errorf("--steps must be at least 1, got %d", steps)
+	}
+	if err := finite("tol", tol, 0, false); err != nil {
+		return err
+	}
+	if isSet(fs, "prior-std") {
+		if err := finite("prior-std", prior, 0, false); err != nil {
+			return fmt.Errorf("%w (omit it for the default)", err)
+		}
+	}
+	if isSet(fs, "s") {
+		if err := finite("s", s, 0, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// otPath is the coefficients' source and the time grid of a protocol:
+// paper (a continuous schedule, a grid of --grid kind down to --s) or
+// published (the script's DDPM table and DDIM timesteps; the prior's std
+// becomes 1 unless --prior-std was given).
+func otPath(fs *flag.FlagSet, protocol, schedName, gridKind string, s float64, steps int, prior *float64) (schedule.Source, []float64, error) {
+	var path schedule.Source
+	var grid []float64
+	var err error
+	switch protocol {
+	case "paper":
+		sc, err := schedule.ByName(schedName, schedule.Params{})
+		if err != nil {
+			return nil, nil, err
+		}
+		path = schedule.Continuous{Schedule: sc}
+		lo, hi := sc.Interval()
+		end := lo
+		if isSet(fs, "s") {
+			if !(s >= lo && s < hi) {
+				return nil, nil, fmt.Errorf("--s %g is outside [t_min, T) = [%g, %g) of %s", s, lo, hi, schedName)
+			}
+			end = s
+		}
+		if grid, err = ot.Grid(path, gridKind, end, steps); err != nil {
+			return nil, nil, err
+		}
+	case "published":
+		if isSet(fs, "grid") {
+			return nil, nil, fmt.Errorf("--grid %s: the published protocol uses its own DDIM timesteps and would ignore --grid", gridKind)
+		}
+		if path, err = ot.Published(schedName); err != nil {
+			return nil, nil, err
+		}
+		if grid, err = ot.PublishedGrid(steps); err != nil {
+			return nil, nil, err
+		}
+		if s > 0 {
+			if !(s < grid[0]) {
+				return nil, nil, fmt.Errorf("--s %g is outside [0, T) = [0, %g) of the published grid", s, grid[0])
+			}
+			if grid, err = ot.PublishedGridTo(grid, s); err != nil {
+				return nil, nil, err
+			}
+		}
+		if !isSet(fs, "prior-std") {
+			*prior = 1
+		}
+	default:
+		return nil, nil, fmt.Errorf("unknown --protocol %q (paper, published)", protocol)
+	}
+	return path, grid, nil
 }

@@ -51,29 +51,8 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return fail(stderr, "sample", err)
 	}
-	switch {
-	case *n < 1 || *n > 1000:
-		return fail(stderr, "sample", fmt.Errorf("--n must be an integer in [1, 1000], got %d", *n))
-	case *steps < 1 || *steps > 10000:
-		return fail(stderr, "sample", fmt.Errorf("--steps must be an integer in [1, 10000], got %d", *steps))
-	case *pngOut == "" && *npyOut == "":
-		return fail(stderr, "sample", errors.New("nothing to write: give -png FILE and/or -npy FILE"))
-	}
-	if err := finite("scale", *scale, 0, true); err != nil {
+	if err := checkSampleFlags(*n, *steps, *scale, *pngOut, *npyOut, *nets); err != nil {
 		return fail(stderr, "sample", err)
-	}
-	if *pngOut != "" && *npyOut != "" && sameFile(*pngOut, *npyOut) {
-		return fail(stderr, "sample", fmt.Errorf("-png and -npy name the same file %s: one would overwrite the other", *pngOut))
-	}
-	for _, o := range []struct{ flag, path string }{{"png", *pngOut}, {"npy", *npyOut}} {
-		if err := checkOutFile(o.flag, o.path); err != nil {
-			return fail(stderr, "sample", err)
-		}
-	}
-	if *nets != "" {
-		if st, err := os.Stat(*nets); err != nil || !st.IsDir() {
-			return fail(stderr, "sample", fmt.Errorf("--nets %s is not a folder", *nets))
-		}
 	}
 	guide, err := gf.check(fs, *steps)
 	if err != nil {
@@ -90,43 +69,10 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		return failErr(stderr, "sample", err)
 	}
-	var class []int
-	var sc []float64
-	for _, k := range cls {
-		for range *n {
-			class, sc = append(class, k), append(sc, *scale)
-		}
+	x, err := sampleClasses(ctx, net, guide, cls, *n, *steps, *scale, uint64(seed), stderr)
+	if err != nil {
+		return failRun(stderr, "sample", err)
 	}
-	// one class per call, so the progress display moves
-	meter := progress.New(stderr, "sample", "class", len(cls))
-	x := mat.NewDense(len(class), mnist.Dim, nil)
-	for i := range cls {
-		if err := ctx.Err(); err != nil {
-			return failRun(stderr, "sample", err)
-		}
-		var rows *mat.Dense
-		msg := fmt.Sprintf("class %d", cls[i])
-		if guide == nil {
-			rows, err = net.SampleRows(mnist.SampleConfig{Steps: *steps, Seed: uint64(seed)}, class, sc, i**n, (i+1)**n)
-		} else {
-			var res *adjoint.Result
-			res, err = guide.sample(ctx, net, class, *scale, uint64(seed), i**n, (i+1)**n)
-			if err == nil {
-				rows = res.X
-				if c := guide.cfg; c.From < c.To {
-					msg += fmt.Sprintf(", loss %.3g → %.3g", res.Steps[c.From].Loss, res.Steps[c.To-1].Loss)
-				}
-			}
-		}
-		if err != nil {
-			return failRun(stderr, "sample", err)
-		}
-		for r := range *n {
-			x.SetRow(i**n+r, rows.RawRowView(r))
-		}
-		meter.Add(1, msg)
-	}
-	meter.Done()
 	x = mnist.Clip(x)
 	if err := writeSamples(x, cls, *n, *steps, *scale, uint64(seed), guide, *pngOut, *npyOut); err != nil {
 		return failRun(stderr, "sample", err)
@@ -153,6 +99,79 @@ func parseClasses(v string) ([]int, error) {
 		cls = append(cls, k)
 	}
 	return cls, nil
+}
+
+// checkSampleFlags checks dfx sample's flags before any network loads.
+func checkSampleFlags(n, steps int, scale float64, pngOut, npyOut, nets string) error {
+	switch {
+	case n < 1 || n > 1000:
+		return fmt.Errorf("--n must be an integer in [1, 1000], got %d", n)
+	case steps < 1 || steps > 10000:
+		return fmt.Errorf("--steps must be an integer in [1, 10000], got %d", steps)
+	case pngOut == "" && npyOut == "":
+		return errors.New("nothing to write: give -png FILE and/or -npy FILE")
+	}
+	if err := finite("scale", scale, 0, true); err != nil {
+		return err
+	}
+	if pngOut != "" && npyOut != "" && sameFile(pngOut, npyOut) {
+		return fmt.Errorf("-png and -npy name the same file %s: one would overwrite the other", pngOut)
+	}
+	for _, o := range []struct{ flag, path string }{{"png", pngOut}, {"npy", npyOut}} {
+		if err := checkOutFile(o.flag, o.path); err != nil {
+			return err
+		}
+	}
+	if nets != "" {
+		if st, err := os.Stat(nets); err != nil || !st.IsDir() {
+			return fmt.Errorf("--nets %s is not a folder", nets)
+		}
+	}
+	return nil
+}
+
+// sampleClasses draws n samples of each class (rows in class order, not
+// clipped), one class per call so that the progress display on stderr
+// moves, with adjoint guidance when guide is not nil.
+func sampleClasses(ctx context.Context, net *mnist.Networks, guide *sampleGuide, cls []int, n, steps int, scale float64, seed uint64, stderr io.Writer) (*mat.Dense, error) {
+	var class []int
+	var sc []float64
+	for _, k := range cls {
+		for range n {
+			class, sc = append(class, k), append(sc, scale)
+		}
+	}
+	meter := progress.New(stderr, "sample", "class", len(cls))
+	x := mat.NewDense(len(class), mnist.Dim, nil)
+	for i := range cls {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		var rows *mat.Dense
+		var err error
+		msg := fmt.Sprintf("class %d", cls[i])
+		if guide == nil {
+			rows, err = net.SampleRows(mnist.SampleConfig{Steps: steps, Seed: seed}, class, sc, i*n, (i+1)*n)
+		} else {
+			var res *adjoint.Result
+			res, err = guide.sample(ctx, net, class, scale, seed, i*n, (i+1)*n)
+			if err == nil {
+				rows = res.X
+				if c := guide.cfg; c.From < c.To {
+					msg += fmt.Sprintf(", loss %.3g → %.3g", res.Steps[c.From].Loss, res.Steps[c.To-1].Loss)
+				}
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		for r := range n {
+			x.SetRow(i*n+r, rows.RawRowView(r))
+		}
+		meter.Add(1, msg)
+	}
+	meter.Done()
+	return x, nil
 }
 
 // writeSamples renders the PNG grid and the .npy bytes first, then writes

@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 )
 
 // testBackend is GoMLX's Go backend with ops run one at a time (the
@@ -145,8 +146,8 @@ func TestVJPTraceOfExactScoreEqualsExactMixtureTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, est := range []TraceEstimator{vjp, f.mix} {
-		got, err := est.Trace(f.xm, f.t)
+	for _, est := range []score.TraceEstimator{vjp, f.mix} {
+		got, err := est.Trace(mustAt(f.s, f.t), f.xm)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,8 +170,8 @@ func TestVJPMatVecOfExactScoreEqualsExactMixtureMatVec(t *testing.T) {
 	for q := range len(f.x) {
 		v.SetRow(q, []float64{rng.NormFloat64(), rng.NormFloat64(), rng.NormFloat64()})
 	}
-	for _, op := range []FisherOperator{vjp, f.mix} {
-		got, err := op.MatVec(f.xm, f.t, v)
+	for _, op := range []score.FisherOperator{vjp, f.mix} {
+		got, err := op.Apply(score.State{At: mustAt(f.s, f.t), X: f.xm}, v)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,7 +198,7 @@ func TestDFTMWithExactTraceNetworkEqualsExactTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := tm.Trace(f.xm, f.t)
+	got, err := tm.Trace(mustAt(f.s, f.t), f.xm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +217,7 @@ func TestDFTMWithExactTraceNetworkEqualsExactTrace(t *testing.T) {
 func TestDFEAErrorIsWithinPropErrorBoundEA(t *testing.T) {
 	for _, tm := range []float64{0.1, 0.3, 0.7} {
 		f := newFixture(t, 3, 5, 4, tm)
-		ea, err := NewDFEA(f.mix.Net(), nil)
+		ea, err := NewDFEA(f.mix.Net())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,7 +235,7 @@ func TestDFEAErrorIsWithinPropErrorBoundEA(t *testing.T) {
 			for j := range f.d {
 				e := mat.NewDense(1, f.d, nil)
 				e.Set(0, j, 1)
-				col, err := ea.MatVecAt(denseOf(f.x[q:q+1]), denseOf([][]float64{x0}), f.t, e)
+				col, err := ea.Apply(score.State{At: mustAt(f.s, f.t), X: denseOf(f.x[q : q+1]), Endpoint: denseOf([][]float64{x0})}, e)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -260,7 +261,7 @@ func TestHutchPPIsExactWhenTheSketchSpansTheSpace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := h.Trace(f.xm, f.t)
+	got, err := h.Trace(mustAt(f.s, f.t), f.xm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +297,7 @@ func TestHutchinsonIsUnbiasedWithTheoreticalVariance(t *testing.T) {
 			x[i] = f.x[0]
 		}
 		h.K = k
-		est, err := h.Trace(denseOf(x), f.t)
+		est, err := h.Trace(mustAt(f.s, f.t), denseOf(x))
 		if err != nil {
 			t.Fatal(err)
 		}

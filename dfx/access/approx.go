@@ -7,6 +7,10 @@ import (
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/internal/tensormat"
 )
 
 // DFTM is DF trace matching (eq. trace_appro): one forward pass of ε_θ and
@@ -69,62 +73,62 @@ func newScalarTrace(n *Net, name string, build func(Network, *model.Scope, *grap
 
 func (e scalarTrace) Name() string { return e.name }
 
-func (e scalarTrace) Trace(x *mat.Dense, t float64) ([]float64, error) {
-	return e.net.scalarAt(e.exec, x, t)
+func (e scalarTrace) Trace(c schedule.Coefficients, x *mat.Dense) ([]float64, error) {
+	return e.net.scalarAt(e.exec, c, x)
 }
 
-// EndpointFn supplies the endpoints x₀ [B, d] used by DF-EA for queries x
-// [B, d] at time t (in adjoint guidance, the x₀ predicted by the guidance
-// step's inner solve).
-type EndpointFn func(x *mat.Dense, t float64) (*mat.Dense, error)
-
-// DFEA is DF endpoint approximation (eq. EA_approx): one forward pass of ε_θ,
-// F v ≈ v/σ² − (α²/σ⁴)⟨x₀,v⟩x₀ + (α²/σ⁴)⟨ȳ_θ,v⟩ȳ_θ, i.e. the exact
-// Fisher I/σ² − (α²/σ⁴)(Σ wᵢyᵢyᵢᵀ − ȳȳᵀ) of Prop. analytic_dirac with the
-// posterior second moment replaced by the endpoint's outer product x₀x₀ᵀ.
-// Its MatVec takes x₀ from Endpoint; MatVecAt takes it explicitly.
+// DFEA is DF endpoint approximation (eq. EA_approx), the Fisher of Prop.
+// analytic_dirac, I/σ² − (α²/σ⁴)(Σ wᵢyᵢyᵢᵀ − ȳȳᵀ), with the posterior
+// second moment replaced by the endpoint's outer product x̂₀x̂₀ᵀ:
+//
+//	F v ≈ v/σ² − (α²/σ⁴)⟨x̂₀,v⟩x̂₀ + (α²/σ⁴)⟨ȳ,v⟩ȳ.
+//
+// Apply takes x̂₀ from State.Endpoint. With State.Denoiser set (a sampler
+// that has computed ȳ, e.g. an adjoint-guidance inner step) it is the host
+// formula DFEAApply, O(B·d) and no network pass: the zero DFEA does this.
+// Without it, ȳ_θ comes from the network in the same compiled graph
+// (DFEAMatVecGraph), which needs a DFEA from NewDFEA.
 type DFEA struct {
-	net      *Net
-	exec     *model.Exec
-	Endpoint EndpointFn
+	net  *Net
+	exec *model.Exec
 }
 
-// NewDFEA compiles the operator; endpoint may be nil if only MatVecAt is used.
-func NewDFEA(n *Net, endpoint EndpointFn) (*DFEA, error) {
+// NewDFEA compiles the operator's graph on a network.
+func NewDFEA(n *Net) (*DFEA, error) {
 	e, err := n.exec(func(scope *model.Scope, in []*graph.Node) *graph.Node {
 		return DFEAMatVecGraph(n.Network, scope, in[0], in[1], in[2], in[3], in[4])
 	})
-	return &DFEA{n, e, endpoint}, err
+	return &DFEA{n, e}, err
 }
 
-func (*DFEA) Name() string { return "df-ea" }
+// Name implements score.FisherOperator.
+func (DFEA) Name() string { return "df-ea" }
 
-func (e *DFEA) MatVec(x *mat.Dense, t float64, v *mat.Dense) (*mat.Dense, error) {
-	if e.Endpoint == nil {
-		return nil, errors.New("access: DF-EA MatVec needs an Endpoint function (or call MatVecAt)")
+// Apply implements score.FisherOperator.
+func (e DFEA) Apply(s score.State, v *mat.Dense) (*mat.Dense, error) {
+	if s.Endpoint == nil {
+		return nil, errors.New("access: DF-EA needs the endpoints x̂₀ (State.Endpoint)")
 	}
-	x0, err := e.Endpoint(x, t)
+	if s.Denoiser != nil {
+		return DFEAApply(s.Denoiser, s.Endpoint, v, s.At.Alpha, s.At.Sigma)
+	}
+	if e.exec == nil {
+		return nil, errors.New("access: DF-EA without the state's denoiser needs a network (NewDFEA)")
+	}
+	b, d, err := checkAt(s.At, s.X, v)
 	if err != nil {
 		return nil, err
 	}
-	return e.MatVecAt(x, x0, t, v)
-}
-
-// MatVecAt is MatVec with explicit endpoints x0 [B, d].
-func (e *DFEA) MatVecAt(x, x0 *mat.Dense, t float64, v *mat.Dense) (*mat.Dense, error) {
-	b, d, a, s, err := e.net.batchAt(x, v, t)
-	if err != nil {
-		return nil, err
-	}
-	if _, _, err := checkBatch(x, x0); err != nil {
+	if _, _, err := checkBatch(s.X, s.Endpoint); err != nil {
 		return nil, fmt.Errorf("access: endpoints: %w", err)
 	}
 	dt := e.net.DType
-	res, err := e.exec.Exec(matrix(dt, x), matrix(dt, x0), matrix(dt, v), filled(dt, b, a), filled(dt, b, s))
+	res, err := e.exec.Exec(tensormat.FromMatrix(dt, s.X), tensormat.FromMatrix(dt, s.Endpoint), tensormat.FromMatrix(dt, v),
+		tensormat.Filled(dt, b, s.At.Alpha), tensormat.Filled(dt, b, s.At.Sigma))
 	if err != nil {
 		return nil, fmt.Errorf("access: %w", err)
 	}
-	return mat.NewDense(b, d, flat(res[0])), nil
+	return tensormat.Dense(res[0], b, d), nil
 }
 
 // DFEAApply is DF-EA (eq. EA_approx) on the host from a denoiser output
@@ -153,6 +157,72 @@ func DFEAApply(ybar, x0, v *mat.Dense, alpha, sigma float64) (*mat.Dense, error)
 		for j := range d {
 			o[j] = vv[j]/s2 + cy*y[j] - cx*x[j]
 		}
+	}
+	return out, nil
+}
+
+// DFEAMatrix is the d×d matrix that DF-EA applies at one point,
+// I/σ² − (α²/σ⁴)(x̂₀x̂₀ᵀ − ȳȳᵀ), for the endpoint x0 and denoiser ybar [d].
+func DFEAMatrix(c schedule.Coefficients, x0, ybar []float64) *mat.Dense {
+	d := len(x0)
+	s2 := c.Sigma * c.Sigma
+	k := c.Alpha * c.Alpha / (s2 * s2)
+	m := mat.NewDense(d, d, nil)
+	for r := range d {
+		row := m.RawRowView(r)
+		for j := range d {
+			row[j] = -k * (x0[r]*x0[j] - ybar[r]*ybar[j])
+		}
+		row[r] += 1 / s2
+	}
+	return m
+}
+
+// DFEAErrorBound bounds ‖F − F_EA‖_HS at one point (Prop. error_bound_ea,
+// in the form the exact-operator studies check): with D ≥ ‖yᵢ‖ for every
+// data point and ≥ ‖x̂₀‖, δ = ‖ŷ − ȳ‖ the error of the denoiser DF-EA used
+// (ŷ) against the exact one (ȳ),
+//
+//	‖F − F_EA‖_HS ≤ (α²/σ⁴)(2D² + δ(‖ȳ‖ + ‖ŷ‖)),
+//
+// since Σ wᵢyᵢyᵢᵀ and x̂₀x̂₀ᵀ have HS norms ≤ D² and ȳȳᵀ − ŷŷᵀ = ȳ(ȳ − ŷ)ᵀ +
+// (ȳ − ŷ)ŷᵀ.
+func DFEAErrorBound(c schedule.Coefficients, dmax, delta, ybarNorm, yhatNorm float64) float64 {
+	s2 := c.Sigma * c.Sigma
+	return c.Alpha * c.Alpha / (s2 * s2) * (2*dmax*dmax + delta*(ybarNorm+yhatNorm))
+}
+
+// OperatorMatrix is, for each of the B points of s, the d×d matrix whose
+// row j is op(x_b) e_j, by one batched Apply on the basis vectors (the
+// matrix's transpose; equal to it for a symmetric operator).
+func OperatorMatrix(op score.FisherOperator, s score.State) ([]*mat.Dense, error) {
+	b, d := s.X.Dims()
+	rep := func(m *mat.Dense) *mat.Dense {
+		if m == nil {
+			return nil
+		}
+		out := mat.NewDense(b*d, d, nil)
+		for i := range b {
+			for j := range d {
+				out.SetRow(i*d+j, m.RawRowView(i))
+			}
+		}
+		return out
+	}
+	v := mat.NewDense(b*d, d, nil)
+	for i := range b {
+		for j := range d {
+			v.Set(i*d+j, j, 1)
+		}
+	}
+	big := score.State{At: s.At, X: rep(s.X), Denoiser: rep(s.Denoiser), Endpoint: rep(s.Endpoint)}
+	fv, err := op.Apply(big, v)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*mat.Dense, b)
+	for i := range b {
+		out[i] = mat.DenseCopyOf(fv.Slice(i*d, (i+1)*d, 0, d))
 	}
 	return out, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 	"github.com/dfx-lab/dfx/models"
 )
 
@@ -42,31 +43,32 @@ func BenchmarkAccess(b *testing.B) {
 		hpp, _ := access.NewHutchPP(net, 24, 1)
 		mv, _ := access.NewVJPMatVec(net)
 		tm2, _ := access.NewDFTM(net)
-		ea, _ := access.NewDFEA(net, func(x *mat.Dense, _ float64) (*mat.Dense, error) { return x, nil })
+		ea, _ := access.NewDFEA(net)
+		c, _ := schedule.At(net.Schedule, tm)
 		mix, err := access.NewMixture(net.Backend, net.Schedule, dtypes.Float32, randomRows(1000, d, 2))
 		if err != nil {
 			b.Fatal(err)
 		}
-		traces := []access.TraceEstimator{vjp, hut, hpp, tm2, mix}
+		traces := []score.TraceEstimator{vjp, hut, hpp, tm2, mix}
 		for _, e := range traces {
 			b.Run(fmt.Sprintf("d=%d/trace/%s", d, e.Name()), func(b *testing.B) {
-				if _, err := e.Trace(x, tm); err != nil { // compile outside the timer
+				if _, err := e.Trace(c, x); err != nil { // compile outside the timer
 					b.Fatal(err)
 				}
 				for b.Loop() {
-					if _, err := e.Trace(x, tm); err != nil {
+					if _, err := e.Trace(c, x); err != nil {
 						b.Fatal(err)
 					}
 				}
 			})
 		}
-		for _, op := range []access.FisherOperator{mv, ea, mix} {
+		for _, op := range []score.FisherOperator{mv, ea, mix} {
 			b.Run(fmt.Sprintf("d=%d/matvec/%s", d, op.Name()), func(b *testing.B) {
-				if _, err := op.MatVec(x, tm, v); err != nil {
+				if _, err := op.Apply(score.State{At: c, X: x, Endpoint: x}, v); err != nil {
 					b.Fatal(err)
 				}
 				for b.Loop() {
-					if _, err := op.MatVec(x, tm, v); err != nil {
+					if _, err := op.Apply(score.State{At: c, X: x, Endpoint: x}, v); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -25,7 +25,7 @@ func TestCentredDFTMWithExactNuEqualsExactTrace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := c.Trace(f.xm, tm)
+		got, err := c.Trace(mustAt(f.s, tm), f.xm)
 		if err != nil {
 			t.Fatal(err)
 		}

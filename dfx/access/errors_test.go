@@ -3,6 +3,8 @@ package access
 import (
 	"math"
 	"testing"
+
+	"github.com/dfx-lab/dfx/dfx/score"
 )
 
 // TestEstimatorErrorsAtD64: on a 64-dimensional Dirac mixture with its exact
@@ -16,8 +18,8 @@ func TestEstimatorErrorsAtD64(t *testing.T) {
 	hut, _ := NewHutchinson(net, 8, Rademacher, 3)
 	hpp, _ := NewHutchPP(net, 24, 3)
 	dftm, _ := NewDFTM(net)
-	for _, e := range []TraceEstimator{vjp, hut, hpp, dftm} {
-		got, err := e.Trace(f.xm, f.t)
+	for _, e := range []score.TraceEstimator{vjp, hut, hpp, dftm} {
+		got, err := e.Trace(mustAt(f.s, f.t), f.xm)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -28,7 +30,7 @@ func TestEstimatorErrorsAtD64(t *testing.T) {
 			worst = math.Max(worst, r)
 		}
 		t.Logf("%-14s mean relative error %.3g, worst %.3g", e.Name(), mean, worst)
-		if (e == TraceEstimator(vjp) || e == TraceEstimator(dftm)) && worst > 1e-6 {
+		if (e == score.TraceEstimator(vjp) || e == score.TraceEstimator(dftm)) && worst > 1e-6 {
 			t.Errorf("%s: worst relative error %g > 1e-6", e.Name(), worst)
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/internal/tensormat"
 )
 
 // Mixture is the Dirac mixture q₀ = (1/N) Σᵢ δ(x − yᵢ) as GoMLX graphs: with
@@ -19,7 +21,8 @@ import (
 //	F = I/σ² − (α²/σ⁴)(Σ wᵢ yᵢyᵢᵀ − ȳȳᵀ),   tr F = d/σ² − (α²/σ⁴)(Σ wᵢ‖yᵢ‖² − ‖ȳ‖²).
 //
 // Its Eps is an exact "network" for the VJP estimators; Net() bundles it.
-// Mixture itself is a TraceEstimator and FisherOperator (closed forms).
+// Mixture itself is a score.TraceEstimator and score.FisherOperator (closed
+// forms).
 type Mixture struct {
 	net         *Net
 	n, d        int
@@ -36,14 +39,14 @@ func NewMixture(backend compute.Backend, s schedule.Schedule, dtype dtypes.DType
 	}
 	m := &Mixture{n: n, d: d}
 	store := model.NewStore()
-	m.yVar = store.Scope("/mixture").VariableWithValue("y", matrix(dtype, y)).SetTrainable(false)
+	m.yVar = store.Scope("/mixture").VariableWithValue("y", tensormat.FromMatrix(dtype, y)).SetTrainable(false)
 	norms := make([]float64, n)
 	for i := range n {
-		for _, v := range rowOf(y, i) {
+		for _, v := range tensormat.Row(y, i) {
 			norms[i] += v * v
 		}
 	}
-	m.y2Var = store.Scope("/mixture").VariableWithValue("y2", matrix(dtype, mat.NewDense(1, n, norms))).SetTrainable(false)
+	m.y2Var = store.Scope("/mixture").VariableWithValue("y2", tensormat.FromMatrix(dtype, mat.NewDense(1, n, norms))).SetTrainable(false)
 	m.net = NewNet(backend, store, s, dtype, Network{Eps: m.Eps, T: m.T, Nu: m.Nu})
 	if m.trace, err = m.net.exec(func(_ *model.Scope, in []*graph.Node) *graph.Node {
 		return m.traceGraph(in[0], in[1], in[2])
@@ -78,7 +81,7 @@ func (m *Mixture) posterior(x, alpha, sigma *graph.Node) (w, ybar, wy2 *graph.No
 // Eps is the exact ε = (x − α ȳ)/σ; its autodiff is the exact Fisher times σ.
 func (m *Mixture) Eps(_ *model.Scope, x, alpha, sigma *graph.Node) *graph.Node {
 	_, ybar, _ := m.posterior(x, alpha, sigma)
-	return graph.Div(graph.Sub(x, graph.Mul(graph.InsertAxes(alpha, -1), ybar)), graph.InsertAxes(sigma, -1))
+	return EpsFromDenoiserGraph(x, ybar, alpha, sigma)
 }
 
 // T is the exact DF-TM target Σ wᵢ‖yᵢ‖²/d (Prop. optimal_t).
@@ -116,19 +119,21 @@ func (m *Mixture) matVecGraph(x, v, alpha, sigma *graph.Node) *graph.Node {
 
 func (*Mixture) Name() string { return "exact" }
 
-// Trace is the closed-form tr F (Prop. trace_matching).
-func (m *Mixture) Trace(x *mat.Dense, t float64) ([]float64, error) {
+// Trace implements score.TraceEstimator: the closed-form tr F (Prop.
+// trace_matching).
+func (m *Mixture) Trace(c schedule.Coefficients, x *mat.Dense) ([]float64, error) {
 	if _, d, err := checkBatch(x, nil); err != nil {
 		return nil, err
 	} else if d != m.d {
 		return nil, fmt.Errorf("access: query dim %d, mixture dim %d", d, m.d)
 	}
-	return m.net.scalarAt(m.trace, x, t)
+	return m.net.scalarAt(m.trace, c, x)
 }
 
-// MatVec is the closed-form F v (Prop. analytic_dirac).
-func (m *Mixture) MatVec(x *mat.Dense, t float64, v *mat.Dense) (*mat.Dense, error) {
-	b, d, a, s, err := m.net.batchAt(x, v, t)
+// Apply implements score.FisherOperator: the closed-form F v (Prop.
+// analytic_dirac).
+func (m *Mixture) Apply(s score.State, v *mat.Dense) (*mat.Dense, error) {
+	b, d, err := checkAt(s.At, s.X, v)
 	if err != nil {
 		return nil, err
 	}
@@ -136,9 +141,9 @@ func (m *Mixture) MatVec(x *mat.Dense, t float64, v *mat.Dense) (*mat.Dense, err
 		return nil, fmt.Errorf("access: query dim %d, mixture dim %d", d, m.d)
 	}
 	dt := m.net.DType
-	res, err := m.mvec.Exec(matrix(dt, x), matrix(dt, v), filled(dt, b, a), filled(dt, b, s))
+	res, err := m.mvec.Exec(tensormat.FromMatrix(dt, s.X), tensormat.FromMatrix(dt, v), tensormat.Filled(dt, b, s.At.Alpha), tensormat.Filled(dt, b, s.At.Sigma))
 	if err != nil {
 		return nil, fmt.Errorf("access: %w", err)
 	}
-	return mat.NewDense(b, d, flat(res[0])), nil
+	return tensormat.Dense(res[0], b, d), nil
 }

@@ -10,12 +10,13 @@ import (
 
 	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 )
 
 // exactNet is a 4-point Dirac mixture in d = 3 whose exact ε, t and ν serve
 // as the "network" (Mixture.Net), and two queries at t = 0.3 of the VP
 // schedule. Its outputs are deterministic, so the examples print them.
-func exactNet() (*access.Mixture, *mat.Dense, float64) {
+func exactNet() (*access.Mixture, *mat.Dense, schedule.Coefficients) {
 	backend, err := compute.NewWithConfig("go:ops_sequential")
 	if err != nil {
 		panic(err)
@@ -34,7 +35,11 @@ func exactNet() (*access.Mixture, *mat.Dense, float64) {
 		0.4, 0.3, 0,
 		-0.2, -0.5, -0.1,
 	})
-	return mix, x, 0.3
+	c, err := schedule.At(schedule.DefaultVP(), 0.3)
+	if err != nil {
+		panic(err)
+	}
+	return mix, x, c
 }
 
 func printRow(v []float64) {
@@ -50,16 +55,16 @@ func printRow(v []float64) {
 // The exact trace of the network's Fisher by d VJPs (eq. nll_VJP) equals the
 // mixture's closed form when the network is the exact score.
 func ExampleVJPTrace() {
-	mix, x, t := exactNet()
+	mix, x, c := exactNet()
 	vjp, err := access.NewVJPTrace(mix.Net(), 0)
 	if err != nil {
 		panic(err)
 	}
-	tr, err := vjp.Trace(x, t)
+	tr, err := vjp.Trace(c, x)
 	if err != nil {
 		panic(err)
 	}
-	exact, _ := mix.Trace(x, t)
+	exact, _ := mix.Trace(c, x)
 	printRow(tr)
 	printRow(exact)
 	// Output:
@@ -70,12 +75,12 @@ func ExampleVJPTrace() {
 // Hutchinson's estimate with K = 4 Rademacher probes per query; the same
 // seed gives the same estimate.
 func ExampleHutchinson() {
-	mix, x, t := exactNet()
+	mix, x, c := exactNet()
 	h, err := access.NewHutchinson(mix.Net(), 4, access.Rademacher, 1)
 	if err != nil {
 		panic(err)
 	}
-	tr, err := h.Trace(x, t)
+	tr, err := h.Trace(c, x)
 	if err != nil {
 		panic(err)
 	}
@@ -87,12 +92,12 @@ func ExampleHutchinson() {
 // Hutch++ with M = 6 matvecs per query in d = 3: a sketch of k = 2
 // vectors, their exact trace, and Hutchinson on the deflated remainder.
 func ExampleHutchPP() {
-	mix, x, t := exactNet()
+	mix, x, c := exactNet()
 	h, err := access.NewHutchPP(mix.Net(), 6, 1)
 	if err != nil {
 		panic(err)
 	}
-	tr, err := h.Trace(x, t)
+	tr, err := h.Trace(c, x)
 	if err != nil {
 		panic(err)
 	}
@@ -104,12 +109,12 @@ func ExampleHutchPP() {
 // DF-TM (eq. trace_appro) in one forward pass of ε and t: exact when the
 // networks are exact.
 func ExampleDFTM() {
-	mix, x, t := exactNet()
+	mix, x, c := exactNet()
 	e, err := access.NewDFTM(mix.Net())
 	if err != nil {
 		panic(err)
 	}
-	tr, err := e.Trace(x, t)
+	tr, err := e.Trace(c, x)
 	if err != nil {
 		panic(err)
 	}
@@ -122,8 +127,8 @@ func ExampleDFTM() {
 // replaced by the endpoint's outer product x₀x₀ᵀ; here x₀ is the data point
 // nearest each query, and the exact F v is printed below it.
 func ExampleDFEA() {
-	mix, x, t := exactNet()
-	ea, err := access.NewDFEA(mix.Net(), nil)
+	mix, x, c := exactNet()
+	ea, err := access.NewDFEA(mix.Net())
 	if err != nil {
 		panic(err)
 	}
@@ -135,11 +140,11 @@ func ExampleDFEA() {
 		1, 0, 0,
 		0, 1, 0,
 	})
-	fv, err := ea.MatVecAt(x, x0, t, v)
+	fv, err := ea.Apply(score.State{At: c, X: x, Endpoint: x0}, v)
 	if err != nil {
 		panic(err)
 	}
-	exact, _ := mix.MatVec(x, t, v)
+	exact, _ := mix.Apply(score.State{At: c, X: x}, v)
 	for q := range 2 {
 		printRow(fv.RawRowView(q))
 		printRow(exact.RawRowView(q))
@@ -153,12 +158,12 @@ func ExampleDFEA() {
 
 // The host wrappers of a Net evaluate its networks on a batch.
 func ExampleNet_DenoiserAt() {
-	mix, x, t := exactNet()
-	ybar, err := mix.Net().DenoiserAt(x, t)
+	mix, x, c := exactNet()
+	ybar, err := mix.Net().DenoiserAt(c, x)
 	if err != nil {
 		panic(err)
 	}
-	tn, err := mix.Net().TAt(x, t)
+	tn, err := mix.Net().TAt(c, x)
 	if err != nil {
 		panic(err)
 	}

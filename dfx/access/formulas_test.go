@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/mixture"
+	"github.com/dfx-lab/dfx/dfx/score"
 )
 
 // TestDFEAMatchesAFloat64EvaluationOfEqEAApprox evaluates eq. EA_approx in
@@ -23,7 +24,7 @@ import (
 func TestDFEAMatchesAFloat64EvaluationOfEqEAApprox(t *testing.T) {
 	for _, tm := range []float64{0.1, 0.3} {
 		f := newFixture(t, 4, 5, 6, tm)
-		ea, err := NewDFEA(f.mix.Net(), nil)
+		ea, err := NewDFEA(f.mix.Net())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,7 +37,7 @@ func TestDFEAMatchesAFloat64EvaluationOfEqEAApprox(t *testing.T) {
 				v.Set(q, j, f.refYbar[q][j]+0.5*rng.NormFloat64())
 			}
 		}
-		got, err := ea.MatVecAt(f.xm, x0, tm, v)
+		got, err := ea.Apply(score.State{At: mustAt(f.s, tm), X: f.xm, Endpoint: x0}, v)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +98,7 @@ func TestHutchPPWithASketchSmallerThanDIsUnbiased(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := h.Trace(x, f.t)
+		got, err := h.Trace(mustAt(f.s, f.t), x)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -157,7 +158,7 @@ func dftmError(t *testing.T, f *fixture, tau float64, delta []float64) (errs, yb
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := e.Trace(f.xm, f.t)
+	got, err := e.Trace(mustAt(f.s, f.t), f.xm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,19 +290,19 @@ func TestNetHostWrappersMatchPackageMixture(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := f.mix.Net()
-	eps, err := n.EpsAt(f.xm, f.t)
+	eps, err := n.EpsAt(mustAt(f.s, f.t), f.xm)
 	if err != nil {
 		t.Fatal(err)
 	}
-	den, err := n.DenoiserAt(f.xm, f.t)
+	den, err := n.DenoiserAt(mustAt(f.s, f.t), f.xm)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tn, err := n.TAt(f.xm, f.t)
+	tn, err := n.TAt(mustAt(f.s, f.t), f.xm)
 	if err != nil {
 		t.Fatal(err)
 	}
-	nu, err := n.NuAt(f.xm, f.t)
+	nu, err := n.NuAt(mustAt(f.s, f.t), f.xm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +331,7 @@ func TestNetHostWrappersMatchPackageMixture(t *testing.T) {
 		func(scope *model.Scope, x, alpha, sigma *graph.Node) *graph.Node {
 			return DenoiserGraph(n.Network, scope, x, alpha, sigma)
 		})})
-	eps2, err := viaDenoiser.EpsAt(f.xm, f.t)
+	eps2, err := viaDenoiser.EpsAt(mustAt(f.s, f.t), f.xm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +342,7 @@ func TestNetHostWrappersMatchPackageMixture(t *testing.T) {
 	}
 	noT := *n
 	noT.T = nil
-	if _, err := noT.TAt(f.xm, f.t); err == nil {
+	if _, err := noT.TAt(mustAt(f.s, f.t), f.xm); err == nil {
 		t.Error("TAt without a T network accepted")
 	}
 }

@@ -11,8 +11,31 @@ import (
 
 // DenoiserGraph is ȳ_θ = (x − σ ε_θ)/α [R, d] (paper Prop. optimal_y).
 func DenoiserGraph(net Network, scope *model.Scope, x, alpha, sigma *graph.Node) *graph.Node {
-	e := net.Eps(scope, x, alpha, sigma)
-	return graph.Div(graph.Sub(x, graph.Mul(graph.InsertAxes(sigma, -1), e)), graph.InsertAxes(alpha, -1))
+	return DenoiserFromEpsGraph(x, net.Eps(scope, x, alpha, sigma), alpha, sigma)
+}
+
+// DenoiserFromEpsGraph is Tweedie's ȳ = (x − σ ε)/α [R, d] for x, eps [R, d]
+// (the graph twin of score.DenoiserFromEps).
+func DenoiserFromEpsGraph(x, eps, alpha, sigma *graph.Node) *graph.Node {
+	return graph.Div(graph.Sub(x, graph.Mul(graph.InsertAxes(sigma, -1), eps)), graph.InsertAxes(alpha, -1))
+}
+
+// EpsFromDenoiserGraph is ε = (x − α ȳ)/σ [R, d] for x, ybar [R, d] (the
+// graph twin of score.EpsFromDenoiser).
+func EpsFromDenoiserGraph(x, ybar, alpha, sigma *graph.Node) *graph.Node {
+	return graph.Div(graph.Sub(x, graph.Mul(graph.InsertAxes(alpha, -1), ybar)), graph.InsertAxes(sigma, -1))
+}
+
+// GuidedEpsGraph is classifier-free guidance (Ho & Salimans 2022) in the
+// one scale convention of the repository, per row,
+//
+//	ε̃ = ε_∅ + s (ε_c − ε_∅)   [R, d],
+//
+// for the conditional and unconditional predictions cond, uncond [R, d]
+// and the scales s [R]: s = 0 is the unconditional model, s = 1 the
+// conditional one, s > 1 guides (the paper's "guidance scale" is s).
+func GuidedEpsGraph(cond, uncond, scale *graph.Node) *graph.Node {
+	return graph.Add(uncond, graph.Mul(graph.InsertAxes(scale, -1), graph.Sub(cond, uncond)))
 }
 
 // VJPMatVecGraph is the network's Fisher applied to v by one VJP (eq.
@@ -33,20 +56,31 @@ func VJPQuadGraph(net Network, scope *model.Scope, x, v, alpha, sigma *graph.Nod
 // DFTMTraceGraph is DF trace matching (eq. trace_appro) [R]:
 // tr F ≈ d/σ² − (α²/σ⁴)(d·t_θ − ‖ȳ_θ‖²). net.T must not be nil.
 func DFTMTraceGraph(net Network, scope *model.Scope, x, alpha, sigma *graph.Node) *graph.Node {
-	d := float64(x.Shape().Dimensions[1])
 	ybar := DenoiserGraph(net, scope, x, alpha, sigma)
+	return DFTMTraceOf(ybar, net.T(scope, x, alpha, sigma), alpha, sigma)
+}
+
+// DFTMTraceOf is eq. trace_appro from its ingredients: the denoiser ybar
+// [R, d] and the DF-TM scalar t [R], tr F ≈ d/σ² − (α²/σ⁴)(d·t − ‖ȳ‖²) [R]
+// (for a graph that has computed ε_θ already, e.g. beside the score).
+func DFTMTraceOf(ybar, t, alpha, sigma *graph.Node) *graph.Node {
+	d := float64(ybar.Shape().Dimensions[1])
 	s2 := graph.Square(sigma)
 	c := graph.Div(graph.Square(alpha), graph.Square(s2))
-	inner := graph.Sub(graph.MulScalar(net.T(scope, x, alpha, sigma), d), graph.ReduceSum(graph.Square(ybar), -1))
+	inner := graph.Sub(graph.MulScalar(t, d), graph.ReduceSum(graph.Square(ybar), -1))
 	return graph.Sub(graph.MulScalar(graph.Reciprocal(s2), d), graph.Mul(c, inner))
 }
 
 // DFTMCentredTraceGraph is centred DF trace matching (ours, see DFTMCentred)
 // [R]: tr F ≈ (d/σ²)(1 − ν_θ). net.Nu must not be nil.
 func DFTMCentredTraceGraph(net Network, scope *model.Scope, x, alpha, sigma *graph.Node) *graph.Node {
-	d := float64(x.Shape().Dimensions[1])
-	nu := net.Nu(scope, x, alpha, sigma)
-	return graph.MulScalar(graph.Div(graph.OneMinus(nu), graph.Square(sigma)), d)
+	return DFTMCentredTraceOf(net.Nu(scope, x, alpha, sigma), sigma, x.Shape().Dimensions[1])
+}
+
+// DFTMCentredTraceOf is the centred DF-TM trace (d/σ²)(1 − ν) [R] from the
+// scalar ν [R] in dimension d.
+func DFTMCentredTraceOf(nu, sigma *graph.Node, d int) *graph.Node {
+	return graph.MulScalar(graph.Div(graph.OneMinus(nu), graph.Square(sigma)), float64(d))
 }
 
 // DFEAMatVecGraph is DF endpoint approximation (eq. EA_approx) [R, d]:

@@ -6,6 +6,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/mixture"
+	"github.com/dfx-lab/dfx/dfx/score"
 )
 
 // TestVJPEstimatorsAgreeWithPackageMixture cross-checks the graph-side
@@ -30,11 +31,11 @@ func TestVJPEstimatorsAgreeWithPackageMixture(t *testing.T) {
 		}
 		vjp, _ := NewVJPTrace(f.mix.Net(), 0)
 		mv, _ := NewVJPMatVec(f.mix.Net())
-		tr, err := vjp.Trace(f.xm, tm)
+		tr, err := vjp.Trace(mustAt(f.s, tm), f.xm)
 		if err != nil {
 			t.Fatal(err)
 		}
-		fv, err := mv.MatVec(f.xm, tm, v)
+		fv, err := mv.Apply(score.State{At: mustAt(f.s, tm), X: f.xm}, v)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/internal/tensormat"
 )
 
 // EpsFn builds ε_θ(x, t) [R, d] for x [R, d] and per-row α, σ [R]. Rows must
@@ -43,8 +44,7 @@ type Network struct {
 // prediction ε = (x − α ȳ)/σ that Network.Eps expects.
 func EpsFromDenoiser(denoiser EpsFn) EpsFn {
 	return func(scope *model.Scope, x, alpha, sigma *graph.Node) *graph.Node {
-		y := denoiser(scope, x, alpha, sigma)
-		return graph.Div(graph.Sub(x, graph.Mul(graph.InsertAxes(alpha, -1), y)), graph.InsertAxes(sigma, -1))
+		return EpsFromDenoiserGraph(x, denoiser(scope, x, alpha, sigma), alpha, sigma)
 	}
 }
 
@@ -52,7 +52,9 @@ func EpsFromDenoiser(denoiser EpsFn) EpsFn {
 // fields may be changed before an estimator is built from it (e.g. T = nil
 // for a Net without a DF-TM network), but not after a host wrapper (EpsAt,
 // DenoiserAt, TAt, NuAt) has compiled them; a Net is not safe for
-// concurrent use.
+// concurrent use. The graphs take α and σ per row, so every evaluation is
+// keyed by the coefficients c of its time; Schedule is the one the network
+// was trained on (kept for provenance checks).
 type Net struct {
 	Network
 	Backend  compute.Backend
@@ -74,35 +76,35 @@ func NewNet(backend compute.Backend, store *model.Store, s schedule.Schedule, dt
 	return &Net{Network: net, Backend: backend, Store: store, Schedule: s, DType: dtype}
 }
 
-// EpsAt is ε_θ(x, t) [B, d] for queries x [B, d].
-func (n *Net) EpsAt(x *mat.Dense, t float64) (*mat.Dense, error) {
-	return n.rowsAt(&n.host.eps, n.Eps, x, t)
+// EpsAt is ε_θ(x) [B, d] at the coefficients c for queries x [B, d].
+func (n *Net) EpsAt(c schedule.Coefficients, x *mat.Dense) (*mat.Dense, error) {
+	return n.rowsAt(&n.host.eps, n.Eps, c, x)
 }
 
-// DenoiserAt is ȳ_θ(x, t) = (x − σ ε_θ)/α [B, d] (paper Prop. optimal_y).
-func (n *Net) DenoiserAt(x *mat.Dense, t float64) (*mat.Dense, error) {
+// DenoiserAt is ȳ_θ(x) = (x − σ ε_θ)/α [B, d] (paper Prop. optimal_y).
+func (n *Net) DenoiserAt(c schedule.Coefficients, x *mat.Dense) (*mat.Dense, error) {
 	return n.rowsAt(&n.host.den, func(scope *model.Scope, x, alpha, sigma *graph.Node) *graph.Node {
 		return DenoiserGraph(n.Network, scope, x, alpha, sigma)
-	}, x, t)
+	}, c, x)
 }
 
-// TAt is the DF-TM network's output t_θ(x, t) [B].
-func (n *Net) TAt(x *mat.Dense, t float64) ([]float64, error) {
+// TAt is the DF-TM network's output t_θ(x) [B] at c.
+func (n *Net) TAt(c schedule.Coefficients, x *mat.Dense) ([]float64, error) {
 	if n.T == nil {
 		return nil, errors.New("access: no DF-TM network (Net.T)")
 	}
-	return n.scalarFnAt(&n.host.t, n.T, x, t)
+	return n.scalarFnAt(&n.host.t, n.T, c, x)
 }
 
-// NuAt is the centred DF-TM network's output ν_θ(x, t) [B].
-func (n *Net) NuAt(x *mat.Dense, t float64) ([]float64, error) {
+// NuAt is the centred DF-TM network's output ν_θ(x) [B] at c.
+func (n *Net) NuAt(c schedule.Coefficients, x *mat.Dense) ([]float64, error) {
 	if n.Nu == nil {
 		return nil, errors.New("access: no centred DF-TM network (Net.Nu)")
 	}
-	return n.scalarFnAt(&n.host.nu, n.Nu, x, t)
+	return n.scalarFnAt(&n.host.nu, n.Nu, c, x)
 }
 
-func (n *Net) rowsAt(slot **model.Exec, fn EpsFn, x *mat.Dense, t float64) (*mat.Dense, error) {
+func (n *Net) rowsAt(slot **model.Exec, fn EpsFn, c schedule.Coefficients, x *mat.Dense) (*mat.Dense, error) {
 	if fn == nil {
 		return nil, errors.New("access: no score network (Net.Eps)")
 	}
@@ -110,7 +112,7 @@ func (n *Net) rowsAt(slot **model.Exec, fn EpsFn, x *mat.Dense, t float64) (*mat
 	if err != nil {
 		return nil, err
 	}
-	v, err := n.scalarAt(e, x, t)
+	v, err := n.scalarAt(e, c, x)
 	if err != nil {
 		return nil, err
 	}
@@ -118,12 +120,12 @@ func (n *Net) rowsAt(slot **model.Exec, fn EpsFn, x *mat.Dense, t float64) (*mat
 	return mat.NewDense(b, d, v), nil
 }
 
-func (n *Net) scalarFnAt(slot **model.Exec, fn ScalarFn, x *mat.Dense, t float64) ([]float64, error) {
+func (n *Net) scalarFnAt(slot **model.Exec, fn ScalarFn, c schedule.Coefficients, x *mat.Dense) ([]float64, error) {
 	e, err := n.cached(slot, EpsFn(fn))
 	if err != nil {
 		return nil, err
 	}
-	return n.scalarAt(e, x, t)
+	return n.scalarAt(e, c, x)
 }
 
 // cached compiles fn into *slot on first use.
@@ -138,32 +140,31 @@ func (n *Net) cached(slot **model.Exec, fn EpsFn) (*model.Exec, error) {
 	return *slot, nil
 }
 
-// scalarAt runs a compiled graph of (x, α, σ) at time t and returns its flat output.
-func (n *Net) scalarAt(exec *model.Exec, x *mat.Dense, t float64) ([]float64, error) {
-	b, _, a, s, err := n.batchAt(x, nil, t)
+// scalarAt runs a compiled graph of (x, α, σ) at c and returns its flat output.
+func (n *Net) scalarAt(exec *model.Exec, c schedule.Coefficients, x *mat.Dense) ([]float64, error) {
+	b, _, err := checkAt(c, x, nil)
 	if err != nil {
 		return nil, err
 	}
 	dt := n.DType
-	res, err := exec.Exec(matrix(dt, x), filled(dt, b, a), filled(dt, b, s))
+	res, err := exec.Exec(tensormat.FromMatrix(dt, x), tensormat.Filled(dt, b, c.Alpha), tensormat.Filled(dt, b, c.Sigma))
 	if err != nil {
 		return nil, fmt.Errorf("access: %w", err)
 	}
-	return flat(res[0]), nil
+	return tensormat.Values(res[0]), nil
 }
 
-// batchAt checks a batch (and its vectors v, nil for none) and returns its
-// size, its dimension and the schedule's α, σ at t: the prologue of every
-// estimator.
-func (n *Net) batchAt(x, v *mat.Dense, t float64) (b, d int, a, s float64, err error) {
+// checkAt checks a batch (and its vectors v, nil for none) and the
+// coefficients it is evaluated at, and returns its size and dimension: the
+// prologue of every estimator.
+func checkAt(c schedule.Coefficients, x, v *mat.Dense) (b, d int, err error) {
 	if b, d, err = checkBatch(x, v); err != nil {
-		return 0, 0, 0, 0, err
+		return 0, 0, err
 	}
-	c, err := schedule.At(n.Schedule, t)
-	if err != nil {
-		return 0, 0, 0, 0, fmt.Errorf("access: %w", err)
+	if err := c.Check(); err != nil {
+		return 0, 0, fmt.Errorf("access: %w", err)
 	}
-	return b, d, c.Alpha, c.Sigma, nil
+	return b, d, nil
 }
 
 // exec builds a model.Exec whose graph function takes a slice of inputs.

@@ -7,6 +7,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 )
 
 func TestEstimatorsRejectBadTimesAndShapes(t *testing.T) {
@@ -14,23 +15,23 @@ func TestEstimatorsRejectBadTimesAndShapes(t *testing.T) {
 	net := f.mix.Net()
 	vjp, _ := NewVJPTrace(net, 0)
 	mv, _ := NewVJPMatVec(net)
-	ea, _ := NewDFEA(net, nil)
-	if _, err := vjp.Trace(f.xm, 2); !errors.Is(err, schedule.ErrTime) {
+	ea, _ := NewDFEA(net)
+	if _, err := vjp.Trace(schedule.Coefficients{T: 2, Alpha: 1}, f.xm); !errors.Is(err, schedule.ErrTime) {
 		t.Errorf("t = 2 outside VP's [1e-5, 1]: got %v, want ErrTime", err)
 	}
-	if _, err := vjp.Trace(&mat.Dense{}, 0.3); err == nil {
+	if _, err := vjp.Trace(mustAt(f.s, 0.3), &mat.Dense{}); err == nil {
 		t.Error("empty batch accepted")
 	}
-	if _, err := f.mix.Trace(mat.NewDense(1, 2, []float64{1, 2}), 0.3); err == nil {
+	if _, err := f.mix.Trace(mustAt(f.s, 0.3), mat.NewDense(1, 2, []float64{1, 2})); err == nil {
 		t.Error("query of dim 2 accepted by a 3-dim mixture")
 	}
-	if _, err := mv.MatVec(f.xm, 0.3, denseOf(f.x[:1])); err == nil {
+	if _, err := mv.Apply(score.State{At: mustAt(f.s, 0.3), X: f.xm}, denseOf(f.x[:1])); err == nil {
 		t.Error("fewer vectors than queries accepted")
 	}
-	if _, err := ea.MatVecAt(f.xm, denseOf(f.x[:1]), 0.3, f.xm); err == nil {
+	if _, err := ea.Apply(score.State{At: mustAt(f.s, 0.3), X: f.xm, Endpoint: denseOf(f.x[:1])}, f.xm); err == nil {
 		t.Error("fewer endpoints than queries accepted")
 	}
-	if _, err := ea.MatVec(f.xm, 0.3, f.xm); err == nil {
+	if _, err := ea.Apply(score.State{At: mustAt(f.s, 0.3), X: f.xm}, f.xm); err == nil {
 		t.Error("DF-EA MatVec without an Endpoint accepted")
 	}
 	if _, err := NewHutchinson(net, 0, Rademacher, 1); err == nil {
@@ -49,13 +50,13 @@ func TestEstimatorsRejectBadTimesAndShapes(t *testing.T) {
 func TestSameSeedGivesSameHutchinsonEstimate(t *testing.T) {
 	f := newFixture(t, 5, 4, 3, 0.3)
 	h, _ := NewHutchinson(f.mix.Net(), 3, Gaussian, 7)
-	a, err := h.Trace(f.xm, f.t)
+	a, err := h.Trace(mustAt(f.s, f.t), f.xm)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := h.Trace(f.xm, f.t)
+	b, _ := h.Trace(mustAt(f.s, f.t), f.xm)
 	h.Seed = 8
-	c, _ := h.Trace(f.xm, f.t)
+	c, _ := h.Trace(mustAt(f.s, f.t), f.xm)
 	for i := range a {
 		if a[i] != b[i] {
 			t.Fatalf("query %d: %g then %g with the same seed", i, a[i], b[i])

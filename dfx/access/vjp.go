@@ -7,6 +7,10 @@ import (
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/internal/tensormat"
 )
 
 // DefaultMaxRows bounds the rows (queries × vectors) of one graph call.
@@ -51,12 +55,12 @@ func (r *vjpRunner) run(quad bool, x, v *mat.Dense, alpha, sigma float64) ([]flo
 			e = r.quad
 		}
 		dt := r.net.DType
-		res, err := e.Exec(matrix(dt, x.Slice(start, end, 0, d)), matrix(dt, v.Slice(start, end, 0, d)),
-			filled(dt, end-start, alpha), filled(dt, end-start, sigma))
+		res, err := e.Exec(tensormat.FromMatrix(dt, x.Slice(start, end, 0, d)), tensormat.FromMatrix(dt, v.Slice(start, end, 0, d)),
+			tensormat.Filled(dt, end-start, alpha), tensormat.Filled(dt, end-start, sigma))
 		if err != nil {
 			return nil, fmt.Errorf("access: %w", err)
 		}
-		out = append(out, flat(res[0])...)
+		out = append(out, tensormat.Values(res[0])...)
 	}
 	return out, nil
 }
@@ -73,19 +77,19 @@ func NewVJPTrace(n *Net, maxRows int) (*VJPTrace, error) {
 
 func (*VJPTrace) Name() string { return "vjp-exact" }
 
-func (e *VJPTrace) Trace(x *mat.Dense, t float64) ([]float64, error) {
-	b, d, a, s, err := e.r.net.batchAt(x, nil, t)
+func (e *VJPTrace) Trace(c schedule.Coefficients, x *mat.Dense) ([]float64, error) {
+	b, d, err := checkAt(c, x, nil)
 	if err != nil {
 		return nil, err
 	}
 	xs, vs := mat.NewDense(b*d, d, nil), mat.NewDense(b*d, d, nil)
 	for q := range b {
 		for i := range d {
-			xs.SetRow(q*d+i, rowOf(x, q))
+			xs.SetRow(q*d+i, tensormat.Row(x, q))
 			vs.Set(q*d+i, i, 1)
 		}
 	}
-	quads, err := e.r.run(true, xs, vs, a, s)
+	quads, err := e.r.run(true, xs, vs, c.Alpha, c.Sigma)
 	if err != nil {
 		return nil, err
 	}
@@ -146,8 +150,8 @@ func NewHutchinson(n *Net, k int, p Probe, seed uint64) (*Hutchinson, error) {
 
 func (h *Hutchinson) Name() string { return fmt.Sprintf("hutchinson-%d", h.K) }
 
-func (h *Hutchinson) Trace(x *mat.Dense, t float64) ([]float64, error) {
-	b, d, a, s, err := h.r.net.batchAt(x, nil, t)
+func (h *Hutchinson) Trace(c schedule.Coefficients, x *mat.Dense) ([]float64, error) {
+	b, d, err := checkAt(c, x, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -155,11 +159,11 @@ func (h *Hutchinson) Trace(x *mat.Dense, t float64) ([]float64, error) {
 	xs, vs := mat.NewDense(b*h.K, d, nil), mat.NewDense(b*h.K, d, nil)
 	for q := range b {
 		for k := range h.K {
-			xs.SetRow(q*h.K+k, rowOf(x, q))
+			xs.SetRow(q*h.K+k, tensormat.Row(x, q))
 			h.Probe.sample(rng, vs.RawRowView(q*h.K+k))
 		}
 	}
-	quads, err := h.r.run(true, xs, vs, a, s)
+	quads, err := h.r.run(true, xs, vs, c.Alpha, c.Sigma)
 	if err != nil {
 		return nil, err
 	}
@@ -186,8 +190,8 @@ func NewHutchPP(n *Net, m int, seed uint64) (*HutchPP, error) {
 
 func (h *HutchPP) Name() string { return fmt.Sprintf("hutch++-%d", h.M) }
 
-func (h *HutchPP) Trace(x *mat.Dense, t float64) ([]float64, error) {
-	b, d, a, s, err := h.r.net.batchAt(x, nil, t)
+func (h *HutchPP) Trace(c schedule.Coefficients, x *mat.Dense) ([]float64, error) {
+	b, d, err := checkAt(c, x, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -196,11 +200,11 @@ func (h *HutchPP) Trace(x *mat.Dense, t float64) ([]float64, error) {
 	xs, vs := mat.NewDense(b*k, d, nil), mat.NewDense(b*k, d, nil)
 	for q := range b {
 		for j := range k {
-			xs.SetRow(q*k+j, rowOf(x, q))
+			xs.SetRow(q*k+j, tensormat.Row(x, q))
 			Rademacher.sample(rng, vs.RawRowView(q*k+j))
 		}
 	}
-	ys, err := h.r.run(false, xs, vs, a, s) // F S, k vectors per query
+	ys, err := h.r.run(false, xs, vs, c.Alpha, c.Sigma) // F S, k vectors per query
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +218,7 @@ func (h *HutchPP) Trace(x *mat.Dense, t float64) ([]float64, error) {
 		qr.QTo(&qm) // d×d; the first k columns span range(F S)
 		base := 2 * q * k
 		for j := range k {
-			xs2.SetRow(base+j, rowOf(x, q))
+			xs2.SetRow(base+j, tensormat.Row(x, q))
 			vs2.SetRow(base+j, mat.Col(nil, j, &qm))
 		}
 		for i := range k {
@@ -224,10 +228,10 @@ func (h *HutchPP) Trace(x *mat.Dense, t float64) ([]float64, error) {
 				col := mat.NewVecDense(d, mat.Col(nil, j, &qm))
 				g.AddScaledVec(g, -mat.Dot(col, g), col)
 			}
-			xs2.SetRow(base+k+i, rowOf(x, q))
+			xs2.SetRow(base+k+i, tensormat.Row(x, q))
 		}
 	}
-	quads, err := h.r.run(true, xs2, vs2, a, s)
+	quads, err := h.r.run(true, xs2, vs2, c.Alpha, c.Sigma)
 	if err != nil {
 		return nil, err
 	}
@@ -251,12 +255,13 @@ func NewVJPMatVec(n *Net) (*VJPMatVec, error) {
 
 func (*VJPMatVec) Name() string { return "vjp-matvec" }
 
-func (m *VJPMatVec) MatVec(x *mat.Dense, t float64, v *mat.Dense) (*mat.Dense, error) {
-	b, d, a, s, err := m.r.net.batchAt(x, v, t)
+// Apply implements score.FisherOperator.
+func (m *VJPMatVec) Apply(s score.State, v *mat.Dense) (*mat.Dense, error) {
+	b, d, err := checkAt(s.At, s.X, v)
 	if err != nil {
 		return nil, err
 	}
-	out, err := m.r.run(false, x, v, a, s)
+	out, err := m.r.run(false, s.X, v, s.At.Alpha, s.At.Sigma)
 	if err != nil {
 		return nil, err
 	}

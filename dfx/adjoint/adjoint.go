@@ -4,31 +4,35 @@
 //
 // Guidance at a sampler state x_t needs λ_t = ∂L(x̂₀(x_t))/∂x_t, where x̂₀ is
 // predicted from x_t by a short inner DDIM solve (η = 0) down to the
-// schedule's t_min. With the noise prediction ε̂(x, t) = −σ(t) ∇log q_t(x),
-// one DDIM step from τ to τ' (coefficients α, σ and α', σ') is
+// schedule's t_min. Every step, inner and outer, is pfode.DDIMStep with the
+// model's noise prediction ε̂(x, t) = −σ(t) ∇log q_t(x): from τ to τ'
+// (coefficients α, σ and α', σ'),
 //
-//	x' = (α'/α) x + (σ' − α'σ/α) ε̂(x, τ)
+//	x' = (α'/α) x + (σ' − α'σ/α) ε̂(x, τ).
 //
-// (the same step as pfode.DDIM, written with ε̂ instead of ȳ). Since
-// ∂ε̂/∂x = σ F(x, τ) with F = −∇²log q_τ symmetric, the step's
-// vector-Jacobian product is
+// Since ∂ε̂/∂x = σ F(x, τ) with F = −∇²log q_τ symmetric, the step's
+// vector-Jacobian product (pfode.DDIMAdjointStep) is
 //
 //	λ ← (α'/α) λ + (σ' − α'σ/α) σ F(x, τ) λ,
 //
 // the discrete form of eq. Adjoint_ODE. Backprop runs it backwards through
 // the cached inner states from λ = ∂L/∂x̂₀, so the whole cost beyond the
-// inner solve is one Fisher product per inner step, done by an Operator:
+// inner solve is one Fisher product per inner step, done by a
+// score.FisherOperator:
 //
-//   - Exact: a mixture's exact F v (Props. analytic_dirac, analytic_general);
-//   - VJP: F v ≈ (1/σ) ∂⟨ε_θ, v⟩/∂x through a network (eq. Adjoint_VJP);
-//   - DFEA: F v ≈ v/σ² + (α²/σ⁴)(⟨ȳ,v⟩ȳ − ⟨x̂₀,v⟩x̂₀) with ȳ the denoiser
-//     already computed by the inner solve and x̂₀ its endpoint (eq.
-//     EA_approx): no network pass at all.
+//   - score.Exact: a mixture's exact F v (Props. analytic_dirac,
+//     analytic_general);
+//   - access.VJPMatVec: F v ≈ (1/σ) ∂⟨ε_θ, v⟩/∂x through a network (eq.
+//     Adjoint_VJP);
+//   - access.DFEA: F v ≈ v/σ² + (α²/σ⁴)(⟨ȳ,v⟩ȳ − ⟨x̂₀,v⟩x̂₀) with ȳ the
+//     denoiser already computed by the inner solve and x̂₀ its endpoint
+//     (eq. EA_approx): no network pass at all.
 //
 // The memory is O(n·B·d) for n inner steps: the inner states and their
 // denoisers are cached as arrays, no graph is kept.
 //
-// Guide bundles a schedule, a Model (ε̂), an Operator and a Loss;
+// Guide bundles a schedule, a score.Model (asked for ε̂), an operator and a
+// Loss;
 // Guide.Gradient exposes λ_t for one state and Guide.Sample is the guided
 // outer DDIM loop. Shapes: queries [B, d], row-major *mat.Dense; rows never
 // interact.
@@ -42,64 +46,19 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/access"
-	"github.com/dfx-lab/dfx/dfx/mixture"
+	"github.com/dfx-lab/dfx/dfx/pfode"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 )
 
 // ErrInput is wrapped by every error about bad input: shapes, times,
 // configurations and non-finite values.
 var ErrInput = errors.New("invalid input")
 
-// Model is the noise prediction ε̂(x, t) = −σ(t) ∇log q_t(x) [B, d] for
-// queries x [B, d] at the coefficients c of one time.
-type Model interface {
-	Eps(c schedule.Coefficients, x *mat.Dense) (*mat.Dense, error)
-}
-
-// ModelFunc adapts a function to Model.
-type ModelFunc func(c schedule.Coefficients, x *mat.Dense) (*mat.Dense, error)
-
-// Eps implements Model.
-func (f ModelFunc) Eps(c schedule.Coefficients, x *mat.Dense) (*mat.Dense, error) { return f(c, x) }
-
-// MixtureModel is a mixture's exact ε = −σ ∇log q_t (float64).
-type MixtureModel struct{ Mixture mixture.Mixture }
-
-// Eps implements Model.
-func (m MixtureModel) Eps(c schedule.Coefficients, x *mat.Dense) (*mat.Dense, error) {
-	r, err := m.Mixture.Eval(mixture.Query{At: c, X: x, Want: mixture.Score})
-	if err != nil {
-		return nil, err
-	}
-	r.Score.Scale(-c.Sigma, r.Score)
-	return r.Score, nil
-}
-
-// NetModel is a network's ε_θ(x, t) through access.Net.EpsAt. The Net's
-// schedule must be the Guide's: Eps checks that it gives the same α and σ
-// at c.T.
-type NetModel struct{ Net *access.Net }
-
-// Eps implements Model.
-func (m NetModel) Eps(c schedule.Coefficients, x *mat.Dense) (*mat.Dense, error) {
-	if err := sameSchedule(m.Net, c); err != nil {
-		return nil, err
-	}
-	return m.Net.EpsAt(x, c.T)
-}
-
-// sameSchedule checks that net's schedule gives c's α and σ at c.T.
-func sameSchedule(net *access.Net, c schedule.Coefficients) error {
-	if net == nil || net.Schedule == nil {
-		return fmt.Errorf("adjoint: network without a schedule: %w", ErrInput)
-	}
-	a, s := net.Schedule.Alpha(c.T), net.Schedule.Sigma(c.T)
-	if math.Abs(a-c.Alpha) > 1e-12*math.Abs(c.Alpha) || math.Abs(s-c.Sigma) > 1e-12*math.Abs(c.Sigma) {
-		return fmt.Errorf("adjoint: the network's schedule %s gives α = %g, σ = %g at t = %g, the guide's α = %g, σ = %g: %w",
-			net.Schedule.Name(), a, s, c.T, c.Alpha, c.Sigma, ErrInput)
-	}
-	return nil
-}
+// NetModel is access.NetModel, a network as a score.Model.
+//
+// Deprecated: use access.NetModel (this name is kept for the notebooks).
+type NetModel = access.NetModel
 
 // Loss evaluates a loss to minimise at predicted endpoints x0 [B, d]: the
 // per-row losses [B] and the gradient of each row's loss with respect to
@@ -131,8 +90,8 @@ func SquaredDistance(target []float64) Loss {
 // for unguided sampling.
 type Guide struct {
 	Schedule schedule.Schedule
-	Model    Model
-	Operator Operator
+	Model    score.Model
+	Operator score.FisherOperator
 	Loss     Loss
 }
 
@@ -190,36 +149,28 @@ func (g Guide) Predict(x *mat.Dense, t float64, steps int) (*Trajectory, error) 
 	return tr, nil
 }
 
-// step is one DDIM step from c0 to c1 at x: x' = (α'/α) x + (σ' − α'σ/α) ε̂,
-// and the denoiser ȳ = (x − σ ε̂)/α at (x, c0).
+// step is one DDIM step (pfode.DDIMStep) from c0 to c1 at x with the
+// model's ε̂, and the denoiser ȳ = (x − σ ε̂)/α at (x, c0).
 func (g Guide) step(c0, c1 schedule.Coefficients, x *mat.Dense) (next, ybar *mat.Dense, err error) {
 	b, d := x.Dims()
-	eps, err := g.Model.Eps(c0, x)
+	ev, err := g.Model.Eval(c0, x, score.WantEps)
+	if err == nil && ev.Eps == nil {
+		err = fmt.Errorf("no ε̂: %w", ErrInput)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("adjoint: model at t = %g: %w", c0.T, err)
 	}
+	eps := ev.Eps
 	if eb, ed := eps.Dims(); eb != b || ed != d {
 		return nil, nil, fmt.Errorf("adjoint: model returned [%d, %d] for [%d, %d] points: %w", eb, ed, b, d, ErrInput)
 	}
 	if _, _, err := checkFinite("model output", eps); err != nil {
 		return nil, nil, err
 	}
-	ra, rb := ddim(c0, c1)
-	next, ybar = mat.NewDense(b, d, nil), mat.NewDense(b, d, nil)
-	for i := range b {
-		xr, er, nr, yr := x.RawRowView(i), eps.RawRowView(i), next.RawRowView(i), ybar.RawRowView(i)
-		for j := range d {
-			nr[j] = ra*xr[j] + rb*er[j]
-			yr[j] = (xr[j] - c0.Sigma*er[j]) / c0.Alpha
-		}
-	}
+	next, ybar = mat.DenseCopyOf(x), mat.NewDense(b, d, nil)
+	pfode.DDIMStep(next, c0, c1, &score.Eval{Eps: eps})
+	score.DenoiserFromEps(ybar, c0, x, eps)
 	return next, ybar, nil
-}
-
-// ddim returns the DDIM step's coefficients α'/α and σ' − α'σ/α.
-func ddim(c0, c1 schedule.Coefficients) (a, b float64) {
-	a = c1.Alpha / c0.Alpha
-	return a, c1.Sigma - a*c0.Sigma
 }
 
 // Backprop is the discrete adjoint of a cached inner solve (eq.
@@ -230,7 +181,7 @@ func ddim(c0, c1 schedule.Coefficients) (a, b float64) {
 //
 // with F λ applied by op. It returns λ_{τ_0} = ∂L(x̂₀(x_t))/∂x_t, exact up to
 // op's error in F. It costs n operator calls.
-func Backprop(tr *Trajectory, op Operator, lambda0 *mat.Dense) (*mat.Dense, error) {
+func Backprop(tr *Trajectory, op score.FisherOperator, lambda0 *mat.Dense) (*mat.Dense, error) {
 	if tr == nil || len(tr.States) < 2 || len(tr.At) != len(tr.States) || len(tr.Denoisers) != len(tr.States)-1 {
 		return nil, fmt.Errorf("adjoint: malformed trajectory: %w", ErrInput)
 	}
@@ -247,7 +198,7 @@ func Backprop(tr *Trajectory, op Operator, lambda0 *mat.Dense) (*mat.Dense, erro
 	x0 := tr.Endpoint()
 	for i := len(tr.Denoisers) - 1; i >= 0; i-- {
 		c0, c1 := tr.At[i], tr.At[i+1]
-		fl, err := op.Apply(State{At: c0, X: tr.States[i], Denoiser: tr.Denoisers[i], Endpoint: x0}, lam)
+		fl, err := op.Apply(score.State{At: c0, X: tr.States[i], Denoiser: tr.Denoisers[i], Endpoint: x0}, lam)
 		if err != nil {
 			return nil, fmt.Errorf("adjoint: operator %s at t = %g: %w", op.Name(), c0.T, err)
 		}
@@ -256,14 +207,7 @@ func Backprop(tr *Trajectory, op Operator, lambda0 *mat.Dense) (*mat.Dense, erro
 		} else if fb != b || fd != d {
 			return nil, fmt.Errorf("adjoint: operator %s returned [%d, %d] for [%d, %d]: %w", op.Name(), fb, fd, b, d, ErrInput)
 		}
-		ra, rb := ddim(c0, c1)
-		k := rb * c0.Sigma
-		for r := range b {
-			lr, fr := lam.RawRowView(r), fl.RawRowView(r)
-			for j := range d {
-				lr[j] = ra*lr[j] + k*fr[j]
-			}
-		}
+		pfode.DDIMAdjointStep(lam, c0, c1, fl)
 	}
 	return lam, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 )
 
 // gmm is a K-component Gaussian mixture in d dimensions with full random
@@ -104,7 +105,7 @@ func TestExactAdjointGradientMatchesFiniteDifferences(t *testing.T) {
 	m, means := gmm(t, d, 3, 1)
 	s := schedule.DefaultVP()
 	c := []float64{0.5, -0.3, 0.2, 0, 0.1, -0.4}
-	g := Guide{Schedule: s, Model: MixtureModel{m}, Operator: Exact{m}, Loss: lseLoss(c)}
+	g := Guide{Schedule: s, Model: score.Exact{Mixture: m}, Operator: score.Exact{Mixture: m}, Loss: lseLoss(c)}
 	for _, tm := range []float64{0.3, 0.7} {
 		x := noisy(s, means, b, tm, 7)
 		for _, n := range []int{1, 5} {
@@ -156,7 +157,7 @@ func TestInnerSolveIsExactForOneDataPoint(t *testing.T) {
 	}
 	s := schedule.DefaultVP()
 	lo, _ := s.Interval()
-	g := Guide{Schedule: s, Model: MixtureModel{m}}
+	g := Guide{Schedule: s, Model: score.Exact{Mixture: m}}
 	tm := 0.6
 	x := mat.NewDense(2, 3, []float64{0.3, 0.1, -0.5, -0.9, 0.8, 0.2})
 	for _, n := range []int{1, 4} {

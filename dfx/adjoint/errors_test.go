@@ -8,7 +8,9 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 )
 
 // TestBadInputIsAnErrorNotAPanic feeds Predict, Gradient, Backprop and
@@ -30,14 +32,14 @@ func TestBadInputIsAnErrorNotAPanic(t *testing.T) {
 		l[0] = math.Inf(1)
 		return l, mat.NewDense(b, d, nil), nil
 	}
-	wrongModel := ModelFunc(func(c schedule.Coefficients, x *mat.Dense) (*mat.Dense, error) {
-		return mat.NewDense(1, 1, nil), nil
+	wrongModel := score.ModelFunc(func(c schedule.Coefficients, x *mat.Dense, _ score.Want) (*score.Eval, error) {
+		return &score.Eval{Eps: mat.NewDense(1, 1, nil)}, nil
 	})
-	nanModel := ModelFunc(func(c schedule.Coefficients, x *mat.Dense) (*mat.Dense, error) {
+	nanModel := score.ModelFunc(func(c schedule.Coefficients, x *mat.Dense, _ score.Want) (*score.Eval, error) {
 		b, d := x.Dims()
 		e := mat.NewDense(b, d, nil)
 		e.Set(0, 0, math.NaN())
-		return e, nil
+		return &score.Eval{Eps: e}, nil
 	})
 	with := func(f func(*Guide)) Guide { h := g; f(&h); return h }
 	tr, err := g.Predict(x, 0.5, 2)
@@ -61,17 +63,16 @@ func TestBadInputIsAnErrorNotAPanic(t *testing.T) {
 		"non-finite loss":    func() error { _, err := with(func(h *Guide) { h.Loss = nanLoss }).Gradient(x, 0.5, 2); return err },
 		"model output shape": func() error { _, err := with(func(h *Guide) { h.Model = wrongModel }).Predict(x, 0.5, 2); return err },
 		"non-finite model":   func() error { _, err := with(func(h *Guide) { h.Model = nanModel }).Predict(x, 0.5, 2); return err },
-		"seed shape":         func() error { _, err := Backprop(tr, DFEA{}, mat.NewDense(3, 2, nil)); return err },
+		"seed shape":         func() error { _, err := Backprop(tr, access.DFEA{}, mat.NewDense(3, 2, nil)); return err },
 		"malformed trajectory": func() error {
-			_, err := Backprop(&Trajectory{States: tr.States}, DFEA{}, x)
+			_, err := Backprop(&Trajectory{States: tr.States}, access.DFEA{}, x)
 			return err
 		},
-		"DF-EA without denoiser": func() error { _, err := DFEA{}.Apply(State{At: tr.At[0], X: x}, x); return err },
-		"steps 0":                func() error { _, err := g.Sample(context.Background(), x, Config{}); return err },
-		"window past Steps":      func() error { c := ok; c.To = 11; _, err := g.Sample(context.Background(), x, c); return err },
-		"window negative":        func() error { c := ok; c.From = -1; _, err := g.Sample(context.Background(), x, c); return err },
-		"window reversed":        func() error { c := ok; c.From = 7; _, err := g.Sample(context.Background(), x, c); return err },
-		"window, inner 0":        func() error { c := ok; c.InnerSteps = 0; _, err := g.Sample(context.Background(), x, c); return err },
+		"steps 0":           func() error { _, err := g.Sample(context.Background(), x, Config{}); return err },
+		"window past Steps": func() error { c := ok; c.To = 11; _, err := g.Sample(context.Background(), x, c); return err },
+		"window negative":   func() error { c := ok; c.From = -1; _, err := g.Sample(context.Background(), x, c); return err },
+		"window reversed":   func() error { c := ok; c.From = 7; _, err := g.Sample(context.Background(), x, c); return err },
+		"window, inner 0":   func() error { c := ok; c.InnerSteps = 0; _, err := g.Sample(context.Background(), x, c); return err },
 		"strength NaN": func() error {
 			c := ok
 			c.Strength = math.NaN()

@@ -10,6 +10,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/adjoint"
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 )
 
 // Adjoint guidance on a two-component Gaussian mixture in the plane, 80%
@@ -26,8 +27,8 @@ func ExampleGuide_Sample() {
 	}
 	g := adjoint.Guide{
 		Schedule: schedule.DefaultVP(),
-		Model:    adjoint.MixtureModel{Mixture: m},
-		Operator: adjoint.Exact{Mixture: m},
+		Model:    score.Exact{Mixture: m},
+		Operator: score.Exact{Mixture: m},
 		Loss:     adjoint.SquaredDistance([]float64{-2, 0}),
 	}
 	xT := schedule.SamplePrior(schedule.Prior(g.Schedule), 200, 2, rand.New(rand.NewPCG(1, 1)))

@@ -15,6 +15,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 )
 
 // testBackend is GoMLX's Go backend with ops run one at a time (the
@@ -54,9 +55,9 @@ func TestDFEAApplyIsEAApprox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := State{At: c, X: randDense(rng, b, d, 9), Denoiser: randDense(rng, b, d, 1), Endpoint: randDense(rng, b, d, 1)}
+	st := score.State{At: c, X: randDense(rng, b, d, 9), Denoiser: randDense(rng, b, d, 1), Endpoint: randDense(rng, b, d, 1)}
 	v := randDense(rng, b, d, 1)
-	got, err := DFEA{}.Apply(st, v)
+	got, err := access.DFEA{}.Apply(st, v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,12 +84,12 @@ func TestDFEAApplyIsEAApprox(t *testing.T) {
 
 // spy is an operator that records the states it is given.
 type spy struct {
-	inner  Operator
-	states []State
+	inner  score.FisherOperator
+	states []score.State
 }
 
 func (s *spy) Name() string { return "spy" }
-func (s *spy) Apply(st State, v *mat.Dense) (*mat.Dense, error) {
+func (s *spy) Apply(st score.State, v *mat.Dense) (*mat.Dense, error) {
 	s.states = append(s.states, st)
 	return s.inner.Apply(st, v)
 }
@@ -99,8 +100,8 @@ func (s *spy) Apply(st State, v *mat.Dense) (*mat.Dense, error) {
 func TestBackpropHandsTheOperatorTheCachedStates(t *testing.T) {
 	m, means := gmm(t, 4, 2, 3)
 	s := schedule.DefaultVP()
-	sp := &spy{inner: DFEA{}}
-	g := Guide{Schedule: s, Model: MixtureModel{m}, Operator: sp, Loss: SquaredDistance([]float64{1, 0, 0, 0})}
+	sp := &spy{inner: access.DFEA{}}
+	g := Guide{Schedule: s, Model: score.Exact{Mixture: m}, Operator: sp, Loss: SquaredDistance([]float64{1, 0, 0, 0})}
 	x := noisy(s, means, 3, 0.5, 1)
 	gr, err := g.Gradient(x, 0.5, 3)
 	if err != nil {
@@ -142,22 +143,22 @@ func TestVJPThroughExactDiracNetMatchesExactOperator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vjp, err := NewVJP(gm.Net())
+	vjp, err := access.NewVJPMatVec(gm.Net())
 	if err != nil {
 		t.Fatal(err)
 	}
 	loss := lseLoss([]float64{0.3, 0, -0.2, 0.1, 0})
-	exact := Guide{Schedule: s, Model: MixtureModel{ref}, Operator: Exact{ref}, Loss: loss}
-	viaNet := Guide{Schedule: s, Model: NetModel{gm.Net()}, Operator: vjp, Loss: loss}
+	exact := Guide{Schedule: s, Model: score.Exact{Mixture: ref}, Operator: score.Exact{Mixture: ref}, Loss: loss}
+	viaNet := Guide{Schedule: s, Model: access.NetModel{Net: gm.Net()}, Operator: vjp, Loss: loss}
 	for _, tm := range []float64{0.2, 0.6} {
 		x := noisy(s, y, b, tm, 8)
 		c, _ := schedule.At(s, tm)
 		v := randDense(rng, b, d, 1)
-		fe, err := Exact{ref}.Apply(State{At: c, X: x}, v)
+		fe, err := score.Exact{Mixture: ref}.Apply(score.State{At: c, X: x}, v)
 		if err != nil {
 			t.Fatal(err)
 		}
-		fv, err := vjp.Apply(State{At: c, X: x}, v)
+		fv, err := vjp.Apply(score.State{At: c, X: x}, v)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -183,20 +184,5 @@ func TestVJPThroughExactDiracNetMatchesExactOperator(t *testing.T) {
 			}
 		}
 		t.Logf("t=%g: worst relative gradient error %.2e", tm, worst)
-	}
-}
-
-// TestNetModelRefusesAnotherSchedule checks that a network built on one
-// schedule is not silently evaluated at another's coefficients.
-func TestNetModelRefusesAnotherSchedule(t *testing.T) {
-	y := mat.NewDense(2, 2, []float64{1, 0, -1, 0})
-	gm, err := access.NewMixture(testBackend(), schedule.DefaultVP(), dtypes.Float64, y)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ve := schedule.DefaultVE()
-	g := Guide{Schedule: ve, Model: NetModel{gm.Net()}}
-	if _, err := g.Predict(mat.NewDense(1, 2, []float64{0.1, 0.2}), 0.5, 2); err == nil {
-		t.Error("a VP network ran under a VE guide")
 	}
 }

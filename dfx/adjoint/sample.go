@@ -95,8 +95,7 @@ func (g Guide) Sample(ctx context.Context, xT *mat.Dense, cfg Config) (*Result, 
 	if err := g.checkData(); err != nil {
 		return nil, err
 	}
-	b, d, err := checkFinite("initial state", xT)
-	if err != nil {
+	if _, _, err := checkFinite("initial state", xT); err != nil {
 		return nil, err
 	}
 	if cfg.From < cfg.To && (g.Operator == nil || g.Loss == nil) {
@@ -110,7 +109,6 @@ func (g Guide) Sample(ctx context.Context, xT *mat.Dense, cfg Config) (*Result, 
 	start := time.Now()
 	res := &Result{}
 	x := mat.DenseCopyOf(xT)
-	scale := math.Sqrt(float64(d))
 	for k := range cfg.Steps {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -126,33 +124,8 @@ func (g Guide) Sample(ctx context.Context, xT *mat.Dense, cfg Config) (*Result, 
 		}
 		st := StepStats{Step: k, T: c0.T, T1: c1.T, Loss: math.NaN(), GradNorm: math.NaN()}
 		if cfg.guided(k) {
-			gr, err := g.Gradient(x, c0.T, cfg.InnerSteps)
-			if err != nil {
-				return nil, fmt.Errorf("adjoint: outer step %d (t = %g): %w", k, c0.T, err)
-			}
-			if cfg.Observe != nil {
-				if err := cfg.Observe(k, c0, x, gr); err != nil {
-					return nil, fmt.Errorf("adjoint: outer step %d (t = %g): observer: %w", k, c0.T, err)
-				}
-			}
-			st.Guided = true
-			st.Loss = floats.Sum(gr.Loss) / float64(b)
-			st.GradNorm = 0
-			st.ModelEvals += gr.ModelEvals
-			st.OperatorCalls += gr.OperatorCalls
-			for i := range b {
-				gi, xi := gr.Grad.RawRowView(i)[:d], x.RawRowView(i)[:d]
-				n := floats.Norm(gi, 2)
-				st.GradNorm += n / float64(b)
-				f := cfg.Strength * c0.Sigma
-				if cfg.Normalize {
-					if n == 0 || math.IsInf(n, 0) {
-						f = 0 // nothing to follow (or an overflowing norm: refuse to guess)
-					} else {
-						f *= scale / n
-					}
-				}
-				floats.AddScaled(xi, -f, gi)
+			if err := g.guide(k, c0, x, cfg, &st); err != nil {
+				return nil, err
 			}
 		}
 		next, _, err := g.step(c0, c1, x)
@@ -169,4 +142,42 @@ func (g Guide) Sample(ctx context.Context, xT *mat.Dense, cfg Config) (*Result, 
 	res.X = x
 	res.Elapsed = time.Since(start)
 	return res, nil
+}
+
+// guide is outer step k's guidance: λ = Gradient(x, t_k, InnerSteps),
+// shown to cfg.Observe, normalised if asked, and the move
+// x ← x − Strength·σ(t_k)·ĝ in place; it records the step's loss, mean
+// gradient norm and costs in st.
+func (g Guide) guide(k int, c0 schedule.Coefficients, x *mat.Dense, cfg Config, st *StepStats) error {
+	b, d := x.Dims()
+	gr, err := g.Gradient(x, c0.T, cfg.InnerSteps)
+	if err != nil {
+		return fmt.Errorf("adjoint: outer step %d (t = %g): %w", k, c0.T, err)
+	}
+	if cfg.Observe != nil {
+		if err := cfg.Observe(k, c0, x, gr); err != nil {
+			return fmt.Errorf("adjoint: outer step %d (t = %g): observer: %w", k, c0.T, err)
+		}
+	}
+	st.Guided = true
+	st.Loss = floats.Sum(gr.Loss) / float64(b)
+	st.GradNorm = 0
+	st.ModelEvals += gr.ModelEvals
+	st.OperatorCalls += gr.OperatorCalls
+	scale := math.Sqrt(float64(d))
+	for i := range b {
+		gi, xi := gr.Grad.RawRowView(i)[:d], x.RawRowView(i)[:d]
+		n := floats.Norm(gi, 2)
+		st.GradNorm += n / float64(b)
+		f := cfg.Strength * c0.Sigma
+		if cfg.Normalize {
+			if n == 0 || math.IsInf(n, 0) {
+				f = 0 // nothing to follow (or an overflowing norm: refuse to guess)
+			} else {
+				f *= scale / n
+			}
+		}
+		floats.AddScaled(xi, -f, gi)
+	}
+	return nil
 }

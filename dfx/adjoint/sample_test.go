@@ -11,8 +11,10 @@ import (
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 )
 
 // twoBlobs is a 2-component Gaussian mixture in d = 4 with means
@@ -35,7 +37,7 @@ func twoBlobs(t *testing.T) Guide {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Guide{Schedule: schedule.DefaultVP(), Model: MixtureModel{m}, Operator: Exact{m}, Loss: SquaredDistance(mat.Row(nil, 1, means))}
+	return Guide{Schedule: schedule.DefaultVP(), Model: score.Exact{Mixture: m}, Operator: score.Exact{Mixture: m}, Loss: SquaredDistance(mat.Row(nil, 1, means))}
 }
 
 func meanLoss(t *testing.T, l Loss, x *mat.Dense) float64 {
@@ -67,7 +69,7 @@ func TestGuidedSamplingLowersTheLoss(t *testing.T) {
 		t.Errorf("unguided: %d model evaluations, %d operator calls", plain.ModelEvals, plain.OperatorCalls)
 	}
 	cfg := Config{Steps: 20, From: 4, To: 16, InnerSteps: 5, Strength: 0.2, Normalize: true}
-	for _, op := range []Operator{g.Operator, DFEA{}} {
+	for _, op := range []score.FisherOperator{g.Operator, access.DFEA{}} {
 		gg := g
 		gg.Operator = op
 		zero := cfg

@@ -6,6 +6,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/likelihood"
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -17,7 +18,7 @@ func ExampleLogProb() {
 	s := schedule.DefaultVE()
 	m, _ := mixture.NewDirac(mat.NewDense(3, 2, []float64{0, 0, 1, 1, -1, 2}), nil)
 	x := mat.NewDense(2, 2, []float64{0.01, -0.005, 1.002, 0.99})
-	res, err := likelihood.LogProb(x, likelihood.Exact{M: m, Schedule: s}, likelihood.Config{
+	res, err := likelihood.LogProb(x, score.Exact{Mixture: m}, likelihood.Config{
 		Schedule: s, Steps: 100, Solver: likelihood.RK4, EstimateError: true,
 	})
 	if err != nil {

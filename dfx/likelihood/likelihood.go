@@ -13,8 +13,10 @@
 // direction, or starting at the prior and walking to the data, is the
 // bug found in peers' likelihood code: the ODE must be started at the data point.
 //
-// The trace comes from any estimator (exact mixture, VJP of a network,
-// Hutchinson, DF-TM), so the same solver scores them all. The integration
+// The data side is a score.Model asked for its score and Fisher trace:
+// score.Exact for a mixture, access.NetModel for a network with any trace
+// estimator (VJP, Hutchinson, Hutch++, DF-TM), so the same solver scores
+// them all. The integration
 // is dfx/pfode's: its PF-ODE system carrying the log-density component, with
 // a fixed-step tableau on a time grid or adaptive Dormand–Prince.
 package likelihood
@@ -25,66 +27,17 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/pfode"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 	"gonum.org/v1/gonum/mat"
 )
 
-// ScoreFunc evaluates a score ∇log q_t at the rows of x [B, d]; it returns [B, d].
-type ScoreFunc func(x *mat.Dense, t float64) (*mat.Dense, error)
-
-// TraceFunc evaluates tr F_t = −tr ∇² log q_t at the rows of x [B, d]; it returns [B].
-type TraceFunc func(x *mat.Dense, t float64) ([]float64, error)
-
-// Dynamics gives what the likelihood ODE needs at (x, t): the score [B, d]
-// and the Fisher trace [B]. Implementations that share work between the two
-// (one mixture evaluation, one network pass) implement it directly.
-type Dynamics interface {
-	Eval(x *mat.Dense, t float64) (score *mat.Dense, trace []float64, err error)
-}
-
-// Funcs joins a separate score and trace into Dynamics.
-type Funcs struct {
-	Score ScoreFunc
-	Trace TraceFunc
-}
-
-// Eval implements Dynamics.
-func (f Funcs) Eval(x *mat.Dense, t float64) (*mat.Dense, []float64, error) {
-	if f.Score == nil || f.Trace == nil {
-		return nil, nil, fmt.Errorf("likelihood: Funcs needs both a score and a trace: %w", ErrInput)
-	}
-	s, err := f.Score(x, t)
-	if err != nil {
-		return nil, nil, err
-	}
-	tr, err := f.Trace(x, t)
-	if err != nil {
-		return nil, nil, err
-	}
-	return s, tr, nil
-}
-
-// Exact is the Dynamics of a mixture: its exact score and trace (Prop. trace_matching)
-// from one evaluation per point and time.
-type Exact struct {
-	M        mixture.Mixture
-	Schedule schedule.Schedule
-}
-
-// Eval implements Dynamics.
-func (e Exact) Eval(x *mat.Dense, t float64) (*mat.Dense, []float64, error) {
-	c, err := schedule.At(e.Schedule, t)
-	if err != nil {
-		return nil, nil, err
-	}
-	r, err := e.M.Eval(mixture.Query{At: c, X: x, Want: mixture.Score | mixture.Trace})
-	if err != nil {
-		return nil, nil, err
-	}
-	return r.Score, r.Trace, nil
-}
+// Dynamics is the name this package gave its model before dfx/score held
+// the one model contract; it is score.Model itself.
+//
+// Deprecated: use score.Model.
+type Dynamics = score.Model
 
 // Solver is a dfx/pfode fixed-step method that carries the log-density: one
 // of pfode's tableaux (Euler, Heun, RK4, or any other Tableau).
@@ -135,7 +88,7 @@ type Result struct {
 	// SolverError is the step-halving estimate of |error of LogProb| [B];
 	// nil unless Config.EstimateError.
 	SolverError []float64
-	Evals       int         // Dynamics evaluations used (both runs)
+	Evals       int         // model evaluations used (both runs)
 	Stats       pfode.Stats // steps, rejections and evaluations (both runs)
 }
 
@@ -149,14 +102,16 @@ func (r *Result) NLL() []float64 {
 }
 
 // LogProb integrates the PF-ODE and the log-density from x at cfg.T0 to
-// cfg.T1 and returns log q_{T0}(x) for each row of x.
-func LogProb(x *mat.Dense, dyn Dynamics, cfg Config) (*Result, error) {
-	return LogProbContext(context.Background(), x, dyn, cfg)
+// cfg.T1 and returns log q_{T0}(x) for each row of x. The model is asked
+// for its score (the velocity is eq. PFODE's score form) and its Fisher
+// trace at every evaluation.
+func LogProb(x *mat.Dense, m score.Model, cfg Config) (*Result, error) {
+	return LogProbContext(context.Background(), x, m, cfg)
 }
 
 // LogProbContext is LogProb that stops between solver steps, with ctx's
 // error, once ctx is cancelled (e.g. by SIGINT in the command line).
-func LogProbContext(ctx context.Context, x *mat.Dense, dyn Dynamics, cfg Config) (*Result, error) {
+func LogProbContext(ctx context.Context, x *mat.Dense, dyn score.Model, cfg Config) (*Result, error) {
 	cfg, err := checkConfig(x, dyn, cfg)
 	if err != nil {
 		return nil, err
@@ -185,12 +140,12 @@ func LogProbContext(ctx context.Context, x *mat.Dense, dyn Dynamics, cfg Config)
 	return res, nil
 }
 
-func checkConfig(x *mat.Dense, dyn Dynamics, cfg Config) (Config, error) {
+func checkConfig(x *mat.Dense, dyn score.Model, cfg Config) (Config, error) {
 	if cfg.Schedule == nil {
 		return cfg, fmt.Errorf("likelihood: no schedule: %w", ErrInput)
 	}
 	if dyn == nil {
-		return cfg, fmt.Errorf("likelihood: no dynamics: %w", ErrInput)
+		return cfg, fmt.Errorf("likelihood: no model: %w", ErrInput)
 	}
 	if x == nil || x.IsEmpty() {
 		return cfg, fmt.Errorf("likelihood: no points: %w", ErrInput)
@@ -259,28 +214,14 @@ func Grid(cfg Config, steps int) ([]float64, error) {
 	return ts, nil
 }
 
-// model adapts Dynamics to pfode's model contract.
-type model struct{ dyn Dynamics }
-
-func (m model) Eval(c schedule.Coefficients, x *mat.Dense, _ pfode.Want) (*pfode.Eval, error) {
-	score, tr, err := m.dyn.Eval(x, c.T)
-	if err != nil {
-		return nil, fmt.Errorf("likelihood: dynamics at t = %g: %w", c.T, err)
-	}
-	b, d := x.Dims()
-	if sb, sd := score.Dims(); sb != b || sd != d || len(tr) != b {
-		return nil, fmt.Errorf("likelihood: dynamics returned score [%d, %d] and trace [%d] for [%d, %d] points: %w", sb, sd, len(tr), b, d, ErrInput)
-	}
-	return &pfode.Eval{Score: score, Trace: tr}, nil
-}
-
 // integrate runs the PF-ODE with the log-density component from T0 to T1:
 // on the grid of `steps` steps, or adaptively (cfg.RTol > 0) with the
 // tolerances times tolScale (32 = 2⁵ stands for half the steps of the
 // order-5 method in the step-halving error estimate).
-func integrate(ctx context.Context, x0 *mat.Dense, dyn Dynamics, cfg Config, steps int, tolScale float64) (*Result, error) {
+func integrate(ctx context.Context, x0 *mat.Dense, dyn score.Model, cfg Config, steps int, tolScale float64) (*Result, error) {
 	b, d := x0.Dims()
-	sys := pfode.New(schedule.Continuous{Schedule: cfg.Schedule}, model{dyn}, b, d, pfode.LogDensity)
+	sys := pfode.New(schedule.Continuous{Schedule: cfg.Schedule}, dyn, b, d, pfode.LogDensity)
+	sys.Drive = score.WantScore
 	y := sys.Init(x0, nil)
 	var st pfode.Stats
 	var err error

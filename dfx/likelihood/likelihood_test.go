@@ -10,6 +10,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/pfode"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -70,7 +71,7 @@ func TestLogProbOfGaussianMatchesClosedFormWithRK4(t *testing.T) {
 		g := gaussian(t)
 		x := points(1, 16, 3, 1)
 		lo, _ := s.Interval()
-		res, err := LogProb(x, Exact{g, s}, Config{Schedule: s, Steps: 128, Solver: RK4, Prior: exactPrior(t, g, s)})
+		res, err := LogProb(x, score.Exact{Mixture: g}, Config{Schedule: s, Steps: 128, Solver: RK4, Prior: exactPrior(t, g, s)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +89,7 @@ func TestEulerErrorHalvesAndRK4ErrorFallsSixteenfoldWhenStepsDouble(t *testing.T
 	lo, _ := s.Interval()
 	want := exactLogProb(t, g, s, lo, x)
 	errAt := func(solver Solver, n int) float64 {
-		res, err := LogProb(x, Exact{g, s}, Config{Schedule: s, Steps: n, Solver: solver, Grid: schedule.GridUniform, Prior: exactPrior(t, g, s)})
+		res, err := LogProb(x, score.Exact{Mixture: g}, Config{Schedule: s, Steps: n, Solver: solver, Grid: schedule.GridUniform, Prior: exactPrior(t, g, s)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,7 +113,7 @@ func TestSolverErrorEstimateTracksTheTrueError(t *testing.T) {
 	x := points(3, 8, 3, 1)
 	lo, _ := s.Interval()
 	want := exactLogProb(t, g, s, lo, x)
-	res, err := LogProb(x, Exact{g, s}, Config{Schedule: s, Steps: 64, Solver: Heun, Prior: exactPrior(t, g, s), EstimateError: true})
+	res, err := LogProb(x, score.Exact{Mixture: g}, Config{Schedule: s, Steps: 64, Solver: Heun, Prior: exactPrior(t, g, s), EstimateError: true})
 	// (the default grid for VP is uniform in t)
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +149,7 @@ func TestLogProbOfDiracMixtureAtSmallestTimeIsAccurate(t *testing.T) {
 			x.Set(i, j, x.At(i, j)+y.At(i, j))
 		}
 	}
-	res, err := LogProb(x, Exact{m, s}, Config{Schedule: s, Steps: 200, Solver: RK4, EstimateError: true, Prior: exactPrior(t, m, s)})
+	res, err := LogProb(x, score.Exact{Mixture: m}, Config{Schedule: s, Steps: 200, Solver: RK4, EstimateError: true, Prior: exactPrior(t, m, s)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func TestLogProbAtIntermediateTimeMatchesExact(t *testing.T) {
 	m, _ := mixture.NewDirac(points(6, 30, 2, 2), nil)
 	x := points(7, 10, 2, 2)
 	want := exactLogProb(t, m, s, 0.5, x)
-	res, err := LogProb(x, Exact{m, s}, Config{Schedule: s, T0: 0.5, Steps: 60, Solver: RK4, Prior: exactPrior(t, m, s)})
+	res, err := LogProb(x, score.Exact{Mixture: m}, Config{Schedule: s, T0: 0.5, Steps: 60, Solver: RK4, Prior: exactPrior(t, m, s)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +175,7 @@ func TestLogProbAtIntermediateTimeMatchesExact(t *testing.T) {
 	}
 	// the default N(0, σ_T² I) prior adds the error of q_T ≈ N(0, σ_T² I),
 	// of order ‖x_T‖·‖y‖/σ_T² (σ_T = 50 here)
-	res, _ = LogProb(x, Exact{m, s}, Config{Schedule: s, T0: 0.5, Steps: 60, Solver: RK4})
+	res, _ = LogProb(x, score.Exact{Mixture: m}, Config{Schedule: s, T0: 0.5, Steps: 60, Solver: RK4})
 	if e := maxAbsDiff(res.LogProb, want); e > 0.05 {
 		t.Errorf("with the Gaussian prior: max |log q_0.5 − exact| = %g", e)
 	}
@@ -184,7 +185,7 @@ func TestLogProbAtTheEndTimeIsThePrior(t *testing.T) {
 	s := mustSchedule(t, "vp")
 	x := points(8, 5, 4, 1)
 	_, hi := s.Interval()
-	res, err := LogProb(x, Exact{gaussian4(t), s}, Config{Schedule: s, T0: hi, Steps: 10})
+	res, err := LogProb(x, score.Exact{Mixture: gaussian4(t)}, Config{Schedule: s, T0: hi, Steps: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,27 +202,28 @@ func gaussian4(t *testing.T) *mixture.Gaussian {
 	return g
 }
 
-func TestFuncsEqualsExactDynamics(t *testing.T) {
+func TestSeparateScoreAndTraceEqualExactModel(t *testing.T) {
 	s := mustSchedule(t, "ve")
 	g := gaussian(t)
 	x := points(9, 6, 3, 1)
-	f := Funcs{
-		Score: func(x *mat.Dense, tt float64) (*mat.Dense, error) {
-			r, err := g.Eval(mixture.Query{At: at(t, s, tt), X: x, Want: mixture.Score})
-			return r.Score, err
-		},
-		Trace: func(x *mat.Dense, tt float64) ([]float64, error) {
-			r, err := g.Eval(mixture.Query{At: at(t, s, tt), X: x, Want: mixture.Trace})
-			return r.Trace, err
-		},
-	}
+	f := score.ModelFunc(func(c schedule.Coefficients, x *mat.Dense, want score.Want) (*score.Eval, error) {
+		r, err := g.Eval(mixture.Query{At: c, X: x, Want: mixture.Score})
+		if err != nil {
+			return nil, err
+		}
+		tr, err := g.Eval(mixture.Query{At: c, X: x, Want: mixture.Trace})
+		if err != nil {
+			return nil, err
+		}
+		return &score.Eval{Score: r.Score, Trace: tr.Trace}, nil
+	})
 	a, err := LogProb(x, f, Config{Schedule: s, Steps: 20, Solver: Heun})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := LogProb(x, Exact{g, s}, Config{Schedule: s, Steps: 20, Solver: Heun})
+	b, _ := LogProb(x, score.Exact{Mixture: g}, Config{Schedule: s, Steps: 20, Solver: Heun})
 	if e := maxAbsDiff(a.LogProb, b.LogProb); e > 1e-12 {
-		t.Errorf("Funcs and Exact differ by %g", e)
+		t.Errorf("separate score and trace and the exact model differ by %g", e)
 	}
 }
 
@@ -234,26 +236,25 @@ func TestLogProbRejectsBadInput(t *testing.T) {
 	wrongDim := points(10, 2, 2, 1)
 	for name, c := range map[string]struct {
 		x   *mat.Dense
-		dyn Dynamics
+		dyn score.Model
 		cfg Config
 	}{
-		"noise to data":        {x, Exact{g, s}, Config{Schedule: s, T0: 0.9, T1: 0.1, Steps: 4}},
-		"zero steps":           {x, Exact{g, s}, Config{Schedule: s}},
-		"one step estimate":    {x, Exact{g, s}, Config{Schedule: s, Steps: 1, EstimateError: true}},
-		"no schedule":          {x, Exact{g, s}, Config{Steps: 4}},
-		"solver without log q": {x, Exact{g, s}, Config{Schedule: s, Steps: 4, Solver: pfode.DDIM}},
-		"negative rtol":        {x, Exact{g, s}, Config{Schedule: s, Steps: 4, RTol: -1}},
-		"time outside":         {x, Exact{g, s}, Config{Schedule: s, T1: 2, Steps: 4}},
-		"NaN point":            {bad, Exact{g, s}, Config{Schedule: s, Steps: 4}},
-		"no points":            {nil, Exact{g, s}, Config{Schedule: s, Steps: 4}},
-		"no dynamics":          {x, nil, Config{Schedule: s, Steps: 4}},
-		"half Funcs":           {x, Funcs{}, Config{Schedule: s, Steps: 4}},
+		"noise to data":        {x, score.Exact{Mixture: g}, Config{Schedule: s, T0: 0.9, T1: 0.1, Steps: 4}},
+		"zero steps":           {x, score.Exact{Mixture: g}, Config{Schedule: s}},
+		"one step estimate":    {x, score.Exact{Mixture: g}, Config{Schedule: s, Steps: 1, EstimateError: true}},
+		"no schedule":          {x, score.Exact{Mixture: g}, Config{Steps: 4}},
+		"solver without log q": {x, score.Exact{Mixture: g}, Config{Schedule: s, Steps: 4, Solver: pfode.DDIM}},
+		"negative rtol":        {x, score.Exact{Mixture: g}, Config{Schedule: s, Steps: 4, RTol: -1}},
+		"time outside":         {x, score.Exact{Mixture: g}, Config{Schedule: s, T1: 2, Steps: 4}},
+		"NaN point":            {bad, score.Exact{Mixture: g}, Config{Schedule: s, Steps: 4}},
+		"no points":            {nil, score.Exact{Mixture: g}, Config{Schedule: s, Steps: 4}},
+		"no model":             {x, nil, Config{Schedule: s, Steps: 4}},
 	} {
 		if _, err := LogProb(c.x, c.dyn, c.cfg); !errors.Is(err, ErrInput) {
 			t.Errorf("%s: got %v, want ErrInput", name, err)
 		}
 	}
-	if _, err := LogProb(wrongDim, Exact{g, s}, Config{Schedule: s, Steps: 4}); err == nil {
+	if _, err := LogProb(wrongDim, score.Exact{Mixture: g}, Config{Schedule: s, Steps: 4}); err == nil {
 		t.Error("points of the wrong dimension accepted")
 	}
 }
@@ -274,7 +275,7 @@ func TestAdaptiveLogProbMeetsItsToleranceAndReportsStats(t *testing.T) {
 	lo, _ := s.Interval()
 	want := exactLogProb(t, g, s, lo, x)
 	for _, rtol := range []float64{1e-5, 1e-8} {
-		res, err := LogProb(x, Exact{g, s}, Config{Schedule: s, RTol: rtol, Prior: exactPrior(t, g, s), EstimateError: true})
+		res, err := LogProb(x, score.Exact{Mixture: g}, Config{Schedule: s, RTol: rtol, Prior: exactPrior(t, g, s), EstimateError: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -297,7 +298,7 @@ func TestLogProbContextStopsWhenCancelled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = LogProbContext(ctx, mat.NewDense(1, 1, []float64{0.3}), Exact{M: m, Schedule: schedule.DefaultVP()}, Config{Schedule: schedule.DefaultVP(), T0: 1e-3, T1: 1, Steps: 50})
+	_, err = LogProbContext(ctx, mat.NewDense(1, 1, []float64{0.3}), score.Exact{Mixture: m}, Config{Schedule: schedule.DefaultVP(), T0: 1e-3, T1: 1, Steps: 50})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}

@@ -38,42 +38,17 @@ const (
 // every evaluation of the system (NFE).
 func SolveAdaptive(ctx context.Context, sys System, t0, t1 float64, y []float64, opt Adaptive) (Stats, error) {
 	var st Stats
-	tb := opt.Tableau
-	if tb == nil {
-		tb = Dopri5
+	tb, err := opt.tableau(sys, t0, t1, y)
+	if err != nil || t0 == t1 {
+		return st, err
 	}
-	if len(tb.BErr) != len(tb.B) {
-		return st, fmt.Errorf("pfode: %s has no embedded error estimate", tb.Label)
-	}
-	if len(y) != sys.Len() {
-		return st, fmt.Errorf("pfode: state of length %d, system of length %d", len(y), sys.Len())
-	}
-	if math.IsNaN(t0) || math.IsNaN(t1) || math.IsInf(t0, 0) || math.IsInf(t1, 0) {
-		return st, fmt.Errorf("pfode: times must be finite, got %g → %g", t0, t1)
-	}
-	if t0 == t1 {
-		return st, nil
-	}
-	rtol, atol := opt.RTol, opt.ATol
-	if rtol == 0 {
-		rtol = 1e-6
-	}
-	if atol == 0 {
-		atol = 1e-9
-	}
-	if !(rtol > 0 && atol >= 0) {
-		return st, fmt.Errorf("pfode: need rtol > 0 and atol ≥ 0, got %g, %g", rtol, atol)
-	}
-	maxSteps := opt.MaxSteps
-	if maxSteps == 0 {
-		maxSteps = 100_000
+	rtol, atol, maxSteps, err := opt.limits()
+	if err != nil {
+		return st, err
 	}
 	n := len(y)
 	w := newWork(n, tb.Stages())
-	yNew, eb := make([]float64, n), make([]float64, len(tb.B))
-	for s := range eb {
-		eb[s] = tb.B[s] - tb.BErr[s]
-	}
+	yNew, eb := make([]float64, n), tb.errorWeights()
 	dir := math.Copysign(1, t1-t0)
 	st.NFE++
 	if err := sys.Deriv(t0, y, w.k[0]); err != nil {
@@ -81,7 +56,6 @@ func SolveAdaptive(ctx context.Context, sys System, t0, t1 float64, y []float64,
 	}
 	h := math.Abs(opt.H0)
 	if h == 0 {
-		var err error
 		if h, err = initialStep(sys, t0, dir, math.Abs(t1-t0), y, w.k[0], w.ys, yNew, tb.P, rtol, atol); err != nil {
 			return st, err
 		}
@@ -115,10 +89,7 @@ func SolveAdaptive(ctx context.Context, sys System, t0, t1 float64, y []float64,
 		if math.IsNaN(en) || math.IsInf(en, 0) {
 			return st, fmt.Errorf("pfode: %s: non-finite error estimate at t = %g, h = %g", tb.Label, t, hs)
 		}
-		factor := maxFactor
-		if en > 0 {
-			factor = math.Min(maxFactor, math.Max(minFactor, safety*math.Pow(en, errExp)))
-		}
+		factor := stepFactor(en, errExp)
 		if en > 1 {
 			st.Rejected++
 			h = math.Abs(hs) * math.Min(1, factor)
@@ -133,14 +104,8 @@ func SolveAdaptive(ctx context.Context, sys System, t0, t1 float64, y []float64,
 			t = t1
 		}
 		st.Steps++
-		if tb.FSAL {
-			last := len(w.k) - 1
-			w.k[0], w.k[last] = w.k[last], w.k[0]
-		} else if t != t1 {
-			st.NFE++
-			if err := sys.Deriv(t, y, w.k[0]); err != nil {
-				return st, fmt.Errorf("pfode: at t = %g: %w", t, err)
-			}
+		if err := tb.nextK0(sys, t, t1, y, w, &st); err != nil {
+			return st, err
 		}
 		if opt.Observe != nil {
 			if err := opt.Observe(st.Steps, t, y); err != nil {
@@ -150,6 +115,77 @@ func SolveAdaptive(ctx context.Context, sys System, t0, t1 float64, y []float64,
 		h = math.Abs(hs) * factor
 	}
 	return st, nil
+}
+
+// errorWeights are the weights B − BErr of the embedded error estimate.
+func (tb *Tableau) errorWeights() []float64 {
+	eb := make([]float64, len(tb.B))
+	for s := range eb {
+		eb[s] = tb.B[s] - tb.BErr[s]
+	}
+	return eb
+}
+
+// stepFactor is the step-size controller's factor for an error norm en:
+// safety · en^errExp, clamped to [minFactor, maxFactor] (maxFactor for en = 0).
+func stepFactor(en, errExp float64) float64 {
+	if en > 0 {
+		return math.Min(maxFactor, math.Max(minFactor, safety*math.Pow(en, errExp)))
+	}
+	return maxFactor
+}
+
+// nextK0 sets w.k[0] = f(t, y) after an accepted step: the last stage of a
+// first-same-as-last pair, or a new evaluation (none at the end, t = t1).
+func (tb *Tableau) nextK0(sys System, t, t1 float64, y []float64, w *work, st *Stats) error {
+	if tb.FSAL {
+		last := len(w.k) - 1
+		w.k[0], w.k[last] = w.k[last], w.k[0]
+	} else if t != t1 {
+		st.NFE++
+		if err := sys.Deriv(t, y, w.k[0]); err != nil {
+			return fmt.Errorf("pfode: at t = %g: %w", t, err)
+		}
+	}
+	return nil
+}
+
+// tableau is the embedded pair to use, after checking the state's length
+// and the times.
+func (opt Adaptive) tableau(sys System, t0, t1 float64, y []float64) (*Tableau, error) {
+	tb := opt.Tableau
+	if tb == nil {
+		tb = Dopri5
+	}
+	if len(tb.BErr) != len(tb.B) {
+		return nil, fmt.Errorf("pfode: %s has no embedded error estimate", tb.Label)
+	}
+	if len(y) != sys.Len() {
+		return nil, fmt.Errorf("pfode: state of length %d, system of length %d", len(y), sys.Len())
+	}
+	if math.IsNaN(t0) || math.IsNaN(t1) || math.IsInf(t0, 0) || math.IsInf(t1, 0) {
+		return nil, fmt.Errorf("pfode: times must be finite, got %g → %g", t0, t1)
+	}
+	return tb, nil
+}
+
+// limits are the tolerances and the step bound, defaults filled in.
+func (opt Adaptive) limits() (rtol, atol float64, maxSteps int, err error) {
+	rtol, atol = opt.RTol, opt.ATol
+	if rtol == 0 {
+		rtol = 1e-6
+	}
+	if atol == 0 {
+		atol = 1e-9
+	}
+	if !(rtol > 0 && atol >= 0) {
+		return 0, 0, 0, fmt.Errorf("pfode: need rtol > 0 and atol ≥ 0, got %g, %g", rtol, atol)
+	}
+	maxSteps = opt.MaxSteps
+	if maxSteps == 0 {
+		maxSteps = 100_000
+	}
+	return rtol, atol, maxSteps, nil
 }
 
 // errorNorm is the RMS over i of (h Σ_s e_s k_s,i) / (atol + rtol·max(|y_i|, |y'_i|)).

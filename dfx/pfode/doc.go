@@ -21,10 +21,14 @@
 //     with Dormand–Prince 5(4) under rtol/atol; both walk either direction
 //     (t increasing or decreasing), call an observer after every accepted
 //     step and return Stats (steps, rejections, function evaluations);
-//   - PFODE is the System of the augmented PF-ODE for a Model (the score or
-//     the denoiser, and the Fisher's trace or full matrix when asked) on a
-//     schedule.Source of coefficients; Velocity, VelocityFromDenoiser and
-//     LogDensityRate are its formulas, written once.
+//   - PFODE is the System of the augmented PF-ODE for a score.Model (ε̂,
+//     the denoiser or the score, and the Fisher's trace or full matrix when
+//     asked) on a schedule.Source of coefficients; Velocity,
+//     VelocityFromEps, VelocityFromDenoiser and LogDensityRate are its
+//     formulas, written once;
+//   - DDIMStep is the repository's one DDIM step, from any model's output
+//     (PFODE's ExpStep, dfx/adjoint's sampler and the MNIST sampler call
+//     it), and DDIMAdjointStep its vector-Jacobian product.
 //
 // Shapes: x is [B, d] (a *mat.Dense), Δ is [B], A is B
 // row-major d×d matrices, λ is [B, d].

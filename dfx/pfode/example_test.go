@@ -7,6 +7,7 @@ import (
 
 	"github.com/dfx-lab/dfx/dfx/pfode"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -15,10 +16,10 @@ import (
 // −x/v_t and the Fisher trace d/v_t, v_t = α² + σ² = 1.
 func ExampleSolveAdaptive() {
 	src := schedule.Continuous{Schedule: schedule.DefaultVP()}
-	model := pfode.ModelFunc(func(c schedule.Coefficients, x *mat.Dense, want pfode.Want) (*pfode.Eval, error) {
+	model := score.ModelFunc(func(c schedule.Coefficients, x *mat.Dense, want score.Want) (*score.Eval, error) {
 		b, d := x.Dims()
 		v := c.Alpha*c.Alpha + c.Sigma*c.Sigma
-		ev := &pfode.Eval{Score: mat.NewDense(b, d, nil), Trace: make([]float64, b)}
+		ev := &score.Eval{Score: mat.NewDense(b, d, nil), Trace: make([]float64, b)}
 		ev.Score.Scale(-1/v, x)
 		for i := range ev.Trace {
 			ev.Trace[i] = float64(d) / v

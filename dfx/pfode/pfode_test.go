@@ -3,10 +3,13 @@ package pfode
 import (
 	"context"
 	"math"
+	"math/rand/v2"
 	"testing"
 
-	"github.com/dfx-lab/dfx/dfx/schedule"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 )
 
 // gaussian is the PF-ODE of data N(μ, s² I): q_t = N(α μ, v_t I) with
@@ -23,22 +26,22 @@ func (g gaussian) v(c schedule.Coefficients) float64 {
 	return c.Alpha*c.Alpha*g.s*g.s + c.Sigma*c.Sigma
 }
 
-func (g gaussian) Eval(c schedule.Coefficients, x *mat.Dense, want Want) (*Eval, error) {
+func (g gaussian) Eval(c schedule.Coefficients, x *mat.Dense, want score.Want) (*score.Eval, error) {
 	b, d := x.Dims()
 	v := g.v(c)
-	ev := &Eval{Score: mat.NewDense(b, d, nil)}
+	ev := &score.Eval{Score: mat.NewDense(b, d, nil)}
 	for i := 0; i < b; i++ {
 		for j := 0; j < d; j++ {
 			ev.Score.Set(i, j, -(x.At(i, j)-c.Alpha*g.mu[j])/v)
 		}
 	}
-	if want&WantTrace != 0 {
+	if want&score.WantTrace != 0 {
 		ev.Trace = make([]float64, b)
 		for i := range ev.Trace {
 			ev.Trace[i] = float64(d) / v
 		}
 	}
-	if want&WantFisher != 0 {
+	if want&score.WantFisher != 0 {
 		for i := 0; i < b; i++ {
 			f := mat.NewSymDense(d, nil)
 			for j := 0; j < d; j++ {
@@ -253,9 +256,9 @@ func TestObserverSeesEveryAcceptedStepOfAFixedGrid(t *testing.T) {
 // component is the transpose of the variational one.
 func TestAdjointTimesJacobianIsConserved(t *testing.T) {
 	b, d := startX.Dims()
-	two := ModelFunc(func(c schedule.Coefficients, x *mat.Dense, want Want) (*Eval, error) {
+	two := score.ModelFunc(func(c schedule.Coefficients, x *mat.Dense, want score.Want) (*score.Eval, error) {
 		// An anisotropic Gaussian N(0, diag(0.2, 1.5)): J is not a multiple of I.
-		ev := &Eval{Score: mat.NewDense(b, d, nil)}
+		ev := &score.Eval{Score: mat.NewDense(b, d, nil)}
 		vs := []float64{c.Alpha*c.Alpha*0.2 + c.Sigma*c.Sigma, c.Alpha*c.Alpha*1.5 + c.Sigma*c.Sigma}
 		for i := 0; i < b; i++ {
 			for j := 0; j < d; j++ {
@@ -280,6 +283,97 @@ func TestAdjointTimesJacobianIsConserved(t *testing.T) {
 			}
 			if math.Abs(s-lam0.At(c, j)) > 1e-8 {
 				t.Errorf("chain %d: (λᵀA)_%d = %g, want %g", c, j, s, lam0.At(c, j))
+			}
+		}
+	}
+}
+
+// TestDDIMStepIsExactForOnePoint: for data that is one point y the exact
+// noise prediction is ε = (x − α y)/σ and the denoiser is y, and a DDIM
+// step from t to t₁, in either form, maps α y + σ ε to α₁ y + σ₁ ε exactly;
+// its adjoint step is the transpose of DDIMJacobian.
+func TestDDIMStepIsExactForOnePoint(t *testing.T) {
+	s := schedule.DefaultVP()
+	rng := rand.New(rand.NewPCG(3, 3))
+	const d = 5
+	y, e := make([]float64, d), make([]float64, d)
+	for j := range y {
+		y[j], e[j] = rng.Float64()*2-1, rng.NormFloat64()
+	}
+	c0, _ := schedule.At(s, 0.8)
+	c1, _ := schedule.At(s, 0.3)
+	x0 := mat.NewDense(1, d, nil)
+	for j := range y {
+		x0.Set(0, j, c0.Alpha*y[j]+c0.Sigma*e[j])
+	}
+	for name, ev := range map[string]*score.Eval{
+		"eps":      {Eps: mat.NewDense(1, d, e)},
+		"denoiser": {Denoiser: mat.NewDense(1, d, y)},
+	} {
+		x := mat.DenseCopyOf(x0)
+		DDIMStep(x, c0, c1, ev)
+		for j := range y {
+			if want := c1.Alpha*y[j] + c1.Sigma*e[j]; math.Abs(x.At(0, j)-want) > 1e-12 {
+				t.Fatalf("%s form, pixel %d: %g, want %g", name, j, x.At(0, j), want)
+			}
+		}
+	}
+	// λ ← a λ + b σ₀ F λ must equal Sᵀ λ with S = DDIMJacobian (F symmetric).
+	f := mat.NewSymDense(d, nil)
+	for i := range d {
+		for j := i; j < d; j++ {
+			f.SetSym(i, j, rng.NormFloat64())
+		}
+	}
+	lam, fl := mat.NewDense(1, d, nil), mat.NewDense(1, d, nil)
+	for j := range d {
+		lam.Set(0, j, rng.NormFloat64())
+	}
+	fl.Mul(lam, f)
+	want := make([]float64, d*d)
+	r, w := DDIMCoefficients(c0, c1)
+	DDIMJacobian(want, c0, r, w, f)
+	var sl mat.Dense
+	sl.Mul(lam, mat.NewDense(d, d, want))
+	DDIMAdjointStep(lam, c0, c1, fl)
+	for j := range d {
+		if math.Abs(lam.At(0, j)-sl.At(0, j)) > 1e-10*(1+math.Abs(sl.At(0, j))) {
+			t.Fatalf("adjoint step %d: %g, want %g", j, lam.At(0, j), sl.At(0, j))
+		}
+	}
+}
+
+// TestDriveChoosesTheParameterisationOfTheVelocity: the model answers with
+// its score; the velocity computed from the score, from ε̂ and from the
+// denoiser (Drive, filled by Tweedie) agree to rounding, and each Drive
+// asks the model for its parameterisation.
+func TestDriveChoosesTheParameterisationOfTheVelocity(t *testing.T) {
+	g := gaussian{mu: []float64{0.5, -1, 2}, s: 0.7}
+	src := schedule.Continuous{Schedule: schedule.DefaultVP()}
+	x := mat.NewDense(2, 3, []float64{0.1, 0.2, -0.3, 1, -2, 0.5})
+	var vels [][]float64
+	for _, drive := range []score.Want{0, score.WantScore, score.WantEps, score.WantDenoiser} {
+		var asked score.Want
+		spy := score.ModelFunc(func(c schedule.Coefficients, x *mat.Dense, want score.Want) (*score.Eval, error) {
+			asked = want
+			return g.Eval(c, x, want)
+		})
+		sys := New(src, spy, 2, 3, 0)
+		sys.Drive = drive
+		y := sys.Init(x, nil)
+		dy := make([]float64, len(y))
+		if err := sys.Deriv(0.4, y, dy); err != nil {
+			t.Fatal(err)
+		}
+		if asked != drive {
+			t.Errorf("Drive %d asked the model for %d", drive, asked)
+		}
+		vels = append(vels, dy)
+	}
+	for k, v := range vels[1:] {
+		for i := range v {
+			if math.Abs(v[i]-vels[0][i]) > 1e-12*(1+math.Abs(vels[0][i])) {
+				t.Errorf("drive %d: velocity[%d] = %g, from the score %g", k+1, i, v[i], vels[0][i])
 			}
 		}
 	}

@@ -4,43 +4,11 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/dfx-lab/dfx/dfx/schedule"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 )
-
-// Want selects what a Model must return besides the score (or denoiser).
-type Want uint
-
-const (
-	WantTrace    Want = 1 << iota // tr F_t [B], for the log-density
-	WantFisher                    // F_t, d×d per point, for the Jacobian or adjoint
-	WantDenoiser                  // ȳ [B, d], for DDIM (else derived from the score)
-)
-
-// Eval is a Model's answer at [B, d] points. Exactly one of Score, Eps and
-// Denoiser is needed (the first set is used, in that order); the PF-ODE
-// velocity is Velocity, VelocityFromEps or VelocityFromDenoiser accordingly.
-type Eval struct {
-	Score    *mat.Dense      // ∇log q_t(x) [B, d]
-	Eps      *mat.Dense      // ε̂ = −σ ∇log q_t [B, d]
-	Denoiser *mat.Dense      // ȳ = E[x_0 | x_t] [B, d]
-	Trace    []float64       // tr F_t [B] (WantTrace)
-	Fisher   []*mat.SymDense // F_t per point, d×d (WantFisher)
-}
-
-// Model is the data side of the PF-ODE: an exact mixture, a network, or a
-// network with an estimated trace, at the coefficients c of one time.
-type Model interface {
-	Eval(c schedule.Coefficients, x *mat.Dense, want Want) (*Eval, error)
-}
-
-// ModelFunc adapts a function to Model.
-type ModelFunc func(c schedule.Coefficients, x *mat.Dense, want Want) (*Eval, error)
-
-// Eval implements Model.
-func (f ModelFunc) Eval(c schedule.Coefficients, x *mat.Dense, want Want) (*Eval, error) {
-	return f(c, x, want)
-}
 
 // Carry selects the components of the augmented state beyond x.
 type Carry uint
@@ -132,17 +100,23 @@ func (l Layout) Init(x0, lambda0 *mat.Dense) []float64 {
 
 // PFODE is the augmented PF-ODE as a System: the velocity of x (eq. PFODE)
 // and, as Layout.Carry asks, the log-density change (eq. nll_ode), the
-// variational equation and the adjoint, all from one Model evaluation per
-// stage. It also implements Exponential (the DDIM step) for x and A.
+// variational equation and the adjoint, all from one score.Model
+// evaluation per stage. It also implements Exponential (the DDIM step) for
+// x and A.
 type PFODE struct {
 	Layout
 	Source schedule.Source
-	Model  Model
+	Model  score.Model
+	// Drive is the parameterisation the velocity and the DDIM step are
+	// computed from (score.WantScore, WantEps or WantDenoiser; equal up to
+	// rounding): it is asked of the model at every evaluation. Zero uses
+	// the model's native output for the velocity and the denoiser for DDIM.
+	Drive  score.Want
 	j, tmp []float64 // d×d scratch
 }
 
 // New returns the PF-ODE system of B points in dimension d.
-func New(src schedule.Source, m Model, b, d int, carry Carry) *PFODE {
+func New(src schedule.Source, m score.Model, b, d int, carry Carry) *PFODE {
 	return &PFODE{Layout: Layout{B: b, D: d, Carry: carry}, Source: src, Model: m,
 		j: make([]float64, d*d), tmp: make([]float64, d*d)}
 }
@@ -159,48 +133,18 @@ func (p *PFODE) coefficients(t float64) (schedule.Coefficients, error) {
 	return c, nil
 }
 
-func (p *PFODE) eval(c schedule.Coefficients, x *mat.Dense, want Want) (*Eval, error) {
+func (p *PFODE) eval(c schedule.Coefficients, x *mat.Dense, want score.Want) (*score.Eval, error) {
 	ev, err := p.Model.Eval(c, x, want)
 	if err != nil {
 		return nil, fmt.Errorf("model at t = %g: %w", c.T, err)
 	}
-	var main *mat.Dense
-	switch {
-	case ev.Score != nil:
-		main = ev.Score
-	case ev.Eps != nil:
-		main = ev.Eps
-	case ev.Denoiser != nil:
-		main = ev.Denoiser
-	default:
-		return nil, fmt.Errorf("model at t = %g returned neither score, ε nor denoiser", c.T)
+	if err := ev.Check(p.B, p.D, want); err != nil {
+		return nil, fmt.Errorf("at t = %g: %w", c.T, err)
 	}
-	if r, cc := main.Dims(); r != p.B || cc != p.D {
-		return nil, fmt.Errorf("model returned [%d, %d] for [%d, %d] points", r, cc, p.B, p.D)
-	}
-	if want&WantTrace != 0 && len(ev.Trace) != p.B {
-		return nil, fmt.Errorf("model returned %d traces for %d points", len(ev.Trace), p.B)
-	}
-	if want&WantFisher != 0 && len(ev.Fisher) != p.B {
-		return nil, fmt.Errorf("model returned %d Fisher matrices for %d points", len(ev.Fisher), p.B)
-	}
-	if want&WantDenoiser != 0 && ev.Denoiser == nil {
-		ev.Denoiser = denoiserOf(c, x, ev)
+	if err := ev.Fill(c, x, want); err != nil {
+		return nil, err
 	}
 	return ev, nil
-}
-
-// denoiserOf is ȳ = (x + σ² ∇log q)/α, or (x − σ ε̂)/α (Tweedie).
-func denoiserOf(c schedule.Coefficients, x *mat.Dense, ev *Eval) *mat.Dense {
-	var y mat.Dense
-	if ev.Score != nil {
-		y.Scale(c.Sigma*c.Sigma, ev.Score)
-	} else {
-		y.Scale(-c.Sigma, ev.Eps)
-	}
-	y.Add(&y, x)
-	y.Scale(1/c.Alpha, &y)
-	return &y
 }
 
 // Deriv implements System.
@@ -209,12 +153,12 @@ func (p *PFODE) Deriv(t float64, y, dy []float64) error {
 	if err != nil {
 		return err
 	}
-	var want Want
+	want := p.Drive
 	if p.has(LogDensity) {
-		want |= WantTrace
+		want |= score.WantTrace
 	}
 	if p.has(Jacobian | Adjoint) {
-		want |= WantFisher
+		want |= score.WantFisher
 	}
 	x := p.X(y)
 	ev, err := p.eval(c, x, want)
@@ -223,12 +167,12 @@ func (p *PFODE) Deriv(t float64, y, dy []float64) error {
 	}
 	v := p.X(dy)
 	switch {
-	case ev.Score != nil:
-		Velocity(v, c, x, ev.Score)
-	case ev.Eps != nil:
+	case p.Drive&score.WantDenoiser != 0 || ev.Score == nil && ev.Eps == nil:
+		VelocityFromDenoiser(v, c, x, ev.Denoiser)
+	case p.Drive&score.WantEps != 0 || ev.Score == nil:
 		VelocityFromEps(v, c, x, ev.Eps)
 	default:
-		VelocityFromDenoiser(v, c, x, ev.Denoiser)
+		Velocity(v, c, x, ev.Score)
 	}
 	for _, u := range dy[:p.B*p.D] {
 		if math.IsNaN(u) || math.IsInf(u, 0) {
@@ -269,10 +213,10 @@ func (p *PFODE) Deriv(t float64, y, dy []float64) error {
 	return nil
 }
 
-// ExpStep implements Exponential: the DDIM step of x (see DDIM) with, if
-// carried, A ← S A, S the step's exact Jacobian (DDIMJacobian), so that A
-// stays the derivative of the discrete map. The log-density and the adjoint
-// have no DDIM step.
+// ExpStep implements Exponential: the DDIM step of x (DDIMStep, from the
+// denoiser unless Drive names ε) with, if carried, A ← S A, S the step's
+// exact Jacobian (DDIMJacobian), so that A stays the derivative of the
+// discrete map. The log-density and the adjoint have no DDIM step.
 func (p *PFODE) ExpStep(t, t1 float64, y []float64) (int, error) {
 	if p.has(LogDensity | Adjoint) {
 		return 0, fmt.Errorf("DDIM carries only x and the Jacobian, not the log-density or the adjoint")
@@ -285,20 +229,23 @@ func (p *PFODE) ExpStep(t, t1 float64, y []float64) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if !(c1.Alpha > 0) || c1.Sigma < 0 {
-		return 0, fmt.Errorf("DDIM target α = %g, σ = %g", c1.Alpha, c1.Sigma)
+	if err := CheckDDIMTarget(c1); err != nil {
+		return 0, err
 	}
-	want := WantDenoiser
+	want := p.Drive
+	if want&(score.WantEps|score.WantScore) == 0 {
+		want |= score.WantDenoiser
+	}
 	if p.has(Jacobian) {
-		want |= WantFisher
+		want |= score.WantFisher
 	}
 	x := p.X(y)
 	ev, err := p.eval(c0, x, want)
 	if err != nil {
 		return 1, err
 	}
-	r, w := DDIMCoefficients(c0, c1)
 	if a := p.Jacobians(y); a != nil {
+		r, w := DDIMCoefficients(c0, c1)
 		d := p.D
 		for c := 0; c < p.B; c++ {
 			DDIMJacobian(p.j, c0, r, w, ev.Fisher[c])
@@ -307,13 +254,6 @@ func (p *PFODE) ExpStep(t, t1 float64, y []float64) (int, error) {
 			copy(ac, p.tmp)
 		}
 	}
-	yb := ev.Denoiser.RawMatrix()
-	xr := y[:p.B*p.D]
-	for i := 0; i < p.B; i++ {
-		row := yb.Data[i*yb.Stride : i*yb.Stride+p.D]
-		for j, v := range row {
-			xr[i*p.D+j] = r*xr[i*p.D+j] + w*v
-		}
-	}
+	DDIMStep(x, c0, c1, ev)
 	return 1, nil
 }

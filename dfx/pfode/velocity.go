@@ -1,8 +1,12 @@
 package pfode
 
 import (
-	"github.com/dfx-lab/dfx/dfx/schedule"
+	"fmt"
+
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 )
 
 // The PF-ODE's formulas, written once. c holds α, σ, f and g² at the time
@@ -80,11 +84,79 @@ func VelocityJacobian(dst []float64, c schedule.Coefficients, fisher mat.Symmetr
 	}
 }
 
-// DDIMCoefficients are the weights of the DDIM / exponential-integrator
-// step from c0 to c1: x' = r x + w ȳ with r = σ₁/σ₀, w = α₁ − r α₀.
+// DDIMStep is the one DDIM / exponential-integrator step of the
+// repository (Song et al. 2021 with η = 0; Lu et al. 2022, DPM-Solver-1):
+// it moves x [B, d] in place from c0 to c1 with the model's output ev at
+// (x, c0) frozen. From the noise prediction ε̂ when ev has it,
+//
+//	x' = (α₁/α₀) x + (σ₁ − (α₁/α₀) σ₀) ε̂        (DDIMEpsCoefficients),
+//
+// else from the denoiser ȳ (a score is converted to ȳ by Tweedie),
+//
+//	x' = (σ₁/σ₀) x + (α₁ − (σ₁/σ₀) α₀) ȳ        (DDIMCoefficients):
+//
+// the same step, each form free of a conversion for its kind of model.
+func DDIMStep(x *mat.Dense, c0, c1 schedule.Coefficients, ev *score.Eval) {
+	var r, w float64
+	u := ev.Eps
+	if u != nil {
+		r, w = DDIMEpsCoefficients(c0, c1)
+	} else {
+		if ev.Denoiser == nil {
+			ev.Denoiser = new(mat.Dense)
+			score.DenoiserFromScore(ev.Denoiser, c0, x, ev.Score)
+		}
+		u = ev.Denoiser
+		r, w = DDIMCoefficients(c0, c1)
+	}
+	b, d := x.Dims()
+	for i := 0; i < b; i++ {
+		xr, ur := x.RawRowView(i)[:d], u.RawRowView(i)[:d]
+		for j, v := range ur {
+			xr[j] = r*xr[j] + w*v
+		}
+	}
+}
+
+// CheckDDIMTarget refuses a DDIM step towards coefficients without α > 0 and
+// σ ≥ 0.
+func CheckDDIMTarget(c1 schedule.Coefficients) error {
+	if !(c1.Alpha > 0) || c1.Sigma < 0 {
+		return fmt.Errorf("DDIM target α = %g, σ = %g", c1.Alpha, c1.Sigma)
+	}
+	return nil
+}
+
+// DDIMCoefficients are the weights of the DDIM step from c0 to c1 in the
+// denoiser form: x' = r x + w ȳ with r = σ₁/σ₀, w = α₁ − r α₀.
 func DDIMCoefficients(c0, c1 schedule.Coefficients) (r, w float64) {
 	r = c1.Sigma / c0.Sigma
 	return r, c1.Alpha - r*c0.Alpha
+}
+
+// DDIMEpsCoefficients are the weights of the DDIM step from c0 to c1 in the
+// ε form: x' = a x + b ε̂ with a = α₁/α₀, b = σ₁ − a σ₀.
+func DDIMEpsCoefficients(c0, c1 schedule.Coefficients) (a, b float64) {
+	a = c1.Alpha / c0.Alpha
+	return a, c1.Sigma - a*c0.Sigma
+}
+
+// DDIMAdjointStep is the DDIM step's vector-Jacobian product (the discrete
+// eq. Adjoint_ODE): with ∂ε̂/∂x = σ₀ F (F = −∇²log q symmetric),
+//
+//	λ ← a λ + b σ₀ F λ,   (a, b) = DDIMEpsCoefficients(c0, c1),
+//
+// in place on lambda [B, d], given fl = F λ [B, d] at the step's start.
+func DDIMAdjointStep(lambda *mat.Dense, c0, c1 schedule.Coefficients, fl *mat.Dense) {
+	a, bb := DDIMEpsCoefficients(c0, c1)
+	k := bb * c0.Sigma
+	b, d := lambda.Dims()
+	for r := 0; r < b; r++ {
+		lr, fr := lambda.RawRowView(r)[:d], fl.RawRowView(r)[:d]
+		for j := range lr {
+			lr[j] = a*lr[j] + k*fr[j]
+		}
+	}
 }
 
 // DDIMJacobian writes the DDIM step's Jacobian

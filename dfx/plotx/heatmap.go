@@ -63,30 +63,59 @@ func HeatMap(title string, xs, ys []float64, z [][]float64, opts ...HeatOptions)
 	return p, err
 }
 
-// heatMap is HeatMap returning its colour bar (nil with NoColorBar).
-func heatMap(title string, xs, ys []float64, z [][]float64, opts ...HeatOptions) (*plot.Plot, *colorBar, error) {
+// heatOptions checks a heat map's axes, field and options (at most one
+// HeatOptions, LogZ and SymLog exclusive, SymLog finite and ≥ 0).
+func heatOptions(title string, xs, ys []float64, z [][]float64, opts []HeatOptions) (HeatOptions, error) {
 	var o HeatOptions
 	switch len(opts) {
 	case 0:
 	case 1:
 		o = opts[0]
 	default:
-		return nil, nil, fmt.Errorf("plotx: HeatMap %q: got %d HeatOptions, want at most 1", title, len(opts))
+		return o, fmt.Errorf("plotx: HeatMap %q: got %d HeatOptions, want at most 1", title, len(opts))
 	}
 	if err := checkAxis("xs", xs); err != nil {
-		return nil, nil, fmt.Errorf("heat map %q: %w", title, err)
+		return o, fmt.Errorf("heat map %q: %w", title, err)
 	}
 	if err := checkAxis("ys", ys); err != nil {
-		return nil, nil, fmt.Errorf("heat map %q: %w", title, err)
+		return o, fmt.Errorf("heat map %q: %w", title, err)
 	}
 	if err := checkField("z", z, len(xs), len(ys)); err != nil {
-		return nil, nil, fmt.Errorf("heat map %q: %w", title, err)
+		return o, fmt.Errorf("heat map %q: %w", title, err)
 	}
 	if o.LogZ && o.SymLog > 0 {
-		return nil, nil, fmt.Errorf("plotx: heat map %q: LogZ and SymLog exclude each other", title)
+		return o, fmt.Errorf("plotx: heat map %q: LogZ and SymLog exclude each other", title)
 	}
 	if o.SymLog < 0 || math.IsNaN(o.SymLog) || math.IsInf(o.SymLog, 0) {
-		return nil, nil, fmt.Errorf("plotx: heat map %q: SymLog %v must be positive and finite", title, o.SymLog)
+		return o, fmt.Errorf("plotx: heat map %q: SymLog %v must be positive and finite", title, o.SymLog)
+	}
+	return o, nil
+}
+
+// palette is the options' colour map (default Moreland's smooth blue–red)
+// sampled at Colors colours (default 256, at least 2) over [0, 1].
+func (o HeatOptions) palette() palette.Palette {
+	n := o.Colors
+	if n <= 0 {
+		n = 256
+	}
+	if n < 2 {
+		n = 2
+	}
+	cm := o.ColorMap
+	if cm == nil {
+		cm = moreland.SmoothBlueRed()
+	}
+	cm.SetMin(0)
+	cm.SetMax(1)
+	return cm.Palette(n)
+}
+
+// heatMap is HeatMap returning its colour bar (nil with NoColorBar).
+func heatMap(title string, xs, ys []float64, z [][]float64, opts ...HeatOptions) (*plot.Plot, *colorBar, error) {
+	o, err := heatOptions(title, xs, ys, z, opts)
+	if err != nil {
+		return nil, nil, err
 	}
 	if o.LogZ {
 		z = log10Field(z)
@@ -111,20 +140,7 @@ func heatMap(title string, xs, ys []float64, z [][]float64, opts ...HeatOptions)
 		d := math.Max(math.Abs(tlo)*1e-3, 1e-12)
 		tlo, thi = tlo-d, thi+d
 	}
-	n := o.Colors
-	if n <= 0 {
-		n = 256
-	}
-	if n < 2 {
-		n = 2
-	}
-	cm := o.ColorMap
-	if cm == nil {
-		cm = moreland.SmoothBlueRed()
-	}
-	cm.SetMin(0)
-	cm.SetMax(1)
-	pal := cm.Palette(n)
+	pal := o.palette()
 
 	h := plotter.NewHeatMap(grid{xs: xs, ys: ys, z: z}, pal)
 	h.Min, h.Max = tlo, thi

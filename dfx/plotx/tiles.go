@@ -20,28 +20,11 @@ func TilesBytes(plots []*plot.Plot, cols int, w, h vg.Length, format string) (ou
 	if len(plots) == 0 || cols < 1 {
 		return nil, fmt.Errorf("plotx: tiles need plots and cols ≥ 1 (got %d plots, %d cols)", len(plots), cols)
 	}
-	rows := (len(plots) + cols - 1) / cols
-	grid := make([][]*plot.Plot, rows)
-	for i := range grid {
-		grid[i] = make([]*plot.Plot, cols)
-		for j := range grid[i] {
-			if k := i*cols + j; k < len(plots) {
-				grid[i][j] = plots[k]
-			}
-		}
-	}
-	W, H := w*vg.Length(cols), h*vg.Length(rows)
-	var c interface {
-		vg.CanvasSizer
-		io.WriterTo
-	}
-	switch format {
-	case "png":
-		c = vgimg.PngCanvas{Canvas: vgimg.New(W, H)}
-	case "svg":
-		c = vgsvg.New(W, H)
-	default:
-		return nil, fmt.Errorf("plotx: tiles: unknown format %q (png, svg)", format)
+	grid := tileGrid(plots, cols)
+	rows := len(grid)
+	c, err := tileCanvas(format, w*vg.Length(cols), h*vg.Length(rows))
+	if err != nil {
+		return nil, err
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -99,6 +82,36 @@ func TilesBytes(plots []*plot.Plot, cols int, w, h vg.Length, format string) (ou
 		return nil, fmt.Errorf("plotx: encoding tiles: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// tileGrid lays plots out row by row, cols to a row (nil where the last
+// row has no plot).
+func tileGrid(plots []*plot.Plot, cols int) [][]*plot.Plot {
+	rows := (len(plots) + cols - 1) / cols
+	grid := make([][]*plot.Plot, rows)
+	for i := range grid {
+		grid[i] = make([]*plot.Plot, cols)
+		for j := range grid[i] {
+			if k := i*cols + j; k < len(plots) {
+				grid[i][j] = plots[k]
+			}
+		}
+	}
+	return grid
+}
+
+// tileCanvas is a W×H canvas that encodes as format (png or svg).
+func tileCanvas(format string, W, H vg.Length) (interface {
+	vg.CanvasSizer
+	io.WriterTo
+}, error) {
+	switch format {
+	case "png":
+		return vgimg.PngCanvas{Canvas: vgimg.New(W, H)}, nil
+	case "svg":
+		return vgsvg.New(W, H), nil
+	}
+	return nil, fmt.Errorf("plotx: tiles: unknown format %q (png, svg)", format)
 }
 
 // SaveTiles writes TilesBytes to path atomically.

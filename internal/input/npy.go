@@ -160,24 +160,10 @@ func (h *npyHeader) parse(s string) error {
 				return errors.New("header: 'fortran_order' is not True or False")
 			}
 		case "shape":
-			i := strings.IndexByte(rest, ')')
-			if !strings.HasPrefix(rest, "(") || i < 0 {
-				return errors.New("header: 'shape' is not a tuple")
+			var err error
+			if h.shape, rest, err = parseShape(rest); err != nil {
+				return err
 			}
-			for _, p := range strings.Split(rest[1:i], ",") {
-				if p = strings.TrimSpace(p); p == "" {
-					continue
-				}
-				v, err := strconv.Atoi(p)
-				if err != nil || v < 0 || v > MaxCells {
-					return fmt.Errorf("header: shape entry %q is not a size in [0, %d]", clip(p), int64(MaxCells))
-				}
-				h.shape = append(h.shape, v)
-			}
-			if strings.TrimSpace(rest[1:i]) != "" && len(h.shape) == 0 {
-				return errors.New("header: bad shape")
-			}
-			rest = rest[i+1:]
 		default:
 			return fmt.Errorf("header: unknown key %q", clip(key))
 		}
@@ -194,6 +180,36 @@ func (h *npyHeader) parse(s string) error {
 			return fmt.Errorf("header: no %q", k)
 		}
 	}
+	return h.layout()
+}
+
+// parseShape reads the tuple at the start of rest, e.g. "(3, 2)", and
+// returns its sizes and what follows it.
+func parseShape(rest string) ([]int, string, error) {
+	i := strings.IndexByte(rest, ')')
+	if !strings.HasPrefix(rest, "(") || i < 0 {
+		return nil, "", errors.New("header: 'shape' is not a tuple")
+	}
+	var shape []int
+	for _, p := range strings.Split(rest[1:i], ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		v, err := strconv.Atoi(p)
+		if err != nil || v < 0 || v > MaxCells {
+			return nil, "", fmt.Errorf("header: shape entry %q is not a size in [0, %d]", clip(p), int64(MaxCells))
+		}
+		shape = append(shape, v)
+	}
+	if strings.TrimSpace(rest[1:i]) != "" && len(shape) == 0 {
+		return nil, "", errors.New("header: bad shape")
+	}
+	return shape, rest[i+1:], nil
+}
+
+// layout sets the element size from the dtype and the rows and columns
+// from the shape, refusing what this reader does not support.
+func (h *npyHeader) layout() error {
 	switch h.descr {
 	case "<f8":
 		h.size = 8

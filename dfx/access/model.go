@@ -1,0 +1,68 @@
+package access
+
+import (
+	"fmt"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
+)
+
+// NetModel is a network as a score.Model: ε_θ from Net (its native output;
+// the score and denoiser by Tweedie when asked) and, when asked, the trace
+// from Trace. It is the one adapter from a network and a trace estimator
+// to the PF-ODE (dfx/pfode), the likelihood ODE (dfx/likelihood) and
+// guided sampling (dfx/adjoint).
+type NetModel struct {
+	Net *Net
+	// Trace answers score.WantTrace (nil: the model has no trace).
+	Trace score.TraceEstimator
+	// PerCall bounds the points of one Trace call (≤ 0: all at once), e.g.
+	// DefaultMaxRows / d for the d VJPs a point of VJPTrace costs.
+	PerCall int
+}
+
+// Eval implements score.Model. The Fisher matrices are not available
+// (score.WantFisher is an error).
+func (m NetModel) Eval(c schedule.Coefficients, x *mat.Dense, want score.Want) (*score.Eval, error) {
+	if want&score.WantFisher != 0 {
+		return nil, fmt.Errorf("access: a network model has no Fisher matrices (use a FisherOperator)")
+	}
+	if want&score.WantTrace != 0 && m.Trace == nil {
+		return nil, fmt.Errorf("access: the network model has no trace estimator")
+	}
+	eps, err := m.Net.EpsAt(c, x)
+	if err != nil {
+		return nil, err
+	}
+	ev := &score.Eval{Eps: eps}
+	if want&score.WantTrace != 0 {
+		if ev.Trace, err = TraceInChunks(m.Trace, c, x, m.PerCall); err != nil {
+			return nil, err
+		}
+	}
+	if err := ev.Fill(c, x, want); err != nil {
+		return nil, err
+	}
+	return ev, nil
+}
+
+// TraceInChunks is est's trace of the rows of x, perCall rows a call (≤ 0:
+// all at once).
+func TraceInChunks(est score.TraceEstimator, c schedule.Coefficients, x *mat.Dense, perCall int) ([]float64, error) {
+	b, d := x.Dims()
+	if perCall <= 0 || perCall >= b {
+		return est.Trace(c, x)
+	}
+	tr := make([]float64, 0, b)
+	for first := 0; first < b; first += perCall {
+		end := min(first+perCall, b)
+		part, err := est.Trace(c, mat.DenseCopyOf(x.Slice(first, end, 0, d)))
+		if err != nil {
+			return nil, err
+		}
+		tr = append(tr, part...)
+	}
+	return tr, nil
+}

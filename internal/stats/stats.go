@@ -1,0 +1,28 @@
+// Package stats holds the summary statistics the experiments report,
+// written once.
+package stats
+
+import (
+	"math"
+
+	"gonum.org/v1/gonum/floats"
+)
+
+// MeanSE is the mean of v and its standard error √(s²/n), s² the unbiased
+// sample variance. The mean of no values is NaN; the standard error of
+// fewer than two values is NaN (undefined, not 0).
+func MeanSE(v []float64) (mean, se float64) {
+	if len(v) == 0 {
+		return math.NaN(), math.NaN()
+	}
+	n := float64(len(v))
+	mean = floats.Sum(v) / n
+	if len(v) < 2 {
+		return mean, math.NaN()
+	}
+	var ss float64
+	for _, x := range v {
+		ss += (x - mean) * (x - mean)
+	}
+	return mean, math.Sqrt(ss / (n - 1) / n)
+}

@@ -1,0 +1,22 @@
+package stats
+
+import (
+	"math"
+	"testing"
+)
+
+// TestMeanSE: the mean and √(s²/n) of a small sample by hand; NaN standard
+// error below two values and NaN mean for none.
+func TestMeanSE(t *testing.T) {
+	m, se := MeanSE([]float64{1, 2, 3, 6})
+	// mean 3, s² = (4 + 1 + 0 + 9)/3 = 14/3, se = √(14/12)
+	if m != 3 || math.Abs(se-math.Sqrt(14.0/12)) > 1e-15 {
+		t.Errorf("MeanSE = %g ± %g, want 3 ± %g", m, se, math.Sqrt(14.0/12))
+	}
+	if m, se := MeanSE([]float64{5}); m != 5 || !math.IsNaN(se) {
+		t.Errorf("one value: %g ± %g, want 5 ± NaN", m, se)
+	}
+	if m, se := MeanSE(nil); !math.IsNaN(m) || !math.IsNaN(se) {
+		t.Errorf("no values: %g ± %g", m, se)
+	}
+}
