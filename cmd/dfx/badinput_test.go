@@ -105,6 +105,10 @@ func TestEveryBadInputIsOneLineExitTwoNothingOnStdout(t *testing.T) {
 		{"ot unknown matrix", cat(otp, "--matrix", "hessian"), "", "unknown --matrix"},
 		// dfx nll
 		{"nll no model", []string{"nll", "--points", x, "--schedule", "vp"}, "", "give a model"},
+		{"nll exact without gmm", []string{"nll", "--checkpoint", score, "--points", x, "--exact"}, "", "--exact applies to --gmm"},
+		{"nll exact with solver flags", cat(nl, "--exact", "--rtol", "1e-6"), "", "no effect with --exact"},
+		{"nll gmm checkpoint missing", []string{"nll", "--gmm", filepath.Join(dir, "none.dfxckpt"), "--points", x, "--schedule", "vp"}, "", "no such file"},
+		{"nll gmm checkpoint is a network", []string{"nll", "--gmm", score, "--points", x, "--schedule", "ve"}, "", "no mixture skip"},
 		{"nll both models", cat(nl, "--checkpoint", score), "", "exclusive"},
 		{"nll trace with gmm", cat(nl, "--trace", "vjp"), "", "--trace conflicts with --gmm"},
 		{"nll no points", []string{"nll", "--gmm", gmm, "--schedule", "vp"}, "", "--points is required"},

@@ -16,10 +16,11 @@ import (
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/internal/membudget"
 	"github.com/dfx-lab/dfx/internal/progress"
+	"github.com/dfx-lab/dfx/models"
 	"gonum.org/v1/gonum/mat"
 )
 
-const nllUsage = "usage: dfx nll (--gmm G.json | --checkpoint FILE [--checkpoint FILE2] [--trace vjp|hutchinson:K|hutchpp:K|dftm|dftm-c]) --points X.csv|X.npy|IDX[.gz] --schedule NAME [--solver dopri5|euler|heun|rk4] [flags]"
+const nllUsage = "usage: dfx nll (--gmm G.json|G.dfxckpt | --checkpoint FILE [--checkpoint FILE2] [--trace vjp|hutchinson:K|hutchpp:K|dftm|dftm-c]) --points X.csv|X.npy|IDX[.gz] [--schedule NAME: required with --gmm; a checkpoint's own by default] [--solver dopri5|euler|heun|rk4] [flags]"
 
 // listFlag is a repeatable string flag.
 type listFlag []string
@@ -38,6 +39,7 @@ type nllArgs struct {
 	steps, batch               int
 	seed                       seedFlag
 	dequantize, header, asJSON bool
+	exact                      bool
 	solverError                bool
 	set                        func(string) bool
 	sched                      func() (schedule.Schedule, error)
@@ -50,7 +52,7 @@ type nllArgs struct {
 func runNLL(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dfx nll", flag.ContinueOnError)
 	a := nllArgs{}
-	fs.StringVar(&a.gmm, "gmm", "", `analytic Gaussian mixture, JSON {"weights":[…],"means":[[…],…],"covs":[[[…]],…]} (full covariances)`)
+	fs.StringVar(&a.gmm, "gmm", "", `analytic Gaussian mixture: JSON {"weights":[…],"means":[[…],…],"covs":[[[…]],…]} (full covariances), or a .dfxckpt holding one (dfx fit's, or an ε-network's skip)`)
 	fs.Var(&a.checkpoints, "checkpoint", `"weights" checkpoint of a score network; repeat it to add the DF-TM (dftm) or centred DF-TM (nu) network from another file`)
 	fs.StringVar(&a.trace, "trace", "vjp", "trace estimator of a --checkpoint network: vjp (exact, d VJPs), hutchinson:K, hutchpp:K (K ≥ 3 matvecs), dftm, dftm-c")
 	fs.StringVar(&a.points, "points", "", "points x (N×d): CSV, .npy, or IDX images (.gz or not; scaled to [−1, 1]); - for stdin (CSV/.npy)")
@@ -66,6 +68,7 @@ func runNLL(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Var(&a.seed, "seed", "seed of --dequantize and of hutchinson/hutchpp probes, an integer in [0, 2^64−1]")
 	fs.IntVar(&a.batch, "batch", 64, "points integrated together (adaptive steps are shared by a batch)")
 	fs.BoolVar(&a.asJSON, "json", false, "print JSON instead of a table")
+	fs.BoolVar(&a.exact, "exact", false, "with --gmm: log q_s(x) in closed form (a diffused Gaussian mixture is one), no ODE and no solver error")
 	a.sched = scheduleFlags(fs, "")
 	a.budget = memoryFlag(fs)
 	if code, ok := parseFlags(fs, args, stderr, "nll", nllUsage); !ok {
@@ -191,7 +194,7 @@ func prepareNLL(a nllArgs) (*nllJob, error) {
 			return nil, err
 		}
 	}
-	s, err := a.sched()
+	s, err := nllSchedule(a)
 	if err != nil {
 		return nil, err
 	}
@@ -215,6 +218,17 @@ func prepareNLL(a nllArgs) (*nllJob, error) {
 		rtol: a.rtol, atol: a.atol, batch: a.batch, pts: pts, estimate: a.solverError}
 	if !adaptive && a.steps < 2 {
 		job.estimate = false
+	}
+	if a.exact {
+		if a.gmm == "" {
+			return nil, errors.New("--exact applies to --gmm (a network's log q needs the ODE)")
+		}
+		for _, f := range []string{"solver", "steps", "rtol", "atol", "solver-error"} {
+			if a.set(f) {
+				return nil, fmt.Errorf("--%s has no effect with --exact (no ODE is solved)", f)
+			}
+		}
+		job.exact, job.estimate = true, false
 	}
 	n, d := pts.x.Dims()
 	if a.gmm != "" {
@@ -250,6 +264,7 @@ type nllJob struct {
 	rtol, atol float64
 	batch      int
 	estimate   bool
+	exact      bool // --exact: the mixture's log q_s in closed form
 	pts        *nllPoints
 	model      nllModel
 }
@@ -273,6 +288,9 @@ func (j *nllJob) run(ctx context.Context, stderr io.Writer) (*nllResult, error) 
 	meter := progress.New(stderr, "dfx nll", "points", n)
 	meter.Delay = time.Second
 	defer meter.Done()
+	if j.exact {
+		return j.runExact()
+	}
 	evals, done := 0, 0
 	dyn := countingModel{inner: j.model.dynamics(), tick: func() {
 		evals++
@@ -308,5 +326,37 @@ func (j *nllJob) run(ctx context.Context, stderr io.Writer) (*nllResult, error) 
 	if math.IsNaN(c.Sigma) {
 		return nil, errors.New("σ(T) is not a number")
 	}
+	return out, nil
+}
+
+// nllSchedule is --schedule, or without it the schedule a --checkpoint
+// network was trained on (its provenance): a checkpoint says what it is.
+func nllSchedule(a nllArgs) (schedule.Schedule, error) {
+	if a.set("schedule") || a.gmm != "" || len(a.checkpoints) == 0 {
+		return a.sched()
+	}
+	c, err := models.ReadCheckpoint(a.checkpoints[0])
+	if err != nil {
+		return nil, fmt.Errorf("--checkpoint: %w", err)
+	}
+	if p := c.Header.Provenance; p != nil && p.Schedule != nil {
+		return p.Schedule.Schedule()
+	}
+	return nil, fmt.Errorf("--checkpoint %s records no schedule: give --schedule (%s)", a.checkpoints[0], strings.Join(schedule.Names, "|"))
+}
+
+// runExact is --exact: log q_s(x) of the --gmm mixture in closed form.
+func (j *nllJob) runExact() (*nllResult, error) {
+	n, _ := j.pts.x.Dims()
+	c, err := schedule.At(j.sched, j.s)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	res, err := j.model.mixture.Eval(mixture.Query{At: c, X: j.pts.x, Want: mixture.LogProb})
+	if err != nil {
+		return nil, err
+	}
+	out := &nllResult{logProb: res.LogProb, nfe: make([]int, n), prior: "none (log q_s in closed form, no ODE)", wall: time.Since(start)}
 	return out, nil
 }

@@ -28,6 +28,7 @@ import (
 type nllModel struct {
 	kind, trace string // "gmm" or "checkpoint"; the trace's name
 	model       score.Model
+	mixture     mixture.Mixture // the --gmm mixture (for --exact), nil for networks
 	workBytes   func(batch int) float64
 	info        string
 }
@@ -61,6 +62,9 @@ type gmmJSON struct {
 
 // loadGMM reads and validates a --gmm file for points of dimension d.
 func loadGMM(path string, d int, s schedule.Schedule, budget membudget.Budget) (nllModel, error) {
+	if strings.HasSuffix(path, ".dfxckpt") {
+		return loadGMMCheckpoint(path, d)
+	}
 	var r io.Reader
 	name := path
 	if path == "-" {
@@ -97,7 +101,7 @@ func loadGMM(path string, d int, s schedule.Schedule, budget membudget.Budget) (
 		return nllModel{}, fmt.Errorf("--gmm %s: %w", name, err)
 	}
 	fk, fd := float64(k), float64(d)
-	return nllModel{kind: "gmm", trace: "exact", model: score.Exact{Mixture: m},
+	return nllModel{kind: "gmm", trace: "exact", model: score.Exact{Mixture: m}, mixture: m,
 		workBytes: func(b int) float64 { return 8*fk*fd*fd*3 + 8*float64(b)*fk*(fd+4)*4 },
 		info:      fmt.Sprintf("a %d-component Gaussian mixture", k)}, nil
 }
@@ -385,4 +389,29 @@ func mapsKeys[V any](a, b map[string]V) func(func(string) bool) {
 			}
 		}
 	}
+}
+
+// loadGMMCheckpoint is --gmm FILE.dfxckpt: the Gaussian mixture stored in a
+// checkpoint (`dfx fit`'s, or an ε-network's skip), an exact model.
+func loadGMMCheckpoint(path string, d int) (nllModel, error) {
+	c, err := models.ReadCheckpoint(path)
+	if err != nil {
+		return nllModel{}, fmt.Errorf("--gmm: %w", err)
+	}
+	if c.Header.Dim != d {
+		return nllModel{}, fmt.Errorf("--gmm %s is a mixture in dimension %d, the --points are of dimension %d", path, c.Header.Dim, d)
+	}
+	store, err := models.LoadWeights(c)
+	if err != nil {
+		return nllModel{}, fmt.Errorf("--gmm %s: %w", path, err)
+	}
+	m, err := models.MixtureSkipOf(store)
+	if err != nil {
+		return nllModel{}, fmt.Errorf("--gmm %s: %w", path, err)
+	}
+	k := m.Components()
+	fk, fd, fr := float64(k), float64(d), float64(m.Rank(0))
+	return nllModel{kind: "gmm", trace: "exact", model: score.Exact{Mixture: m}, mixture: m,
+		workBytes: func(b int) float64 { return 8*fk*fd*fr*2 + 8*float64(min(b, 64))*fk*fd*3 },
+		info:      fmt.Sprintf("a %d-component Gaussian mixture (rank %d) from %s", k, m.Rank(0), path)}, nil
 }

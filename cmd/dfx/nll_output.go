@@ -145,6 +145,9 @@ func writeNLLText(w io.Writer, j *nllJob, r *nllResult) error {
 	if j.adaptive {
 		solver = fmt.Sprintf("dopri5, rtol %g, atol %g", sum.RTol, sum.ATol)
 	}
+	if j.exact {
+		solver = "none (--exact)"
+	}
 	fmt.Fprintf(w, "summary: %d points in d = %d; nll %.6g ± %.3g nats; bpd %.6g ± %.3g\n", sum.Count, sum.Dim, sum.NLLMean, sum.NLLStd, sum.BPDMean, sum.BPDStd)
 	fmt.Fprintf(w, "model: %s; schedule %s from s = %g to T = %g; prior %s\n", sum.Model, sum.Schedule, sum.S, sum.T, sum.Prior)
 	fmt.Fprintf(w, "solver: %s; %d evaluations in %.3gs", solver, sum.NFE, sum.WallSeconds)

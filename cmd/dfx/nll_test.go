@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/models"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -49,6 +51,41 @@ func (g gmmCase) files(t *testing.T) (gmmPath, csvPath string) {
 		b.WriteString(strings.Trim(strings.Join(strings.Fields(fmt.Sprint(p)), ","), "[]") + "\n")
 	}
 	return writeTemp(t, "g.json", string(raw)), writeTemp(t, "x.csv", b.String())
+}
+
+// checkpoint writes the mixture as a float64 mixture checkpoint (as dfx
+// fit writes them) and returns its path.
+func (g gmmCase) checkpoint(t *testing.T) string {
+	t.Helper()
+	d := len(g.mu[0])
+	means := mat.NewDense(len(g.mu), d, nil)
+	var covs []*mat.SymDense
+	for k := range g.mu {
+		means.SetRow(k, g.mu[k])
+		c := mat.NewSymDense(d, nil)
+		for i := 0; i < d; i++ {
+			for j := i; j < d; j++ {
+				c.SetSym(i, j, g.cov[k][i][j])
+			}
+		}
+		covs = append(covs, c)
+	}
+	m, err := mixture.NewGaussian(means, covs, g.w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := models.MixtureCheckpoint(m, 0, "float64", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := models.Stamp(c, nil, models.Provenance{Data: "test mixture", Scaling: "none", Dequantize: "none"}); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "g.dfxckpt")
+	if err := c.Write(p); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // exactNLL is −log q_s(x), q_s = Σ_k w_k N(α_s μ_k, α_s² Σ_k + σ_s² I), by
@@ -142,9 +179,13 @@ func TestNLLOfAGaussianMixtureIsTheExactDiffusedDensity(t *testing.T) {
 			{"dopri5 1e-8", []string{"--rtol", "1e-8", "--atol", "1e-8"}, 0, 1e-4},
 			{"rk4 400 steps", []string{"--solver", "rk4", "--steps", "400"}, 0, 1e-4},
 			{"dopri5 from s=0.3", []string{"--rtol", "1e-8", "--atol", "1e-8", "--s", "0.3"}, 0.3, 1e-4},
+			{"exact", []string{"--exact"}, 0, 1e-10},
+			{"exact from s=0.3", []string{"--exact", "--s", "0.3"}, 0.3, 1e-10},
+			{"checkpoint, exact", []string{"--exact", "--gmm", g.c.checkpoint(t)}, 0, 1e-10},
+			{"checkpoint, dopri5 1e-8", []string{"--rtol", "1e-8", "--atol", "1e-8", "--gmm", g.c.checkpoint(t)}, 0, 1e-4},
 		} {
 			t.Run(g.name+" "+sv.name, func(t *testing.T) {
-				r := runNLLJSON(t, append(append([]string{}, common...), sv.args...)...)
+				r := runNLLJSON(t, append(append([]string{}, common...), sv.args...)...) // a repeated --gmm: the last wins
 				at := sv.at
 				if at == 0 {
 					at, _ = s.Interval()
@@ -206,4 +247,22 @@ func TestNLLOfAToyNetworkIsFiniteForEveryTraceAndVJPAgreesWithDFTM(t *testing.T)
 		}
 	}
 	t.Logf("nll by trace@s: %v", nll)
+}
+
+// TestNLLTakesTheScheduleFromTheCheckpoint: a network's checkpoint records
+// its schedule, so --schedule may be left out, and gives the same NLL.
+func TestNLLTakesTheScheduleFromTheCheckpoint(t *testing.T) {
+	score := toyNet(t, "score")
+	pts := filepath.Join("..", "..", "examples", "checkerboard.csv")
+	common := []string{"--checkpoint", score, "--points", pts, "--solver", "heun", "--steps", "8"}
+	a := runNLLJSON(t, common...)
+	b := runNLLJSON(t, append(common, "--schedule", "ve")...)
+	if len(a.Points) == 0 || len(a.Points) != len(b.Points) {
+		t.Fatalf("%d and %d points", len(a.Points), len(b.Points))
+	}
+	for i := range a.Points {
+		if a.Points[i].NLL != b.Points[i].NLL {
+			t.Errorf("point %d: nll %g without --schedule, %g with --schedule ve", i, a.Points[i].NLL, b.Points[i].NLL)
+		}
+	}
 }
