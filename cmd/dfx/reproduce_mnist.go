@@ -97,3 +97,18 @@ func init() {
 	}
 	experimentDocs["mnist-candidates"] = "the candidate ε-networks' validation bpd along training, read from their checkpoints or states in DFX_MNIST_CANDIDATES (default dfx-nets)"
 }
+
+func init() {
+	experiments["mnist-exact-model"] = func(ctx context.Context, quick bool, log io.Writer) ([]report.Result, error) {
+		cfg := mnist.ExactModelFull()
+		if quick {
+			cfg = mnist.ExactModelQuick()
+		}
+		res, err := mnist.RunExactModel(ctx, cfg, log)
+		if err != nil {
+			return nil, err
+		}
+		return []report.Result{res}, nil
+	}
+	experimentDocs["mnist-exact-model"] = "every trace estimator and Fisher product on an image-scale model whose Fisher is known exactly: a Gaussian mixture fitted to MNIST, run as a network"
+}
