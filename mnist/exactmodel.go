@@ -229,6 +229,6 @@ func (r *ExactModelResult) Report() (*report.Report, error) {
 	t.Notes = append(t.Notes,
 		"vjp-exact and vjp-matvec differ from the exact answer by the float32 graph's rounding only (they differentiate the same function the mixture is); Hutchinson-16 adds its probe variance.",
 		"DF-TM is given the exact E[‖x₀‖²|x_t]/d, so its error is the graph denoiser's float32 error times α²/σ⁴: what any t_θ, however well trained, meets at small σ.",
-		"DF-EA replaces Cov[x₀|x_t] by (x₀ − ȳ)(x₀ − ȳ)ᵀ with the query's own x₀ as endpoint: its error is the approximation's, and grows as the posterior widens.")
+		"DF-EA replaces E[x₀x₀ᵀ|x_t] by x̂₀x̂₀ᵀ, here with the query's own x₀ as the endpoint x̂₀: its error is the approximation's, (α²/σ⁴)(E[x₀x₀ᵀ|x_t] − x₀x₀ᵀ)v, which the factor α²/σ⁴ makes far larger than F v itself (≈ v/σ²) once σ is small; a guidance step uses it along few directions, where the exact-operator study of `dfx reproduce adjoint` measures what it costs.")
 	return &report.Report{Name: "mnist-exact-model", Title: "Estimators on an image-scale model with an exact Fisher", Tables: []*report.Table{t}}, nil
 }
