@@ -179,3 +179,49 @@ func TestMixtureSkipOfRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+// TestCopyTrainableCarriesTheSkipAndTheScopedParameters: a skip ε-network
+// with its own (scoped) hyperparameters, copied into a store whose root
+// parameters differ (as ν_θ's training store does), computes the same ε.
+func TestCopyTrainableCarriesTheSkipAndTheScopedParameters(t *testing.T) {
+	g := skipMixture(t, 2)
+	src := NewStore()
+	src.SetParams(map[string]any{ParamNumClasses: 2, ParamParam: "edm",
+		"/score/" + ParamParam: "eps", "/score/" + ParamArch: ArchFiLM, "/score/" + ParamWidth: 24, "/score/" + ParamDepth: 1})
+	if err := SetMixtureSkip(src, g); err != nil {
+		t.Fatal(err)
+	}
+	dst := NewStore()
+	dst.SetParams(map[string]any{ParamNumClasses: 2, ParamParam: "edm", ParamWidth: 8})
+	backend := MustNewBackend()
+	x := [][]float32{{0.1, 0.2, -0.3, 0.4, 0.5, -0.6}}
+	eps := func(st *model.Store) []float32 {
+		out := model.MustExecOnce(backend, st, func(sc *model.Scope, xn, an, sn, cn *graph.Node) *graph.Node {
+			return Eps(sc, Inputs{X: xn, Alpha: an, Sigma: sn, Class: cn})
+		}, x, []float32{0.9}, []float32{0.3}, []int32{1})
+		return tensors.MustCopyFlatData[float32](out)
+	}
+	want := eps(src) // creates the network's variables in src
+	for v := range src.IterVariables() {
+		if HasScope(v.Scope(), ScoreScope) && v.Name() == "biases" && v.Scope() == "/score/output" {
+			val, _ := v.Value() // a non-zero output layer, so that the trunk counts
+			f := tensors.MustCopyFlatData[float32](val)
+			for i := range f {
+				f[i] = 0.1 * float32(i+1)
+			}
+			if err := v.SetValue(tensors.FromFlatDataAndDimensions(f, val.Shape().Dimensions...)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	want = eps(src)
+	if err := CopyTrainable(dst, src); err != nil {
+		t.Fatal(err)
+	}
+	got := eps(dst)
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("ε after CopyTrainable %v, before %v", got, want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package models
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -152,13 +153,20 @@ func localCopy(v *model.Variable) (*tensors.Tensor, error) {
 
 // CopyTrainable copies the trainable variables of each source store into
 // dst under the same paths (host copies), e.g. to put networks trained in
-// separate stores side by side.
+// separate stores side by side. A network travels with what it computes:
+// its mixture skip (the non-trainable MixtureScope variables, and the
+// root skip parameters) and the hyperparameters scoped to its own network
+// (e.g. /score/width, /score/arch).
 func CopyTrainable(dst *model.Store, srcs ...*model.Store) error {
 	for _, src := range srcs {
+		scopes := map[string]bool{}
 		for v := range src.IterVariables() {
 			skip := HasScope(v.Scope(), MixtureScope) // a network's mixture skip goes with it
 			if !v.Trainable && !skip {
 				continue
+			}
+			if top := strings.SplitN(strings.TrimPrefix(v.Scope(), "/"), "/", 2)[0]; top != "" {
+				scopes[top] = true
 			}
 			clone, err := localCopy(v)
 			if err != nil {
@@ -170,8 +178,11 @@ func CopyTrainable(dst *model.Store, srcs ...*model.Store) error {
 			}
 			nv.SetTrainable(!skip)
 		}
-		for _, p := range []string{ParamSkip, ParamMixtureComponents, ParamMixtureRank} {
-			if val, ok := src.RootScope().GetParam(p); ok {
+		for p, val := range src.IterParams() {
+			switch top := strings.SplitN(strings.TrimPrefix(p, "/"), "/", 2); {
+			case p == "/"+ParamSkip || p == "/"+ParamMixtureComponents || p == "/"+ParamMixtureRank:
+				dst.SetParam(p, val)
+			case len(top) == 2 && scopes[top[0]]: // scoped to a copied network
 				dst.SetParam(p, val)
 			}
 		}

@@ -141,8 +141,13 @@ func (p *Provenance) check(h *CheckpointHeader) error {
 
 // paramOf is the parameterisation a checkpoint's hyperparameters set ("" for
 // none: a classifier).
+// paramOf is the score network's parameterisation as Eps resolves it: its
+// own (/score/parameterisation) before the root's.
 func paramOf(params map[string]string) string {
-	v, ok := params["/"+ParamParam]
+	v, ok := params["/"+ScoreScope+"/"+ParamParam]
+	if !ok {
+		v, ok = params["/"+ParamParam]
+	}
 	if !ok {
 		return ""
 	}

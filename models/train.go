@@ -208,6 +208,11 @@ func checkParams(store *model.Store) error {
 	}
 	if s := model.GetRootParamOr(store, ParamSkip, SkipNone); s != SkipNone && s != SkipMixture {
 		return fmt.Errorf("models: skip %q, want %s or %s", s, SkipNone, SkipMixture)
+	} else if net := store.RootScope().At(ScoreScope); s == SkipMixture && model.GetParamOr(net, ParamParam, "eps") != "eps" {
+		return fmt.Errorf("models: a mixture skip needs the score network's parameterisation eps, have %q", model.GetParamOr(net, ParamParam, "eps"))
+	}
+	if a := model.GetParamOr(store.RootScope().At(ScoreScope), ParamArch, ArchMLP); !validArch(a) {
+		return fmt.Errorf("models: arch %q, want %s or %s", a, ArchMLP, ArchFiLM)
 	}
 	if q := model.GetRootParamOr(store, ParamDequantize, 0.0); math.IsNaN(q) || q < 0 || q > 1 {
 		return fmt.Errorf("models: dequantize %g, want a level width in [0, 1]", q)

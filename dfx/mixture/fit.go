@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"sort"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/mat"
@@ -78,7 +79,7 @@ func Fit(data *mat.Dense, labels []int, opt FitOptions) (*Gaussian, *FitInfo, er
 	if opt.Iters <= 0 {
 		opt.Iters = 25
 	}
-	groups := map[int][]int{-1: nil}
+	var groups map[int][]int
 	if opt.PerClass {
 		if len(labels) != n {
 			return nil, nil, fmt.Errorf("mixture: Fit: %d labels for %d rows: %w", len(labels), n, ErrInput)
@@ -95,7 +96,7 @@ func Fit(data *mat.Dense, labels []int, opt FitOptions) (*Gaussian, *FitInfo, er
 		for i := range all {
 			all[i] = i
 		}
-		groups[-1] = all
+		groups = map[int][]int{-1: all}
 	}
 	keys := make([]int, 0, len(groups))
 	for k := range groups {
@@ -184,6 +185,20 @@ func fitComponent(x *mat.Dense, m []int, opt FitOptions) (Component, error) {
 		} else {
 			active = append(active, j)
 		}
+	}
+	// Keep at least r coordinates active (the most variable idle ones), so
+	// that every component has rank r: a cluster of one row or of identical
+	// rows would otherwise leave none.
+	if low && len(active) < opt.Rank {
+		sort.Slice(idle, func(a, b int) bool { return s[idle[a]*d+idle[a]] > s[idle[b]*d+idle[b]] })
+		move := opt.Rank - len(active)
+		for _, j := range idle[:move] {
+			nu -= s[j*d+j]/float64(nm) + opt.Floor
+		}
+		active = append(active, idle[:move]...)
+		idle = idle[move:]
+		sort.Ints(active)
+		sort.Ints(idle)
 	}
 	if len(idle) > 0 {
 		nu /= float64(len(idle))

@@ -268,3 +268,41 @@ func TestNearestMatchesBruteForce(t *testing.T) {
 		}
 	}
 }
+
+// TestFitKeepsTheRankOnDegenerateClusters: a cluster of one row (every
+// coordinate idle) still gets a rank-r component, so that every component
+// has the same rank (as an ε-network's skip needs) and nothing panics;
+// ρ is the mean of the dropped eigenvalues and the idle coordinates' ν
+// their mean variance.
+func TestFitKeepsTheRankOnDegenerateClusters(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	n, d := 300, 6
+	x := mat.NewDense(n, d, nil)
+	for i := 0; i < n-1; i++ {
+		for j := 0; j < d; j++ {
+			x.Set(i, j, rng.NormFloat64()*float64(j+1)*0.1)
+		}
+		x.Set(i, 5, 1e-4*rng.Float64()) // idle everywhere
+	}
+	for j := 0; j < d; j++ {
+		x.Set(n-1, j, 100) // an outlier: a cluster of its own
+	}
+	g, _, err := Fit(x, nil, FitOptions{Components: 2, Rank: 2, Idle: 1e-4, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := 0; k < g.Components(); k++ {
+		c := g.Component(k)
+		if g.Rank(k) != 2 {
+			t.Errorf("component %d has rank %d, want 2", k, g.Rank(k))
+		}
+		if c.Weight > 0.5 { // the big cluster: coordinate 5 idle, ρ the mean of the 3 dropped variances
+			if len(c.Idle) != 1 || c.Idle[0] != 5 {
+				t.Errorf("big component's idle coordinates %v, want [5]", c.Idle)
+			}
+			if want := (0.01 + 0.04 + 0.09) / 3; math.Abs(c.Rest-want) > 0.25*want {
+				t.Errorf("big component's rest variance %g, want ≈ %g", c.Rest, want)
+			}
+		}
+	}
+}
