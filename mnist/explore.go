@@ -137,7 +137,7 @@ func (r *AdjointExplore) Report() (*report.Report, error) {
 	c := r.Config
 	t := &report.Table{Name: "adjoint", Title: fmt.Sprintf("### Towards the digit %d with %s, guided steps %d…%d of %d, strength %g", r.Target, r.Operator, c.From, c.To, c.Steps, c.Strength),
 		Header: []string{"sampler", "mean −log p(target|x) (nats)", "± SE", "ε̂ evaluations", "time"}, Align: "lrrrr",
-		Rows: [][]string{row("unguided", r.LossU, r.EvalsU, r.SecondsU), row("guided ("+r.Operator+")", r.LossG, r.EvalsG, r.Seconds)},
+		Rows:  [][]string{row("unguided", r.LossU, r.EvalsU, r.SecondsU), row("guided ("+r.Operator+")", r.LossG, r.EvalsG, r.Seconds)},
 		Notes: []string{fmt.Sprintf("Same initial noise for both rows; %d inner DDIM steps per guided step, normalised gradient.", c.InnerSteps)}}
 	fig := &report.Figure{Name: "adjoint.png", Caption: "unguided (top) and guided (bottom) images from the same noise, −log p(target|x) under each",
 		Render: func(format string) ([]byte, error) {

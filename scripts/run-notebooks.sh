@@ -47,6 +47,7 @@ if ! "$JUPYTER" kernelspec list 2>/dev/null | awk '{print $1}' | grep -qx gonb; 
 fi
 
 export DFX_ROOT="$root"
+export DFX_NOTEBOOK_HEADLESS=1   # dfx/notebook: no browser, knobs at their defaults
 export GOEXPERIMENT=simd   # also in the gonb kernel's kernel.json (scripts/setup.sh)
 if [ "$quick" = 1 ]; then export DFX_QUICK=1; else unset DFX_QUICK; fi
 out="$(mktemp -d "${TMPDIR:-/tmp}/dfx-notebooks.XXXXXX")"
