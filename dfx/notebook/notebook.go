@@ -85,6 +85,9 @@ func ShowReport(rep *report.Report) {
 		}
 	}
 	for _, f := range rep.Figures {
+		if stem, ok := strings.CutSuffix(f.Name, ".svg"); ok && rep.Figure(stem+".png") != nil {
+			continue // the same figure as a PNG is shown
+		}
 		if err := showFigure(f); err != nil {
 			Fail(fmt.Errorf("report %s: %w", rep.Name, err))
 		}

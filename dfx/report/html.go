@@ -19,14 +19,19 @@ func (t *Table) HTML() string {
 	if t.Title != "" {
 		b.WriteString(MarkdownHTML(t.Title))
 	}
+	numeric := numericColumns(t)
 	align := func(i int) string {
+		a := byte('l')
 		if i < len(t.Align) {
-			switch t.Align[i] {
-			case 'r':
-				return ` style="text-align:right"`
-			case 'c':
-				return ` style="text-align:center"`
-			}
+			a = t.Align[i]
+		} else if numeric[i] {
+			a = 'r'
+		}
+		switch a {
+		case 'r':
+			return ` style="text-align:right"`
+		case 'c':
+			return ` style="text-align:center"`
 		}
 		return ` style="text-align:left"`
 	}
@@ -52,6 +57,24 @@ func (t *Table) HTML() string {
 	b.WriteString("</div>\n")
 	return b.String()
 }
+
+// numericColumns marks the columns whose every cell starts with a number
+// (units may follow): they are right-aligned where Align does not say.
+func numericColumns(t *Table) []bool {
+	out := make([]bool, len(t.Header))
+	for i := range out {
+		out[i] = len(t.Rows) > 0
+		for _, r := range t.Rows {
+			if i < len(r) && !numberStart.MatchString(r[i]) {
+				out[i] = false
+				break
+			}
+		}
+	}
+	return out
+}
+
+var numberStart = regexp.MustCompile(`^\s*[-+−]?(\d|\.\d)`)
 
 // HTML renders a figure as an HTML <figure>: the PNG (or SVG) inlined as a
 // data: URI, with its caption below.

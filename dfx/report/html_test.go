@@ -62,3 +62,12 @@ func TestMarkdownHTMLInline(t *testing.T) {
 		}
 	}
 }
+
+func TestTableHTMLRightAlignsNumbersWhereAlignIsSilent(t *testing.T) {
+	h := (&Table{Header: []string{"name", "value", "mixed"}, Rows: [][]string{{"a", "1.5 ms", "2"}, {"b", "−3e-4", "n/a"}}}).HTML()
+	for _, want := range []string{`<td style="text-align:left">a</td>`, `<td style="text-align:right">−3e-4</td>`, `<td style="text-align:left">n/a</td>`} {
+		if !strings.Contains(h, want) {
+			t.Errorf("HTML lacks %q:\n%s", want, h)
+		}
+	}
+}
