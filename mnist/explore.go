@@ -14,6 +14,7 @@ import (
 
 	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/adjoint"
+	"github.com/dfx-lab/dfx/dfx/likelihood"
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/plotx"
 	"github.com/dfx-lab/dfx/dfx/report"
@@ -347,4 +348,36 @@ func sortedBy(x, y []float64) []float64 {
 		out[i] = y[j]
 	}
 	return out
+}
+
+// LikelihoodDynamics is the PF-ODE likelihood's dynamics (dfx/likelihood)
+// of the unconditional ε-network: score −ε_θ/σ and the trace by method, one
+// of TraceMethods (seed: Hutchinson's probes).
+func (n *Networks) LikelihoodDynamics(method string, seed uint64) (likelihood.Dynamics, error) {
+	var est access.TraceEstimator
+	var err error
+	switch method {
+	case "vjp-exact":
+		est, err = access.NewVJPTrace(n.Net, Dim)
+	case "hutchinson-16":
+		est, err = access.NewHutchinson(n.Net, 16, access.Rademacher, seed)
+	case "df-tm":
+		est, err = access.NewDFTM(n.Net)
+	case "df-tm-c":
+		est, err = access.NewDFTMCentred(n.Net)
+	default:
+		return nil, fmt.Errorf("mnist: unknown trace method %q (one of %v)", method, TraceMethods)
+	}
+	if err != nil {
+		return nil, err
+	}
+	score := func(x *mat.Dense, t float64) (*mat.Dense, error) {
+		eps, err := n.Net.EpsAt(x, t)
+		if err != nil {
+			return nil, err
+		}
+		eps.Scale(-1/n.Net.Schedule.Sigma(t), eps)
+		return eps, nil
+	}
+	return likelihood.Funcs{Score: score, Trace: est.Trace}, nil
 }

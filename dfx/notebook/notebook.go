@@ -247,3 +247,16 @@ func finishProgress(err error) {
 	}
 	current.finish(fmt.Sprintf("computed in %s (%s profile)", since(current.start), profileName()))
 }
+
+// Must fails the cell when err is not nil (see Fail).
+func Must(err error) {
+	if err != nil {
+		Fail(err)
+	}
+}
+
+// Markdown displays Markdown text (a heading, a note, a table a package
+// renders as Markdown).
+func Markdown(md string) {
+	display(map[protocol.MIMEType]any{protocol.MIMETextMarkdown: md, protocol.MIMETextPlain: md})
+}
