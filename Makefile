@@ -16,7 +16,7 @@ export PATH := $(GOPATH_BIN):$(PATH)
 NB_FLAGS ?=
 
 .NOTPARALLEL:
-.PHONY: all build test setup setup-blas vet fmt-check gotest notebooks reproduce bench bench-torch profile docker-test help
+.PHONY: all build test setup setup-blas vet fmt-check gotest notebooks notebooks-exec reproduce bench bench-torch profile docker-test help
 
 all: test
 
@@ -26,7 +26,8 @@ help:
 	@echo "make test        set-up if needed, go vet, gofmt check, notebooks (DFX_QUICK=1), go test"
 	@echo "make setup       install Jupyter, GoNB (kernel 'gonb'), goimports, gopls, OpenBLAS, NumPy when missing"
 	@echo "make setup-blas  install only libopenblas-dev and python3-numpy (for make bench, -tags openblas)"
-	@echo "make notebooks   run notebooks/*.ipynb headless (quick mode; NB_FLAGS=--full for full)"
+	@echo "make notebooks   run notebooks/*.ipynb headless into a temporary folder (quick mode; NB_FLAGS=--full for full)"
+	@echo "make notebooks-exec  regenerate the committed notebooks with their outputs (full profiles, in place)"
 	@echo "make bench       exact-trace benchmark: Go (default, CGO_ENABLED=0, -tags openblas) vs NumPy"
 	@echo "make bench-torch the project's networks vs identical PyTorch twins, interleaved (installs PyTorch + OpenBLAS);"
 	@echo "                 output to figures/bench/torch-cpu.txt"
@@ -55,6 +56,11 @@ gotest:
 
 notebooks:
 	@scripts/run-notebooks.sh $(NB_FLAGS)
+
+# The committed notebooks, executed with the full profiles and stored with
+# their outputs (figures, tables, numbers): what a reader opens.
+notebooks-exec:
+	@scripts/run-notebooks.sh --exec
 
 # bin/dfx, stamped with the commit it was built from (dfx --version).
 build:

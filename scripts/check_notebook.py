@@ -9,10 +9,13 @@ notebook. This reads the executed .ipynb and fails (exit 1) when:
     a failure (a Go compile error, a panic, a non-zero exit — "exit status N",
     which GoNB prints for programs and shell commands alike — or a warning a
     reader would take for one), named by the first pattern it matches;
-  - a code cell has no output at all (it did not run to its display);
+  - a Go cell (one with %%) has no output at all (it did not run to its display);
   - there are no code cells.
 No sentinel cell is needed: the outputs themselves are checked.
-Usage: check_notebook.py EXECUTED.ipynb [NAME]
+Usage: check_notebook.py [--clean] EXECUTED.ipynb [NAME]
+  --clean  on success, also drop the per-cell execution timestamps nbconvert
+           records, so that a notebook committed with its outputs changes only
+           where its outputs do.
 """
 import json
 import re
@@ -65,7 +68,7 @@ def check(path, name):
                     what = name
                     break
             problems.append((i, what + " on stderr", err))
-        if not cell.get("outputs"):
+        if "%%" in source_of(cell) and not cell.get("outputs"):
             problems.append((i, "no output", ""))
     if not code_cells:
         problems.append((0, "no code cells", ""))
@@ -82,9 +85,24 @@ def check(path, name):
     return not problems
 
 
+def clean(path):
+    with open(path, encoding="utf-8") as f:
+        nb = json.load(f)
+    for cell in nb.get("cells", []):
+        cell.get("metadata", {}).pop("execution", None)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(nb, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+
+
 if __name__ == "__main__":
-    if len(sys.argv) < 2:
+    args = sys.argv[1:]
+    do_clean = "--clean" in args
+    args = [a for a in args if a != "--clean"]
+    if not args:
         print(__doc__, file=sys.stderr)
         sys.exit(2)
-    ok = check(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else sys.argv[1])
+    ok = check(args[0], args[1] if len(args) > 1 else args[0])
+    if ok and do_clean:
+        clean(args[0])
     sys.exit(0 if ok else 1)
