@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 
 	"github.com/dfx-lab/dfx/dfx/access"
@@ -81,7 +82,7 @@ func (r *SamplesResult) Report() (*report.Report, error) {
 		Notes: []string{"s = 0 is the unconditional model, s = 1 the conditional one, s > 1 classifier-free guidance beyond it (ε̃ = ε(x, ∅) + s (ε(x, c) − ε(x, ∅)))."}}
 	fig := &report.Figure{Name: "samples.png", Caption: "the samples, log p(c|x) under each",
 		Render: func(format string) ([]byte, error) {
-			return imageRow(fmt.Sprintf("digit %d, s = %g", r.Class, r.Scale), "seed", [][]*mat.Dense{rowsOf(r.Images)}, [][]float64{r.LogP}, format)
+			return imageRow(fmt.Sprintf("digit %d, s = %g", r.Class, r.Scale), "seed", nil, [][]*mat.Dense{rowsOf(r.Images)}, [][]float64{r.LogP}, format)
 		}}
 	return &report.Report{Name: "samples", Tables: []*report.Table{t}, Figures: []*report.Figure{fig}}, nil
 }
@@ -142,7 +143,7 @@ func (r *AdjointExplore) Report() (*report.Report, error) {
 		Notes: []string{fmt.Sprintf("Same initial noise for both rows; %d inner DDIM steps per guided step, normalised gradient.", c.InnerSteps)}}
 	fig := &report.Figure{Name: "adjoint.png", Caption: "unguided (top) and guided (bottom) images from the same noise, −log p(target|x) under each",
 		Render: func(format string) ([]byte, error) {
-			return imageRow(fmt.Sprintf("towards %d: unguided (top), %s-guided (bottom)", r.Target, r.Operator), "seed",
+			return imageRow(fmt.Sprintf("towards %d: unguided (top), %s-guided (bottom)", r.Target, r.Operator), "seed", []string{"unguided", r.Operator},
 				[][]*mat.Dense{rowsOf(r.Unguided), rowsOf(r.Guided)}, [][]float64{r.LossU, r.LossG}, format)
 		}}
 	return &report.Report{Name: "adjoint-explore", Tables: []*report.Table{t}, Figures: []*report.Figure{fig}}, nil
@@ -322,11 +323,16 @@ func rowsOf(x *mat.Dense) []*mat.Dense {
 
 // imageRow draws rows of images with values under each, sized like the
 // other image figures.
-func imageRow(title, xlabel string, rows [][]*mat.Dense, values [][]float64, format string) ([]byte, error) {
+func imageRow(title, xlabel string, rowNames []string, rows [][]*mat.Dense, values [][]float64, format string) ([]byte, error) {
 	p, err := ImageGrid(title, xlabel, "", rows, values)
 	if err != nil {
 		return nil, err
 	}
+	var ticks []plot.Tick // rows named by rowNames, top row first
+	for i, name := range rowNames {
+		ticks = append(ticks, plot.Tick{Value: float64(len(rowNames)-1-i) + 0.5, Label: name})
+	}
+	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
 	w := max(vg.Length(len(rows[0]))*0.62*vg.Inch+1.5*vg.Inch, 4*vg.Inch)
 	return plotx.Bytes(p, w, vg.Length(float64(len(rows))*0.62*gridStripScale)*vg.Inch+1.2*vg.Inch, format)
 }

@@ -15,7 +15,8 @@ No sentinel cell is needed: the outputs themselves are checked.
 Usage: check_notebook.py [--clean] EXECUTED.ipynb [NAME]
   --clean  on success, also drop the per-cell execution timestamps nbconvert
            records, so that a notebook committed with its outputs changes only
-           where its outputs do.
+           where its outputs do, and mark code cells "scrolled": false, so that
+           Jupyter shows their outputs whole rather than in a scrolling box.
 """
 import json
 import re
@@ -89,7 +90,10 @@ def clean(path):
     with open(path, encoding="utf-8") as f:
         nb = json.load(f)
     for cell in nb.get("cells", []):
-        cell.get("metadata", {}).pop("execution", None)
+        meta = cell.setdefault("metadata", {})
+        meta.pop("execution", None)
+        if cell.get("cell_type") == "code":
+            meta["scrolled"] = False  # show long outputs whole, not in a scrolling box
     with open(path, "w", encoding="utf-8") as f:
         json.dump(nb, f, indent=1, ensure_ascii=False)
         f.write("\n")

@@ -29,7 +29,7 @@ func (t *Table) HTML() string {
 		}
 		switch a {
 		case 'r':
-			return ` style="text-align:right"`
+			return ` style="text-align:right;white-space:nowrap"`
 		case 'c':
 			return ` style="text-align:center"`
 		}

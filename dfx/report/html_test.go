@@ -13,8 +13,8 @@ func TestTableHTMLEscapesCellsAndAlignsColumns(t *testing.T) {
 	h := tab.HTML()
 	for _, want := range []string{
 		"<h4>Cost per call</h4>", "<p>Measured on <code>2 CPUs</code>.</p>",
-		`<th style="text-align:right">time (ms)</th>`, `<td style="text-align:left">&lt;script&gt;</td>`,
-		`<td style="text-align:right">1.5 ms</td>`, "<li><b>second</b></li>", "<p>More</p>", "<td style=\"text-align:left\">y</td>",
+		`<th style="text-align:right;white-space:nowrap">time (ms)</th>`, `<td style="text-align:left">&lt;script&gt;</td>`,
+		`<td style="text-align:right;white-space:nowrap">1.5 ms</td>`, "<li><b>second</b></li>", "<p>More</p>", "<td style=\"text-align:left\">y</td>",
 	} {
 		if !strings.Contains(h, want) {
 			t.Errorf("HTML lacks %q:\n%s", want, h)
@@ -65,7 +65,7 @@ func TestMarkdownHTMLInline(t *testing.T) {
 
 func TestTableHTMLRightAlignsNumbersWhereAlignIsSilent(t *testing.T) {
 	h := (&Table{Header: []string{"name", "value", "mixed"}, Rows: [][]string{{"a", "1.5 ms", "2"}, {"b", "−3e-4", "n/a"}}}).HTML()
-	for _, want := range []string{`<td style="text-align:left">a</td>`, `<td style="text-align:right">−3e-4</td>`, `<td style="text-align:left">n/a</td>`} {
+	for _, want := range []string{`<td style="text-align:left">a</td>`, `<td style="text-align:right;white-space:nowrap">−3e-4</td>`, `<td style="text-align:left">n/a</td>`} {
 		if !strings.Contains(h, want) {
 			t.Errorf("HTML lacks %q:\n%s", want, h)
 		}
