@@ -79,12 +79,8 @@ func (r *ExploreResult) Report() (*report.Report, error) {
 		Header: []string{"chains", "I(Φ) mean ± std (%)", "worst I(Φ) (%)", "smallest eigenvalue of sym Φ", "verdict"}, Align: "rrrrl",
 		Rows:  [][]string{{fmt.Sprint(s.Chains), pm(s.Asym), pct(s.Asym.Worst), fmt.Sprintf("%.3g", s.MinEig.Worst), verdictWord(s)}},
 		Notes: []string{"I(Φ) = ‖Φ − Φᵀ‖_F / (√2 ‖Φ‖_F) of the exact Jacobian of the computed map x_T ↦ x_s; a map is OT-compatible when I = 0 (to round-off) and ½(Φ + Φᵀ) ≻ 0 (Corollary 1)."}}
-	rates := make([]float64, len(r.Rates))
-	for i, v := range r.Rates {
-		rates[i] = 100 * v
-	}
 	fig := plotFigure("explore.png", "per-chain asymmetry rate I(Φ) in %", func() (*plot.Plot, error) {
-		return histPlot(fmt.Sprintf("%s, %s data, %s", r.Schedule, r.Data, r.Protocol), "I(Φ) (%)", map[string][]float64{r.Schedule: rates}, nil)
+		return histPlot(fmt.Sprintf("%s, %s data, %s", r.Schedule, r.Data, r.Protocol), "I(Φ) (%)", map[string][]float64{r.Schedule: r.Rates}, nil)
 	})
 	return &report.Report{Name: "ot-explore", Tables: []*report.Table{t}, Figures: []*report.Figure{fig}}, nil
 }

@@ -24,7 +24,7 @@ import (
 const HeadlessEnv = "DFX_NOTEBOOK_HEADLESS"
 
 // FrontEndWait is how long Knobs wait for a browser to answer.
-var FrontEndWait = 10 * time.Second
+var FrontEndWait = 30 * time.Second
 
 // Knobs is a panel of widgets (sliders and drop-down lists) above one
 // result. Explore runs a computation with the knobs' values and shows its
