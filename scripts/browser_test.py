@@ -12,7 +12,12 @@ fails (exit 1) when
 It writes one screenshot per notebook (the top of the page, as a reader first
 sees it) into the output folder (default figures/notebooks/).
 
-Usage: browser_test.py [--out DIR] [--height PX] [NOTEBOOK.ipynb ...]
+Then it turns a knob as a reader would (unless --no-live): in a live kernel it runs
+the set-up cell and the first dfx/notebook.Knobs cell of the OT notebook, waits for
+GoNB's widgets, picks another schedule, checks that the result is recomputed for
+it, presses Done, and checks that no error was shown (screenshot *-live.png).
+
+Usage: browser_test.py [--out DIR] [--height PX] [--no-live] [NOTEBOOK.ipynb ...]
 Needs Debian's chromium and jupyter-notebook (make setup); uses tornado's
 websocket client (a Jupyter dependency), nothing else.
 """
@@ -133,11 +138,80 @@ INSPECT = r"""
 """
 
 
+# Runs the set-up cell and the first Knobs cell in the live kernel, waits for
+# the widgets, picks the last option of the first drop-down list, waits for the
+# result to be recomputed with it, presses Done. Returns what it saw.
+LIVE = r"""
+(async () => {
+  const sleep = ms => new Promise(r => setTimeout(r, ms));
+  const until = async (f, ms) => { const t0 = Date.now(); while (!f() && Date.now() - t0 < ms) await sleep(300); return f(); };
+  const nb = () => IPython.notebook;
+  const out = {};
+  out.kernel = await until(() => window.IPython && nb() && nb()._fully_loaded && nb().kernel && nb().kernel.is_connected(), 90000);
+  if (!out.kernel) return out;
+  const cells = nb().get_cells();
+  const k = cells.findIndex(c => c.cell_type === 'code' && c.get_text().includes('NewKnobs()'));
+  out.knobCell = k;
+  if (k < 0) return out;
+  cells.forEach(c => { if (c.cell_type === 'code') c.clear_output(); });
+  const setup = cells.findIndex(c => c.cell_type === 'code' && c.get_text().includes('notebook-setup.sh'));
+  nb().execute_cells(setup >= 0 ? [setup, k] : [k]);
+  const area = cells[k].output_area.element[0];
+  const live = () => area.querySelector('select:not([disabled])');
+  const failed = () => document.querySelector('.output_stderr, .output_error');
+  await until(() => (live() && area.querySelector('h4')) || failed(), 240000);
+  out.widgets = !!(live() && area.querySelector('h4'));
+  if (!out.widgets) { out.text = area.innerText.slice(0, 500); return out; }
+  const sel = live();
+  out.before = area.querySelector('h4').innerText;
+  const want = sel.options[sel.options.length - 1];
+  out.picked = want.text;
+  sel.value = want.value;
+  sel.dispatchEvent(new Event('change'));
+  out.recomputed = await until(() => (area.querySelector('h4') || {}).innerText !== out.before &&
+                                     ((area.querySelector('h4') || {}).innerText || '').includes(want.text), 120000);
+  out.after = (area.querySelector('h4') || {}).innerText;
+  const done = [...area.querySelectorAll('button')].find(b => b.innerText.trim() === 'Done');
+  if (done) done.click();
+  out.finished = await until(() => !nb().kernel_busy && area.querySelector('select[disabled]'), 60000);
+  out.errors = [...document.querySelectorAll('.output_error, .output_stderr')].map(e => e.innerText.slice(0, 300));
+  out.images = [...area.querySelectorAll('img')].filter(i => i.complete && i.naturalWidth > 0).length;
+  cells[k].element[0].scrollIntoView();
+  await sleep(500);
+  return out;
+})()
+"""
+
+
+def live_knob(page, port, token, name):
+    page.call("Page.navigate", url="http://127.0.0.1:%d/notebooks/notebooks/%s?token=%s" % (port, name, token))
+    time.sleep(1)
+    got = page.js(LIVE, timeout=600)
+    problems = []
+    if not got.get("kernel"):
+        problems.append("the gonb kernel did not start")
+    elif got.get("knobCell", -1) < 0:
+        problems.append("no Knobs cell")
+    elif not got.get("widgets"):
+        problems.append("no live widgets appeared: %s" % got.get("text", "").replace("\n", " | "))
+    elif not got.get("recomputed"):
+        problems.append("picking %r did not recompute the result (still %r)" % (got.get("picked"), got.get("after")))
+    elif not got.get("finished"):
+        problems.append("Done did not end the cell with the knobs kept at their values")
+    for e in got.get("errors") or []:
+        problems.append("error shown: %s" % e.strip().replace("\n", " | "))
+    if got.get("widgets") and not got.get("images"):
+        problems.append("the recomputed result shows no figure")
+    return problems
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.path.join(ROOT, "figures", "notebooks"))
     ap.add_argument("--height", type=int, default=1600, help="screenshot height in CSS pixels")
     ap.add_argument("--width", type=int, default=1150)
+    ap.add_argument("--no-live", action="store_true", help="skip turning a knob in a live kernel")
+    ap.add_argument("--live-notebook", default="01-ot.ipynb")
     ap.add_argument("notebooks", nargs="*")
     args = ap.parse_args()
     nbs = args.notebooks or sorted(glob.glob(os.path.join(ROOT, "notebooks", "*.ipynb")))
@@ -153,7 +227,11 @@ def main():
         shutil.copy(nb, served)
     token = secrets.token_hex(16)
     port = free_port()
-    env = dict(os.environ, JUPYTER_RUNTIME_DIR=os.path.join(work, "runtime"))
+    # The kernel of the live check builds against this repository (scripts/notebook-setup.sh).
+    env = dict(os.environ, JUPYTER_RUNTIME_DIR=os.path.join(work, "runtime"), DFX_ROOT=ROOT, GOEXPERIMENT="simd")
+    env.pop("DFX_NOTEBOOK_HEADLESS", None)
+    gobin = subprocess.run(["go", "env", "GOPATH"], capture_output=True, text=True).stdout.strip()
+    env["PATH"] = os.pathsep.join([os.path.join(gobin, "bin"), env.get("PATH", ""), "/usr/local/go/bin"]) if gobin else env.get("PATH", "")
     server = subprocess.Popen([jupyter, "notebook", "--no-browser", "--port", str(port), "--ip", "127.0.0.1",
                                "--NotebookApp.token=" + token, "--notebook-dir", work, "--allow-root"],
                               stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "jupyter.log"), "w"), env=env)
@@ -199,6 +277,21 @@ def main():
                 print("      " + p)
             if problems:
                 failed.append(name)
+        live = [nb for nb in nbs if os.path.basename(nb) == args.live_notebook]
+        if live and not args.no_live:
+            name = args.live_notebook
+            start = time.time()
+            problems = live_knob(page, port, token, name)
+            png = os.path.join(args.out, name.replace(".ipynb", "-live.png"))
+            shot = page.call("Page.captureScreenshot", format="png")
+            with open(png, "wb") as f:
+                f.write(base64.b64decode(shot["data"]))
+            print("%s  %s, live: a knob turned, the result recomputed, screenshot %s (%.1fs)" % (
+                "ok  " if not problems else "FAIL", name, os.path.relpath(png, ROOT), time.time() - start))
+            for p in problems:
+                print("      " + p)
+            if problems:
+                failed.append(name + " (live)")
     finally:
         if browser:
             browser.terminate()
