@@ -1,7 +1,7 @@
 // Package dfx indexes the paper "Efficiently Access Diffusion Fisher:
 // Within the Outer Product Span Space" (ICML 2025) against the code that
 // implements it. The library lives in the sub-packages (schedule, mixture,
-// access, pfode, likelihood, adjoint, report, plotx); models holds the
+// access, pfode, likelihood, adjoint, report, notebook, plotx); models holds the
 // networks and the top-level packages toys, ot and mnist the experiments.
 //
 // Every label of the paper that the code implements, and where (the test

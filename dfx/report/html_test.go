@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/base64"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -70,4 +71,18 @@ func TestTableHTMLRightAlignsNumbersWhereAlignIsSilent(t *testing.T) {
 			t.Errorf("HTML lacks %q:\n%s", want, h)
 		}
 	}
+}
+
+func ExampleTable_HTML() {
+	t := &Table{Name: "demo", Header: []string{"t", "DF-TM error"}, Rows: [][]string{{"1.0", "0.06 %"}, {"0.2", "4 210 %"}}}
+	fmt.Print(t.HTML())
+	// Output:
+	// <div class="dfx-table"><table>
+	// <thead><tr><th style="text-align:right;white-space:nowrap">t</th><th style="text-align:right;white-space:nowrap">DF-TM error</th></tr></thead>
+	// <tbody>
+	// <tr><td style="text-align:right;white-space:nowrap">1.0</td><td style="text-align:right;white-space:nowrap">0.06 %</td></tr>
+	// <tr><td style="text-align:right;white-space:nowrap">0.2</td><td style="text-align:right;white-space:nowrap">4 210 %</td></tr>
+	// </tbody>
+	// </table>
+	// </div>
 }
