@@ -65,6 +65,8 @@ timeout=600
 out="$(mktemp -d "${TMPDIR:-/tmp}/dfx-notebooks.XXXXXX")"
 [ "$keep" = 1 ] || trap 'rm -rf "$out"' EXIT
 
+clean=""   # --clean: the stored copy without nbconvert's timestamps (kept ones keep them)
+[ "$inplace" = 1 ] && clean=--clean
 failed=()
 for nb in "${nbs[@]}"; do
   name="$(basename "$nb")"
@@ -74,7 +76,7 @@ for nb in "${nbs[@]}"; do
   if "$JUPYTER" nbconvert --to notebook --execute \
       --ExecutePreprocessor.kernel_name=gonb --ExecutePreprocessor.timeout="$timeout" \
       --output-dir="$out" --output "$name" "$nb" >"$log" 2>&1 \
-     && "$PY" "$here/check_notebook.py" --clean "$out/$name" "$name"; then
+     && "$PY" "$here/check_notebook.py" $clean "$out/$name" "$name"; then
     echo "ok    $name ($(( $(date +%s) - start ))s)"
     if [ "$inplace" = 1 ]; then cp "$out/$name" "$nb"; fi
   else
