@@ -24,7 +24,7 @@ ARG DFX_PJRT_PIP="jax[cuda13]"
 # Jupyter from Debian (as root), then the user who runs it. OpenBLAS and NumPy (only for
 # `make bench`) are left out.
 COPY scripts/setup.sh scripts/gpu-xla.sh /tmp/dfx-setup/
-RUN /tmp/dfx-setup/setup.sh --apt-only --no-blas \
+RUN /tmp/dfx-setup/setup.sh --apt-only --no-blas --no-browser \
  && if [ -n "$DFX_GPU" ]; then \
       DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-venv \
       && python3 -m venv /opt/pjrt \
@@ -48,7 +48,7 @@ WORKDIR /dfx
 COPY --chown=dfx:dfx scripts/ scripts/
 RUN if [ -n "$DFX_GPU" ]; then export DFX_KERNEL_ENV="GOFLAGS=-tags=xla GOMLX_BACKEND=xla:cuda \
       GOMLX_NO_AUTO_INSTALL=1 PJRT_PLUGIN_LIBRARY_PATH=/opt/pjrt/lib"; fi \
- && scripts/setup.sh --no-blas
+ && scripts/setup.sh --no-blas --no-browser
 
 # The sources, the committed notebooks (with their outputs) and figures. Then what a notebook's
 # first cells do, once: a module in a go.work that uses /dfx, `go get` of the pinned GoNB, and a

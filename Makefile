@@ -1,6 +1,7 @@
 # dfx — common tasks. `make reproduce` regenerates figures/ and tables;
-# `make test` sets up what it needs (Jupyter, GoNB, goimports, gopls) and runs
-# vet, the gofmt check, the notebooks (quick mode) and the Go tests.
+# `make test` sets up what it needs (Jupyter, GoNB, goimports, gopls, Chromium) and runs
+# vet, the gofmt check, the notebooks (quick mode), the browser test of the
+# committed notebooks (when Chromium is installed) and the Go tests.
 
 SHELL := /bin/bash
 GO    ?= go
@@ -16,17 +17,20 @@ export PATH := $(GOPATH_BIN):$(PATH)
 NB_FLAGS ?=
 
 .NOTPARALLEL:
-.PHONY: all build test setup setup-blas vet fmt-check gotest notebooks reproduce bench bench-torch profile docker-test help
+.PHONY: all build test setup setup-blas vet fmt-check gotest notebooks notebooks-exec browser-test browser-check reproduce bench bench-torch profile docker-test help
 
 all: test
 
 help:
 	@echo "make build       bin/dfx, stamped with its commit (bin/dfx --version)"
 	@echo "make reproduce   regenerate figures/ and tables (go run ./cmd/dfx reproduce all)"
-	@echo "make test        set-up if needed, go vet, gofmt check, notebooks (DFX_QUICK=1), go test"
-	@echo "make setup       install Jupyter, GoNB (kernel 'gonb'), goimports, gopls, OpenBLAS, NumPy when missing"
+	@echo "make test        set-up if needed, go vet, gofmt check, notebooks (DFX_QUICK=1), browser test, go test"
+	@echo "make setup       install Jupyter, GoNB (kernel 'gonb'), goimports, gopls, Chromium, OpenBLAS, NumPy when missing"
 	@echo "make setup-blas  install only libopenblas-dev and python3-numpy (for make bench, -tags openblas)"
-	@echo "make notebooks   run notebooks/*.ipynb headless (quick mode; NB_FLAGS=--full for full)"
+	@echo "make notebooks   run notebooks/*.ipynb headless into a temporary folder (quick mode; NB_FLAGS=--full for full)"
+	@echo "make notebooks-exec  regenerate the committed notebooks with their outputs (full profiles, in place)"
+	@echo "make browser-test    open the committed notebooks in headless Chromium under Jupyter, check figures and errors,"
+	@echo "                 write figures/notebooks/*.png (make test runs it into a temporary folder)"
 	@echo "make bench       exact-trace benchmark: Go (default, CGO_ENABLED=0, -tags openblas) vs NumPy"
 	@echo "make bench-torch the project's networks vs identical PyTorch twins, interleaved (installs PyTorch + OpenBLAS);"
 	@echo "                 output to figures/bench/torch-cpu.txt"
@@ -34,7 +38,7 @@ help:
 	@echo "make docker-test build the Dockerfile (buildah, stand-in base) and run every notebook inside the image (root)"
 
 # The Go tests run last so that their summary closes the output.
-test: setup vet fmt-check notebooks gotest
+test: setup vet fmt-check notebooks browser-check gotest
 
 setup:
 	@scripts/setup.sh
@@ -55,6 +59,22 @@ gotest:
 
 notebooks:
 	@scripts/run-notebooks.sh $(NB_FLAGS)
+
+# The committed notebooks as a reader sees them: Jupyter + headless Chromium.
+# browser-test refreshes the committed screenshots; browser-check (part of
+# make test) writes them to a temporary folder, and is skipped without Chromium.
+browser-test:
+	@/usr/bin/python3 scripts/browser_test.py --out figures/notebooks
+
+browser-check:
+	@if command -v chromium >/dev/null 2>&1; then \
+	  d="$${TMPDIR:-/tmp}/dfx-notebook-screenshots"; /usr/bin/python3 scripts/browser_test.py --out "$$d"; \
+	else echo "browser test skipped: chromium is not installed (make setup installs it)"; fi
+
+# The committed notebooks, executed with the full profiles and stored with
+# their outputs (figures, tables, numbers): what a reader opens.
+notebooks-exec:
+	@scripts/run-notebooks.sh --exec
 
 # bin/dfx, stamped with the commit it was built from (dfx --version).
 build:

@@ -1,9 +1,9 @@
 // Package dfx indexes the paper "Efficiently Access Diffusion Fisher:
 // Within the Outer Product Span Space" (ICML 2025) against the code that
 // implements it. The library lives in the sub-packages (schedule, mixture,
-// score, access, pfode, likelihood, adjoint, report, plotx); models holds
-// the networks and the top-level packages toys, ot and mnist the
-// experiments.
+// score, access, pfode, likelihood, adjoint, report, notebook, plotx);
+// models holds the networks and the top-level packages toys, ot and mnist
+// the experiments.
 //
 // The data flow: schedule.Coefficients (one time) and data → a
 // score.Model (score.Exact for a mixture, access.NetModel for a network:

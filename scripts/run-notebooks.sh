@@ -1,17 +1,25 @@
 #!/usr/bin/env bash
 # run-notebooks.sh — execute GoNB notebooks headless and fail on any failed cell.
 #
-# Usage: scripts/run-notebooks.sh [--full] [--inplace] [NOTEBOOK.ipynb ...]
+# Usage: scripts/run-notebooks.sh [--exec | --full] [--inplace] [--keep] [NOTEBOOK.ipynb ...]
 #   default notebooks: notebooks/*.ipynb; default mode: quick (DFX_QUICK=1, read by
 #   report.QuickProfile in dfx/report — the one place the profile is chosen).
+#   Notebooks are executed into a temporary folder: the committed ones are not
+#   touched unless --inplace (or --exec) is given.
 #   --full     run with the full configurations (DFX_QUICK unset).
-#   --inplace  on success, write the executed notebook over the committed one.
+#   --inplace  on success, write the executed notebook over the committed one
+#              (without nbconvert's per-cell timestamps).
+#   --exec     --full --inplace: regenerate the committed, executed notebooks
+#              (`make notebooks-exec`; ≈ 25 min on 2 cores).
 #   --keep     keep the executed copies (their folder is printed).
 #
 # The notebooks find this module through DFX_ROOT (exported here as the repo
-# root); their first cell builds a go.work with it (see notebooks/00-quickstart.ipynb).
+# root); their first cell runs scripts/notebook-setup.sh, which builds a go.work
+# with it. Widgets (dfx/notebook.Knobs) run once at their defaults:
+# DFX_NOTEBOOK_HEADLESS=1 says no browser is attached.
 # GoNB reports failing cells as output streams, so nbconvert's exit status is not
-# enough: every executed notebook is inspected by scripts/check_notebook.py.
+# enough: every executed notebook is inspected by scripts/check_notebook.py
+# (error outputs, anything on stderr, a Go cell without output).
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -22,8 +30,9 @@ for a in "$@"; do
   case "$a" in
     --full) quick=0 ;;
     --inplace) inplace=1 ;;
+    --exec) quick=0 inplace=1 ;;
     --keep) keep=1 ;;
-    -h|--help) sed -n '2,14p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "${BASH_SOURCE[0]}"; exit 0 ;;
     -*) echo "run-notebooks: unknown flag $a" >&2; exit 2 ;;
     *) nbs+=("$a") ;;
   esac
@@ -47,11 +56,17 @@ if ! "$JUPYTER" kernelspec list 2>/dev/null | awk '{print $1}' | grep -qx gonb; 
 fi
 
 export DFX_ROOT="$root"
+export DFX_NOTEBOOK_HEADLESS=1   # dfx/notebook: no browser, knobs at their defaults
 export GOEXPERIMENT=simd   # also in the gonb kernel's kernel.json (scripts/setup.sh)
 if [ "$quick" = 1 ]; then export DFX_QUICK=1; else unset DFX_QUICK; fi
+# a cell's time limit: the full mnist and adjoint runs take ≈ 6 min each on 2 cores
+timeout=600
+[ "$quick" = 1 ] || timeout=3600
 out="$(mktemp -d "${TMPDIR:-/tmp}/dfx-notebooks.XXXXXX")"
 [ "$keep" = 1 ] || trap 'rm -rf "$out"' EXIT
 
+clean=""   # --clean: the stored copy without nbconvert's timestamps (kept ones keep them)
+[ "$inplace" = 1 ] && clean=--clean
 failed=()
 for nb in "${nbs[@]}"; do
   name="$(basename "$nb")"
@@ -59,9 +74,9 @@ for nb in "${nbs[@]}"; do
   start=$(date +%s)
   log="$out/${name%.ipynb}.log"
   if "$JUPYTER" nbconvert --to notebook --execute \
-      --ExecutePreprocessor.kernel_name=gonb --ExecutePreprocessor.timeout=600 \
+      --ExecutePreprocessor.kernel_name=gonb --ExecutePreprocessor.timeout="$timeout" \
       --output-dir="$out" --output "$name" "$nb" >"$log" 2>&1 \
-     && "$PY" "$here/check_notebook.py" "$out/$name" "$name"; then
+     && "$PY" "$here/check_notebook.py" $clean "$out/$name" "$name"; then
     echo "ok    $name ($(( $(date +%s) - start ))s)"
     if [ "$inplace" = 1 ]; then cp "$out/$name" "$nb"; fi
   else

@@ -2,10 +2,12 @@
 # setup.sh — installs what `make test` and the notebooks need on Debian 12,
 # skipping whatever is already present (safe to run again).
 #   Jupyter (Debian packages), GoNB v0.11.5 (kernel "gonb", with GOEXPERIMENT=simd in its environment), goimports, gopls,
-#   libopenblas-dev and python3-numpy (for `make bench` and the -tags openblas build).
-# Usage: scripts/setup.sh [--blas | --no-blas | --apt-only | --go-tools-only]
+#   libopenblas-dev and python3-numpy (for `make bench` and the -tags openblas build),
+#   Debian's chromium (for the notebooks' browser test, scripts/browser_test.py).
+# Usage: scripts/setup.sh [--blas | --no-blas | --no-browser | --apt-only | --go-tools-only]
 #   --blas           only install libopenblas-dev and python3-numpy
 #   --no-blas        everything but libopenblas-dev and python3-numpy
+#   --no-browser     everything but chromium (the Docker image leaves it out)
 #   --apt-only       only the Debian packages (as root; the Dockerfile runs this before USER)
 #   --go-tools-only  only goimports, gopls and gonb into $(go env GOPATH)/bin (no apt, no kernel)
 set -euo pipefail
@@ -38,13 +40,14 @@ install_blas() {
   if /usr/bin/python3 -c 'import numpy' >/dev/null 2>&1; then log "python3-numpy present"; else
     log "installing python3-numpy"; apt_install python3-numpy; fi
 }
-blas=1 apt=1 gotools=1 kernel=1
+blas=1 apt=1 gotools=1 kernel=1 browser=1
 for a in "$@"; do
   case "$a" in
     --blas) install_blas; exit 0 ;;
     --no-blas) blas=0 ;;
+    --no-browser) browser=0 ;;
     --apt-only) gotools=0 kernel=0 ;;
-    --go-tools-only) blas=0 apt=0 kernel=0 ;;
+    --go-tools-only) blas=0 apt=0 kernel=0 browser=0 ;;
     *) log "unknown argument $a (see the header of scripts/setup.sh)"; exit 2 ;;
   esac
 done
@@ -57,6 +60,14 @@ elif [ -x /usr/bin/jupyter ] && /usr/bin/python3 -c 'import nbclient, nbconvert,
 else
   log "installing jupyter (apt, ~90 s)"
   apt_install jupyter-notebook jupyter-nbconvert python3-nbclient python3-ipykernel jupyter-client
+fi
+
+# 1b. A real browser for the notebooks' browser test (≈ 1 min, ≈ 0.3 GB).
+if [ "$apt" = 0 ] || [ "$browser" = 0 ]; then :
+elif command -v chromium >/dev/null 2>&1; then log "chromium present"
+else
+  log "installing chromium (apt, ~1 min)"
+  apt_install chromium
 fi
 
 if [ "$gotools" = 0 ]; then log "ready (Debian packages only)"; exit 0; fi

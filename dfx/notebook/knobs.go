@@ -1,0 +1,244 @@
+package notebook
+
+import (
+	"context"
+	"fmt"
+	"html"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dfx-lab/dfx/dfx/report"
+	"github.com/janpfeifer/gonb/gonbui"
+	"github.com/janpfeifer/gonb/gonbui/comms"
+	"github.com/janpfeifer/gonb/gonbui/dom"
+	"github.com/janpfeifer/gonb/gonbui/protocol"
+	"github.com/janpfeifer/gonb/gonbui/widgets"
+)
+
+// HeadlessEnv, set to 1, tells Knobs that no browser is attached (the
+// notebook runner, scripts/run-notebooks.sh, sets it): the knobs keep their
+// defaults and the computation runs once. Without it, Knobs wait
+// FrontEndWait for the browser's widgets before falling back to the same.
+const HeadlessEnv = "DFX_NOTEBOOK_HEADLESS"
+
+// FrontEndWait is how long Knobs wait for a browser to answer.
+var FrontEndWait = 30 * time.Second
+
+// Knobs is a panel of widgets (sliders and drop-down lists) above one
+// result. Explore runs a computation with the knobs' values and shows its
+// result; in a live notebook it runs it again whenever a knob is turned,
+// until the cell is stopped (Jupyter's ■) or "Done" is pressed, and the last
+// result stays in the notebook. Without a browser (a headless run, CI) the
+// knobs are shown at their defaults, disabled, and the computation runs
+// once: every Knobs cell also runs unattended.
+type Knobs struct {
+	knobs []*Knob
+}
+
+// Knob is one control: a choice among Options (a drop-down list) or a
+// position on a list of Values (a slider).
+type Knob struct {
+	Label   string
+	Options []string  // what is shown for each position
+	Values  []float64 // a slider's values; nil for a drop-down list
+	index   int
+	valueID string
+}
+
+// Index is the position chosen.
+func (k *Knob) Index() int { return k.index }
+
+// String is the option chosen.
+func (k *Knob) String() string { return k.Options[k.index] }
+
+// Float is a slider's value, or a drop-down list's option read as a number (0 if it is not one).
+func (k *Knob) Float() float64 {
+	if k.Values != nil {
+		return k.Values[k.index]
+	}
+	v, _ := strconv.ParseFloat(k.String(), 64)
+	return v
+}
+
+// NewKnobs starts an empty panel.
+func NewKnobs() *Knobs { return &Knobs{} }
+
+// Choice adds a drop-down list of options, def chosen at first.
+func (ks *Knobs) Choice(label string, options []string, def int) *Knob {
+	if def < 0 || def >= len(options) {
+		panic(fmt.Sprintf("notebook: knob %q: default %d of %d options", label, def, len(options)))
+	}
+	k := &Knob{Label: label, Options: options, index: def}
+	ks.knobs = append(ks.knobs, k)
+	return k
+}
+
+// Slider adds a slider over values, values[def] at first.
+func (ks *Knobs) Slider(label string, values []float64, def int) *Knob {
+	if def < 0 || def >= len(values) {
+		panic(fmt.Sprintf("notebook: knob %q: default %d of %d values", label, def, len(values)))
+	}
+	opts := make([]string, len(values))
+	for i, v := range values {
+		opts[i] = strconv.FormatFloat(v, 'g', 4, 64)
+	}
+	k := &Knob{Label: label, Options: opts, Values: values, index: def}
+	ks.knobs = append(ks.knobs, k)
+	return k
+}
+
+// Explore runs compute with the knobs' current values and shows its
+// result, again after each change in a live notebook (see Knobs). An error
+// fails the cell when it comes from the defaults; after a change it is
+// shown in place of the result, and the knobs stay live.
+func (ks *Knobs) Explore(compute func(ctx context.Context) (report.Result, error)) {
+	ctx := Context()
+	if !gonbui.IsNotebook || os.Getenv(HeadlessEnv) == "1" {
+		ks.once(ctx, compute)
+		return
+	}
+	uid := gonbui.UniqueID()
+	panelDisplay, panelID := "dfx-knobs-"+uid, "dfx-knobs-div-"+uid
+	gonbui.UpdateHTML(panelDisplay, fmt.Sprintf(`<div id="%s" style="display:flex;flex-wrap:wrap;gap:0.3em 1.2em;align-items:center"></div>`, panelID))
+	live := make(chan []*comms.AddressChan[int], 1)
+	go func() { live <- ks.build(panelID, uid) }()
+	var chans []*comms.AddressChan[int]
+	select {
+	case chans = <-live:
+	case <-time.After(FrontEndWait):
+		gonbui.UpdateHTML(panelDisplay, "") // no browser answered: run unattended
+		ks.once(ctx, compute)
+		return
+	case <-ctx.Done():
+		return
+	}
+	done := chans[len(chans)-1]
+	changed := make(chan int, 16)
+	for i, c := range chans[:len(chans)-1] {
+		go func() {
+			for v := range c.C {
+				ks.knobs[i].index = min(max(v, 0), len(ks.knobs[i].Options)-1)
+				changed <- i
+			}
+		}()
+	}
+	outDisplay := "dfx-knob-out-" + uid
+	render := func() string {
+		gonbui.UpdateHTML(outDisplay, `<p style="color:#555"><i>computing with `+html.EscapeString(ks.summary())+` …</i></p>`)
+		restartProgress()
+		res, err := compute(ctx)
+		finishProgress(err)
+		if err == nil {
+			var rep *report.Report
+			if rep, err = res.Report(); err == nil {
+				var h string
+				if h, err = rep.HTML(); err == nil {
+					gonbui.UpdateHTML(outDisplay, h)
+					return h
+				}
+			}
+		}
+		h := `<pre style="color:#b00">` + html.EscapeString(err.Error()) + `</pre>`
+		gonbui.UpdateHTML(outDisplay, h)
+		return h
+	}
+	last := render()
+loop:
+	for {
+		select {
+		case i := <-changed:
+			time.Sleep(150 * time.Millisecond) // let a dragged slider settle
+		drain:
+			for {
+				select {
+				case j := <-changed:
+					ks.setLabel(ks.knobs[j])
+				default:
+					break drain
+				}
+			}
+			ks.setLabel(ks.knobs[i])
+			last = render()
+		case <-done.C:
+			break loop
+		case <-ctx.Done():
+			break loop
+		}
+	}
+	// Keep what the notebook will save: the knobs' final values and the last result.
+	gonbui.UpdateHTML(panelDisplay, ks.staticHTML(""))
+	gonbui.UpdateHTML(outDisplay, last)
+}
+
+// build creates the live widgets in panelID; it returns one channel per
+// knob, then the Done button's. It blocks until the browser answers.
+func (ks *Knobs) build(panelID, uid string) []*comms.AddressChan[int] {
+	var out []*comms.AddressChan[int]
+	for i, k := range ks.knobs {
+		k.valueID = fmt.Sprintf("dfx-knob-%s-%d", uid, i)
+		dom.Append(panelID, `<span><b>`+html.EscapeString(k.Label)+`</b> `)
+		if k.Values != nil {
+			s := widgets.Slider(0, len(k.Values)-1, k.index).AppendTo(panelID).Done()
+			dom.Append(panelID, fmt.Sprintf(` <code id="%s">%s</code></span>`, k.valueID, html.EscapeString(k.String())))
+			out = append(out, s.Listen().LatestOnly())
+		} else {
+			s := widgets.Select(k.Options).SetDefault(k.index).AppendTo(panelID).Done()
+			dom.Append(panelID, `</span>`)
+			out = append(out, s.Listen().LatestOnly())
+		}
+	}
+	b := widgets.Button("Done").AppendTo(panelID).Done()
+	return append(out, b.Listen())
+}
+
+func (ks *Knobs) setLabel(k *Knob) {
+	if k.valueID != "" {
+		dom.SetInnerText(k.valueID, k.String())
+	}
+}
+
+// once shows the knobs at their values, disabled, and the result of one run.
+func (ks *Knobs) once(ctx context.Context, compute func(ctx context.Context) (report.Result, error)) {
+	display(map[protocol.MIMEType]any{protocol.MIMETextHTML: ks.staticHTML("run this cell in Jupyter to turn the knobs"), protocol.MIMETextPlain: ks.summary()})
+	res, err := compute(ctx)
+	Show(res, err)
+}
+
+// staticHTML draws the knobs as disabled controls at their values.
+func (ks *Knobs) staticHTML(hint string) string {
+	var b strings.Builder
+	b.WriteString(`<div class="dfx-knobs" style="display:flex;flex-wrap:wrap;gap:0.3em 1.2em;align-items:center">`)
+	for _, k := range ks.knobs {
+		fmt.Fprintf(&b, `<span style="white-space:nowrap"><b>%s</b> `, html.EscapeString(k.Label))
+		if k.Values != nil {
+			fmt.Fprintf(&b, `<input type="range" disabled style="width:10em;display:inline-block;vertical-align:middle" min="0" max="%d" value="%d"> <code>%s</code>`, len(k.Values)-1, k.index, html.EscapeString(k.String()))
+		} else {
+			b.WriteString(`<select disabled>`)
+			for i, o := range k.Options {
+				sel := ""
+				if i == k.index {
+					sel = " selected"
+				}
+				fmt.Fprintf(&b, `<option%s>%s</option>`, sel, html.EscapeString(o))
+			}
+			b.WriteString(`</select>`)
+		}
+		b.WriteString(`</span>`)
+	}
+	if hint != "" {
+		fmt.Fprintf(&b, `<span style="color:#777;font-size:smaller"><i>%s</i></span>`, html.EscapeString(hint))
+	}
+	b.WriteString(`</div>`)
+	return b.String()
+}
+
+// summary is "label = value, …".
+func (ks *Knobs) summary() string {
+	parts := make([]string, len(ks.knobs))
+	for i, k := range ks.knobs {
+		parts[i] = k.Label + " = " + k.String()
+	}
+	return strings.Join(parts, ", ")
+}

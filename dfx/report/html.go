@@ -1,0 +1,212 @@
+package report
+
+import (
+	"encoding/base64"
+	"fmt"
+	"html"
+	"path"
+	"regexp"
+	"strings"
+)
+
+// HTML renders the table as an HTML fragment: Title and Notes (Markdown
+// prose: headings, paragraphs, lists, `code`, **bold**, *italic*, links)
+// around a <table> whose columns follow Align, then the More sections.
+// Cells are escaped; the table is the same one Markdown and CSV render.
+func (t *Table) HTML() string {
+	var b strings.Builder
+	b.WriteString(`<div class="dfx-table">`)
+	if t.Title != "" {
+		b.WriteString(MarkdownHTML(t.Title))
+	}
+	numeric := numericColumns(t)
+	align := func(i int) string {
+		a := byte('l')
+		if i < len(t.Align) {
+			a = t.Align[i]
+		} else if numeric[i] {
+			a = 'r'
+		}
+		switch a {
+		case 'r':
+			return ` style="text-align:right;white-space:nowrap"`
+		case 'c':
+			return ` style="text-align:center"`
+		}
+		return ` style="text-align:left"`
+	}
+	b.WriteString("<table>\n<thead><tr>")
+	for i, h := range t.Header {
+		fmt.Fprintf(&b, "<th%s>%s</th>", align(i), inlineHTML(h))
+	}
+	b.WriteString("</tr></thead>\n<tbody>\n")
+	for _, r := range t.Rows {
+		b.WriteString("<tr>")
+		for i, c := range r {
+			fmt.Fprintf(&b, "<td%s>%s</td>", align(i), inlineHTML(c))
+		}
+		b.WriteString("</tr>\n")
+	}
+	b.WriteString("</tbody>\n</table>\n")
+	if len(t.Notes) > 0 {
+		b.WriteString(MarkdownHTML(strings.Join(t.Notes, "\n")))
+	}
+	for _, m := range t.More {
+		b.WriteString(m.HTML())
+	}
+	b.WriteString("</div>\n")
+	return b.String()
+}
+
+// numericColumns marks the columns whose every cell starts with a number
+// (units may follow): they are right-aligned where Align does not say.
+func numericColumns(t *Table) []bool {
+	out := make([]bool, len(t.Header))
+	for i := range out {
+		out[i] = len(t.Rows) > 0
+		for _, r := range t.Rows {
+			if i < len(r) && !numberStart.MatchString(r[i]) {
+				out[i] = false
+				break
+			}
+		}
+	}
+	return out
+}
+
+var numberStart = regexp.MustCompile(`^\s*[-+−]?(\d|\.\d)`)
+
+// HTML renders a figure as an HTML <figure>: the PNG (or SVG) inlined as a
+// data: URI, with its caption below.
+func (f *Figure) HTML() (string, error) {
+	format := strings.TrimPrefix(path.Ext(f.Name), ".")
+	data, err := f.Render(format)
+	if err != nil {
+		return "", fmt.Errorf("figure %s: %w", f.Name, err)
+	}
+	mime := "image/png"
+	if format == "svg" {
+		mime = "image/svg+xml"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<figure class="dfx-figure"><img alt="%s" style="max-width:100%%" src="data:%s;base64,%s">`,
+		html.EscapeString(f.Name), mime, base64.StdEncoding.EncodeToString(data))
+	if f.Caption != "" {
+		fmt.Fprintf(&b, "<figcaption>%s</figcaption>", inlineHTML(f.Caption))
+	}
+	b.WriteString("</figure>\n")
+	return b.String(), nil
+}
+
+// HTML renders the whole report as one self-contained HTML fragment: the
+// title, every table with a Markdown view (HTML) and every figure (inline
+// images); CSV-only tables and Files are left out.
+func (r *Report) HTML() (string, error) {
+	var b strings.Builder
+	if r.Title != "" {
+		fmt.Fprintf(&b, "<h3>%s</h3>\n", inlineHTML(r.Title))
+	}
+	for _, t := range r.Tables {
+		if !t.NoMarkdown {
+			b.WriteString(t.HTML())
+		}
+	}
+	for _, f := range r.Figures {
+		h, err := f.HTML()
+		if err != nil {
+			return "", fmt.Errorf("report %s: %w", r.Name, err)
+		}
+		b.WriteString(h)
+	}
+	return b.String(), nil
+}
+
+// MarkdownHTML renders the small Markdown subset that report titles and
+// notes use: ATX headings, paragraphs, "-"/"*" lists, and inline `code`,
+// **bold**, *italic* and [links](url). Everything else is escaped text.
+func MarkdownHTML(md string) string {
+	var b strings.Builder
+	var para []string
+	inList := false
+	flush := func() {
+		if len(para) > 0 {
+			fmt.Fprintf(&b, "<p>%s</p>\n", inlineHTML(strings.Join(para, " ")))
+			para = nil
+		}
+	}
+	closeList := func() {
+		if inList {
+			b.WriteString("</ul>\n")
+			inList = false
+		}
+	}
+	for _, line := range strings.Split(md, "\n") {
+		s := strings.TrimSpace(line)
+		switch {
+		case s == "":
+			flush()
+			closeList()
+		case strings.HasPrefix(s, "#"):
+			flush()
+			closeList()
+			n := len(s) - len(strings.TrimLeft(s, "#"))
+			level := min(max(n+1, 3), 6) // headings inside a notebook output stay small
+			fmt.Fprintf(&b, "<h%d>%s</h%d>\n", level, inlineHTML(strings.TrimSpace(s[n:])), level)
+		case strings.HasPrefix(s, "- ") || strings.HasPrefix(s, "* "):
+			flush()
+			if !inList {
+				b.WriteString("<ul>\n")
+				inList = true
+			}
+			fmt.Fprintf(&b, "<li>%s</li>\n", inlineHTML(s[2:]))
+		case inList && strings.HasPrefix(line, " "):
+			// a continuation of the last list item: reopen it
+			str := b.String()
+			if i := strings.LastIndex(str, "</li>\n"); i >= 0 {
+				b.Reset()
+				b.WriteString(str[:i] + " " + inlineHTML(s) + "</li>\n")
+			}
+		default:
+			closeList()
+			para = append(para, s)
+		}
+	}
+	flush()
+	closeList()
+	return b.String()
+}
+
+var (
+	mdCode   = regexp.MustCompile("`([^`]+)`")
+	mdBold   = regexp.MustCompile(`\*\*([^*]+)\*\*`)
+	mdItalic = regexp.MustCompile(`(^|[^*\w])\*([^*\s][^*]*)\*`)
+	mdLink   = regexp.MustCompile(`\[([^\]]+)\]\(([^)\s]+)\)`)
+)
+
+// inlineHTML escapes s and renders inline code, bold, italic and links.
+// Code spans are cut out first so that nothing inside them is rendered.
+func inlineHTML(s string) string {
+	var out strings.Builder
+	last := 0
+	for _, m := range mdCode.FindAllStringSubmatchIndex(s, -1) {
+		out.WriteString(inlineText(s[last:m[0]]))
+		out.WriteString("<code>" + html.EscapeString(s[m[2]:m[3]]) + "</code>")
+		last = m[1]
+	}
+	out.WriteString(inlineText(s[last:]))
+	return out.String()
+}
+
+func inlineText(s string) string {
+	s = html.EscapeString(s)
+	s = mdBold.ReplaceAllString(s, "<b>$1</b>")
+	s = mdItalic.ReplaceAllString(s, "$1<i>$2</i>")
+	return mdLink.ReplaceAllStringFunc(s, func(m string) string {
+		p := mdLink.FindStringSubmatch(m)
+		href := p[2]
+		if strings.HasPrefix(strings.ToLower(href), "javascript:") {
+			return p[1]
+		}
+		return fmt.Sprintf(`<a href="%s">%s</a>`, href, p[1])
+	})
+}

@@ -1,0 +1,88 @@
+package report
+
+import (
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestTableHTMLEscapesCellsAndAlignsColumns(t *testing.T) {
+	tab := &Table{Name: "t", Title: "### Cost per call\n\nMeasured on `2 CPUs`.", Header: []string{"method", "time (ms)"}, Align: "lr",
+		Rows: [][]string{{"<script>", "1.5 ms"}}, Notes: []string{"- first", "- **second**"},
+		More: []*Table{{Title: "More", Header: []string{"x"}, Rows: [][]string{{"y"}}}}}
+	h := tab.HTML()
+	for _, want := range []string{
+		"<h4>Cost per call</h4>", "<p>Measured on <code>2 CPUs</code>.</p>",
+		`<th style="text-align:right;white-space:nowrap">time (ms)</th>`, `<td style="text-align:left">&lt;script&gt;</td>`,
+		`<td style="text-align:right;white-space:nowrap">1.5 ms</td>`, "<li><b>second</b></li>", "<p>More</p>", "<td style=\"text-align:left\">y</td>",
+	} {
+		if !strings.Contains(h, want) {
+			t.Errorf("HTML lacks %q:\n%s", want, h)
+		}
+	}
+	if strings.Contains(h, "<script>") {
+		t.Errorf("a cell's markup was not escaped:\n%s", h)
+	}
+}
+
+func TestReportHTMLInlinesFiguresAndSkipsCSVOnlyTables(t *testing.T) {
+	r := sample(false)
+	r.Title = "Exp"
+	r.Tables = append(r.Tables, &Table{Name: "t", NoMarkdown: true, Header: []string{"csv-only"}})
+	h, err := r.HTML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := "data:image/png;base64," + base64.StdEncoding.EncodeToString([]byte("PNG:png"))
+	for _, want := range []string{"<h3>Exp</h3>", "<p><b>Table</b></p>", img, "<figcaption>a figure</figcaption>"} {
+		if !strings.Contains(h, want) {
+			t.Errorf("HTML lacks %q:\n%s", want, h)
+		}
+	}
+	if strings.Contains(h, "csv-only") {
+		t.Error("a CSV-only table was rendered")
+	}
+	if _, err := sample(true).HTML(); err == nil || !strings.Contains(err.Error(), "renderer broke") {
+		t.Errorf("a failing figure gave %v", err)
+	}
+}
+
+func TestMarkdownHTMLInline(t *testing.T) {
+	for md, want := range map[string]string{
+		"a *b* c":                   "<p>a <i>b</i> c</p>\n",
+		"`*not*` **x**":             "<p><code>*not*</code> <b>x</b></p>\n",
+		"[dfx](https://x.org) & y":  `<p><a href="https://x.org">dfx</a> &amp; y</p>` + "\n",
+		"[bad](javascript:alert)":   "<p>bad</p>\n",
+		"# One\ntwo\nthree\n\nfour": "<h3>One</h3>\n<p>two three</p>\n<p>four</p>\n",
+		"- a\n  continued\n- b":     "<ul>\n<li>a continued</li>\n<li>b</li>\n</ul>\n",
+		"2 * 3 = 6, 4*5":            "<p>2 * 3 = 6, 4*5</p>\n",
+	} {
+		if got := MarkdownHTML(md); got != want {
+			t.Errorf("MarkdownHTML(%q) = %q, want %q", md, got, want)
+		}
+	}
+}
+
+func TestTableHTMLRightAlignsNumbersWhereAlignIsSilent(t *testing.T) {
+	h := (&Table{Header: []string{"name", "value", "mixed"}, Rows: [][]string{{"a", "1.5 ms", "2"}, {"b", "−3e-4", "n/a"}}}).HTML()
+	for _, want := range []string{`<td style="text-align:left">a</td>`, `<td style="text-align:right;white-space:nowrap">−3e-4</td>`, `<td style="text-align:left">n/a</td>`} {
+		if !strings.Contains(h, want) {
+			t.Errorf("HTML lacks %q:\n%s", want, h)
+		}
+	}
+}
+
+func ExampleTable_HTML() {
+	t := &Table{Name: "demo", Header: []string{"t", "DF-TM error"}, Rows: [][]string{{"1.0", "0.06 %"}, {"0.2", "4 210 %"}}}
+	fmt.Print(t.HTML())
+	// Output:
+	// <div class="dfx-table"><table>
+	// <thead><tr><th style="text-align:right;white-space:nowrap">t</th><th style="text-align:right;white-space:nowrap">DF-TM error</th></tr></thead>
+	// <tbody>
+	// <tr><td style="text-align:right;white-space:nowrap">1.0</td><td style="text-align:right;white-space:nowrap">0.06 %</td></tr>
+	// <tr><td style="text-align:right;white-space:nowrap">0.2</td><td style="text-align:right;white-space:nowrap">4 210 %</td></tr>
+	// </tbody>
+	// </table>
+	// </div>
+}

@@ -1,0 +1,382 @@
+package mnist
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/dfx-lab/dfx/dfx/access"
+	"github.com/dfx-lab/dfx/dfx/adjoint"
+	"github.com/dfx-lab/dfx/dfx/mixture"
+	"github.com/dfx-lab/dfx/dfx/plotx"
+	"github.com/dfx-lab/dfx/dfx/report"
+	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/internal/stats"
+)
+
+// The small runs behind the notebooks' knobs (dfx/notebook.Knobs): one
+// setting at a time, seconds each on 2 cores, on the committed networks,
+// each with a Report like every experiment's.
+
+// SamplesResult is one class and guidance scale: images by DDIM with
+// classifier-free guidance, scored by the classifier.
+type SamplesResult struct {
+	Class   int
+	Scale   float64
+	Steps   int
+	Images  *mat.Dense // [n, 784], clipped to [−1, 1]
+	LogP    []float64  // classifier log p(class | image), nats
+	Correct int        // images the classifier reads as Class
+	Elapsed time.Duration
+}
+
+// ExploreSamples draws n images of class at guidance scale (seeds
+// seed…seed+n−1 as rows of InitialNoise) with steps DDIM steps.
+func ExploreSamples(nets *Networks, class int, scale float64, n, steps int, seed uint64) (*SamplesResult, error) {
+	if class < 0 || class > 9 || n < 1 {
+		return nil, fmt.Errorf("mnist: samples of class %d, %d images", class, n)
+	}
+	start := time.Now()
+	cls, sc := make([]int, n), make([]float64, n)
+	for i := range cls {
+		cls[i], sc[i] = class, scale
+	}
+	x, err := nets.Sample(SampleConfig{Steps: steps, Seed: seed}, cls, sc)
+	if err != nil {
+		return nil, err
+	}
+	x = Clip(x)
+	lp, _, err := nets.Classifier.LogProbs(x)
+	if err != nil {
+		return nil, err
+	}
+	res := &SamplesResult{Class: class, Scale: scale, Steps: steps, Images: x, LogP: make([]float64, n)}
+	for i := range n {
+		row := lp.RawRowView(i)
+		res.LogP[i] = row[class]
+		if floats.MaxIdx(row) == class {
+			res.Correct++
+		}
+	}
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+// Report is a one-row table and the images with their log p(c|x).
+func (r *SamplesResult) Report() (*report.Report, error) {
+	n := len(r.LogP)
+	m, se := stats.MeanSE(r.LogP)
+	t := &report.Table{Name: "samples", Title: fmt.Sprintf("### Digit %d at guidance scale %g", r.Class, r.Scale),
+		Header: []string{"class", "scale s", "images", "DDIM steps", "mean log p(c|x) (nats)", "± SE", "classified as c", "time"},
+		Align:  "rrrrrrrr",
+		Rows: [][]string{{fmt.Sprint(r.Class), fmt.Sprint(r.Scale), fmt.Sprint(n), fmt.Sprint(r.Steps),
+			fmt.Sprintf("%.3f", m), fmt.Sprintf("%.3f", se), fmt.Sprintf("%d / %d", r.Correct, n), fmt.Sprintf("%.2f s", r.Elapsed.Seconds())}},
+		Notes: []string{"s = 0 is the unconditional model, s = 1 the conditional one, s > 1 classifier-free guidance beyond it (ε̃ = ε(x, ∅) + s (ε(x, c) − ε(x, ∅)))."}}
+	fig := &report.Figure{Name: "samples.png", Caption: "the samples, log p(c|x) under each",
+		Render: func(format string) ([]byte, error) {
+			return imageRow(fmt.Sprintf("digit %d, s = %g", r.Class, r.Scale), "seed", nil, [][]*mat.Dense{rowsOf(r.Images)}, [][]float64{r.LogP}, format)
+		}}
+	return &report.Report{Name: "samples", Tables: []*report.Table{t}, Figures: []*report.Figure{fig}}, nil
+}
+
+// AdjointExplore is one adjoint-guided run towards a digit against the
+// unguided run from the same noise.
+type AdjointExplore struct {
+	Target            int
+	Operator          string
+	Config            adjoint.Config
+	Unguided, Guided  *mat.Dense // [n, 784], clipped
+	LossU, LossG      []float64  // −log p(target | image)
+	EvalsU, EvalsG    int        // ε̂ evaluations
+	SecondsU, Seconds float64
+}
+
+// ExploreAdjoint draws n unconditional images (CFG scale 0) and the same
+// images guided by the class reward towards target with the Fisher operator
+// op (OperatorVJP or OperatorDFEA) on the guidance window cfg.From…cfg.To.
+func ExploreAdjoint(ctx context.Context, nets *Networks, target int, op string, cfg adjoint.Config, n int, seed uint64) (*AdjointExplore, error) {
+	reward, err := nets.ClassReward(target)
+	if err != nil {
+		return nil, err
+	}
+	cls := make([]int, n) // class 0 at scale 0: the unconditional model
+	res := &AdjointExplore{Target: target, Operator: op, Config: cfg}
+	un := cfg
+	un.From, un.To = 0, 0
+	u, err := GuidedSample(ctx, nets, cls, 0, reward, op, un, seed)
+	if err != nil {
+		return nil, err
+	}
+	g, err := GuidedSample(ctx, nets, cls, 0, reward, op, cfg, seed)
+	if err != nil {
+		return nil, err
+	}
+	res.Unguided, res.Guided = Clip(u.X), Clip(g.X)
+	res.EvalsU, res.EvalsG, res.SecondsU, res.Seconds = u.ModelEvals, g.ModelEvals, u.Elapsed.Seconds(), g.Elapsed.Seconds()
+	if res.LossU, _, err = reward(res.Unguided); err != nil {
+		return nil, err
+	}
+	if res.LossG, _, err = reward(res.Guided); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// Report is a two-row table (unguided, guided) and the two rows of images.
+func (r *AdjointExplore) Report() (*report.Report, error) {
+	row := func(name string, loss []float64, evals int, sec float64) []string {
+		m, se := stats.MeanSE(loss)
+		return []string{name, fmt.Sprintf("%.3f", m), fmt.Sprintf("%.3f", se), fmt.Sprint(evals), fmt.Sprintf("%.2f s", sec)}
+	}
+	c := r.Config
+	t := &report.Table{Name: "adjoint", Title: fmt.Sprintf("### Towards the digit %d with %s, guided steps %d…%d of %d, strength %g", r.Target, r.Operator, c.From, c.To, c.Steps, c.Strength),
+		Header: []string{"sampler", "mean −log p(target|x) (nats)", "± SE", "ε̂ evaluations", "time"}, Align: "lrrrr",
+		Rows:  [][]string{row("unguided", r.LossU, r.EvalsU, r.SecondsU), row("guided ("+r.Operator+")", r.LossG, r.EvalsG, r.Seconds)},
+		Notes: []string{fmt.Sprintf("Same initial noise for both rows; %d inner DDIM steps per guided step, normalised gradient.", c.InnerSteps)}}
+	fig := &report.Figure{Name: "adjoint.png", Caption: "unguided (top) and guided (bottom) images from the same noise, −log p(target|x) under each",
+		Render: func(format string) ([]byte, error) {
+			return imageRow(fmt.Sprintf("towards %d: unguided (top), %s-guided (bottom)", r.Target, r.Operator), "seed", []string{"unguided", r.Operator},
+				[][]*mat.Dense{rowsOf(r.Unguided), rowsOf(r.Guided)}, [][]float64{r.LossU, r.LossG}, format)
+		}}
+	return &report.Report{Name: "adjoint-explore", Tables: []*report.Table{t}, Figures: []*report.Figure{fig}}, nil
+}
+
+// FisherCompare scores the trace estimators and Fisher operators of the
+// committed ε-network (and its t_θ, ν_θ) against the exact Fisher of the
+// 60 000-image Dirac mixture of the training set, at one time, on test
+// images noised to that time.
+type FisherCompare struct {
+	T, Sigma  float64
+	Queries   int
+	Exact     []float64 // exact tr F per query
+	Estimates map[string][]float64
+	Methods   []string // trace estimators, in order
+	TraceSec  map[string]float64
+	OpRelErr  map[string]float64 // mean ‖F_op v − F v‖ / ‖F v‖
+	OpSec     map[string]float64
+	Operators []string
+	Chosen    string // the estimator drawn against the exact trace
+}
+
+// TraceMethods are the trace estimators FisherCompare scores.
+var TraceMethods = []string{"vjp-exact", "hutchinson-16", "df-tm", "df-tm-c"}
+
+// ExploreFisher compares at time t on q test images; chosen names the
+// estimator of the scatter plot. mix is the training set's Dirac mixture
+// (TrainingMixture), built once by the caller.
+func ExploreFisher(nets *Networks, mix *mixture.Dirac, test *Set, t float64, q int, chosen string, seed uint64) (*FisherCompare, error) {
+	n := nets.Net
+	c, err := schedule.At(n.Schedule, t)
+	if err != nil {
+		return nil, err
+	}
+	x0, err := test.Scaled(0, q)
+	if err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(seed, 11))
+	x, v := mat.NewDense(q, Dim, nil), mat.NewDense(q, Dim, nil)
+	for i := range q {
+		for j := range Dim {
+			x.Set(i, j, c.Alpha*x0.At(i, j)+c.Sigma*rng.NormFloat64())
+			v.Set(i, j, rng.NormFloat64())
+		}
+	}
+	ex, err := mix.Eval(mixture.Query{At: c, X: x, V: v, Want: mixture.Trace | mixture.MatVec})
+	if err != nil {
+		return nil, err
+	}
+	res := &FisherCompare{T: t, Sigma: c.Sigma, Queries: q, Exact: ex.Trace, Estimates: map[string][]float64{},
+		TraceSec: map[string]float64{}, OpRelErr: map[string]float64{}, OpSec: map[string]float64{}, Chosen: chosen}
+	vjp, err := access.NewVJPTrace(n, Dim)
+	if err != nil {
+		return nil, err
+	}
+	h16, err := access.NewHutchinson(n, 16, access.Rademacher, seed)
+	if err != nil {
+		return nil, err
+	}
+	dftm, err := access.NewDFTM(n)
+	if err != nil {
+		return nil, err
+	}
+	dftmc, err := access.NewDFTMCentred(n)
+	if err != nil {
+		return nil, err
+	}
+	for i, e := range []score.TraceEstimator{vjp, h16, dftm, dftmc} {
+		start := time.Now()
+		got, err := e.Trace(c, x)
+		if err != nil {
+			return nil, fmt.Errorf("mnist: %s: %w", TraceMethods[i], err)
+		}
+		res.Methods = append(res.Methods, TraceMethods[i])
+		res.Estimates[TraceMethods[i]] = got
+		res.TraceSec[TraceMethods[i]] = time.Since(start).Seconds() / float64(q)
+	}
+	mv, err := access.NewVJPMatVec(n)
+	if err != nil {
+		return nil, err
+	}
+	// DF-EA's endpoint: the clean image each query was noised from (what a
+	// guided sampler's inner solve predicts)
+	ea, err := access.NewDFEA(n)
+	if err != nil {
+		return nil, err
+	}
+	for _, op := range []struct {
+		name string
+		op   score.FisherOperator
+	}{{"vjp-matvec", mv}, {"df-ea", ea}} {
+		start := time.Now()
+		got, err := op.op.Apply(score.State{At: c, X: x, Endpoint: x0}, v)
+		if err != nil {
+			return nil, fmt.Errorf("mnist: %s: %w", op.name, err)
+		}
+		res.OpSec[op.name] = time.Since(start).Seconds() / float64(q)
+		var rel float64
+		for i := range q {
+			d := make([]float64, Dim)
+			floats.SubTo(d, got.RawRowView(i), ex.MatVec.RawRowView(i))
+			rel += floats.Norm(d, 2) / floats.Norm(ex.MatVec.RawRowView(i), 2) / float64(q)
+		}
+		res.OpRelErr[op.name] = rel
+		res.Operators = append(res.Operators, op.name)
+	}
+	return res, nil
+}
+
+// TrainingMixture is the exact data distribution of ExploreFisher: the
+// Dirac mixture of the 60 000 training images (in [−1, 1]), and the test set.
+func TrainingMixture() (*mixture.Dirac, *Set, error) {
+	train, err := Load(Train)
+	if err != nil {
+		return nil, nil, err
+	}
+	test, err := Load(Test)
+	if err != nil {
+		return nil, nil, err
+	}
+	y, err := train.Scaled(0, train.Images.N)
+	if err != nil {
+		return nil, nil, err
+	}
+	mix, err := mixture.NewDirac(y, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return mix, test, nil
+}
+
+// Report is the table of every estimator and operator and the chosen
+// estimator against the exact trace.
+func (r *FisherCompare) Report() (*report.Report, error) {
+	exMean := stat.Mean(r.Exact, nil)
+	t := &report.Table{Name: "fisher", Title: fmt.Sprintf("### Learned against exact Fisher at t = %g (σ = %.3g), %d noised test images", r.T, r.Sigma, r.Queries),
+		Header: []string{"kind", "method", "mean relative error", "time per image"}, Align: "llrr",
+		Notes: []string{fmt.Sprintf("Exact: the Fisher of the 60 000-image Dirac mixture of the training set (mean tr F = %.4g). "+
+			"Traces: |est − exact| / |exact|; products F v (v Gaussian): ‖est − exact‖ / ‖exact‖; DF-EA at the clean image each query was noised from.", exMean)}}
+	for _, m := range r.Methods {
+		var rel float64
+		for i, e := range r.Estimates[m] {
+			rel += math.Abs(e-r.Exact[i]) / math.Abs(r.Exact[i]) / float64(len(r.Exact))
+		}
+		t.Rows = append(t.Rows, []string{"trace", m, fmt.Sprintf("%.3g", rel), fmt.Sprintf("%.3g ms", 1e3*r.TraceSec[m])})
+	}
+	for _, o := range r.Operators {
+		t.Rows = append(t.Rows, []string{"F v", o, fmt.Sprintf("%.3g", r.OpRelErr[o]), fmt.Sprintf("%.3g ms", 1e3*r.OpSec[o])})
+	}
+	fig := &report.Figure{Name: "fisher.png", Caption: "the chosen estimator's tr F against the exact one, per image (the line is equality)",
+		Render: func(format string) ([]byte, error) {
+			est := r.Estimates[r.Chosen]
+			if est == nil {
+				return nil, fmt.Errorf("mnist: no estimator %q", r.Chosen)
+			}
+			lo, hi := math.Min(floats.Min(r.Exact), floats.Min(est)), math.Max(floats.Max(r.Exact), floats.Max(est))
+			p, err := plotx.Lines(fmt.Sprintf("%s against the exact trace, t = %g", r.Chosen, r.T), "exact tr F", r.Chosen+" tr F",
+				plotx.Series{Name: "x = y", X: []float64{lo, hi}, Y: []float64{lo, hi}},
+				plotx.Series{Name: r.Chosen, X: sorted(r.Exact, est), Y: sortedBy(r.Exact, est), Points: true})
+			if err != nil {
+				return nil, err
+			}
+			return plotx.Bytes(p, 5*vg.Inch, 4*vg.Inch, format)
+		}}
+	return &report.Report{Name: "fisher", Tables: []*report.Table{t}, Figures: []*report.Figure{fig}}, nil
+}
+
+func rowsOf(x *mat.Dense) []*mat.Dense {
+	r, _ := x.Dims()
+	out := make([]*mat.Dense, r)
+	for i := range r {
+		out[i] = mat.NewDense(1, Dim, x.RawRowView(i))
+	}
+	return out
+}
+
+// imageRow draws rows of images with values under each, sized like the
+// other image figures.
+func imageRow(title, xlabel string, rowNames []string, rows [][]*mat.Dense, values [][]float64, format string) ([]byte, error) {
+	p, err := ImageGrid(title, xlabel, "", rows, values)
+	if err != nil {
+		return nil, err
+	}
+	var ticks []plot.Tick // rows named by rowNames, top row first
+	for i, name := range rowNames {
+		ticks = append(ticks, plot.Tick{Value: float64(len(rowNames)-1-i) + 0.5, Label: name})
+	}
+	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
+	w := max(vg.Length(len(rows[0]))*0.62*vg.Inch+1.5*vg.Inch, 4*vg.Inch)
+	return plotx.Bytes(p, w, vg.Length(float64(len(rows))*0.62*gridStripScale)*vg.Inch+1.2*vg.Inch, format)
+}
+
+// sorted and sortedBy order the pairs (x[i], y[i]) by x, so that a series
+// drawn with lines runs left to right.
+func sorted(x, _ []float64) []float64 {
+	out := append([]float64(nil), x...)
+	floats.Argsort(out, make([]int, len(out)))
+	return out
+}
+
+func sortedBy(x, y []float64) []float64 {
+	k := append([]float64(nil), x...)
+	idx := make([]int, len(k))
+	floats.Argsort(k, idx)
+	out := make([]float64, len(y))
+	for i, j := range idx {
+		out[i] = y[j]
+	}
+	return out
+}
+
+// LikelihoodDynamics is the PF-ODE likelihood's dynamics (dfx/likelihood)
+// of the unconditional ε-network: score −ε_θ/σ and the trace by method, one
+// of TraceMethods (seed: Hutchinson's probes).
+func (n *Networks) LikelihoodDynamics(method string, seed uint64) (score.Model, error) {
+	var est score.TraceEstimator
+	var err error
+	switch method {
+	case "vjp-exact":
+		est, err = access.NewVJPTrace(n.Net, Dim)
+	case "hutchinson-16":
+		est, err = access.NewHutchinson(n.Net, 16, access.Rademacher, seed)
+	case "df-tm":
+		est, err = access.NewDFTM(n.Net)
+	case "df-tm-c":
+		est, err = access.NewDFTMCentred(n.Net)
+	default:
+		return nil, fmt.Errorf("mnist: unknown trace method %q (one of %v)", method, TraceMethods)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return access.NetModel{Net: n.Net, Trace: est}, nil
+}

@@ -1,0 +1,76 @@
+package mnist
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/dfx-lab/dfx/dfx/adjoint"
+	"github.com/dfx-lab/dfx/dfx/mixture"
+	"github.com/dfx-lab/dfx/dfx/report"
+	"github.com/dfx-lab/dfx/models"
+)
+
+// TestExploreRunsRenderTheirSettings: the notebooks' knob runs on the
+// committed networks, at toy sizes, report what they were asked for.
+func TestExploreRunsRenderTheirSettings(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads the committed networks")
+	}
+	backend, err := models.NewBackend()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nets, err := LoadNetworks(backend, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ExploreSamples(nets, 7, 2, 2, 3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, c := s.Images.Dims(); r != 2 || c != Dim || len(s.LogP) != 2 || s.LogP[0] > 0 {
+		t.Errorf("samples %d×%d, log p %v", r, c, s.LogP)
+	}
+	a, err := ExploreAdjoint(context.Background(), nets, 3, OperatorDFEA, adjoint.Config{Steps: 4, From: 1, To: 3, InnerSteps: 1, Strength: 0.3, Normalize: true}, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.EvalsG <= a.EvalsU || len(a.LossG) != 2 {
+		t.Errorf("guided %d evaluations against %d unguided, losses %v", a.EvalsG, a.EvalsU, a.LossG)
+	}
+	test, err := Load(Test)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := test.Scaled(100, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mix, err := mixture.NewDirac(y, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := ExploreFisher(nets, mix, test, 0.5, 2, "df-tm", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Estimates["df-tm"]) != 2 || len(f.Operators) != 2 {
+		t.Errorf("estimates %v, operators %v", f.Estimates, f.Operators)
+	}
+	for name, res := range map[string]interface {
+		Report() (*report.Report, error)
+	}{"samples": s, "adjoint": a, "fisher": f} {
+		rep, err := res.Report()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := rep.HTML()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !strings.Contains(h, "data:image/png;base64,") {
+			t.Errorf("%s: no figure", name)
+		}
+	}
+}
