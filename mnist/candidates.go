@@ -136,7 +136,7 @@ func (r *CandidatesResult) figure(format string) ([]byte, error) {
 	if len(series) == 0 {
 		return nil, fmt.Errorf("mnist: no candidate has a validation point yet")
 	}
-	series = append(plotx.Distinct(series), plotx.Series{Note: true, Name: "bars: ± 1 standard error over the 16 validation images"})
+	series = append(plotx.Distinct(series), plotx.Series{Note: true, Name: fmt.Sprintf("bars: ± 1 standard error over the %d validation images", valImages)})
 	p, err := plotx.Lines("candidate ε-networks: validation bpd along training", "training step", "validation bpd", series...)
 	if err != nil {
 		return nil, err

@@ -98,8 +98,8 @@ func FitMixtureCheckpoint(opt mixture.FitOptions, testImages int) (*models.Check
 		return nil, nil, err
 	}
 	nc := 0
-	if opt.PerClass {
-		nc = 10
+	for _, l := range g.Classes() { // labels 0 … nc−1
+		nc = max(nc, l+1)
 	}
 	c, err := models.MixtureCheckpoint(g, nc, "float32", raw)
 	if err != nil {

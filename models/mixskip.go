@@ -257,32 +257,24 @@ func MixtureSkipOf(store *model.Store) (*mixture.Gaussian, error) {
 		}
 		return tensormat.Copy(t), t.Shape().Dimensions, nil
 	}
-	centre, _, err := get("centre")
-	if err != nil {
-		return nil, err
+	vals, dims := map[string][]float64{}, map[string][]int{}
+	for _, name := range []string{"centre", "means", "basis", "lambda", "rho", "idle", "idle_var", "log_weights"} {
+		v, dd, err := get(name)
+		if err != nil {
+			return nil, err
+		}
+		vals[name], dims[name] = v, dd
 	}
-	means, md, err := get("means")
-	if err != nil {
-		return nil, err
+	bad := fmt.Errorf("models: mixture skip variables of inconsistent shapes: %w", ErrCheckpoint)
+	md, wd := dims["means"], dims["log_weights"]
+	if len(md) != 2 || len(wd) != 2 || md[0] < 1 || md[1] < 1 || wd[0] < 1 {
+		return nil, bad
 	}
 	kk, d := md[0], md[1]
-	basis, _, err := get("basis")
-	if err != nil {
-		return nil, err
-	}
-	lam, _, err := get("lambda")
-	if err != nil {
-		return nil, err
-	}
-	rho, _, _ := get("rho")
-	idle, _, _ := get("idle")
-	nu, _, _ := get("idle_var")
-	logw, wd, err := get("log_weights")
-	if err != nil {
-		return nil, err
-	}
-	if len(centre) != d || len(lam)%kk != 0 || len(basis) != d*len(lam) || len(rho) != kk || len(idle) != kk*d || len(nu) != kk || len(logw) != wd[0]*kk {
-		return nil, fmt.Errorf("models: mixture skip variables of inconsistent shapes: %w", ErrCheckpoint)
+	centre, means, basis, lam := vals["centre"], vals["means"], vals["basis"], vals["lambda"]
+	rho, idle, nu, logw := vals["rho"], vals["idle"], vals["idle_var"], vals["log_weights"]
+	if len(centre) != d || len(lam) < kk || len(lam)%kk != 0 || len(basis) != d*len(lam) || len(rho) != kk || len(idle) != kk*d || len(nu) != kk || len(logw) != wd[0]*kk || wd[1] != kk {
+		return nil, bad
 	}
 	r := len(lam) / kk
 	nc := wd[0] - 1

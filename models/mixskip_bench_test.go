@@ -12,8 +12,8 @@ import (
 	"github.com/dfx-lab/dfx/dfx/mixture"
 )
 
-// BenchmarkMixtureSkip times ε_mix (and a FiLM network with it) at image
-// scale: d = 784, K components of rank r, float32, Go backend.
+// BenchmarkMixtureSkip times ε_mix at image scale: d = 784, K components
+// of rank r, float32, Go backend, batch 1 and 128.
 func BenchmarkMixtureSkip(b *testing.B) {
 	const d = 784
 	for _, kr := range [][2]int{{50, 32}, {100, 32}, {100, 64}} {

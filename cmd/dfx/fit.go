@@ -12,8 +12,8 @@ import (
 	"github.com/dfx-lab/dfx/mnist"
 )
 
-const fitUsage = `usage: dfx fit [-components 10] [-per-class] [-rank 64] [-idle 1e-4] [-shrink 0.2] [-floor 0] [-iters 25] [-seed 1] [-test 1000] -out FILE.dfxckpt
-Fits a Gaussian mixture to the training images of the IDX set in DFX_MNIST_DIR (default: MNIST), dequantised (seed 1): k-means (within each class with -per-class), each component's covariance shrunk toward its diagonal, kept full (-rank 0) or as rank r plus one variance for the rest with the idle pixels (variance < -idle) apart. Writes it as a checkpoint (atomically) that dfx ckpt verifies and that serves as an exact model (its score, Fisher and log q_t are in closed form at every t), and prints its exact bpd on the first -test dequantised test images.`
+const fitUsage = `usage: dfx fit [-components 10] [-per-class=true] [-rank 64] [-idle 1e-4] [-shrink 0.2] [-floor 0] [-iters 25] [-seed 1] [-test 1000] -out FILE.dfxckpt
+Fits a Gaussian mixture to the training images of the IDX set in DFX_MNIST_DIR (default: MNIST), dequantised (seed 1): k-means (within each class with -per-class), each component's covariance shrunk toward its diagonal, kept full (-rank 0) or as rank r plus one variance for the rest with the idle pixels (variance < -idle) apart. Writes it as a checkpoint (atomically) that dfx ckpt verifies and dfx nll --gmm reads as an exact model (its score, Fisher and log q_t are in closed form at every t; --exact), and prints its exact bpd on the first -test dequantised test images.`
 
 func runFit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("fit", flag.ContinueOnError)

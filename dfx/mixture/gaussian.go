@@ -405,9 +405,14 @@ func (g *Gaussian) evalBlock(q Query, a, sigma float64, lo, hi int, res *Result)
 
 	var score, ybar, sks []float64
 	var m2 []float64
+	needDev := want&(Trace|MatVec|Full) != 0 // the deviations S_k − s: every S_k kept
 	if needS {
 		score = make([]float64, nb*d)
-		sks = make([]float64, kk*nb*d) // S_k for the deviation terms
+		if needDev {
+			sks = make([]float64, kk*nb*d)
+		} else {
+			sks = make([]float64, nb*d) // one S_k at a time
+		}
 	}
 	if needM {
 		ybar = make([]float64, nb*d)
@@ -431,7 +436,10 @@ func (g *Gaussian) evalBlock(q Query, a, sigma float64, lo, hi int, res *Result)
 					coef[i*r+j] = z[i*r+j] * (1/cs[k][j] - c.inv)
 				}
 			}
-			sk := sks[k*nb*d : (k+1)*nb*d]
+			sk := sks[:nb*d]
+			if needDev {
+				sk = sks[k*nb*d : (k+1)*nb*d]
+			}
 			gemmFn(blas.NoTrans, blas.Trans, 1, general(nb, r, coef[:nb*r]), denseGeneral(g.u[k]), 0, general(nb, d, sk))
 			for i := 0; i < nb; i++ {
 				row, di := sk[i*d:(i+1)*d], dbuf[i*d:(i+1)*d]

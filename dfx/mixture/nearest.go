@@ -15,6 +15,9 @@ import (
 // that dominate the Dirac mixture's posterior as σ → 0. Distances come from
 // blocked products ‖x‖² − 2 x·y + ‖y‖², refined exactly for the k kept.
 func (m *Dirac) Nearest(x *mat.Dense, k int) ([][]int, [][]float64, error) {
+	if x == nil || x.IsEmpty() {
+		return nil, nil, fmt.Errorf("mixture: Nearest: no queries: %w", ErrInput)
+	}
 	if err := checkFinite("query", x); err != nil {
 		return nil, nil, err
 	}
