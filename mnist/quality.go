@@ -1,6 +1,7 @@
 package mnist
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 
@@ -128,7 +129,7 @@ func (r *QualityRef) Measure(x *mat.Dense, requested []int) (*Quality, error) {
 			for _, j := range idx[i] {
 				votes[r.trainLabels[j]]++
 			}
-			if argmaxInt(votes) == requested[i] {
+			if argmax(votes) == requested[i] {
 				ka++
 			}
 		}
@@ -214,17 +215,8 @@ func firsts(d [][]float64) []float64 {
 	return out
 }
 
-func argmax(v []float64) int {
-	best := 0
-	for i, x := range v {
-		if x > v[best] {
-			best = i
-		}
-	}
-	return best
-}
-
-func argmaxInt(v []int) int {
+// argmax is the index of v's largest element (the first of ties).
+func argmax[T cmp.Ordered](v []T) int {
 	best := 0
 	for i, x := range v {
 		if x > v[best] {
