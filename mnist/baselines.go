@@ -178,7 +178,7 @@ func RunBaselines(ctx context.Context, cfg BaselineConfig, log io.Writer) (*Base
 		}
 		row.BPD, row.SE = stats.MeanSE(bpd)
 		rng := rand.New(rand.NewPCG(4, uint64(len(res.Rows))))
-		var all []*mat.Dense
+		stacked := mat.NewDense(10*cfg.Samples, Dim, nil) // class c's samples in rows [c·n, (c+1)·n)
 		var perClass []*mat.Dense
 		for c := 0; c < 10; c++ {
 			cls := c
@@ -189,17 +189,10 @@ func RunBaselines(ctx context.Context, cfg BaselineConfig, log io.Writer) (*Base
 			if err != nil {
 				return nil, err
 			}
-			all = append(all, smp)
+			stacked.Slice(c*cfg.Samples, (c+1)*cfg.Samples, 0, Dim).(*mat.Dense).Copy(smp)
 			perClass = append(perClass, smp)
 		}
-		var stacked mat.Dense
-		stacked.Stack(all[0], all[1])
-		for _, a := range all[2:] {
-			var next mat.Dense
-			next.Stack(&stacked, a)
-			stacked = next
-		}
-		row.FrameRMS = FrameRMS(&stacked)
+		row.FrameRMS = FrameRMS(stacked)
 		var requested []int
 		if f.Opt.PerClass {
 			for c := 0; c < 10; c++ {
@@ -208,7 +201,7 @@ func RunBaselines(ctx context.Context, cfg BaselineConfig, log io.Writer) (*Base
 				}
 			}
 		}
-		if row.Quality, err = ref.Measure(&stacked, requested); err != nil {
+		if row.Quality, err = ref.Measure(stacked, requested); err != nil {
 			return nil, err
 		}
 		for _, name := range cfg.Figure {

@@ -253,8 +253,10 @@ func TrainNetwork(ctx context.Context, backend compute.Backend, spec NetSpec, op
 		log = io.Discard
 	}
 	sp := statePath(stateDir, spec.Name)
+	var state *models.Checkpoint
 	if opt.Resume { // a corrupt state is reported before the data are read
-		if _, err := models.ReadCheckpoint(sp); err != nil {
+		var err error
+		if state, err = models.ReadCheckpoint(sp); err != nil {
 			return nil, err
 		}
 	}
@@ -281,7 +283,11 @@ func TrainNetwork(ctx context.Context, backend compute.Backend, spec NetSpec, op
 		return nil, err
 	}
 	if spec.Skip != nil {
-		if err := fitSkip(store, spec, log); err != nil {
+		if state != nil { // the fitted skip is in the saved state: no refit
+			if err := restoreSkip(store, state); err != nil {
+				return nil, fmt.Errorf("mnist: %s: %w", sp, err)
+			}
+		} else if err := fitSkip(store, spec, log); err != nil {
 			return nil, err
 		}
 	}
@@ -445,6 +451,38 @@ func fitSkip(store *model.Store, spec NetSpec, log io.Writer) error {
 	}
 	fmt.Fprintf(log, "mnist: %s: skip mixture of %d Gaussians (rank %d): %.4f ± %.4f bpd on 1 000 dequantised test images (exact)\n",
 		spec.Name, g.Components(), spec.Skip.Rank, bpd, se)
+	return nil
+}
+
+// restoreSkip puts the mixture skip saved in a trainer state (its
+// variables and parameters) into store, as fitSkip would have.
+func restoreSkip(store *model.Store, state *models.Checkpoint) error {
+	params, err := state.NewStoreFromParams()
+	if err != nil {
+		return err
+	}
+	for _, p := range []string{models.ParamSkip, models.ParamMixtureComponents, models.ParamMixtureRank} {
+		v, ok := params.RootScope().GetParam(p)
+		if !ok {
+			return fmt.Errorf("the saved state has no mixture skip (parameter %s): %w", p, models.ErrCheckpoint)
+		}
+		store.SetParam(p, v)
+	}
+	n := 0
+	for i, cv := range state.Header.Variables {
+		if !strings.HasPrefix(cv.Path, "/"+models.MixtureScope+"/") {
+			continue
+		}
+		v, err := store.CreateVariable(cv.Path, state.Values[i])
+		if err != nil {
+			return err
+		}
+		v.SetTrainable(false)
+		n++
+	}
+	if n == 0 {
+		return fmt.Errorf("the saved state has no mixture skip variables: %w", models.ErrCheckpoint)
+	}
 	return nil
 }
 

@@ -126,10 +126,7 @@ func (p *Provenance) check(h *CheckpointHeader) error {
 			return fmt.Errorf("provenance schedule: %v", err)
 		}
 	}
-	// Files written before 2026-11-25 recorded the root parameterisation even
-	// where the score network has its own (/score/parameterisation): both
-	// readings are accepted, nothing else.
-	if want, root := paramOf(h.Params), rootParamOf(h.Params); p.Param != want && p.Param != root {
+	if want := paramOf(h.Params); p.Param != want {
 		return fmt.Errorf("provenance parameterisation %q, the hyperparameters say %q", p.Param, want)
 	}
 	needsEps := slices.Contains(h.Networks, TraceScope) || slices.Contains(h.Networks, CentredTraceScope)
@@ -144,17 +141,6 @@ func (p *Provenance) check(h *CheckpointHeader) error {
 
 // paramOf is the parameterisation a checkpoint's hyperparameters set ("" for
 // none: a classifier).
-// rootParamOf is the root /parameterisation.
-func rootParamOf(params map[string]string) string {
-	v, ok := params["/"+ParamParam]
-	if !ok {
-		return ""
-	}
-	s, _ := decodeParam(v)
-	str, _ := s.(string)
-	return str
-}
-
 // paramOf is the score network's parameterisation as Eps resolves it: its
 // own (/score/parameterisation) before the root's.
 func paramOf(params map[string]string) string {

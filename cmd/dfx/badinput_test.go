@@ -157,6 +157,7 @@ func TestEveryBadInputIsOneLineExitTwoNothingOnStdout(t *testing.T) {
 		{"fit idle with full rank", []string{"fit", "-rank", "0", "-idle", "1e-3", "-out", filepath.Join(dir, "g.dfxckpt")}, "", "-idle applies to a low rank"},
 		{"fit out is a folder", []string{"fit", "-out", dir}, "", "is a folder"},
 		{"fit out folder missing", []string{"fit", "-out", filepath.Join(dir, "nope", "g.dfxckpt")}, "", "folder does not exist"},
+		{"fit out is not a checkpoint", []string{"fit", "-out", aFile}, "", "not a dfx checkpoint"},
 		{"fit too many test images", []string{"fit", "-test", "20000", "-out", filepath.Join(dir, "g.dfxckpt")}, "", "-test must be in"},
 		// dfx train
 		{"train no network", []string{"train"}, "", "name the network"},

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/mnist"
+	"github.com/dfx-lab/dfx/models"
 )
 
 const fitUsage = `usage: dfx fit [-components 10] [-per-class=true] [-rank 64] [-idle 1e-4] [-shrink 0.2] [-floor 0] [-iters 25] [-seed 1] [-test 1000] -out FILE.dfxckpt
@@ -54,6 +56,11 @@ func runFit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err := checkOutFile("out", *out); err != nil {
 		return failErr(stderr, "fit", err)
+	}
+	if _, err := os.Stat(*out); err == nil { // replace only a checkpoint dfx wrote
+		if _, err := models.ReadCheckpoint(*out); err != nil {
+			return fail(stderr, "fit", fmt.Errorf("-out %s exists and is not a dfx checkpoint (%v): dfx fit replaces only its own files", *out, err))
+		}
 	}
 	if err := checkMNISTData(); err != nil {
 		return failErr(stderr, "fit", err)
