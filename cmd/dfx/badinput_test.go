@@ -149,6 +149,7 @@ func TestEveryBadInputIsOneLineExitTwoNothingOnStdout(t *testing.T) {
 		{"ckpt no file", []string{"ckpt"}, "", "want one checkpoint file"},
 		{"ckpt missing file", []string{"ckpt", filepath.Join(dir, "none.ckpt")}, "", "no such file"},
 		{"ckpt not a checkpoint", []string{"ckpt", aFile}, "", "ckpt"},
+		{"reproduce candidates folder missing", []string{"reproduce", "mnist-candidates", "-out", filepath.Join(dir, "cand")}, "", "DFX_MNIST_CANDIDATES="},
 		// dfx fit
 		{"fit no out", []string{"fit"}, "", "-out must name"},
 		{"fit zero components", []string{"fit", "-components", "0", "-out", filepath.Join(dir, "g.dfxckpt")}, "", "-components must be ≥ 1"},

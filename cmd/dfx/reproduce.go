@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dfx-lab/dfx/dfx/report"
+	"github.com/dfx-lab/dfx/mnist"
 )
 
 // experiment computes one experiment (Quick or Full profile). One result
@@ -162,6 +163,12 @@ func preflightReproduce(out string, names []string) error {
 		case "mnist", "adjoint":
 			if err = checkMNISTData(); err == nil {
 				err = checkNets("DFX_MNIST_NETS", os.Getenv("DFX_MNIST_NETS"))
+			}
+		case "mnist-baselines", "mnist-exact-model":
+			err = checkMNISTData()
+		case "mnist-candidates":
+			if st, serr := os.Stat(mnist.CandidatesDir()); serr != nil || !st.IsDir() {
+				err = badInput(fmt.Errorf("DFX_MNIST_CANDIDATES=%s is not a folder (train a candidate with `dfx train <candidate> -out DIR`)", mnist.CandidatesDir()))
 			}
 		}
 		if err != nil {
