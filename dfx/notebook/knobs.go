@@ -23,8 +23,13 @@ import (
 // FrontEndWait for the browser's widgets before falling back to the same.
 const HeadlessEnv = "DFX_NOTEBOOK_HEADLESS"
 
-// FrontEndWait is how long Knobs wait for a browser to answer.
-var FrontEndWait = 30 * time.Second
+// FrontEndWait is how long Knobs wait for a browser to answer. A fresh
+// Jupyter page can take well over 30 s to load GoNB's widget code the first
+// time (a clean-clone CI run's live browser check once fell back after 30 s
+// and then passed in 7 s on a rerun); a cell with a browser attached shows
+// its widgets as soon as they are ready, so only a kernel without a browser
+// and without HeadlessEnv waits this long.
+var FrontEndWait = 120 * time.Second
 
 // Knobs is a panel of widgets (sliders and drop-down lists) above one
 // result. Explore runs a computation with the knobs' values and shows its
