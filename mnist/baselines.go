@@ -46,6 +46,11 @@ func BaselineFits() []BaselineFit {
 	per := func(k, rank int, idle float64) mixture.FitOptions {
 		return mixture.FitOptions{Components: k, PerClass: true, Rank: rank, Shrink: 0.2, Idle: idle, Seed: 1}
 	}
+	per40 := func(rank int) mixture.FitOptions {
+		o := *SkipOptions()
+		o.Rank = rank
+		return o
+	}
 	return []BaselineFit{
 		{Name: "uniform on [−1, 1]^d"},
 		{Name: "Gaussian, diagonal", Opt: mixture.FitOptions{Components: 1, Shrink: 1, Seed: 1}},
@@ -53,16 +58,19 @@ func BaselineFits() []BaselineFit {
 		{Name: "1 Gaussian per class", Opt: per(1, 0, 0)},
 		{Name: "10 Gaussians per class, full", Opt: per(10, 0, 0)},
 		{Name: "10 per class, rank 128 + rest + idle", Opt: per(10, 128, 1e-4)},
-		{Name: "10 per class, rank 64 + rest + idle (skip)", Opt: *SkipOptions()},
+		{Name: "10 per class, rank 64 + rest + idle", Opt: *skipOptionsV1()},
 		{Name: "10 per class, rank 32 + rest + idle", Opt: per(10, 32, 1e-4)},
 		{Name: "10 per class, rank 64 + rest (no idle)", Opt: per(10, 64, 0)},
+		{Name: "40 per class, rank 8 + rest + idle", Opt: per40(8)},
+		{Name: "40 per class, rank 16 + rest + idle", Opt: per40(16)},
+		{Name: "40 per class, rank 32 + rest + idle (skip)", Opt: *SkipOptions()},
 	}
 }
 
 // BaselinesFull and BaselinesQuick are the two profiles.
 func BaselinesFull() BaselineConfig {
 	return BaselineConfig{Profile: "full", TestImages: 10000, Samples: 1000, Fits: BaselineFits(),
-		Figure: []string{"10 Gaussians per class, full", "10 per class, rank 64 + rest + idle (skip)"}}
+		Figure: []string{"10 Gaussians per class, full", "40 per class, rank 32 + rest + idle (skip)"}}
 }
 
 func BaselinesQuick() BaselineConfig {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"os"
 
 	"gonum.org/v1/plot/vg"
@@ -71,9 +70,9 @@ func ReadCandidates(dir string) (*CandidatesResult, error) {
 // Report implements report.Result.
 func (r *CandidatesResult) Report() (*report.Report, error) {
 	t := &report.Table{Name: "candidates",
-		Title:   fmt.Sprintf("## Candidate ε-networks: validation bpd against training time\n\nRead from %s. Validation: %s, so the rows compare like with like (solver and estimator error included; it is not the test bpd of the results).", r.Dir, r.Protocol),
-		Caption: "candidate ε-networks: skip, architecture, data, t-sampling, and their validation bpd along training",
-		Header:  []string{"candidate", "skip", "trunk", "data", "t sampling", "parameters", "steps", "training time", "last validation bpd", "± SE", "best", "state"}, Align: "lllllrrrrrrl"}
+		Title:   fmt.Sprintf("## Candidate ε-networks: what training adds to the skip, against training time\n\nRead from %s. ELBO gain: %s; positive means the network's likelihood bound is tighter than its skip mixture's on the same draws, ± the standard error of the paired differences. Validation bpd: %s, at the first and last step (solver and estimator error included; not the test bpd of the results).", r.Dir, ELBOProtocol(), r.Protocol),
+		Caption: "candidate ε-networks: skip, architecture, data, t-sampling, and their validation along training",
+		Header:  []string{"candidate", "skip", "trunk", "data", "t sampling", "parameters", "steps", "training time", "ELBO gain over the skip, bpd (last)", "validation bpd at step 0", "validation bpd (last)", "state"}, Align: "lllllrrrrrrl"}
 	for _, run := range r.Runs {
 		p := run.Spec.Params
 		skip := "none"
@@ -85,27 +84,31 @@ func (r *CandidatesResult) Report() (*report.Report, error) {
 		if dequantizes(run.Spec) {
 			data = "dequantised"
 		}
-		last, se, best := "–", "–", "–"
-		if v := run.Record.Val; len(v) > 0 {
-			last, se = fmt.Sprintf("%.4f", v[len(v)-1].BPD), fmt.Sprintf("%.3f", v[len(v)-1].SE)
-			b := v[0].BPD
-			for _, x := range v {
-				b = math.Min(b, x.BPD)
+		gain, first, last := "–", "–", "–"
+		for _, v := range run.Record.Val {
+			if v.ELBO != nil {
+				gain = fmt.Sprintf("%+.4f ± %.4f (step %d)", v.ELBO.Gain, v.ELBO.GainSE, v.Step)
 			}
-			best = fmt.Sprintf("%.4f", b)
+			if v.SE > 0 {
+				if first == "–" {
+					first = fmt.Sprintf("%.4f ± %.3f", v.BPD, v.SE)
+				} else {
+					last = fmt.Sprintf("%.4f ± %.3f (step %d)", v.BPD, v.SE, v.Step)
+				}
+			}
 		}
 		state := "training"
 		if run.Finished {
 			state = "finished"
 		}
 		t.Rows = append(t.Rows, []string{run.Spec.Name, skip, trunk, data, fmt.Sprint(orDefault(p[models.ParamTimeSampling], "uniform")),
-			fmt.Sprintf("%.3g", float64(run.Params)), fmt.Sprint(run.Steps), fmt.Sprintf("%.2f h", run.Record.Seconds/3600), last, se, best, state})
+			fmt.Sprintf("%.3g", float64(run.Params)), fmt.Sprint(run.Steps), fmt.Sprintf("%.2f h", run.Record.Seconds/3600), gain, first, last, state})
 	}
 	t.Notes = append(t.Notes, "Training time is wall-clock on the machine of each record (see `dfx ckpt`); runs that shared the machine with other work are slower per step, so compare at equal steps as well.")
 	rep := &report.Report{Name: "mnist-candidates", Title: "Candidate MNIST ε-networks", Tables: []*report.Table{t}}
 	for _, run := range r.Runs {
 		if len(run.Record.Val) > 0 {
-			rep.Figures = append(rep.Figures, &report.Figure{Name: "candidates.png", Caption: "validation bpd of each candidate ε-network against training steps",
+			rep.Figures = append(rep.Figures, &report.Figure{Name: "candidates.png", Caption: "ELBO gain of each candidate ε-network over its skip mixture against training steps",
 				Render: r.figure})
 			break
 		}
@@ -123,21 +126,23 @@ func orDefault(v, d any) any {
 func (r *CandidatesResult) figure(format string) ([]byte, error) {
 	var series []plotx.Series
 	for _, run := range r.Runs {
-		if len(run.Record.Val) == 0 {
-			continue
-		}
 		s := plotx.Series{Name: run.Spec.Name, Bars: true}
 		for _, v := range run.Record.Val {
-			s.X, s.Y = append(s.X, float64(v.Step)), append(s.Y, v.BPD)
-			s.Lo, s.Hi = append(s.Lo, v.BPD-v.SE), append(s.Hi, v.BPD+v.SE)
+			if v.ELBO == nil {
+				continue
+			}
+			s.X, s.Y = append(s.X, float64(v.Step)), append(s.Y, v.ELBO.Gain)
+			s.Lo, s.Hi = append(s.Lo, v.ELBO.Gain-v.ELBO.GainSE), append(s.Hi, v.ELBO.Gain+v.ELBO.GainSE)
 		}
-		series = append(series, s)
+		if len(s.X) > 0 {
+			series = append(series, s)
+		}
 	}
 	if len(series) == 0 {
-		return nil, fmt.Errorf("mnist: no candidate has a validation point yet")
+		return nil, fmt.Errorf("mnist: no candidate has an ELBO validation point yet")
 	}
-	series = append(plotx.Distinct(series), plotx.Series{Note: true, Name: fmt.Sprintf("bars: ± 1 standard error over the %d validation images", valImages)})
-	p, err := plotx.Lines("candidate ε-networks: validation bpd along training", "training step", "validation bpd", series...)
+	series = append(plotx.Distinct(series), plotx.Series{Note: true, Name: fmt.Sprintf("bars: ± 1 standard error of the paired differences over %d held-out images", valELBOImages)})
+	p, err := plotx.Lines("candidate ε-networks: ELBO gain over the skip mixture along training", "training step", "gain over the skip (bits/dim, higher is better)", series...)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/gomlx/compute"
@@ -33,6 +34,20 @@ func AccessNetwork(store *model.Store, withTrace bool) access.Network {
 		}
 	}
 	return net
+}
+
+// ResidualAccessNetwork is the residual r = ε̂ − ε_mix of a store whose
+// ε-network has a mixture skip, as dfx/access's model contract (null
+// class): what access.ControlVariate estimates beside the skip's exact
+// trace.
+func ResidualAccessNetwork(store *model.Store) (access.Network, error) {
+	if model.GetParamOr(store.RootScope().At(ScoreScope), ParamSkip, SkipNone) != SkipMixture {
+		return access.Network{}, errors.New("models: the ε-network has no mixture skip")
+	}
+	return access.Network{Eps: func(scope *model.Scope, x, alpha, sigma *graph.Node) *graph.Node {
+		in := Inputs{X: x, Alpha: alpha, Sigma: sigma, Class: nullClass(scope, x)}
+		return graph.Sub(Eps(scope, in), MixtureEps(scope, in))
+	}}, nil
 }
 
 // NewAccessNet wraps a store's networks (AccessNetwork) as an access.Net in

@@ -10,12 +10,13 @@ import (
 
 // Values of ParamArch.
 const (
-	ArchMLP  = "mlp"  // ResidualMLP: additive time and class embedding, no normalisation
-	ArchFiLM = "film" // FiLMMLP: pre-LayerNorm blocks, multiplicative (FiLM) conditioning
+	ArchMLP   = "mlp"   // ResidualMLP: additive time and class embedding, no normalisation
+	ArchFiLM  = "film"  // FiLMMLP: pre-LayerNorm blocks, multiplicative (FiLM) conditioning
+	ArchPatch = "patch" // PatchNet: FiLMMLP's blocks shared over the image's patches
 )
 
 // validArch reports whether ParamArch names a trunk.
-func validArch(a string) bool { return a == ArchMLP || a == ArchFiLM }
+func validArch(a string) bool { return a == ArchMLP || a == ArchFiLM || a == ArchPatch }
 
 // trunk builds the network of ParamArch under scope.
 func trunk(scope *model.Scope, in Inputs, outDim int, extra *graph.Node, zeroOut bool) *graph.Node {
@@ -27,8 +28,10 @@ func trunk(scope *model.Scope, in Inputs, outDim int, extra *graph.Node, zeroOut
 		return ResidualMLP(scope, in, outDim)
 	case ArchFiLM:
 		return FiLMMLP(scope, in, outDim, extra, zeroOut)
+	case ArchPatch:
+		return PatchNet(scope, in, outDim, extra, zeroOut)
 	default:
-		panic(fmt.Sprintf("models: arch %q, want %s or %s", a, ArchMLP, ArchFiLM))
+		panic(fmt.Sprintf("models: arch %q, want %s, %s or %s", a, ArchMLP, ArchFiLM, ArchPatch))
 	}
 }
 

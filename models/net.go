@@ -64,7 +64,11 @@ func ResidualMLP(scope *model.Scope, in Inputs, outDim int) *graph.Node {
 func Dense(scope *model.Scope, x *graph.Node, out int) *graph.Node {
 	g := x.Graph()
 	dtype, in := x.DType(), x.Shape().Dimensions[1]
-	b := scope.VariableWithShape("biases", shapes.Make(dtype, 1, out)).NodeValue(g)
+	bs := scope
+	if model.GetParamOr(scope, ParamZeroBias, false) {
+		bs = scope.WithInitializer(func(g *graph.Graph, shape shapes.Shape) *graph.Node { return graph.Zeros(g, shape) })
+	}
+	b := bs.VariableWithShape("biases", shapes.Make(dtype, 1, out)).NodeValue(g)
 	if !transposedWeights(scope) {
 		w := scope.VariableWithShape("weights", shapes.Make(dtype, in, out)).NodeValue(g)
 		return graph.Add(graph.MatMul(x, w), b)

@@ -49,10 +49,13 @@ const (
 	// The three below are absent from SetDefaults (absent means the
 	// default), so the committed networks' digests stay as they were.
 	ParamSkip              = "skip"               // SkipNone, or SkipMixture: ε̂ = ε_mix + network (SetMixtureSkip)
-	ParamArch              = "arch"               // ArchMLP (ResidualMLP) or ArchFiLM (FiLMMLP)
+	ParamArch              = "arch"               // ArchMLP (ResidualMLP), ArchFiLM (FiLMMLP) or ArchPatch (PatchNet)
+	ParamPatch             = "patch"              // PatchNet: side of the square patches, in pixels (default 4)
+	ParamPatchHalo         = "patch_halo"         // PatchNet: neighbouring patches each patch sees on every side (default 1)
 	ParamMixtureComponents = "mixture_components" // K of the mixture skip (set by SetMixtureSkip)
 	ParamMixtureRank       = "mixture_rank"       // rank r of each of its covariances
 	ParamEmbedWidth        = "embed_width"        // FiLM: features of the time/class embedding (absent: the width)
+	ParamZeroBias          = "zero_bias"          // Dense biases start at zero (absent/false: GoMLX's He initialiser, N(0, 2) for a [1, out] bias)
 	ParamDequantize        = "dequantize"         // width of one quantisation level added as uniform noise to x₀ (0: none)
 )
 

@@ -20,7 +20,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-const nllUsage = "usage: dfx nll (--gmm G.json|G.dfxckpt | --checkpoint FILE [--checkpoint FILE2] [--trace vjp|hutchinson:K|hutchpp:K|dftm|dftm-c]) --points X.csv|X.npy|IDX[.gz] [--schedule NAME: required with --gmm; a checkpoint's own by default] [--solver dopri5|euler|heun|rk4] [flags]"
+const nllUsage = "usage: dfx nll (--gmm G.json|G.dfxckpt | --checkpoint FILE [--checkpoint FILE2] [--trace vjp|hutchinson:K|hutchpp:K|skip-hutchinson:K|dftm|dftm-c]) --points X.csv|X.npy|IDX[.gz] [--schedule NAME: required with --gmm; a checkpoint's own by default] [--solver dopri5|euler|heun|rk4] [flags]"
 
 // listFlag is a repeatable string flag.
 type listFlag []string
@@ -54,7 +54,7 @@ func runNLL(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	a := nllArgs{}
 	fs.StringVar(&a.gmm, "gmm", "", `analytic Gaussian mixture: JSON {"weights":[…],"means":[[…],…],"covs":[[[…]],…]} (full covariances), or a .dfxckpt holding one (dfx fit's, or an ε-network's skip)`)
 	fs.Var(&a.checkpoints, "checkpoint", `"weights" checkpoint of a score network; repeat it to add the DF-TM (dftm) or centred DF-TM (nu) network from another file`)
-	fs.StringVar(&a.trace, "trace", "vjp", "trace estimator of a --checkpoint network: vjp (exact, d VJPs), hutchinson:K, hutchpp:K (K ≥ 3 matvecs), dftm, dftm-c")
+	fs.StringVar(&a.trace, "trace", "vjp", "trace estimator of a --checkpoint network: vjp (exact, d VJPs), hutchinson:K, hutchpp:K (K ≥ 3 matvecs), skip-hutchinson:K (a network with a mixture skip: the skip's exact trace plus Hutchinson on the residual), dftm, dftm-c")
 	fs.StringVar(&a.points, "points", "", "points x (N×d): CSV, .npy, or IDX images (.gz or not; scaled to [−1, 1]); - for stdin (CSV/.npy)")
 	fs.BoolVar(&a.header, "header", false, "skip the first line of a CSV --points file")
 	fs.Float64Var(&a.s, "s", 0, "start time s of the PF-ODE, in [t_min, T) (default: the schedule's t_min)")
@@ -187,7 +187,7 @@ func prepareNLL(a nllArgs) (*nllJob, error) {
 		return nil, err
 	}
 	if a.set("seed") && !a.dequantize && !(a.gmm == "" && tr.random()) {
-		return nil, errors.New("--seed applies to --dequantize and to --trace hutchinson/hutchpp: nothing else here is random")
+		return nil, errors.New("--seed applies to --dequantize and to --trace hutchinson/hutchpp/skip-hutchinson: nothing else here is random")
 	}
 	if a.set("s") {
 		if err := finite("s", a.s, 0, true); err != nil {

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/ml/model"
 	"gonum.org/v1/gonum/mat"
 
@@ -195,11 +196,13 @@ func parseGMM(raw []byte) (*gmmSpec, error) {
 
 // traceSpec is a parsed --trace.
 type traceSpec struct {
-	kind string // vjp, hutchinson, hutchpp, dftm, dftm-c
-	k    int    // probes (hutchinson) or matvecs (hutchpp)
+	kind string // vjp, hutchinson, hutchpp, skip-hutchinson, dftm, dftm-c
+	k    int    // probes (hutchinson, skip-hutchinson) or matvecs (hutchpp)
 }
 
-func (t traceSpec) random() bool { return t.kind == "hutchinson" || t.kind == "hutchpp" }
+func (t traceSpec) random() bool {
+	return t.kind == "hutchinson" || t.kind == "hutchpp" || t.kind == "skip-hutchinson"
+}
 
 func (t traceSpec) String() string {
 	if t.random() {
@@ -208,7 +211,7 @@ func (t traceSpec) String() string {
 	return t.kind
 }
 
-const traceForms = "vjp, hutchinson:K, hutchpp:K, dftm, dftm-c"
+const traceForms = "vjp, hutchinson:K, hutchpp:K, skip-hutchinson:K, dftm, dftm-c"
 
 func parseTrace(v string) (traceSpec, error) {
 	name, arg, hasArg := strings.Cut(strings.ToLower(strings.TrimSpace(v)), ":")
@@ -226,7 +229,7 @@ func parseTrace(v string) (traceSpec, error) {
 			return traceSpec{}, fmt.Errorf("--trace %s takes no :K", name)
 		}
 		return traceSpec{kind: name}, nil
-	case "hutchinson", "hutchpp":
+	case "hutchinson", "hutchpp", "skip-hutchinson":
 		if !hasArg {
 			return traceSpec{}, fmt.Errorf("--trace %s needs the number of probes: %s:K", name, name)
 		}
@@ -302,6 +305,9 @@ func loadNetModel(paths []string, tr traceSpec, d int, s schedule.Schedule, seed
 	case "hutchpp":
 		nm.Trace, err = access.NewHutchPP(net, tr.k, seed)
 		rowsPer = tr.k
+	case "skip-hutchinson":
+		nm.Trace, err = skipControlVariate(backend, store, net, s, tr.k, seed)
+		rowsPer = tr.k
 	case "dftm":
 		nm.Trace, err = access.NewDFTM(net)
 	case "dftm-c":
@@ -320,6 +326,25 @@ func loadNetModel(paths []string, tr traceSpec, d int, s schedule.Schedule, seed
 			return rows*fd*8*4 + rows*(fd+width)*4*32
 		},
 		info: fmt.Sprintf("networks %s, trace %s", strings.Join(held, "+"), tr)}, nil
+}
+
+// skipControlVariate is the trace of an ε-network with a mixture skip as
+// the skip's exact trace plus Hutchinson with k probes on the residual
+// (access.ControlVariate).
+func skipControlVariate(backend compute.Backend, store *model.Store, net *access.Net, s schedule.Schedule, k int, seed uint64) (score.TraceEstimator, error) {
+	rnet, err := models.ResidualAccessNetwork(store)
+	if err != nil {
+		return nil, err
+	}
+	mix, err := models.MixtureSkipOf(store)
+	if err != nil {
+		return nil, err
+	}
+	h, err := access.NewHutchinson(access.NewNet(backend, store, s, net.DType, rnet), k, access.Rademacher, seed)
+	if err != nil {
+		return nil, err
+	}
+	return access.ControlVariate{Known: score.Exact{Mixture: mix}, Residual: h}, nil
 }
 
 // readNetCheckpoints reads the --checkpoint files (weights checkpoints for

@@ -59,7 +59,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	force := fs.Bool("force", false, "start afresh, replacing a saved state OUT/_<network>.state.dfxckpt")
 	saveEvery := fs.Int("save-every", 500, "steps between saves of the resumable state")
 	logEvery := fs.Int("log-every", 50, "steps per point of the recorded loss curve")
-	valEvery := fs.Int("val-every", 0, "ε-networks: steps between validation bpds, logged and recorded in the checkpoint (0: none; candidates: 2500)")
+	valEvery := fs.Int("val-every", 0, "ε-networks: steps between validation bpds, logged and recorded in the checkpoint (0: none; candidates: 1000)")
 	if code, ok := parseFlags(fs, args[1:], stderr, "train", trainUsage); !ok {
 		if code == 0 {
 			help()
@@ -67,7 +67,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return code
 	}
 	if !isSet(fs, "val-every") && mnist.IsCandidate(spec.Name) {
-		*valEvery = min(2500, *steps)
+		*valEvery = min(1000, *steps)
 	}
 	if !isSet(fs, "log-every") {
 		*logEvery = min(*logEvery, max(*steps, 1)) // the default never exceeds a short run
