@@ -124,11 +124,24 @@ type ELBOVal struct {
 // terms is the difference of their bounds). No ODE solve: a cheap,
 // low-variance yardstick of what training adds to the skip.
 func ValidationELBO(backend compute.Backend, store *model.Store) (*ELBOVal, error) {
+	var skip *mixture.Gaussian
+	if models.HasNetwork(store, models.MixtureScope) {
+		var err error
+		if skip, err = models.MixtureSkipOf(store); err != nil {
+			return nil, err
+		}
+	}
+	return elboAgainst(backend, store, skip, valELBOImages, valELBOLevels)
+}
+
+// elboAgainst is ValidationELBO on the last n test images at the given
+// number of levels, with the gain measured against ref (nil: none).
+func elboAgainst(backend compute.Backend, store *model.Store, skip *mixture.Gaussian, n, levels int) (*ELBOVal, error) {
 	set, err := Load(Test)
 	if err != nil {
 		return nil, err
 	}
-	n := min(valELBOImages, set.Images.N)
+	n = min(n, set.Images.N)
 	x0, err := set.Dequantized(set.Images.N-n, n, 4)
 	if err != nil {
 		return nil, err
@@ -140,12 +153,6 @@ func ValidationELBO(backend compute.Backend, store *model.Store) (*ELBOVal, erro
 	net, err := models.NewAccessNet(backend, eval, Schedule(), false)
 	if err != nil {
 		return nil, err
-	}
-	var skip *mixture.Gaussian
-	if models.HasNetwork(store, models.MixtureScope) {
-		if skip, err = models.MixtureSkipOf(store); err != nil {
-			return nil, err
-		}
 	}
 	s := Schedule()
 	tMin, tMax := s.Interval()
@@ -159,8 +166,8 @@ func ValidationELBO(backend compute.Backend, store *model.Store) (*ELBOVal, erro
 	out := &ELBOVal{}
 	eps := mat.NewDense(n, d, nil)
 	xt := mat.NewDense(n, d, nil)
-	for l := range valELBOLevels {
-		target := lo + span*(float64(l)+0.5)/valELBOLevels
+	for l := range levels {
+		target := lo + span*(float64(l)+0.5)/float64(levels)
 		t := timeOfLambda(lam, target, tMin, tMax)
 		co, err := schedule.At(s, t)
 		if err != nil {
@@ -204,12 +211,12 @@ func ValidationELBO(backend compute.Backend, store *model.Store) (*ELBOVal, erro
 			}
 		}
 		out.Lambda = append(out.Lambda, target)
-		out.LevelGain = append(out.LevelGain, toBPD(gain/float64(n), span))
+		out.LevelGain = append(out.LevelGain, toBPD(gain/float64(n), span, levels))
 	}
 	terms, gains := make([]float64, n), make([]float64, n)
 	for i := range n {
-		terms[i] = toBPD(per[i], span)
-		gains[i] = toBPD(perSkip[i]-per[i], span)
+		terms[i] = toBPD(per[i], span, levels)
+		gains[i] = toBPD(perSkip[i]-per[i], span, levels)
 	}
 	out.Term, out.TermSE = stats.MeanSE(terms)
 	if skip != nil {
@@ -220,8 +227,8 @@ func ValidationELBO(backend compute.Backend, store *model.Store) (*ELBOVal, erro
 
 // toBPD converts a sum over the levels of squared ε errors to the ELBO
 // term in bits per dimension: ½ span · (sum / levels) / (d ln 2).
-func toBPD(sum, span float64) float64 {
-	return 0.5 * span * sum / valELBOLevels / (Dim * math.Ln2)
+func toBPD(sum, span float64, levels int) float64 {
+	return 0.5 * span * sum / float64(levels) / (Dim * math.Ln2)
 }
 
 // timeOfLambda is the t in [tMin, tMax] with lam(t) = target (lam

@@ -164,7 +164,7 @@ func preflightReproduce(out string, names []string) error {
 			if err = checkMNISTData(); err == nil {
 				err = checkNets("DFX_MNIST_NETS", os.Getenv("DFX_MNIST_NETS"))
 			}
-		case "mnist-baselines", "mnist-exact-model":
+		case "mnist-baselines", "mnist-exact-model", "mnist-ablation":
 			err = checkMNISTData()
 		case "mnist-candidates":
 			if st, serr := os.Stat(mnist.CandidatesDir()); serr != nil || !st.IsDir() {
