@@ -171,6 +171,24 @@ func SetMixtureSkip(store *model.Store, g *mixture.Gaussian) error {
 // and Σ_k r_k C_k⁻¹D_k = U·[r_k z_k(1/c_k − 1/c⊥_k)]_k + Σ_k (r_k/c⊥_k) D_k
 // + Σ_k r_k(1/c_S,k − 1/c⊥_k) M_k∘D_k. It panics if the store has no skip.
 func MixtureEps(scope *model.Scope, in Inputs) *graph.Node {
+	return mixtureTermsOf(scope, in).eps()
+}
+
+// mixtureTerms are the per-component quantities of the stored mixture at
+// a batch (MixtureEps's notation), from which ε_mix and the posterior's
+// second moment are sums.
+type mixtureTerms struct {
+	x, alpha, sigma, a2, s2             *graph.Node // x [B, d]; α, σ, α², σ² [B, 1]
+	centre, means, basis, proj, lam     *graph.Node
+	rho, nu, nRest, nIdle, idle         *graph.Node
+	xc, z, c, zc                        *graph.Node // x' [B, d]; z, c, z/c [B, K, r]
+	dAll, dIdle, rest                   *graph.Node // ‖D_k‖², ‖M_k∘D_k‖², ‖P_k D_k‖² [B, K]
+	cRest, cIdle, invRest, invIdle, has *graph.Node // [B, K]; has: 1 where the component has a rest
+	resp                                *graph.Node // r_k [B, K]
+	bsz, kk, r, d                       int
+}
+
+func mixtureTermsOf(scope *model.Scope, in Inputs) *mixtureTerms {
 	g := in.X.Graph()
 	kk := model.GetParamOr(scope, ParamMixtureComponents, 0)
 	r := model.GetParamOr(scope, ParamMixtureRank, 0)
@@ -186,38 +204,33 @@ func MixtureEps(scope *model.Scope, in Inputs) *graph.Node {
 		vr.SetTrainable(false)
 		return vr.NodeValue(g)
 	}
-	centre, means, basis, proj := v("centre", d), v("means", kk, d), v("basis", d, kk*r), v("means_proj", kk*r)
-	lam, rho, logw := v("lambda", kk*r), v("rho", kk), v("log_weights", nc+1, kk)
-	idle, nu, nRest, nIdle := v("idle", kk, d), v("idle_var", kk), v("rest_dim", kk), v("idle_dim", kk)
-	x := in.X
-	bsz := x.Shape().Dimensions[0]
-	alpha, sigma := graph.InsertAxes(in.Alpha, -1), graph.InsertAxes(in.Sigma, -1) // [B, 1]
-	a2, s2 := graph.Square(alpha), graph.Square(sigma)
+	m := &mixtureTerms{bsz: in.X.Shape().Dimensions[0], kk: kk, r: r, d: d, x: in.X}
+	m.centre, m.means, m.basis, m.proj = v("centre", d), v("means", kk, d), v("basis", d, kk*r), v("means_proj", kk*r)
+	m.lam, m.rho = v("lambda", kk*r), v("rho", kk)
+	logw := v("log_weights", nc+1, kk)
+	m.idle, m.nu, m.nRest, m.nIdle = v("idle", kk, d), v("idle_var", kk), v("rest_dim", kk), v("idle_dim", kk)
+	x, bsz := in.X, m.bsz
+	m.alpha, m.sigma = graph.InsertAxes(in.Alpha, -1), graph.InsertAxes(in.Sigma, -1) // [B, 1]
+	alpha := m.alpha
+	m.a2, m.s2 = graph.Square(m.alpha), graph.Square(m.sigma)
+	a2, s2 := m.a2, m.s2
 	row := func(n *graph.Node) *graph.Node { return graph.InsertAxes(n, 0) } // [K] → [1, K]
-	xc := graph.Sub(x, graph.Mul(alpha, row(centre)))                        // x' [B, d]
-	z := graph.Reshape(graph.Sub(graph.MatMul(xc, basis), graph.Mul(alpha, row(proj))), bsz, kk, r)
-	c := graph.Add(graph.Mul(graph.InsertAxes(a2, -1), graph.Reshape(lam, 1, kk, r)), graph.InsertAxes(s2, -1)) // [B, K, r]
-	zc := graph.Div(z, c)
-	maha := graph.ReduceSum(graph.Mul(z, zc), -1) // [B, K]
-	logdet := graph.ReduceSum(graph.Log(c), -1)
-	// Squared norms of D_k and of its idle part, as products.
-	sq := func(w *graph.Node) *graph.Node { // Σ_j w_kj D_kj² for weights w [K, d]
-		wm := graph.Mul(w, means)
-		t1 := graph.DotGeneral(graph.Square(xc), []int{1}, nil, w, []int{1}, nil)
-		t2 := graph.DotGeneral(xc, []int{1}, nil, wm, []int{1}, nil)
-		t3 := row(graph.ReduceSum(graph.Mul(wm, means), -1))
-		return graph.Add(graph.Sub(t1, graph.MulScalar(graph.Mul(alpha, t2), 2)), graph.Mul(a2, t3))
-	}
-	ones := graph.OnesLike(idle)
-	dAll, dIdle := sq(ones), sq(idle)
-	cRest := graph.Add(graph.Mul(a2, row(rho)), s2) // [B, K]
-	cIdle := graph.Add(graph.Mul(a2, row(nu)), s2)
-	hasRest := graph.ConvertDType(graph.GreaterThan(row(nRest), graph.ZerosLike(row(nRest))), dt)
-	invRest := graph.Div(graph.BroadcastToDims(hasRest, bsz, kk), cRest) // 1/c⊥, 0 without a rest
-	invIdle := graph.Div(graph.OnesLike(cIdle), cIdle)
-	rest := graph.Max(graph.Sub(graph.Sub(dAll, graph.ReduceSum(graph.Square(z), -1)), dIdle), graph.ZerosLike(dAll))
-	maha = graph.Add(maha, graph.Add(graph.Mul(rest, invRest), graph.Mul(dIdle, invIdle)))
-	logdet = graph.Add(logdet, graph.Add(graph.Mul(row(nRest), graph.Log(cRest)), graph.Mul(row(nIdle), graph.Log(cIdle))))
+	m.xc = graph.Sub(x, graph.Mul(alpha, row(m.centre)))                     // x' [B, d]
+	m.z = graph.Reshape(graph.Sub(graph.MatMul(m.xc, m.basis), graph.Mul(alpha, row(m.proj))), bsz, kk, r)
+	m.c = graph.Add(graph.Mul(graph.InsertAxes(a2, -1), graph.Reshape(m.lam, 1, kk, r)), graph.InsertAxes(s2, -1)) // [B, K, r]
+	m.zc = graph.Div(m.z, m.c)
+	maha := graph.ReduceSum(graph.Mul(m.z, m.zc), -1) // [B, K]
+	logdet := graph.ReduceSum(graph.Log(m.c), -1)
+	ones := graph.OnesLike(m.idle)
+	m.dAll, m.dIdle = m.weightedSq(ones), m.weightedSq(m.idle)
+	m.cRest = graph.Add(graph.Mul(a2, row(m.rho)), s2) // [B, K]
+	m.cIdle = graph.Add(graph.Mul(a2, row(m.nu)), s2)
+	m.has = graph.BroadcastToDims(graph.ConvertDType(graph.GreaterThan(row(m.nRest), graph.ZerosLike(row(m.nRest))), dt), bsz, kk)
+	m.invRest = graph.Div(m.has, m.cRest) // 1/c⊥, 0 without a rest
+	m.invIdle = graph.Div(graph.OnesLike(m.cIdle), m.cIdle)
+	m.rest = graph.Max(graph.Sub(graph.Sub(m.dAll, graph.ReduceSum(graph.Square(m.z), -1)), m.dIdle), graph.ZerosLike(m.dAll))
+	maha = graph.Add(maha, graph.Add(graph.Mul(m.rest, m.invRest), graph.Mul(m.dIdle, m.invIdle)))
+	logdet = graph.Add(logdet, graph.Add(graph.Mul(row(m.nRest), graph.Log(m.cRest)), graph.Mul(row(m.nIdle), graph.Log(m.cIdle))))
 	loglik := graph.MulScalar(graph.Add(maha, logdet), -0.5) // [B, K]; the 2π term cancels in r_k
 	var prior *graph.Node                                    // [B, K]
 	if in.Class != nil && nc > 0 {
@@ -225,16 +238,68 @@ func MixtureEps(scope *model.Scope, in Inputs) *graph.Node {
 	} else {
 		prior = graph.BroadcastToDims(graph.Slice(logw, graph.AxisRange(nc, nc+1)), bsz, kk)
 	}
-	resp := graph.Softmax(graph.Add(loglik, prior), -1) // [B, K]
-	// Σ_k r_k C_k⁻¹ D_k
-	coef := graph.Sub(zc, graph.Mul(z, graph.InsertAxes(invRest, -1)))
-	weighted := graph.Reshape(graph.Mul(coef, graph.InsertAxes(resp, -1)), bsz, kk*r)
-	out := graph.DotGeneral(weighted, []int{1}, nil, basis, []int{1}, nil) // [B, d]
-	wr := graph.Mul(resp, invRest)                                         // r_k/c⊥_k
-	out = graph.Add(out, graph.Sub(graph.Mul(xc, graph.ReduceAndKeep(wr, graph.ReduceSum, -1)), graph.Mul(alpha, graph.MatMul(wr, means))))
-	wi := graph.Mul(resp, graph.Sub(invIdle, invRest)) // r_k(1/c_S − 1/c⊥)
-	out = graph.Add(out, graph.Sub(graph.Mul(xc, graph.MatMul(wi, idle)), graph.Mul(alpha, graph.MatMul(wi, graph.Mul(idle, means)))))
-	return graph.Mul(out, sigma)
+	m.resp = graph.Softmax(graph.Add(loglik, prior), -1) // [B, K]
+	return m
+}
+
+// weightedSq is Σ_j w_kj D_kj² [B, K] for weights w [K, d], as products.
+func (m *mixtureTerms) weightedSq(w *graph.Node) *graph.Node {
+	wm := graph.Mul(w, m.means)
+	t1 := graph.DotGeneral(graph.Square(m.xc), []int{1}, nil, w, []int{1}, nil)
+	t2 := graph.DotGeneral(m.xc, []int{1}, nil, wm, []int{1}, nil)
+	t3 := graph.InsertAxes(graph.ReduceSum(graph.Mul(wm, m.means), -1), 0)
+	return graph.Add(graph.Sub(t1, graph.MulScalar(graph.Mul(m.alpha, t2), 2)), graph.Mul(m.a2, t3))
+}
+
+// eps is ε_mix = σ Σ_k r_k C_k⁻¹ D_k.
+func (m *mixtureTerms) eps() *graph.Node {
+	bsz, kk, r := m.bsz, m.kk, m.r
+	coef := graph.Sub(m.zc, graph.Mul(m.z, graph.InsertAxes(m.invRest, -1)))
+	weighted := graph.Reshape(graph.Mul(coef, graph.InsertAxes(m.resp, -1)), bsz, kk*r)
+	out := graph.DotGeneral(weighted, []int{1}, nil, m.basis, []int{1}, nil) // [B, d]
+	wr := graph.Mul(m.resp, m.invRest)                                       // r_k/c⊥_k
+	out = graph.Add(out, graph.Sub(graph.Mul(m.xc, graph.ReduceAndKeep(wr, graph.ReduceSum, -1)), graph.Mul(m.alpha, graph.MatMul(wr, m.means))))
+	wi := graph.Mul(m.resp, graph.Sub(m.invIdle, m.invRest)) // r_k(1/c_S − 1/c⊥)
+	out = graph.Add(out, graph.Sub(graph.Mul(m.xc, graph.MatMul(wi, m.idle)), graph.Mul(m.alpha, graph.MatMul(wi, graph.Mul(m.idle, m.means)))))
+	return graph.Mul(out, m.sigma)
+}
+
+// MixtureSecondMoment is E_mix[‖x₀‖² | x_t] [B] under the stored mixture
+// skip (class-conditional like MixtureEps): with component posteriors
+// N(m_k, P_k), m_k = μ_k + α S_k D_k, S_k = Σ_k C_k⁻¹ (λ/c along U_k, ρ/c⊥
+// on the rest, ν/c_S on the idle pixels) and tr P_k = σ²(Σ λ/c + n⊥ρ/c⊥ +
+// n_S ν/c_S), it is Σ_k r_k(‖m_k‖² + tr P_k), each term a sum of the
+// products MixtureEps already forms. It panics if the store has no skip.
+func MixtureSecondMoment(scope *model.Scope, in Inputs) *graph.Node {
+	m := mixtureTermsOf(scope, in)
+	row := func(n *graph.Node) *graph.Node { return graph.InsertAxes(n, 0) }
+	lamK := graph.Reshape(m.lam, 1, m.kk, m.r)
+	lc := graph.Div(graph.BroadcastToDims(lamK, m.bsz, m.kk, m.r), m.c) // λ/c [B, K, r]
+	rc := graph.Mul(row(m.rho), m.invRest)                              // ρ/c⊥ (0 without a rest)
+	nc := graph.Mul(row(m.nu), m.invIdle)                               // ν/c_S
+	// tr P_k
+	trP := graph.Mul(m.s2, graph.Add(graph.ReduceSum(lc, -1), graph.Add(graph.Mul(row(m.nRest), rc), graph.Mul(row(m.nIdle), nc))))
+	// ‖S_k D_k‖²
+	sd2 := graph.Add(graph.ReduceSum(graph.Square(graph.Mul(lc, m.z)), -1),
+		graph.Add(graph.Mul(graph.Square(rc), m.rest), graph.Mul(graph.Square(nc), m.dIdle)))
+	// μ'_k·S_k D_k, with μ'·P D = μ'·D − (U_kᵀμ')·z − μ'_S·D_S
+	mu2 := row(graph.ReduceSum(graph.Square(m.means), -1))                                                   // ‖μ'_k‖² [1, K]
+	muD := graph.Sub(graph.DotGeneral(m.xc, []int{1}, nil, m.means, []int{1}, nil), graph.Mul(m.alpha, mu2)) // μ'·D [B, K]
+	mIdle := graph.Mul(m.idle, m.means)
+	muS2 := row(graph.ReduceSum(graph.Square(mIdle), -1))
+	muSD := graph.Sub(graph.DotGeneral(m.xc, []int{1}, nil, mIdle, []int{1}, nil), graph.Mul(m.alpha, muS2)) // μ'_S·D_S
+	projK := graph.Reshape(m.proj, 1, m.kk, m.r)
+	muUz := graph.ReduceSum(graph.Mul(projK, m.z), -1)
+	muSDk := graph.Add(graph.ReduceSum(graph.Mul(projK, graph.Mul(lc, m.z)), -1),
+		graph.Add(graph.Mul(rc, graph.Sub(graph.Sub(muD, muUz), muSD)), graph.Mul(nc, muSD)))
+	// ‖m'_k‖² = ‖μ'_k‖² + 2α μ'_k·S_k D_k + α²‖S_k D_k‖², in centred coordinates
+	mk2 := graph.Add(graph.Add(mu2, graph.MulScalar(graph.Mul(m.alpha, muSDk), 2)), graph.Mul(m.a2, sd2))
+	centred := graph.ReduceSum(graph.Mul(m.resp, graph.Add(mk2, trP)), -1) // E‖x₀'‖² [B]
+	// E‖x₀‖² = ‖m̄‖² + 2 m̄·E[x₀'] + E‖x₀'‖², E[x₀'] = ȳ − m̄ with ȳ the denoiser.
+	y := YFromEpsGraph(m.eps(), m.x, m.alpha, m.sigma)
+	mbar := row(m.centre)
+	cross := graph.ReduceSum(graph.Mul(mbar, graph.Sub(graph.MulScalar(y, 2), mbar)), -1) // 2m̄·ȳ − ‖m̄‖²
+	return graph.Add(centred, cross)
 }
 
 // MixtureSkipOf rebuilds the Gaussian mixture stored as a network's skip

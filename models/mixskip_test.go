@@ -225,3 +225,83 @@ func TestCopyTrainableCarriesTheSkipAndTheScopedParameters(t *testing.T) {
 		}
 	}
 }
+
+// TestMixtureSecondMomentIsTheMixtures: the graph's E_mix[‖x₀‖² | x_t]
+// equals mixture.Gaussian's SecondMoment (float64), unconditionally and per
+// class, at several t, for components with a rank-r part, a rest and idle
+// coordinates.
+func TestMixtureSecondMomentIsTheMixtures(t *testing.T) {
+	g := skipMixture(t, 2)
+	store := NewStore()
+	store.SetParams(map[string]any{ParamDType: "float64", ParamNumClasses: 2})
+	if err := SetMixtureSkip(store, g); err != nil {
+		t.Fatal(err)
+	}
+	xs := []float64{0.1, 0.2, -0.3, 0.4, 0.5, -0.6, 1, 0, 0, 0, 0, 0, -0.5, 0.5, 0.2, 0.1, 0, 0.3}
+	backend := MustNewBackend()
+	for _, tt := range []float64{0.01, 0.2, 0.9} {
+		co, _ := schedule.At(schedule.DefaultVP(), tt)
+		for _, c := range []int{-1, 0, 1} {
+			want := g
+			cls := int32(2)
+			if c >= 0 {
+				want, _ = g.Restrict(c)
+				cls = int32(c)
+			}
+			ref, err := want.Eval(mixture.Query{At: co, X: mat.NewDense(3, 6, xs), Want: mixture.SecondMoment})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows := [][]float64{xs[0:6], xs[6:12], xs[12:18]}
+			out := model.MustExecOnce(backend, store, func(sc *model.Scope, xn, an, sn, cn *graph.Node) *graph.Node {
+				return MixtureSecondMoment(sc, Inputs{X: xn, Alpha: an, Sigma: sn, Class: cn})
+			}, rows, []float64{co.Alpha, co.Alpha, co.Alpha}, []float64{co.Sigma, co.Sigma, co.Sigma}, []int32{cls, cls, cls})
+			got := tensors.MustCopyFlatData[float64](out)
+			for i := range 3 {
+				if math.Abs(got[i]-ref.SecondMoment[i]) > 1e-9*(1+math.Abs(ref.SecondMoment[i])) {
+					t.Errorf("t = %g, class %d, row %d: graph E‖x₀‖² %.12g, mixture %.12g", tt, c, i, got[i], ref.SecondMoment[i])
+				}
+			}
+		}
+	}
+}
+
+// TestTraceSkipNetworksStartExact: untrained trace networks with the trace
+// skip give the skip mixture's exact Fisher trace through DF-TM (eq.
+// trace_appro, with the mixture's own denoiser) and through centred DF-TM
+// (tr F = (d/σ²)(1 − ν)).
+func TestTraceSkipNetworksStartExact(t *testing.T) {
+	g := skipMixture(t, 2)
+	store := NewStore()
+	store.SetParams(map[string]any{ParamDType: "float64", ParamNumClasses: 2, ParamWidth: 8, ParamDepth: 1, ParamTraceSkip: true})
+	if err := SetMixtureSkip(store, g); err != nil {
+		t.Fatal(err)
+	}
+	xs := []float64{0.1, 0.2, -0.3, 0.4, 0.5, -0.6, 1, 0, 0, 0, 0, 0, -0.5, 0.5, 0.2, 0.1, 0, 0.3}
+	rows := [][]float64{xs[0:6], xs[6:12], xs[12:18]}
+	backend := MustNewBackend()
+	for _, tt := range []float64{0.05, 0.5} {
+		co, _ := schedule.At(schedule.DefaultVP(), tt)
+		ref, err := g.Eval(mixture.Query{At: co, X: mat.NewDense(3, 6, xs), Want: mixture.Trace})
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs := model.MustExecOnceN(backend, store, func(sc *model.Scope, xn, an, sn, cn *graph.Node) []*graph.Node {
+			in := Inputs{X: xn, Alpha: an, Sigma: sn, Class: cn}
+			a2, s2 := graph.InsertAxes(an, -1), graph.InsertAxes(sn, -1)
+			y := YFromEpsGraph(Eps(sc, in), xn, a2, s2)
+			return []*graph.Node{TraceNet(sc, in), CentredTraceNet(sc, in), graph.ReduceSum(graph.Square(y), -1)}
+		}, rows, []float64{co.Alpha, co.Alpha, co.Alpha}, []float64{co.Sigma, co.Sigma, co.Sigma}, []int32{2, 2, 2})
+		tv, nu, y2 := tensors.MustCopyFlatData[float64](outs[0]), tensors.MustCopyFlatData[float64](outs[1]), tensors.MustCopyFlatData[float64](outs[2])
+		d, a, s := 6.0, co.Alpha, co.Sigma
+		for i := range 3 {
+			dftm := d/(s*s) - a*a/(s*s*s*s)*(d*tv[i]-y2[i])
+			centred := d / (s * s) * (1 - nu[i])
+			for name, got := range map[string]float64{"DF-TM": dftm, "centred DF-TM": centred} {
+				if math.Abs(got-ref.Trace[i]) > 1e-7*math.Abs(ref.Trace[i]) {
+					t.Errorf("t = %g, row %d: %s with the trace skip %.10g, exact tr F %.10g", tt, i, name, got, ref.Trace[i])
+				}
+			}
+		}
+	}
+}

@@ -203,16 +203,41 @@ func Denoiser(scope *model.Scope, in Inputs) *graph.Node {
 
 // TraceNet is the DF-TM network t_θ(x_t, t) [B] (paper Algorithm tnet), trained
 // to regress ‖x₀‖²/d; its optimum is Σᵢ wᵢ‖yᵢ‖²/d (Proposition optimal_t).
+//
+// With ParamTraceSkip (and the store's mixture skip) it is the skip
+// mixture's exact E_mix[‖x₀‖² | x_t]/d (MixtureSecondMoment) plus a
+// residual MLP whose output layer starts at zero.
 func TraceNet(scope *model.Scope, in Inputs) *graph.Node {
-	return graph.Reshape(ResidualMLP(scope.At(TraceScope), in, 1), in.X.Shape().Dimensions[0])
+	net := scope.At(TraceScope)
+	b := in.X.Shape().Dimensions[0]
+	if !model.GetParamOr(net, ParamTraceSkip, false) {
+		return graph.Reshape(ResidualMLP(net, in, 1), b)
+	}
+	d := float64(in.X.Shape().Dimensions[1])
+	skip := graph.DivScalar(MixtureSecondMoment(scope, in), d)
+	return graph.Add(skip, graph.Reshape(trunk(net, in, 1, nil, true), b))
 }
 
 // CentredTraceNet is the centred DF-TM network ν_θ(x_t, t) [B] (ours, beyond
 // the paper), trained to regress ‖ε̂_θ − ε‖²/d (objective DFTMCentred); with
 // the exact denoiser its optimum is (α²/σ²) tr Cov[x₀|x_t]/d and
 // tr F = (d/σ²)(1 − ν).
+//
+// With ParamTraceSkip it is the skip mixture's own optimum
+// (α²/σ²)(E_mix‖x₀‖² − ‖ȳ_mix‖²)/d, which makes tr F exact for the
+// mixture, plus a residual MLP whose output layer starts at zero.
 func CentredTraceNet(scope *model.Scope, in Inputs) *graph.Node {
-	return graph.Reshape(ResidualMLP(scope.At(CentredTraceScope), in, 1), in.X.Shape().Dimensions[0])
+	net := scope.At(CentredTraceScope)
+	b := in.X.Shape().Dimensions[0]
+	if !model.GetParamOr(net, ParamTraceSkip, false) {
+		return graph.Reshape(ResidualMLP(net, in, 1), b)
+	}
+	d := float64(in.X.Shape().Dimensions[1])
+	alpha, sigma := graph.InsertAxes(in.Alpha, -1), graph.InsertAxes(in.Sigma, -1)
+	y := YFromEpsGraph(MixtureEps(scope, in), in.X, alpha, sigma)
+	trCov := graph.Sub(MixtureSecondMoment(scope, in), graph.ReduceSum(graph.Square(y), -1))
+	skip := graph.Mul(graph.Div(graph.Square(in.Alpha), graph.Square(in.Sigma)), graph.DivScalar(trCov, d))
+	return graph.Add(skip, graph.Reshape(trunk(net, in, 1, nil, true), b))
 }
 
 // GuidedEps is classifier-free guidance (Ho & Salimans 2022):
