@@ -26,7 +26,7 @@ var experiments = map[string]experiment{}
 
 // notInAll are the experiments `all` leaves out: they read what a
 // researcher's own runs left behind (mnist-candidates: training states).
-var notInAll = map[string]bool{"mnist-candidates": true}
+var notInAll = map[string]bool{"mnist-candidates": true, "mnist-model": true}
 
 // experimentDocs describes each experiment for `dfx reproduce -h`.
 var experimentDocs = map[string]string{
@@ -44,6 +44,7 @@ var reproduceEnv = [][2]string{
 	{"DFX_QUICK=1", "makes -quick the default"},
 	{"DFX_RETRAIN=1", "toys (1, 0 or unset): retrain instead of loading the committed checkpoints, and rewrite toys/checkpoints (run from the repository root)"},
 	{"GOMLX_BACKEND", "GoMLX backend of the learned experiments (default: the Go backend; e.g. xla:cuda with the xla build tag)"},
+	{"DFX_MNIST_MODEL", "mnist-model: the ε-network to evaluate, a network or candidate name (default eps), read from DFX_MNIST_NETS or the committed checkpoints"},
 	{"DFX_MNIST_CANDIDATES", "mnist-candidates: folder of the candidate ε-networks' checkpoints or training states (default dfx-nets)"},
 	{"DFX_MNIST_DIR", "folder of the MNIST IDX files (default: the GoMNIST module's data folder)"},
 	{"DFX_MNIST_NETS", "mnist, adjoint: folder of the networks written by `dfx train`, holding all four; mnist-baselines: its classifier (default: the committed mnist/checkpoints, compiled in)"},
@@ -59,7 +60,7 @@ func reproduceUsage(w io.Writer) {
 	for _, n := range experimentNames() {
 		fmt.Fprintf(w, "  %-12s %s\n", n, experimentDocs[n])
 	}
-	fmt.Fprintf(w, "  %-12s every experiment above but mnist-candidates, in this order\n", "all")
+	fmt.Fprintf(w, "  %-12s every experiment above but mnist-candidates and mnist-model, in this order\n", "all")
 	fmt.Fprintln(w, "environment:")
 	for _, e := range reproduceEnv {
 		fmt.Fprintf(w, "  %-14s %s\n", e[0], e[1])
@@ -164,7 +165,7 @@ func preflightReproduce(out string, names []string) error {
 			if err = checkMNISTData(); err == nil {
 				err = checkNets("DFX_MNIST_NETS", os.Getenv("DFX_MNIST_NETS"))
 			}
-		case "mnist-baselines", "mnist-exact-model", "mnist-ablation":
+		case "mnist-baselines", "mnist-exact-model", "mnist-ablation", "mnist-model":
 			err = checkMNISTData()
 		case "mnist-candidates":
 			if st, serr := os.Stat(mnist.CandidatesDir()); serr != nil || !st.IsDir() {

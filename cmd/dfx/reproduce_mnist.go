@@ -127,3 +127,22 @@ func init() {
 	}
 	experimentDocs["mnist-ablation"] = "the MNIST ε-network's design at equal training steps: ELBO gain over the skip mixture of the chosen patch network and of one change each (t sampling, dequantisation, trunk, skip)"
 }
+
+func init() {
+	experiments["mnist-model"] = func(ctx context.Context, quick bool, log io.Writer) ([]report.Result, error) {
+		dir, name := os.Getenv("DFX_MNIST_NETS"), os.Getenv("DFX_MNIST_MODEL")
+		if name == "" {
+			name = "eps"
+		}
+		cfg := mnist.ModelEvalFull(dir, name)
+		if quick {
+			cfg = mnist.ModelEvalQuick(dir, name)
+		}
+		res, err := mnist.RunModelEval(ctx, cfg, log)
+		if err != nil {
+			return nil, err
+		}
+		return []report.Result{res}, nil
+	}
+	experimentDocs["mnist-model"] = "one ε-network (DFX_MNIST_MODEL, default eps, from DFX_MNIST_NETS or the committed checkpoints): converged test bpd beside its skip mixture's exact bpd on the same images, and the quality of its samples"
+}
