@@ -11,10 +11,12 @@ import (
 	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/ml/model"
 	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/plot/vg"
 
 	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/likelihood"
 	"github.com/dfx-lab/dfx/dfx/mixture"
+	"github.com/dfx-lab/dfx/dfx/plotx"
 	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
@@ -74,6 +76,22 @@ type ModelQuality struct {
 	Source string  // "network" or "skip mixture (exact samples)"
 	Scale  float64 // guidance scale (network)
 	Q      *Quality
+	// Grid is the first (up to) 10 samples of each digit, for the figure.
+	Grid [][]*mat.Dense
+}
+
+// gridOf is the first (up to) 10 of the perClass samples of each digit
+// (rows of x in digit order), clipped.
+func gridOf(x *mat.Dense, perClass int) [][]*mat.Dense {
+	var rows [][]*mat.Dense
+	for c := range 10 {
+		var row []*mat.Dense
+		for j := 0; j < min(perClass, 10); j++ {
+			row = append(row, mat.NewDense(1, Dim, mat.DenseCopyOf(x.Slice(c*perClass+j, c*perClass+j+1, 0, Dim)).RawRowView(0)))
+		}
+		rows = append(rows, row)
+	}
+	return rows
 }
 
 // RunModelEval measures the ε-network's test bpd (converged dopri5, solver
@@ -209,11 +227,12 @@ func (res *ModelEvalResult) samples(backend compute.Backend, store *model.Store,
 		if err != nil {
 			return err
 		}
-		q, err := ref.Measure(Clip(x), class)
+		x = Clip(x)
+		q, err := ref.Measure(x, class)
 		if err != nil {
 			return err
 		}
-		res.Quality = append(res.Quality, ModelQuality{Source: "network", Scale: s, Q: q})
+		res.Quality = append(res.Quality, ModelQuality{Source: "network", Scale: s, Q: q, Grid: gridOf(x, cfg.PerClass)})
 		fmt.Fprintf(log, "mnist-model: %d samples at scale %g: classifier agreement %.1f%%, frame rms %.3f, FD %.1f\n", n, s, 100*q.ClassifierAgree, q.FrameRMS, q.FD)
 	}
 	if skip != nil {
@@ -226,11 +245,12 @@ func (res *ModelEvalResult) samples(backend compute.Backend, store *model.Store,
 			}
 			x.Slice(c*cfg.PerClass, (c+1)*cfg.PerClass, 0, Dim).(*mat.Dense).Copy(smp)
 		}
-		q, err := ref.Measure(Clip(x), class)
+		x = Clip(x)
+		q, err := ref.Measure(x, class)
 		if err != nil {
 			return err
 		}
-		res.Quality = append(res.Quality, ModelQuality{Source: "skip mixture (exact samples)", Scale: math.NaN(), Q: q})
+		res.Quality = append(res.Quality, ModelQuality{Source: "skip mixture (exact samples)", Scale: math.NaN(), Q: q, Grid: gridOf(x, cfg.PerClass)})
 	}
 	return nil
 }
@@ -271,5 +291,21 @@ func (r *ModelEvalResult) Report() (*report.Report, error) {
 		q.Rows = append(q.Rows, []string{s.Source, sc, fmt.Sprintf("%.1f%%", 100*s.Q.ClassifierAgree), fmt.Sprintf("%.1f%%", 100*s.Q.KNNAgree),
 			fmt.Sprintf("%.3f", s.Q.FrameRMS), fmt.Sprintf("%.1f", s.Q.FD), fmt.Sprintf("%.2f", s.Q.NearestMedian), fmt.Sprintf("%.2f%%", 100*s.Q.Copies)})
 	}
-	return &report.Report{Name: "mnist-model", Title: "The MNIST ε-network: test likelihood and samples", Tables: []*report.Table{t, q}}, nil
+	rep := &report.Report{Name: "mnist-model", Title: "The MNIST ε-network: test likelihood and samples", Tables: []*report.Table{t, q}}
+	for i, s := range r.Quality {
+		title := fmt.Sprintf("%s, guidance scale %g, DDIM %d", c.Name, s.Scale, c.Steps)
+		if math.IsNaN(s.Scale) {
+			title = "its skip mixture, exact samples"
+		}
+		grid := s.Grid
+		rep.Figures = append(rep.Figures, &report.Figure{Name: fmt.Sprintf("samples_%d.png", i+1), Caption: "samples: " + title + " (one row per digit; intensities clipped to [−1, 1])",
+			Render: func(format string) ([]byte, error) {
+				p, err := ImageGrid("samples: "+title, "sample", "digit (row)", grid, nil)
+				if err != nil {
+					return nil, err
+				}
+				return plotx.Bytes(p, vg.Length(max(len(grid[0]), 9))*0.55*vg.Inch+1.3*vg.Inch, 10*0.55*vg.Inch+1.1*vg.Inch, format)
+			}})
+	}
+	return rep, nil
 }
