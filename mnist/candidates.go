@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 
 	"gonum.org/v1/plot/vg"
 
@@ -147,13 +146,4 @@ func (r *CandidatesResult) figure(format string) ([]byte, error) {
 		return nil, err
 	}
 	return plotx.Bytes(p, 7*vg.Inch, 4.5*vg.Inch, format)
-}
-
-// CandidatesDir is the folder dfx reproduce mnist-candidates reads
-// (DFX_MNIST_CANDIDATES, default dfx-nets).
-func CandidatesDir() string {
-	if d := os.Getenv("DFX_MNIST_CANDIDATES"); d != "" {
-		return d
-	}
-	return "dfx-nets"
 }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/dfx-lab/dfx/dfx/report"
-	"github.com/dfx-lab/dfx/mnist"
 )
 
 // experiment computes one experiment (Quick or Full profile). One result
@@ -168,8 +167,8 @@ func preflightReproduce(out string, names []string) error {
 		case "mnist-baselines", "mnist-exact-model", "mnist-ablation", "mnist-model":
 			err = checkMNISTData()
 		case "mnist-candidates":
-			if st, serr := os.Stat(mnist.CandidatesDir()); serr != nil || !st.IsDir() {
-				err = badInput(fmt.Errorf("DFX_MNIST_CANDIDATES=%s is not a folder (train a candidate with `dfx train <candidate> -out DIR`)", mnist.CandidatesDir()))
+			if st, serr := os.Stat(candidatesDir()); serr != nil || !st.IsDir() {
+				err = badInput(fmt.Errorf("DFX_MNIST_CANDIDATES=%s is not a folder (train a candidate with `dfx train <candidate> -out DIR`)", candidatesDir()))
 			}
 		}
 		if err != nil {

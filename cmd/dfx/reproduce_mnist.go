@@ -89,7 +89,7 @@ func init() {
 
 func init() {
 	experiments["mnist-candidates"] = func(ctx context.Context, quick bool, log io.Writer) ([]report.Result, error) {
-		res, err := mnist.ReadCandidates(mnist.CandidatesDir())
+		res, err := mnist.ReadCandidates(candidatesDir())
 		if err != nil {
 			return nil, err
 		}
@@ -145,4 +145,13 @@ func init() {
 		return []report.Result{res}, nil
 	}
 	experimentDocs["mnist-model"] = "one ε-network (DFX_MNIST_MODEL, default eps, from DFX_MNIST_NETS or the committed checkpoints): converged test bpd beside its skip mixture's exact bpd on the same images, and the quality of its samples"
+}
+
+// candidatesDir is the folder dfx reproduce mnist-candidates reads
+// (DFX_MNIST_CANDIDATES, default dfx-nets).
+func candidatesDir() string {
+	if d := os.Getenv("DFX_MNIST_CANDIDATES"); d != "" {
+		return d
+	}
+	return "dfx-nets"
 }
