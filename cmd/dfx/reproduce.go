@@ -25,7 +25,7 @@ var experiments = map[string]experiment{}
 
 // notInAll are the experiments `all` leaves out: they read what a
 // researcher's own runs left behind (mnist-candidates: training states).
-var notInAll = map[string]bool{"mnist-candidates": true, "mnist-model": true}
+var notInAll = map[string]bool{"mnist-candidates": true, "mnist-model": true, "mnist-ablation": true}
 
 // experimentDocs describes each experiment for `dfx reproduce -h`.
 var experimentDocs = map[string]string{
@@ -59,7 +59,7 @@ func reproduceUsage(w io.Writer) {
 	for _, n := range experimentNames() {
 		fmt.Fprintf(w, "  %-12s %s\n", n, experimentDocs[n])
 	}
-	fmt.Fprintf(w, "  %-12s every experiment above but mnist-candidates and mnist-model, in this order\n", "all")
+	fmt.Fprintf(w, "  %-12s every experiment above but mnist-candidates, mnist-model and mnist-ablation (training runs of their own), in this order\n", "all")
 	fmt.Fprintln(w, "environment:")
 	for _, e := range reproduceEnv {
 		fmt.Fprintf(w, "  %-14s %s\n", e[0], e[1])
