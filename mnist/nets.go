@@ -88,9 +88,18 @@ func LoadNetworks(backend compute.Backend, dir string) (*Networks, error) {
 	// The ε-network's own hyperparameters (its checkpoint's, scoped ones such
 	// as /score/width included), not the spec's: the set may have been
 	// trained from an earlier spec.
+	// Then each trace network's own parameters that the ε-network's store
+	// lacks (e.g. trace_skip), so that every network is rebuilt as trained.
 	merged := models.NewStore()
 	for p, v := range stores[0].IterParams() {
 		merged.SetParam(p, v)
+	}
+	for _, st := range stores[1:] {
+		for p, v := range st.IterParams() {
+			if _, have := merged.GetParam(p); !have {
+				merged.SetParam(p, v)
+			}
+		}
 	}
 	if err := models.CopyTrainable(merged, stores...); err != nil {
 		return nil, err
