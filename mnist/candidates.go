@@ -71,7 +71,7 @@ func (r *CandidatesResult) Report() (*report.Report, error) {
 	t := &report.Table{Name: "candidates",
 		Title:   fmt.Sprintf("## Candidate ε-networks: what training adds to the skip, against training time\n\nRead from %s. ELBO gain: %s; positive means the network's likelihood bound is tighter than its skip mixture's on the same draws, ± the standard error of the paired differences. Validation bpd: %s, at the first and last step (solver and estimator error included; not the test bpd of the results).", r.Dir, ELBOProtocol(), r.Protocol),
 		Caption: "candidate ε-networks: skip, architecture, data, t-sampling, and their validation along training",
-		Header:  []string{"candidate", "skip", "trunk", "data", "t sampling", "parameters", "steps", "training time", "ELBO gain over the skip, bpd (last)", "validation bpd at step 0", "validation bpd (last)", "state"}, Align: "lllllrrrrrrl"}
+		Header:  []string{"candidate", "skip", "trunk", "data", "t sampling", "parameters", "steps", "training time", "ELBO gain over the skip, bpd (last)", "validation bpd (first)", "validation bpd (last)", "state"}, Align: "lllllrrrrrrl"}
 	for _, run := range r.Runs {
 		p := run.Spec.Params
 		skip := "none"
@@ -90,7 +90,7 @@ func (r *CandidatesResult) Report() (*report.Report, error) {
 			}
 			if v.SE > 0 {
 				if first == "–" {
-					first = fmt.Sprintf("%.4f ± %.3f", v.BPD, v.SE)
+					first = fmt.Sprintf("%.4f ± %.3f (step %d)", v.BPD, v.SE, v.Step)
 				} else {
 					last = fmt.Sprintf("%.4f ± %.3f (step %d)", v.BPD, v.SE, v.Step)
 				}
