@@ -232,10 +232,11 @@ func (b *diracBlock) absorbChunk(c0, nc, rowWorkers int) {
 // recomputing exactly the entries near the top that the expanded distance
 // may have got wrong, and returns the row's maximum.
 func (b *diracBlock) logits(i, c0 int, row []float64) float64 {
-	m, alpha, inv2s2 := b.m, b.alpha, b.inv2s2
+	m, alpha, inv2s2, xn := b.m, b.alpha, b.inv2s2, b.xnorm2[i]
+	logPi, ynorm2 := m.logPi[c0:c0+len(row)], m.ynorm2[c0:c0+len(row)]
 	cmax := math.Inf(-1)
 	for j, gij := range row {
-		l := m.logPi[c0+j] - (b.xnorm2[i]-2*alpha*gij+alpha*alpha*m.ynorm2[c0+j])*inv2s2
+		l := logPi[j] - (xn-2*alpha*gij+alpha*alpha*ynorm2[j])*inv2s2
 		row[j] = l
 		if l > cmax {
 			cmax = l
@@ -248,7 +249,7 @@ func (b *diracBlock) logits(i, c0 int, row []float64) float64 {
 		cmax = math.Inf(-1)
 		for j := range row {
 			if row[j] >= cut {
-				row[j] = m.logPi[c0+j] - sqDist(x, m.y.Data[(c0+j)*d:(c0+j+1)*d], alpha)*inv2s2
+				row[j] = logPi[j] - sqDist(x, m.y.Data[(c0+j)*d:(c0+j+1)*d], alpha)*inv2s2
 			}
 			cmax = math.Max(cmax, row[j])
 		}
@@ -285,7 +286,7 @@ func (b *diracBlock) weigh(i, c0 int, row []float64) {
 		clear(row)
 		return
 	}
-	ynorm2 := b.m.ynorm2[c0:]
+	ynorm2 := b.m.ynorm2[c0 : c0+len(row)]
 	var zi, mi float64
 	for j, l := range row {
 		e := math.Exp(l - mx)
