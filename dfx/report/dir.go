@@ -28,13 +28,9 @@ func WriteDir(ctx context.Context, r *Report, dir string) error {
 	if err := r.Check(); err != nil {
 		return err
 	}
-	if dir == "" {
-		return errors.New("report: empty output folder")
-	}
-	dir = filepath.Clean(dir)
-	parent, base := filepath.Dir(dir), filepath.Base(dir)
-	if base == "." || base == ".." || base == string(filepath.Separator) {
-		return fmt.Errorf("report: output folder %q has no name of its own", dir)
+	dir, parent, base, err := splitOutputDir(dir)
+	if err != nil {
+		return err
 	}
 	if err := checkReplaceable(dir); err != nil {
 		return fmt.Errorf("report: %w", err)
@@ -56,42 +52,9 @@ func WriteDir(ctx context.Context, r *Report, dir string) error {
 	if err := os.Chmod(tmp, 0o755); err != nil { // MkdirTemp makes it private
 		return fmt.Errorf("report: %w", err)
 	}
-	var written []string
-	write := func(name string, data []byte) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		written = append(written, name)
-		if err := os.WriteFile(filepath.Join(tmp, name), data, 0o644); err != nil {
-			return fmt.Errorf("report %s: %w", r.Name, err)
-		}
-		return nil
-	}
-	for _, t := range r.Tables {
-		if !t.NoMarkdown {
-			if err := write(t.Name+".md", []byte(t.Markdown())); err != nil {
-				return err
-			}
-		}
-		if !t.NoCSV {
-			if err := write(t.Name+".csv", []byte(t.CSV())); err != nil {
-				return err
-			}
-		}
-	}
-	for _, f := range r.Figures {
-		data, err := f.Render(strings.TrimPrefix(filepath.Ext(f.Name), "."))
-		if err != nil {
-			return fmt.Errorf("report %s: figure %s: %w", r.Name, f.Name, err)
-		}
-		if err := write(f.Name, data); err != nil {
-			return err
-		}
-	}
-	for _, f := range r.Files {
-		if err := write(f.Name, f.Data); err != nil {
-			return err
-		}
+	written, err := r.render(ctx, tmp)
+	if err != nil {
+		return err
 	}
 	if err := os.WriteFile(filepath.Join(tmp, Marker), manifestMarker(written), 0o644); err != nil {
 		return fmt.Errorf("report %s: %w", r.Name, err)
@@ -107,6 +70,62 @@ func WriteDir(ctx context.Context, r *Report, dir string) error {
 	}
 	ok = true
 	return nil
+}
+
+// splitOutputDir cleans dir and splits it into its parent and its own name.
+func splitOutputDir(dir string) (clean, parent, base string, err error) {
+	if dir == "" {
+		return "", "", "", errors.New("report: empty output folder")
+	}
+	dir = filepath.Clean(dir)
+	parent, base = filepath.Dir(dir), filepath.Base(dir)
+	if base == "." || base == ".." || base == string(filepath.Separator) {
+		return "", "", "", fmt.Errorf("report: output folder %q has no name of its own", dir)
+	}
+	return dir, parent, base, nil
+}
+
+// render writes every table, figure and file of the report into dir and
+// returns their names, checking ctx between files.
+func (r *Report) render(ctx context.Context, dir string) ([]string, error) {
+	var written []string
+	write := func(name string, data []byte) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		written = append(written, name)
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return fmt.Errorf("report %s: %w", r.Name, err)
+		}
+		return nil
+	}
+	for _, t := range r.Tables {
+		if !t.NoMarkdown {
+			if err := write(t.Name+".md", []byte(t.Markdown())); err != nil {
+				return nil, err
+			}
+		}
+		if !t.NoCSV {
+			if err := write(t.Name+".csv", []byte(t.CSV())); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, f := range r.Figures {
+		data, err := f.Render(strings.TrimPrefix(filepath.Ext(f.Name), "."))
+		if err != nil {
+			return nil, fmt.Errorf("report %s: figure %s: %w", r.Name, f.Name, err)
+		}
+		if err := write(f.Name, data); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range r.Files {
+		if err := write(f.Name, f.Data); err != nil {
+			return nil, err
+		}
+	}
+	return written, nil
 }
 
 // swap renames tmp to dir, moving a previous dir aside first and removing
