@@ -19,6 +19,7 @@ func (t *Table) HTML() string {
 	if t.Title != "" {
 		b.WriteString(MarkdownHTML(t.Title))
 	}
+	header, rows := t.shown()
 	numeric := numericColumns(t)
 	align := func(i int) string {
 		a := byte('l')
@@ -36,11 +37,11 @@ func (t *Table) HTML() string {
 		return ` style="text-align:left"`
 	}
 	b.WriteString("<table>\n<thead><tr>")
-	for i, h := range t.Header {
+	for i, h := range header {
 		fmt.Fprintf(&b, "<th%s>%s</th>", align(i), inlineHTML(h))
 	}
 	b.WriteString("</tr></thead>\n<tbody>\n")
-	for _, r := range t.Rows {
+	for _, r := range rows {
 		b.WriteString("<tr>")
 		for i, c := range r {
 			fmt.Fprintf(&b, "<td%s>%s</td>", align(i), inlineHTML(c))
@@ -58,9 +59,23 @@ func (t *Table) HTML() string {
 	return b.String()
 }
 
-// numericColumns marks the columns whose every cell starts with a number
-// (units may follow): they are right-aligned where Align does not say.
+// numericColumns marks the columns whose every cell is a number (typed)
+// or starts with one (text; units may follow): they are right-aligned
+// where Align does not say.
 func numericColumns(t *Table) []bool {
+	if t.typed() {
+		out := make([]bool, len(t.Columns))
+		for i := range out {
+			out[i] = len(t.Cells) > 0
+			for _, r := range t.Cells {
+				if i < len(r) && !r[i].numeric() {
+					out[i] = false
+					break
+				}
+			}
+		}
+		return out
+	}
 	out := make([]bool, len(t.Header))
 	for i := range out {
 		out[i] = len(t.Rows) > 0
