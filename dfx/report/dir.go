@@ -21,7 +21,7 @@ const (
 // for dir only when every file is written: dir holds either the previous
 // run's complete outputs or this run's, never a mix. dir must be one dfx
 // may write into (CheckDir: new, empty, or written by WriteDir with nothing
-// added since); the new folder gets a Marker listing its files. Stale temporary
+// added since); the new folder gets a marker listing its files. Stale temporary
 // folders of dir left by an interrupted run are removed first. ctx is
 // checked between files; a cancelled write leaves dir untouched.
 func WriteDir(ctx context.Context, r *Report, dir string) error {
@@ -38,7 +38,7 @@ func WriteDir(ctx context.Context, r *Report, dir string) error {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
-	CleanStale(parent, base)
+	cleanStale(parent, base)
 	tmp, err := os.MkdirTemp(parent, tmpPrefix+base+"-")
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
@@ -56,7 +56,7 @@ func WriteDir(ctx context.Context, r *Report, dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(tmp, Marker), manifestMarker(written), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(tmp, marker), manifestMarker(written), 0o644); err != nil {
 		return fmt.Errorf("report %s: %w", r.Name, err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -151,11 +151,11 @@ func swap(tmp, dir, parent, base string) error {
 	return os.RemoveAll(old)
 }
 
-// CleanStale removes the temporary folders WriteDir left beside
+// cleanStale removes the temporary folders WriteDir left beside
 // parent/base when a run was killed (".tmp-<base>-*", ".old-<base>-*").
 // If base itself is missing but an ".old-" copy survived (a kill between
 // the two renames of a swap), that copy is restored first.
-func CleanStale(parent, base string) {
+func cleanStale(parent, base string) {
 	olds, _ := filepath.Glob(filepath.Join(parent, oldPrefix+base+"-*"))
 	if _, err := os.Stat(filepath.Join(parent, base)); errors.Is(err, os.ErrNotExist) && len(olds) > 0 {
 		if os.Rename(olds[0], filepath.Join(parent, base)) == nil {

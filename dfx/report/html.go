@@ -17,7 +17,7 @@ func (t *Table) HTML() string {
 	var b strings.Builder
 	b.WriteString(`<div class="dfx-table">`)
 	if t.Title != "" {
-		b.WriteString(MarkdownHTML(t.Title))
+		b.WriteString(markdownHTML(t.Title))
 	}
 	header, rows := t.shown()
 	numeric := numericColumns(t)
@@ -50,7 +50,7 @@ func (t *Table) HTML() string {
 	}
 	b.WriteString("</tbody>\n</table>\n")
 	if len(t.Notes) > 0 {
-		b.WriteString(MarkdownHTML(strings.Join(t.Notes, "\n")))
+		b.WriteString(markdownHTML(strings.Join(t.Notes, "\n")))
 	}
 	for _, m := range t.More {
 		b.WriteString(m.HTML())
@@ -136,10 +136,10 @@ func (r *Report) HTML() (string, error) {
 	return b.String(), nil
 }
 
-// MarkdownHTML renders the small Markdown subset that report titles and
+// markdownHTML renders the small Markdown subset that report titles and
 // notes use: ATX headings, paragraphs, "-"/"*" lists, and inline `code`,
 // **bold**, *italic* and [links](url). Everything else is escaped text.
-func MarkdownHTML(md string) string {
+func markdownHTML(md string) string {
 	var b strings.Builder
 	var para []string
 	inList := false

@@ -58,8 +58,8 @@ func TestMarkdownHTMLInline(t *testing.T) {
 		"- a\n  continued\n- b":     "<ul>\n<li>a continued</li>\n<li>b</li>\n</ul>\n",
 		"2 * 3 = 6, 4*5":            "<p>2 * 3 = 6, 4*5</p>\n",
 	} {
-		if got := MarkdownHTML(md); got != want {
-			t.Errorf("MarkdownHTML(%q) = %q, want %q", md, got, want)
+		if got := markdownHTML(md); got != want {
+			t.Errorf("markdownHTML(%q) = %q, want %q", md, got, want)
 		}
 	}
 }

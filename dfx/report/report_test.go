@@ -14,7 +14,7 @@ import (
 
 func sample(fail bool) *Report {
 	return &Report{
-		Name:   "exp",
+		Name: "exp",
 		Tables: []*Table{{Name: "t", Title: "**Table**", Columns: []Column{{Name: "a"}, {Name: "b|c"}},
 			Cells: [][]Cell{{Int(1), Text("x,y")}, {Int(2), Text("line\nbreak")}}, Notes: []string{"note"}}},
 		Figures: []*Figure{{Name: "f.png", Caption: "a figure", Render: func(format string) ([]byte, error) {
@@ -82,13 +82,13 @@ func TestWriteDirSwapsInWholeAndKeepsThePreviousRunOnFailure(t *testing.T) {
 	if err := WriteDir(ctx, sample(false), dir); err != nil {
 		t.Fatal(err)
 	}
-	if got := list(t, dir); !slices.Equal(got, []string{Marker, "f.png", "raw.txt", "t.csv", "t.md"}) {
+	if got := list(t, dir); !slices.Equal(got, []string{marker, "f.png", "raw.txt", "t.csv", "t.md"}) {
 		t.Fatalf("files %v", got)
 	}
 	// an output of an older run, listed in its marker
 	os.WriteFile(filepath.Join(dir, "stale-from-an-older-run.png"), []byte("old"), 0o644)
-	m, _ := os.ReadFile(filepath.Join(dir, Marker))
-	os.WriteFile(filepath.Join(dir, Marker), append(m, "stale-from-an-older-run.png\n"...), 0o644)
+	m, _ := os.ReadFile(filepath.Join(dir, marker))
+	os.WriteFile(filepath.Join(dir, marker), append(m, "stale-from-an-older-run.png\n"...), 0o644)
 	// A failing figure: the previous outputs stay as they were, no temporary folder remains.
 	if err := WriteDir(ctx, sample(true), dir); err == nil {
 		t.Fatal("renderer error not reported")
@@ -125,7 +125,7 @@ func TestStaleFoldersOfAKilledRunAreCleanedOrRestored(t *testing.T) {
 	// Killed between the two renames: only the old copy exists.
 	os.MkdirAll(filepath.Join(parent, ".old-exp-9"), 0o755)
 	os.WriteFile(filepath.Join(parent, ".old-exp-9", "t.md"), []byte("previous"), 0o644)
-	CleanStale(parent, "exp")
+	cleanStale(parent, "exp")
 	if got := list(t, parent); !slices.Equal(got, []string{".tmp-other-1", "exp"}) {
 		t.Errorf("after cleaning: %v", got)
 	}
@@ -240,7 +240,7 @@ func TestWriteDirWritesOnlyIntoItsOwnFolders(t *testing.T) {
 	if err := WriteDir(ctx, sample(false), dir); err != nil {
 		t.Fatal(err)
 	}
-	if m, err := os.ReadFile(filepath.Join(dir, Marker)); err != nil || !strings.Contains(string(m), "\n") {
+	if m, err := os.ReadFile(filepath.Join(dir, marker)); err != nil || !strings.Contains(string(m), "\n") {
 		t.Fatalf("no marker: %v", err)
 	}
 	if err := WriteDir(ctx, sample(false), dir); err != nil {
@@ -248,7 +248,7 @@ func TestWriteDirWritesOnlyIntoItsOwnFolders(t *testing.T) {
 	}
 	mine := filepath.Join(dir, "notes.txt")
 	os.WriteFile(mine, []byte("mine"), 0o644)
-	if err := WriteDir(ctx, sample(false), dir); !errors.Is(err, ErrNotOwned) || !strings.Contains(err.Error(), "notes.txt") {
+	if err := WriteDir(ctx, sample(false), dir); !errors.Is(err, errNotOwned) || !strings.Contains(err.Error(), "notes.txt") {
 		t.Fatalf("folder with a user's file: %v", err)
 	}
 	if b, _ := os.ReadFile(mine); string(b) != "mine" {
@@ -259,8 +259,8 @@ func TestWriteDirWritesOnlyIntoItsOwnFolders(t *testing.T) {
 	src := t.TempDir()
 	os.WriteFile(filepath.Join(src, "main.go"), []byte("package main"), 0o644)
 	for _, d := range []string{foreign, src, "/"} {
-		if err := CheckDir(d); !errors.Is(err, ErrNotOwned) {
-			t.Errorf("CheckDir(%s) = %v, want ErrNotOwned", d, err)
+		if err := CheckDir(d); !errors.Is(err, errNotOwned) {
+			t.Errorf("CheckDir(%s) = %v, want errNotOwned", d, err)
 		}
 	}
 	parent := filepath.Join(t.TempDir(), "out")
@@ -271,7 +271,7 @@ func TestWriteDirWritesOnlyIntoItsOwnFolders(t *testing.T) {
 	if err := ClaimDir(parent); err != nil {
 		t.Fatalf("a claimed parent: %v", err)
 	}
-	if err := WriteDir(ctx, sample(false), parent); !errors.Is(err, ErrNotOwned) {
+	if err := WriteDir(ctx, sample(false), parent); !errors.Is(err, errNotOwned) {
 		t.Fatalf("WriteDir over a parent folder: %v", err)
 	}
 }
