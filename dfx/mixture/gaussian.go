@@ -436,17 +436,19 @@ func (e *gaussEval) logDensity(k int) {
 	g, d, kk, nb := e.g, e.d, e.kk, e.nb
 	r, _, nr := g.dims(k)
 	c, cs := e.cp[k], e.cs[k]
-	g.diff(e.dbuf, e.x, e.a, k)
-	e.zs[k] = make([]float64, nb*r)
-	gemmFn(blas.NoTrans, blas.NoTrans, 1, general(nb, d, e.dbuf), denseGeneral(g.u[k]), 0, general(nb, r, e.zs[k]))
+	dbuf, logr, logdet := e.dbuf, e.logr, e.logdet[k]
+	g.diff(dbuf, e.x, e.a, k)
+	zk := make([]float64, nb*r)
+	e.zs[k] = zk
+	gemmFn(blas.NoTrans, blas.NoTrans, 1, general(nb, d, dbuf), denseGeneral(g.u[k]), 0, general(nb, r, zk))
 	for i := 0; i < nb; i++ {
-		z := e.zs[k][i*r : (i+1)*r]
+		z := zk[i*r : (i+1)*r]
 		m, zz := 0.0, 0.0
 		for j, zj := range z {
 			m += zj * zj / cs[j]
 			zz += zj * zj
 		}
-		di := e.dbuf[i*d : (i+1)*d]
+		di := dbuf[i*d : (i+1)*d]
 		dS := 0.0
 		for _, j := range g.idle[k] {
 			dS += di[j] * di[j]
@@ -455,7 +457,7 @@ func (e *gaussEval) logDensity(k int) {
 			m += math.Max(dot(di, di)-zz-dS, 0) * c.inv
 		}
 		m += dS * c.idleInv
-		e.logr[i*kk+k] = g.logPi[k] - 0.5*(m+e.logdet[k]+float64(d)*math.Log(2*math.Pi))
+		logr[i*kk+k] = g.logPi[k] - 0.5*(m+logdet+float64(d)*math.Log(2*math.Pi))
 	}
 }
 
@@ -513,26 +515,26 @@ func (e *gaussEval) allocMoments() {
 func (e *gaussEval) addComponentScore(k int) {
 	g, d, kk, nb := e.g, e.d, e.kk, e.nb
 	r := g.Rank(k)
-	c, z := e.cp[k], e.zs[k]
+	c, z, cs, coef, dbuf, logr, score := e.cp[k], e.zs[k], e.cs[k], e.coef, e.dbuf, e.logr, e.score
 	for i := 0; i < nb; i++ {
 		for j := 0; j < r; j++ {
-			e.coef[i*r+j] = z[i*r+j] * (1/e.cs[k][j] - c.inv)
+			coef[i*r+j] = z[i*r+j] * (1/cs[j] - c.inv)
 		}
 	}
 	sk := e.sks[:nb*d]
 	if e.needDev {
 		sk = e.sks[k*nb*d : (k+1)*nb*d]
 	}
-	gemmFn(blas.NoTrans, blas.Trans, 1, general(nb, r, e.coef[:nb*r]), denseGeneral(g.u[k]), 0, general(nb, d, sk))
+	gemmFn(blas.NoTrans, blas.Trans, 1, general(nb, r, coef[:nb*r]), denseGeneral(g.u[k]), 0, general(nb, d, sk))
 	for i := 0; i < nb; i++ {
-		row, di := sk[i*d:(i+1)*d], e.dbuf[i*d:(i+1)*d]
+		row, di := sk[i*d:(i+1)*d], dbuf[i*d:(i+1)*d]
 		for j := range row {
 			row[j] += di[j] * c.inv
 		}
 		for _, j := range g.idle[k] {
 			row[j] += di[j] * (c.idleInv - c.inv)
 		}
-		w, sc := e.logr[i*kk+k], e.score[i*d:(i+1)*d]
+		w, sc := logr[i*kk+k], score[i*d:(i+1)*d]
 		for j := range row {
 			row[j] = -row[j]
 			sc[j] += w * row[j]
@@ -547,7 +549,7 @@ func (e *gaussEval) addComponentScore(k int) {
 func (e *gaussEval) addComponentMean(k int) {
 	g, d, kk, nb, s2, a := e.g, e.d, e.kk, e.nb, e.s2, e.a
 	r, ns, nr := g.dims(k)
-	c, z, cs := e.cp[k], e.zs[k], e.cs[k]
+	c, z, cs, coef, dbuf, out, ybar, m2, logr := e.cp[k], e.zs[k], e.cs[k], e.coef, e.dbuf, e.out, e.ybar, e.m2, e.logr
 	rhoInv := g.rho[k] * c.inv
 	nuInv := g.nu[k] * c.idleInv
 	trP := float64(nr)*rhoInv*s2 + float64(ns)*nuInv*s2
@@ -556,27 +558,27 @@ func (e *gaussEval) addComponentMean(k int) {
 	}
 	for i := 0; i < nb; i++ {
 		for j := 0; j < r; j++ {
-			e.coef[i*r+j] = z[i*r+j] * (g.lam[k][j]/cs[j] - rhoInv)
+			coef[i*r+j] = z[i*r+j] * (g.lam[k][j]/cs[j] - rhoInv)
 		}
 	}
-	gemmFn(blas.NoTrans, blas.Trans, 1, general(nb, r, e.coef[:nb*r]), denseGeneral(g.u[k]), 0, general(nb, d, e.out))
+	gemmFn(blas.NoTrans, blas.Trans, 1, general(nb, r, coef[:nb*r]), denseGeneral(g.u[k]), 0, general(nb, d, out))
 	mu := g.means.RawRowView(k)
 	for i := 0; i < nb; i++ {
-		row, di, yb := e.out[i*d:(i+1)*d], e.dbuf[i*d:(i+1)*d], e.ybar[i*d:(i+1)*d]
+		row, di, yb := out[i*d:(i+1)*d], dbuf[i*d:(i+1)*d], ybar[i*d:(i+1)*d]
 		for j := range row {
 			row[j] += rhoInv * di[j]
 		}
 		for _, j := range g.idle[k] {
 			row[j] += (nuInv - rhoInv) * di[j]
 		}
-		w := e.logr[i*kk+k]
+		w := logr[i*kk+k]
 		mm := 0.0
 		for j := range row {
 			mk := mu[j] + a*row[j]
 			yb[j] += w * mk
 			mm += mk * mk
 		}
-		e.m2[i] += w * (trP + mm)
+		m2[i] += w * (trP + mm)
 	}
 }
 
