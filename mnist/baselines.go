@@ -118,6 +118,44 @@ func RunBaselines(ctx context.Context, cfg BaselineConfig, log io.Writer) (*Base
 		return nil, err
 	}
 	res := &BaselineResult{Config: cfg, TestFrameRMS: FrameRMS(x), Samples: map[string][]*mat.Dense{}}
+	if res.Ref, err = baselineQualityRef(cfg); err != nil {
+		return nil, err
+	}
+	s := Schedule()
+	tMin, _ := s.Interval()
+	co, err := schedule.At(s, tMin)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range cfg.Fits {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if f.Opt.Components == 0 { // uniform: log p = −d log 2, frame of uniform noise
+			res.Rows = append(res.Rows, BaselineRow{Name: f.Name, BPD: 1 + Quant.Offset(), FrameRMS: math.Sqrt(1.0 / 3)})
+			continue
+		}
+		rng := rand.New(rand.NewPCG(4, uint64(len(res.Rows))))
+		row, perClass, err := scoreBaseline(f, x, co, res.Ref, cfg.Samples, rng)
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range cfg.Figure {
+			if name == f.Name {
+				res.Samples[name] = perClass
+			}
+		}
+		fmt.Fprintf(log, "baselines: %s: %d components, fitted in %.1f s: %.4f ± %.4f bpd, frame rms %.3f\n", f.Name, row.Components, row.FitSecs, row.BPD, row.SE, row.FrameRMS)
+		res.Rows = append(res.Rows, row)
+	}
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+// baselineQualityRef is the quality reference of the classifier in
+// cfg.NetsDir (or the committed one), which must have been trained on the
+// training images here.
+func baselineQualityRef(cfg BaselineConfig) (*QualityRef, error) {
 	backend, err := models.NewBackend()
 	if err != nil {
 		return nil, err
@@ -141,87 +179,76 @@ func RunBaselines(ctx context.Context, cfg BaselineConfig, log io.Writer) (*Base
 	if err != nil {
 		return nil, err
 	}
-	ref, err := NewQualityRef(cls, cfg.TestImages)
+	return NewQualityRef(cls, cfg.TestImages)
+}
+
+// scoreBaseline fits one baseline, scores the test images x exactly at co
+// (t_min) and measures samples of it (n per class): its row and the
+// samples of each class.
+func scoreBaseline(f BaselineFit, x *mat.Dense, co schedule.Coefficients, ref *QualityRef, n int, rng *rand.Rand) (BaselineRow, []*mat.Dense, error) {
+	row := BaselineRow{Name: f.Name}
+	t0 := time.Now()
+	g, err := FitMixture(f.Opt)
 	if err != nil {
-		return nil, err
+		return row, nil, fmt.Errorf("mnist: baseline %s: %w", f.Name, err)
 	}
-	res.Ref = ref
-	s := Schedule()
-	tMin, _ := s.Interval()
-	co, err := schedule.At(s, tMin)
+	row.FitSecs = time.Since(t0).Seconds()
+	row.Components = g.Components()
+	for k := 0; k < g.Components(); k++ {
+		c := g.Component(k)
+		r := len(c.Lambda)
+		row.Values += Dim + Dim*r + r + 2 + len(c.Idle)
+	}
+	t0 = time.Now()
+	lq, err := g.Eval(mixture.Query{At: co, X: x, Want: mixture.LogProb})
 	if err != nil {
-		return nil, err
+		return row, nil, fmt.Errorf("mnist: baseline %s: %w", f.Name, err)
 	}
-	for _, f := range cfg.Fits {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		row := BaselineRow{Name: f.Name}
-		if f.Opt.Components == 0 { // uniform: log p = −d log 2, frame of uniform noise
-			row.BPD, row.FrameRMS = 1+Quant.Offset(), math.Sqrt(1.0/3)
-			res.Rows = append(res.Rows, row)
-			continue
-		}
-		t0 := time.Now()
-		g, err := FitMixture(f.Opt)
-		if err != nil {
-			return nil, fmt.Errorf("mnist: baseline %s: %w", f.Name, err)
-		}
-		row.FitSecs = time.Since(t0).Seconds()
-		row.Components = g.Components()
-		for k := 0; k < g.Components(); k++ {
-			c := g.Component(k)
-			r := len(c.Lambda)
-			row.Values += Dim + Dim*r + r + 2 + len(c.Idle)
-		}
-		t0 = time.Now()
-		lq, err := g.Eval(mixture.Query{At: co, X: x, Want: mixture.LogProb})
-		if err != nil {
-			return nil, fmt.Errorf("mnist: baseline %s: %w", f.Name, err)
-		}
-		row.EvalMs = 1000 * time.Since(t0).Seconds() / float64(cfg.TestImages)
-		bpd, err := likelihood.BitsPerDim(lq.LogProb, Dim, &Quant)
-		if err != nil {
-			return nil, err
-		}
-		row.BPD, row.SE = stats.MeanSE(bpd)
-		rng := rand.New(rand.NewPCG(4, uint64(len(res.Rows))))
-		stacked := mat.NewDense(10*cfg.Samples, Dim, nil) // class c's samples in rows [c·n, (c+1)·n)
-		var perClass []*mat.Dense
+	nx, _ := x.Dims()
+	row.EvalMs = 1000 * time.Since(t0).Seconds() / float64(nx)
+	bpd, err := likelihood.BitsPerDim(lq.LogProb, Dim, &Quant)
+	if err != nil {
+		return row, nil, err
+	}
+	row.BPD, row.SE = stats.MeanSE(bpd)
+	stacked, perClass, err := sampleClasses(g, rng, n, f.Opt.PerClass)
+	if err != nil {
+		return row, nil, err
+	}
+	row.FrameRMS = FrameRMS(stacked)
+	var requested []int
+	if f.Opt.PerClass {
 		for c := 0; c < 10; c++ {
-			cls := c
-			if !f.Opt.PerClass {
-				cls = -1
-			}
-			smp, err := g.Sample(rng, cfg.Samples, cls)
-			if err != nil {
-				return nil, err
-			}
-			stacked.Slice(c*cfg.Samples, (c+1)*cfg.Samples, 0, Dim).(*mat.Dense).Copy(smp)
-			perClass = append(perClass, smp)
-		}
-		row.FrameRMS = FrameRMS(stacked)
-		var requested []int
-		if f.Opt.PerClass {
-			for c := 0; c < 10; c++ {
-				for range cfg.Samples {
-					requested = append(requested, c)
-				}
+			for range n {
+				requested = append(requested, c)
 			}
 		}
-		if row.Quality, err = ref.Measure(stacked, requested); err != nil {
-			return nil, err
-		}
-		for _, name := range cfg.Figure {
-			if name == f.Name {
-				res.Samples[name] = perClass
-			}
-		}
-		fmt.Fprintf(log, "baselines: %s: %d components, fitted in %.1f s: %.4f ± %.4f bpd, frame rms %.3f\n", f.Name, row.Components, row.FitSecs, row.BPD, row.SE, row.FrameRMS)
-		res.Rows = append(res.Rows, row)
 	}
-	res.Elapsed = time.Since(start)
-	return res, nil
+	if row.Quality, err = ref.Measure(stacked, requested); err != nil {
+		return row, nil, err
+	}
+	return row, perClass, nil
+}
+
+// sampleClasses draws n samples for each class from g (of the class's
+// components when perClass, of the whole mixture otherwise): all stacked,
+// class c in rows [c·n, (c+1)·n), and each class's apart.
+func sampleClasses(g *mixture.Gaussian, rng *rand.Rand, n int, perClass bool) (*mat.Dense, []*mat.Dense, error) {
+	stacked := mat.NewDense(10*n, Dim, nil)
+	var each []*mat.Dense
+	for c := 0; c < 10; c++ {
+		cls := c
+		if !perClass {
+			cls = -1
+		}
+		smp, err := g.Sample(rng, n, cls)
+		if err != nil {
+			return nil, nil, err
+		}
+		stacked.Slice(c*n, (c+1)*n, 0, Dim).(*mat.Dense).Copy(smp)
+		each = append(each, smp)
+	}
+	return stacked, each, nil
 }
 
 // FrameRMS is the rms intensity, in [0, 1] (black 0), of the 2-pixel frame

@@ -70,7 +70,6 @@ func RunBPD(ctx context.Context, nets *Networks, cfg Config, test *Set, log io.W
 	if err != nil {
 		return nil, err
 	}
-	vjp, h1, h16 := tr.vjp, tr.h1, tr.h16
 	paper, fine := protocols(cfg)
 	res := &BPDResult{Start: cfg.BPDStart, PaperT1: paper.T0}
 	xs, err := test.Dequantized(0, max(cfg.BPDImages, cfg.CompareImages, cfg.DataImages), cfg.Seed)
@@ -78,114 +77,146 @@ func RunBPD(ctx context.Context, nets *Networks, cfg Config, test *Set, log io.W
 		return nil, err
 	}
 	rows := func(k int) *mat.Dense { return xs.Slice(0, k, 0, Dim).(*mat.Dense) }
-	run := func(x *mat.Dense, dyn likelihood.Dynamics, lc likelihood.Config, batch int) ([]float64, int, float64, error) {
-		b, _ := x.Dims()
-		var bpd []float64
-		nfe := 0
-		start := time.Now()
-		for lo := 0; lo < b; lo += batch {
-			hi := min(lo+batch, b)
-			r, err := likelihood.LogProbContext(ctx, x.Slice(lo, hi, 0, Dim).(*mat.Dense), dyn, lc)
-			if err != nil {
-				return nil, 0, 0, err
-			}
-			v, err := likelihood.BitsPerDim(r.LogProb, Dim, &Quant)
-			if err != nil {
-				return nil, 0, 0, err
-			}
-			bpd = append(bpd, v...)
-			nfe = r.Evals
-		}
-		return bpd, nfe, time.Since(start).Seconds() / float64(b), nil
-	}
-	methods := []struct {
-		name  string
-		dyn   likelihood.Dynamics
-		batch int
-	}{
-		{"vjp-exact", dynamics{f: f, kind: traceEstimator, est: vjp}, 4},
-		{"hutchinson-1", dynamics{f: f, kind: traceEstimator, est: h1}, 64},
-		{"hutchinson-16", dynamics{f: f, kind: traceEstimator, est: h16}, 64},
+	r := bpdRunner{ctx: ctx, log: log}
+	methods := []bpdTrace{
+		{"vjp-exact", dynamics{f: f, kind: traceEstimator, est: tr.vjp}, 4},
+		{"hutchinson-1", dynamics{f: f, kind: traceEstimator, est: tr.h1}, 64},
+		{"hutchinson-16", dynamics{f: f, kind: traceEstimator, est: tr.h16}, 64},
 		{"df-tm", dynamics{f: f, kind: traceDFTM}, 64},
 		{"df-tm-c", dynamics{f: f, kind: traceDFTMC}, 64},
 	}
-	compare := func(x *mat.Dense, lc likelihood.Config, label string) ([]BPDMethod, error) {
-		var out []BPDMethod
-		var ref []float64
-		for _, m := range methods {
-			fmt.Fprintf(log, "mnist: bpd of %d test images with %s (%s)\n", x.RawMatrix().Rows, m.name, label)
-			bpd, nfe, secs, err := run(x, m.dyn, lc, m.batch)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", m.name, err)
-			}
-			bm := BPDMethod{Method: m.name, Solver: label, Images: len(bpd), SecsPerImage: secs, NFE: nfe}
-			bm.MeanBPD, bm.SEBPD = stats.MeanSE(bpd)
-			if ref == nil {
-				ref = bpd
-			} else {
-				for i := range bpd { // relative error of the NLL (bpd without the offset)
-					nl, nlRef := bpd[i]-Quant.Offset(), ref[i]-Quant.Offset()
-					e := math.Abs(nl-nlRef) / math.Abs(nlRef)
-					bm.RelNLLErr += e / float64(len(bpd))
-					bm.MaxRelNLLErr = math.Max(bm.MaxRelNLLErr, e)
-					bm.AbsBPDErr += math.Abs(bpd[i]-ref[i]) / float64(len(bpd))
-				}
-			}
-			out = append(out, bm)
-		}
-		return out, nil
-	}
 	dataLC := likelihood.Config{Schedule: n.Schedule, T0: cfg.BPDStart, Steps: cfg.CompareSteps, Solver: likelihood.Euler}
-	if res.DataCompare, err = compare(rows(cfg.DataImages), dataLC, fmt.Sprintf("euler %d steps from s = %g", cfg.CompareSteps, cfg.BPDStart)); err != nil {
+	if res.DataCompare, err = r.compare(methods, rows(cfg.DataImages), dataLC, fmt.Sprintf("euler %d steps from s = %g", cfg.CompareSteps, cfg.BPDStart)); err != nil {
 		return nil, err
 	}
-	if res.PaperCompare, err = compare(rows(cfg.CompareImages), paper, fmt.Sprintf("paper: euler %d steps from t₁ = %.3g", paper.Steps, paper.T0)); err != nil {
+	if res.PaperCompare, err = r.compare(methods, rows(cfg.CompareImages), paper, fmt.Sprintf("paper: euler %d steps from t₁ = %.3g", paper.Steps, paper.T0)); err != nil {
 		return nil, err
 	}
 	// the data bpd by Hutchinson-16 with a finer solver from s
 	hs := likelihood.Config{Schedule: n.Schedule, T0: cfg.BPDStart, Steps: cfg.DataSteps, Solver: likelihood.Heun}
 	fmt.Fprintf(log, "mnist: data bpd of %d test images with hutchinson-16 (Heun %d steps from s)\n", cfg.CompareImages, cfg.DataSteps)
-	bpd, nfe, secs, err := run(rows(cfg.CompareImages), dynamics{f: f, kind: traceEstimator, est: h16}, hs, 64)
-	if err != nil {
+	h16 := bpdTrace{"hutchinson-16", dynamics{f: f, kind: traceEstimator, est: tr.h16}, 64}
+	if res.DataBPD, _, err = r.method(h16, rows(cfg.CompareImages), hs, fmt.Sprintf("heun %d steps from s = %g", cfg.DataSteps, cfg.BPDStart)); err != nil {
 		return nil, err
 	}
-	res.DataBPD = BPDMethod{Method: "hutchinson-16", Solver: fmt.Sprintf("heun %d steps from s = %g", cfg.DataSteps, cfg.BPDStart), Images: len(bpd), SecsPerImage: secs, NFE: nfe}
-	res.DataBPD.MeanBPD, res.DataBPD.SEBPD = stats.MeanSE(bpd)
-	// DF-TM's convergence in the solver, from t₁
 	dtm := dynamics{f: f, kind: traceDFTM}
+	dopri := likelihood.Config{Schedule: n.Schedule, T0: paper.T0, RTol: cfg.ConvRTol}
+	if res.Conv, err = r.convergence(dtm, rows(cfg.CompareImages), cfg.ConvSteps, fine, dopri); err != nil {
+		return nil, err
+	}
+	// the whole (or a part of the) test set with DF-TM, paper protocol
+	fmt.Fprintf(log, "mnist: bpd of %d test images with DF-TM (paper protocol)\n", cfg.BPDImages)
+	if res.Whole, _, err = r.method(bpdTrace{"df-tm", dtm, 64}, rows(cfg.BPDImages), paper, fmt.Sprintf("paper: euler %d steps from t₁ = %.3g", paper.Steps, paper.T0)); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// bpdTrace is a named likelihood dynamics (a trace method) and the batch
+// it runs in.
+type bpdTrace struct {
+	name  string
+	dyn   likelihood.Dynamics
+	batch int
+}
+
+// bpdRunner integrates the likelihood ODE of test images batch by batch.
+type bpdRunner struct {
+	ctx context.Context
+	log io.Writer
+}
+
+// bpd is the bits per dimension of every row of x, the NFE of a batch and
+// the seconds per image.
+func (r bpdRunner) bpd(x *mat.Dense, dyn likelihood.Dynamics, lc likelihood.Config, batch int) ([]float64, int, float64, error) {
+	b, _ := x.Dims()
+	var bpd []float64
+	nfe := 0
+	start := time.Now()
+	for lo := 0; lo < b; lo += batch {
+		hi := min(lo+batch, b)
+		res, err := likelihood.LogProbContext(r.ctx, x.Slice(lo, hi, 0, Dim).(*mat.Dense), dyn, lc)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		v, err := likelihood.BitsPerDim(res.LogProb, Dim, &Quant)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		bpd = append(bpd, v...)
+		nfe = res.Evals
+	}
+	return bpd, nfe, time.Since(start).Seconds() / float64(b), nil
+}
+
+// method is one trace method's mean bpd over the rows of x, and the
+// per-image bpd.
+func (r bpdRunner) method(m bpdTrace, x *mat.Dense, lc likelihood.Config, solver string) (BPDMethod, []float64, error) {
+	bpd, nfe, secs, err := r.bpd(x, m.dyn, lc, m.batch)
+	if err != nil {
+		return BPDMethod{}, nil, err
+	}
+	bm := BPDMethod{Method: m.name, Solver: solver, Images: len(bpd), SecsPerImage: secs, NFE: nfe}
+	bm.MeanBPD, bm.SEBPD = stats.MeanSE(bpd)
+	return bm, bpd, nil
+}
+
+// compare runs every method on x with one solver; the errors are relative
+// to the first method's.
+func (r bpdRunner) compare(methods []bpdTrace, x *mat.Dense, lc likelihood.Config, label string) ([]BPDMethod, error) {
+	var out []BPDMethod
+	var ref []float64
+	for _, m := range methods {
+		fmt.Fprintf(r.log, "mnist: bpd of %d test images with %s (%s)\n", x.RawMatrix().Rows, m.name, label)
+		bm, bpd, err := r.method(m, x, lc, label)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", m.name, err)
+		}
+		if ref == nil {
+			ref = bpd
+		} else {
+			for i := range bpd { // relative error of the NLL (bpd without the offset)
+				nl, nlRef := bpd[i]-Quant.Offset(), ref[i]-Quant.Offset()
+				e := math.Abs(nl-nlRef) / math.Abs(nlRef)
+				bm.RelNLLErr += e / float64(len(bpd))
+				bm.MaxRelNLLErr = math.Max(bm.MaxRelNLLErr, e)
+				bm.AbsBPDErr += math.Abs(bpd[i]-ref[i]) / float64(len(bpd))
+			}
+		}
+		out = append(out, bm)
+	}
+	return out, nil
+}
+
+// convergence is DF-TM's bpd with the fixed-step solver fine at each
+// number of steps and with the adaptive dopri, each row with its mean
+// distance from the dopri5 bpd.
+func (r bpdRunner) convergence(dtm likelihood.Dynamics, x *mat.Dense, steps []int, fine, dopri likelihood.Config) ([]ConvRow, error) {
+	var rows []ConvRow
 	var conv [][]float64
-	for _, st := range cfg.ConvSteps {
+	for _, st := range steps {
 		lc := fine
 		lc.Steps = st
-		bpd, nfe, secs, err := run(rows(cfg.CompareImages), dtm, lc, 64)
+		bpd, nfe, secs, err := r.bpd(x, dtm, lc, 64)
 		if err != nil {
 			return nil, err
 		}
 		m, _ := stats.MeanSE(bpd)
-		res.Conv = append(res.Conv, ConvRow{Solver: fmt.Sprintf("heun %d from t₁", st), NFE: nfe, MeanBPD: m, SecsPerImage: secs})
+		rows = append(rows, ConvRow{Solver: fmt.Sprintf("heun %d from t₁", st), NFE: nfe, MeanBPD: m, SecsPerImage: secs})
 		conv = append(conv, bpd)
 	}
-	lc := likelihood.Config{Schedule: n.Schedule, T0: paper.T0, RTol: cfg.ConvRTol}
-	bpd, nfe, secs, err = run(rows(cfg.CompareImages), dtm, lc, 64)
+	bpd, nfe, secs, err := r.bpd(x, dtm, dopri, 64)
 	if err != nil {
 		return nil, err
 	}
 	m, _ := stats.MeanSE(bpd)
-	res.Conv = append(res.Conv, ConvRow{Solver: fmt.Sprintf("dopri5 rtol %g from t₁", cfg.ConvRTol), NFE: nfe, MeanBPD: m, SecsPerImage: secs})
+	rows = append(rows, ConvRow{Solver: fmt.Sprintf("dopri5 rtol %g from t₁", dopri.RTol), NFE: nfe, MeanBPD: m, SecsPerImage: secs})
 	conv = append(conv, bpd)
 	refConv := conv[len(conv)-1] // the adaptive solve is the reference
-	for i := range res.Conv {
+	for i := range rows {
 		for k := range refConv {
-			res.Conv[i].DiffToRef += math.Abs(conv[i][k]-refConv[k]) / float64(len(refConv))
+			rows[i].DiffToRef += math.Abs(conv[i][k]-refConv[k]) / float64(len(refConv))
 		}
 	}
-	// the whole (or a part of the) test set with DF-TM, paper protocol
-	fmt.Fprintf(log, "mnist: bpd of %d test images with DF-TM (paper protocol)\n", cfg.BPDImages)
-	whole, nfe, secs, err := run(rows(cfg.BPDImages), dtm, paper, 64)
-	if err != nil {
-		return nil, err
-	}
-	res.Whole = BPDMethod{Method: "df-tm", Solver: fmt.Sprintf("paper: euler %d steps from t₁ = %.3g", paper.Steps, paper.T0), Images: len(whole), SecsPerImage: secs, NFE: nfe}
-	res.Whole.MeanBPD, res.Whole.SEBPD = stats.MeanSE(whole)
-	return res, nil
+	return rows, nil
 }

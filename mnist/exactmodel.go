@@ -76,13 +76,68 @@ func RunExactModel(ctx context.Context, cfg ExactModelConfig, log io.Writer) (*E
 	if err != nil {
 		return nil, err
 	}
+	net, err := mixtureNet(g, cfg.Fit.PerClass)
+	if err != nil {
+		return nil, err
+	}
+	var est exactModelEstimators
+	if est.vjp, err = access.NewVJPTrace(net, Dim); err != nil {
+		return nil, err
+	}
+	if est.h16, err = access.NewHutchinson(net, 16, access.Rademacher, cfg.Seed); err != nil {
+		return nil, err
+	}
+	if est.mv, err = access.NewVJPMatVec(net); err != nil {
+		return nil, err
+	}
+	res := &ExactModelResult{Config: cfg, Components: g.Components(), Traces: []string{est.vjp.Name(), est.h16.Name(), dftmExactName}, Operators: []string{est.mv.Name(), dfeaEndpointName}}
+	set, err := Load(Test)
+	if err != nil {
+		return nil, err
+	}
+	x0, err := set.Dequantized(0, cfg.Queries, cfg.Seed+10)
+	if err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed, 91))
+	for _, t := range cfg.Times {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		c, err := schedule.At(Schedule(), t)
+		if err != nil {
+			return nil, err
+		}
+		x, v := noisyQueries(c, x0, rng)
+		row, err := est.scoreAt(g, net, c, x0, x, v)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(log, "exact model: t = %g: exact tr F %.4g, vjp %.2g, hutchinson-16 %.2g, df-tm %.2g; F v: vjp %.2g, df-ea %.2g\n", t, row.ExactTrace,
+			row.TraceErr[est.vjp.Name()], row.TraceErr[est.h16.Name()], row.TraceErr[dftmExactName], row.MatVecErr[est.mv.Name()], row.MatVecErr[dfeaEndpointName])
+		res.Rows = append(res.Rows, row)
+	}
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+// The names of the two estimators built from the exact mixture's own
+// quantities rather than from the network's derivatives.
+const (
+	dftmExactName    = "df-tm (exact t*)"
+	dfeaEndpointName = "df-ea (endpoint x₀)"
+)
+
+// mixtureNet is the fitted mixture g as a float32 ε-network (the mixture
+// skip alone, class-conditional when perClass, queried without a class).
+func mixtureNet(g *mixture.Gaussian, perClass bool) (*access.Net, error) {
 	backend, err := models.NewBackend()
 	if err != nil {
 		return nil, err
 	}
 	store := model.NewStore()
 	store.SetParams(map[string]any{models.ParamDType: "float32", models.ParamNumClasses: 10})
-	if !cfg.Fit.PerClass {
+	if !perClass {
 		store.SetParam(models.ParamNumClasses, 0)
 	}
 	if err := models.SetMixtureSkip(store, g); err != nil {
@@ -96,100 +151,85 @@ func RunExactModel(ctx context.Context, cfg ExactModelConfig, log io.Writer) (*E
 		}
 		return models.MixtureEps(scope, in)
 	}
-	net := access.NewNet(backend, store, Schedule(), dtypes.Float32, access.Network{Eps: eps})
-	vjp, err := access.NewVJPTrace(net, Dim)
-	if err != nil {
-		return nil, err
-	}
-	h16, err := access.NewHutchinson(net, 16, access.Rademacher, cfg.Seed)
-	if err != nil {
-		return nil, err
-	}
-	mv, err := access.NewVJPMatVec(net)
-	if err != nil {
-		return nil, err
-	}
-	res := &ExactModelResult{Config: cfg, Components: g.Components(), Traces: []string{vjp.Name(), h16.Name(), "df-tm (exact t*)"}, Operators: []string{mv.Name(), "df-ea (endpoint x₀)"}}
-	set, err := Load(Test)
-	if err != nil {
-		return nil, err
-	}
-	x0, err := set.Dequantized(0, cfg.Queries, cfg.Seed+10)
-	if err != nil {
-		return nil, err
-	}
-	rng := rand.New(rand.NewPCG(cfg.Seed, 91))
-	q := cfg.Queries
-	for _, t := range cfg.Times {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	return access.NewNet(backend, store, Schedule(), dtypes.Float32, access.Network{Eps: eps}), nil
+}
+
+// noisyQueries are x = αx₀ + σz and a Gaussian vector v per row of x₀,
+// drawn interleaved from rng.
+func noisyQueries(c schedule.Coefficients, x0 *mat.Dense, rng *rand.Rand) (x, v *mat.Dense) {
+	q, _ := x0.Dims()
+	x, v = mat.NewDense(q, Dim, nil), mat.NewDense(q, Dim, nil)
+	for i := range q {
+		for j := range Dim {
+			x.Set(i, j, c.Alpha*x0.At(i, j)+c.Sigma*rng.NormFloat64())
+			v.Set(i, j, rng.NormFloat64())
 		}
-		c, err := schedule.At(Schedule(), t)
-		if err != nil {
-			return nil, err
+	}
+	return x, v
+}
+
+// exactModelEstimators are the network-derivative estimators scored
+// against the mixture.
+type exactModelEstimators struct {
+	vjp, h16 score.TraceEstimator
+	mv       score.FisherOperator
+}
+
+// scoreAt is one time's row: the exact trace and each estimator's mean
+// relative error against the mixture g at the queries x (noised from x0)
+// and vectors v.
+func (est exactModelEstimators) scoreAt(g *mixture.Gaussian, net *access.Net, c schedule.Coefficients, x0, x, v *mat.Dense) (ExactModelRow, error) {
+	q, _ := x.Dims()
+	ex, err := g.Eval(mixture.Query{At: c, X: x, V: v, Want: mixture.Trace | mixture.MatVec | mixture.Denoiser | mixture.SecondMoment})
+	if err != nil {
+		return ExactModelRow{}, err
+	}
+	row := ExactModelRow{T: c.T, Sigma: c.Sigma, TraceErr: map[string]float64{}, MatVecErr: map[string]float64{}}
+	for i := range q {
+		row.ExactTrace += ex.Trace[i] / float64(q)
+	}
+	yb, err := net.DenoiserAt(c, x)
+	if err != nil {
+		return ExactModelRow{}, err
+	}
+	for i := range q {
+		row.DeltaY += relNorm(yb.RawRowView(i), ex.Denoiser.RawRowView(i)) / float64(q)
+	}
+	traces := map[string][]float64{}
+	for _, e := range []score.TraceEstimator{est.vjp, est.h16} {
+		if traces[e.Name()], err = e.Trace(c, x); err != nil {
+			return ExactModelRow{}, err
 		}
-		x, v := mat.NewDense(q, Dim, nil), mat.NewDense(q, Dim, nil)
+	}
+	dftm := make([]float64, q) // d/σ² − (α²/σ⁴)(d t* − ‖ȳ_net‖²)
+	s2 := c.Sigma * c.Sigma
+	for i := range q {
+		yy := 0.0
+		for _, y := range yb.RawRowView(i) {
+			yy += y * y
+		}
+		dftm[i] = Dim/s2 - c.Alpha*c.Alpha/(s2*s2)*(ex.SecondMoment[i]-yy)
+	}
+	traces[dftmExactName] = dftm
+	for name, tr := range traces {
 		for i := range q {
-			for j := range Dim {
-				x.Set(i, j, c.Alpha*x0.At(i, j)+c.Sigma*rng.NormFloat64())
-				v.Set(i, j, rng.NormFloat64())
-			}
+			row.TraceErr[name] += math.Abs(tr[i]-ex.Trace[i]) / math.Abs(ex.Trace[i]) / float64(q)
 		}
-		ex, err := g.Eval(mixture.Query{At: c, X: x, V: v, Want: mixture.Trace | mixture.MatVec | mixture.Denoiser | mixture.SecondMoment})
-		if err != nil {
-			return nil, err
-		}
-		row := ExactModelRow{T: t, Sigma: c.Sigma, TraceErr: map[string]float64{}, MatVecErr: map[string]float64{}}
-		for i := range q {
-			row.ExactTrace += ex.Trace[i] / float64(q)
-		}
-		yb, err := net.DenoiserAt(c, x)
-		if err != nil {
-			return nil, err
-		}
-		for i := range q {
-			row.DeltaY += relNorm(yb.RawRowView(i), ex.Denoiser.RawRowView(i)) / float64(q)
-		}
-		traces := map[string][]float64{}
-		for _, e := range []score.TraceEstimator{vjp, h16} {
-			if traces[e.Name()], err = e.Trace(c, x); err != nil {
-				return nil, err
-			}
-		}
-		dftm := make([]float64, q) // d/σ² − (α²/σ⁴)(d t* − ‖ȳ_net‖²)
-		s2 := c.Sigma * c.Sigma
-		for i := range q {
-			yy := 0.0
-			for _, y := range yb.RawRowView(i) {
-				yy += y * y
-			}
-			dftm[i] = Dim/s2 - c.Alpha*c.Alpha/(s2*s2)*(ex.SecondMoment[i]-yy)
-		}
-		traces["df-tm (exact t*)"] = dftm
-		for name, tr := range traces {
-			for i := range q {
-				row.TraceErr[name] += math.Abs(tr[i]-ex.Trace[i]) / math.Abs(ex.Trace[i]) / float64(q)
-			}
-		}
-		st := score.State{At: c, X: x, Denoiser: yb, Endpoint: x0}
-		mvs := map[string]*mat.Dense{}
-		if mvs[mv.Name()], err = mv.Apply(st, v); err != nil {
-			return nil, err
-		}
-		if mvs["df-ea (endpoint x₀)"], err = access.DFEAApply(yb, x0, v, c.Alpha, c.Sigma); err != nil {
-			return nil, err
-		}
-		for name, m := range mvs {
-			for i := range q {
-				row.MatVecErr[name] += relNorm(m.RawRowView(i), ex.MatVec.RawRowView(i)) / float64(q)
-			}
-		}
-		fmt.Fprintf(log, "exact model: t = %g: exact tr F %.4g, vjp %.2g, hutchinson-16 %.2g, df-tm %.2g; F v: vjp %.2g, df-ea %.2g\n", t, row.ExactTrace,
-			row.TraceErr[vjp.Name()], row.TraceErr[h16.Name()], row.TraceErr["df-tm (exact t*)"], row.MatVecErr[mv.Name()], row.MatVecErr["df-ea (endpoint x₀)"])
-		res.Rows = append(res.Rows, row)
 	}
-	res.Elapsed = time.Since(start)
-	return res, nil
+	st := score.State{At: c, X: x, Denoiser: yb, Endpoint: x0}
+	mvs := map[string]*mat.Dense{}
+	if mvs[est.mv.Name()], err = est.mv.Apply(st, v); err != nil {
+		return ExactModelRow{}, err
+	}
+	if mvs[dfeaEndpointName], err = access.DFEAApply(yb, x0, v, c.Alpha, c.Sigma); err != nil {
+		return ExactModelRow{}, err
+	}
+	for name, m := range mvs {
+		for i := range q {
+			row.MatVecErr[name] += relNorm(m.RawRowView(i), ex.MatVec.RawRowView(i)) / float64(q)
+		}
+	}
+	return row, nil
 }
 
 // relNorm is ‖a − b‖/‖b‖.

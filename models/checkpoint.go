@@ -285,65 +285,19 @@ func DecodeCheckpoint(raw []byte, name string) (*Checkpoint, error) {
 		return nil, bad("header: data after the JSON object")
 	}
 	h := &c.Header
-	if h.Kind != KindTrainer && h.Kind != KindWeights {
-		return nil, bad("kind %q, want %q or %q", h.Kind, KindTrainer, KindWeights)
-	}
-	if h.Objective != "" {
-		if _, err := ParseObjective(h.Objective); err != nil {
-			return nil, bad("%v", err)
-		}
-	}
-	if h.Dim < 0 || h.Step < 0 {
-		return nil, bad("dim %d, step %d", h.Dim, h.Step)
-	}
-	for path, s := range h.Params {
-		if _, err := decodeParam(s); err != nil {
-			return nil, bad("parameter %s: %v", path, err)
-		}
-	}
-	switch {
-	case version == legacyVersion && h.Provenance != nil:
-		return nil, bad("format version %d holds no provenance, this one does", version)
-	case version == checkpointVersion && h.Provenance == nil:
-		return nil, bad("no provenance (schedule, data, ε-network), required from format version %d", checkpointVersion)
-	case h.Provenance != nil:
-		if err := h.Provenance.check(h); err != nil {
-			return nil, bad("%v", err)
-		}
+	if err := h.check(version); err != nil {
+		return nil, bad("%v", err)
 	}
 	data := body[fixed+int(hlen):]
 	seen := make(map[string]bool, len(h.Variables))
 	for _, cv := range h.Variables {
-		if err := checkVariablePath(cv.Path); err != nil {
-			return nil, bad("%v", err)
-		}
 		if seen[cv.Path] {
 			return nil, bad("variable %s stored twice", cv.Path)
 		}
 		seen[cv.Path] = true
-		dt, ok := allowedDTypes[cv.DType]
-		if !ok {
-			return nil, bad("variable %s: dtype %q", cv.Path, cv.DType)
-		}
-		if len(cv.Dims) > maxRank {
-			return nil, bad("variable %s: rank %d > %d", cv.Path, len(cv.Dims), maxRank)
-		}
-		size := int64(dt.Size())
-		for _, d := range cv.Dims {
-			if d < 0 || int64(d) > int64(len(data)) || size*int64(d) > int64(len(data)) {
-				return nil, bad("variable %s: dims %v exceed the %d bytes left", cv.Path, cv.Dims, len(data))
-			}
-			size *= int64(d)
-		}
-		if size > int64(len(data)) {
-			return nil, bad("variable %s: %d bytes, %d left", cv.Path, size, len(data))
-		}
-		t := tensors.FromShape(shapes.Make(dt, cv.Dims...))
-		if err := t.MutableBytes(func(b []byte) { copy(b, data[:size]) }); err != nil {
-			return nil, bad("variable %s: %v", cv.Path, err)
-		}
-		if !finite(t) {
-			return nil, bad("variable %s holds NaN or Inf", cv.Path)
+		t, size, err := cv.decode(data)
+		if err != nil {
+			return nil, bad("%v", err)
 		}
 		data = data[size:]
 		c.Values = append(c.Values, t)
@@ -352,6 +306,70 @@ func DecodeCheckpoint(raw []byte, name string) (*Checkpoint, error) {
 		return nil, bad("%d bytes after the last variable", len(data))
 	}
 	return c, nil
+}
+
+// check reports the first inconsistency of a header of format version:
+// kind, objective, dimensions, parameters, provenance.
+func (h *CheckpointHeader) check(version uint32) error {
+	if h.Kind != KindTrainer && h.Kind != KindWeights {
+		return fmt.Errorf("kind %q, want %q or %q", h.Kind, KindTrainer, KindWeights)
+	}
+	if h.Objective != "" {
+		if _, err := ParseObjective(h.Objective); err != nil {
+			return err
+		}
+	}
+	if h.Dim < 0 || h.Step < 0 {
+		return fmt.Errorf("dim %d, step %d", h.Dim, h.Step)
+	}
+	for path, s := range h.Params {
+		if _, err := decodeParam(s); err != nil {
+			return fmt.Errorf("parameter %s: %v", path, err)
+		}
+	}
+	switch {
+	case version == legacyVersion && h.Provenance != nil:
+		return fmt.Errorf("format version %d holds no provenance, this one does", version)
+	case version == checkpointVersion && h.Provenance == nil:
+		return fmt.Errorf("no provenance (schedule, data, ε-network), required from format version %d", checkpointVersion)
+	case h.Provenance != nil:
+		return h.Provenance.check(h)
+	}
+	return nil
+}
+
+// decode reads the variable's tensor from the front of data (the bytes
+// left after the previous variables) and returns it and its size in bytes;
+// an unknown dtype, a shape larger than data or a NaN or Inf is an error.
+func (cv CheckpointVariable) decode(data []byte) (*tensors.Tensor, int64, error) {
+	if err := checkVariablePath(cv.Path); err != nil {
+		return nil, 0, err
+	}
+	dt, ok := allowedDTypes[cv.DType]
+	if !ok {
+		return nil, 0, fmt.Errorf("variable %s: dtype %q", cv.Path, cv.DType)
+	}
+	if len(cv.Dims) > maxRank {
+		return nil, 0, fmt.Errorf("variable %s: rank %d > %d", cv.Path, len(cv.Dims), maxRank)
+	}
+	size := int64(dt.Size())
+	for _, d := range cv.Dims {
+		if d < 0 || int64(d) > int64(len(data)) || size*int64(d) > int64(len(data)) {
+			return nil, 0, fmt.Errorf("variable %s: dims %v exceed the %d bytes left", cv.Path, cv.Dims, len(data))
+		}
+		size *= int64(d)
+	}
+	if size > int64(len(data)) {
+		return nil, 0, fmt.Errorf("variable %s: %d bytes, %d left", cv.Path, size, len(data))
+	}
+	t := tensors.FromShape(shapes.Make(dt, cv.Dims...))
+	if err := t.MutableBytes(func(b []byte) { copy(b, data[:size]) }); err != nil {
+		return nil, 0, fmt.Errorf("variable %s: %v", cv.Path, err)
+	}
+	if !finite(t) {
+		return nil, 0, fmt.Errorf("variable %s holds NaN or Inf", cv.Path)
+	}
+	return t, size, nil
 }
 
 func checkVariablePath(p string) error {

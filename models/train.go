@@ -109,57 +109,15 @@ func NewTrainer(backend compute.Backend, store *model.Store, s schedule.Schedule
 	if err != nil {
 		return nil, err
 	}
-	if err := checkParams(store); err != nil {
+	if err := prepareStore(store, obj); err != nil {
 		return nil, err
 	}
-	if model.GetRootParamOr(store, ParamSkip, SkipNone) == SkipMixture && !HasNetwork(store, MixtureScope) {
-		return nil, errors.New("models: skip = mixture but the store holds no mixture (SetMixtureSkip)")
-	}
-	for v := range store.IterVariables() { // a mixture skip is fitted, never trained
-		if HasScope(v.Scope(), MixtureScope) {
-			v.SetTrainable(false)
-		}
-	}
-	if obj == DFTMCentred {
-		if err := freezeScoreNetwork(store); err != nil {
-			return nil, err
-		}
-	}
 	tr := &Trainer{Backend: backend, Store: store, Schedule: s, Objective: obj, n: len(data), d: len(data[0]), dtype: dtype}
-	tr.data = make([]float64, 0, tr.n*tr.d)
-	for i, row := range data {
-		if len(row) != tr.d {
-			return nil, fmt.Errorf("models: data row %d has dim %d, row 0 has %d", i, len(row), tr.d)
-		}
-		for j, x := range row {
-			if math.IsNaN(x) || math.IsInf(x, 0) {
-				return nil, fmt.Errorf("models: data row %d, column %d is %g", i, j, x)
-			}
-		}
-		tr.data = append(tr.data, row...)
+	if tr.data, err = flattenData(data); err != nil {
+		return nil, err
 	}
-	k := model.GetRootParamOr(store, ParamNumClasses, 0)
-	if obj == Classify {
-		if labels == nil || k < 2 {
-			return nil, fmt.Errorf("models: the classifier needs labels and num_classes ≥ 2 (have %d)", k)
-		}
-		if sh := model.GetRootParamOr(store, ParamShiftAugment, 0); sh != 0 {
-			side := int(math.Round(math.Sqrt(float64(tr.d))))
-			if side*side != tr.d || sh < 0 || sh >= side {
-				return nil, fmt.Errorf("models: shift_augment %d needs square images and 0 ≤ shift < side (d = %d)", sh, tr.d)
-			}
-		}
-	}
-	if labels != nil {
-		if len(labels) != tr.n {
-			return nil, fmt.Errorf("models: %d labels for %d rows", len(labels), tr.n)
-		}
-		for i, l := range labels {
-			if l < 0 || l >= k {
-				return nil, fmt.Errorf("models: label %d of row %d outside [0, %d) (num_classes)", l, i, k)
-			}
-			tr.labels = append(tr.labels, int32(l))
-		}
+	if tr.labels, err = checkLabels(store, obj, labels, tr.n, tr.d); err != nil {
+		return nil, err
 	}
 	seed := uint64(model.GetRootParamOr(store, ParamSeed, 1))
 	tr.pcg = rand.NewPCG(seed, 0x9e3779b97f4a7c15)
@@ -184,6 +142,78 @@ func NewTrainer(backend compute.Backend, store *model.Store, s schedule.Schedule
 		return nil, fmt.Errorf("models: %w", err)
 	}
 	return tr, nil
+}
+
+// prepareStore checks the store's parameters and freezes what the
+// objective does not train: a mixture skip (fitted, never trained) and,
+// for DF-TM-c, the score network.
+func prepareStore(store *model.Store, obj Objective) error {
+	if err := checkParams(store); err != nil {
+		return err
+	}
+	if model.GetRootParamOr(store, ParamSkip, SkipNone) == SkipMixture && !HasNetwork(store, MixtureScope) {
+		return errors.New("models: skip = mixture but the store holds no mixture (SetMixtureSkip)")
+	}
+	for v := range store.IterVariables() { // a mixture skip is fitted, never trained
+		if HasScope(v.Scope(), MixtureScope) {
+			v.SetTrainable(false)
+		}
+	}
+	if obj == DFTMCentred {
+		return freezeScoreNetwork(store)
+	}
+	return nil
+}
+
+// flattenData is the rows of data, all of row 0's length and finite, one
+// after the other.
+func flattenData(data [][]float64) ([]float64, error) {
+	n, d := len(data), len(data[0])
+	out := make([]float64, 0, n*d)
+	for i, row := range data {
+		if len(row) != d {
+			return nil, fmt.Errorf("models: data row %d has dim %d, row 0 has %d", i, len(row), d)
+		}
+		for j, x := range row {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return nil, fmt.Errorf("models: data row %d, column %d is %g", i, j, x)
+			}
+		}
+		out = append(out, row...)
+	}
+	return out, nil
+}
+
+// checkLabels checks the labels (one per row, in [0, num_classes); needed
+// by the classifier, with a shift augmentation that fits square images of
+// dimension d) and returns them as int32 (nil without labels).
+func checkLabels(store *model.Store, obj Objective, labels []int, n, d int) ([]int32, error) {
+	k := model.GetRootParamOr(store, ParamNumClasses, 0)
+	if obj == Classify {
+		if labels == nil || k < 2 {
+			return nil, fmt.Errorf("models: the classifier needs labels and num_classes ≥ 2 (have %d)", k)
+		}
+		if sh := model.GetRootParamOr(store, ParamShiftAugment, 0); sh != 0 {
+			side := int(math.Round(math.Sqrt(float64(d))))
+			if side*side != d || sh < 0 || sh >= side {
+				return nil, fmt.Errorf("models: shift_augment %d needs square images and 0 ≤ shift < side (d = %d)", sh, d)
+			}
+		}
+	}
+	if labels == nil {
+		return nil, nil
+	}
+	if len(labels) != n {
+		return nil, fmt.Errorf("models: %d labels for %d rows", len(labels), n)
+	}
+	out := make([]int32, 0, n)
+	for i, l := range labels {
+		if l < 0 || l >= k {
+			return nil, fmt.Errorf("models: label %d of row %d outside [0, %d) (num_classes)", l, i, k)
+		}
+		out = append(out, int32(l))
+	}
+	return out, nil
 }
 
 // checkParams validates the hyperparameters that are parsed by name.

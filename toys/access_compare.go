@@ -272,26 +272,30 @@ func gaussianRows(rng *rand.Rand, n, d int) [][]float64 {
 	return out
 }
 
-// Tables are the comparison as Markdown (rounded, with its note) and as
-// CSV (full precision, seconds), both named Config.Name.
+// Tables are the comparison as one table named Config.Name: Markdown
+// rounded, with its note; CSV in full precision, times in seconds.
 func (r *AccessResult) Tables() []*report.Table {
 	c := r.Config
-	md := &report.Table{Name: c.name(), NoCSV: true,
+	t := &report.Table{Name: c.name(),
 		Title: fmt.Sprintf("# Fisher access methods vs the exact Dirac-mixture Fisher (%s, d = %d, N = %d, %d queries, %d training steps)",
 			c.Schedule, c.Dim, c.Points, c.Queries, c.Steps),
 		Caption: fmt.Sprintf("relative error and cost of every Fisher access method against the exact Fisher, d = %d", c.Dim),
-		Header:  []string{"t", "σ", "kind", "method", "mean relative error", "time / query", "time ÷ exact VJP trace"},
+		Columns: []report.Column{
+			{Name: "t"},
+			{Name: "σ", Key: "sigma", Format: "%.3f"},
+			{Name: "kind"},
+			{Name: "method"},
+			{Name: "mean relative error", Key: "rel_err", Format: "%.3g"},
+			{Name: "time / query", Key: "time_per_query", Unit: "s"},
+			{Name: "time ÷ exact VJP trace", Key: "vs_exact_vjp", Format: "%.3g"},
+		},
 		Notes: []string{"Errors are against the closed form of the data's Dirac mixture (Prop. analytic_dirac) evaluated in float64 by dfx/mixture; " +
 			"`exact` is the same closed form as a GoMLX graph (access.Mixture), so its error is round-off. DF-EA uses the true endpoint x₀ of each query."}}
-	csv := &report.Table{Name: c.name(), NoMarkdown: true,
-		Header: []string{"t", "sigma", "kind", "method", "rel_err", "seconds_per_query", "vs_exact_vjp"}}
 	for _, w := range r.Rows {
-		md.Rows = append(md.Rows, []string{fmt.Sprintf("%g", w.T), fmt.Sprintf("%.3f", w.Sigma), w.Kind, w.Method,
-			fmt.Sprintf("%.3g", w.RelErr), w.PerQuery.Round(time.Microsecond).String(), fmt.Sprintf("%.3g", w.VsExactVJP)})
-		csv.Rows = append(csv.Rows, []string{fmt.Sprintf("%g", w.T), fmt.Sprintf("%g", w.Sigma), w.Kind, w.Method,
-			fmt.Sprintf("%g", w.RelErr), fmt.Sprintf("%g", w.PerQuery.Seconds()), fmt.Sprintf("%g", w.VsExactVJP)})
+		t.Add(report.Float(w.T), report.Float(w.Sigma), report.Text(w.Kind), report.Text(w.Method),
+			report.Float(w.RelErr), report.Duration(w.PerQuery), report.Float(w.VsExactVJP))
 	}
-	return []*report.Table{md, csv}
+	return []*report.Table{t}
 }
 
 // name is the file stem of the comparison's outputs.

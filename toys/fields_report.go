@@ -151,23 +151,27 @@ func (r *FieldsResult) Summaries() []Summary {
 
 // Report holds summary.md/.csv, trace.png/.svg and score.png.
 func (r *FieldsResult) Report() (*report.Report, error) {
-	md := &report.Table{Name: "summary", NoCSV: true,
+	t := &report.Table{Name: "summary",
 		Title: fmt.Sprintf("# Exact Fisher trace of a %d-point 2-D Dirac mixture (%s schedule, %d×%d grid on [−%g, %g]²)",
 			rows(r.Data), r.Schedule.Name(), r.Config.Grid, r.Config.Grid, r.Config.Extent, r.Config.Extent),
 		Caption: "range of the exact tr F over the grid per time, against the bound d/σ², and where it is negative",
-		Header:  []string{"t", "σ(t)", "min tr F", "mean tr F", "max tr F", "d/σ²", "grid fraction with tr F < 0"},
-		Notes:   []string{"tr F ≤ d/σ² everywhere (Prop. 1: F ≼ I/σ²); tr F < 0 between modes, where −log q_t is not convex."}}
-	csv := &report.Table{Name: "summary", NoMarkdown: true,
-		Header: []string{"t", "sigma", "min_trace", "mean_trace", "max_trace", "d_over_sigma2", "negative_fraction"}}
+		Columns: []report.Column{
+			{Name: "t"},
+			{Name: "σ(t)", Key: "sigma", Format: "%.4g"},
+			{Name: "min tr F", Key: "min_trace", Format: "%.4g"},
+			{Name: "mean tr F", Key: "mean_trace", Format: "%.4g"},
+			{Name: "max tr F", Key: "max_trace", Format: "%.4g"},
+			{Name: "d/σ²", Key: "d_over_sigma2", Format: "%.4g"},
+			{Name: "grid fraction with tr F < 0", Key: "negative_fraction", Format: "%.3f"},
+		},
+		Notes: []string{"tr F ≤ d/σ² everywhere (Prop. 1: F ≼ I/σ²); tr F < 0 between modes, where −log q_t is not convex."}}
 	for _, s := range r.Summaries() {
-		md.Rows = append(md.Rows, []string{fmt.Sprintf("%g", s.T), fmt.Sprintf("%.4g", s.Sigma), fmt.Sprintf("%.4g", s.MinTrace),
-			fmt.Sprintf("%.4g", s.MeanTrace), fmt.Sprintf("%.4g", s.MaxTrace), fmt.Sprintf("%.4g", s.IsotropicBound), fmt.Sprintf("%.3f", s.NegativeFraction)})
-		csv.Rows = append(csv.Rows, []string{fmt.Sprintf("%g", s.T), fmt.Sprintf("%g", s.Sigma), fmt.Sprintf("%g", s.MinTrace),
-			fmt.Sprintf("%g", s.MeanTrace), fmt.Sprintf("%g", s.MaxTrace), fmt.Sprintf("%g", s.IsotropicBound), fmt.Sprintf("%g", s.NegativeFraction)})
+		t.Add(report.Float(s.T), report.Float(s.Sigma), report.Float(s.MinTrace), report.Float(s.MeanTrace), report.Float(s.MaxTrace),
+			report.Float(s.IsotropicBound), report.Float(s.NegativeFraction))
 	}
 	traceCaption := "σ² tr F / d of the exact Fisher over the plane at each time, data points as crosses (symmetric-log colour scale covering the data)"
 	return &report.Report{Name: "fields", Title: "Quick start: exact Fisher-trace and score fields of an 8-point ring",
-		Tables: []*report.Table{md, csv},
+		Tables: []*report.Table{t},
 		Figures: []*report.Figure{
 			{Name: "trace.png", Caption: traceCaption, Render: r.traceFigure},
 			{Name: "trace.svg", Caption: traceCaption + ", as SVG", Render: r.traceFigure},

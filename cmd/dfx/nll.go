@@ -162,18 +162,8 @@ func (a nllArgs) solverFlags() (pfode.Method, bool, error) {
 // prepareNLL checks every flag and reads every input: all that can be bad
 // input is found here, before any integration.
 func prepareNLL(a nllArgs) (*nllJob, error) {
-	switch {
-	case a.gmm != "" && len(a.checkpoints) > 0:
-		return nil, errors.New("--gmm and --checkpoint are exclusive: give one model")
-	case a.gmm == "" && len(a.checkpoints) == 0:
-		return nil, errors.New("give a model: --gmm G.json or --checkpoint FILE")
-	case a.gmm != "" && a.set("trace"):
-		return nil, errors.New("--trace conflicts with --gmm: a Gaussian mixture's trace is exact (--trace applies to --checkpoint)")
-	case a.points == "":
-		return nil, errors.New("--points is required")
-	}
-	if a.points == "-" && a.gmm == "-" {
-		return nil, errors.New("only one of --gmm, --points can read stdin (-)")
+	if err := a.checkModelFlags(); err != nil {
+		return nil, err
 	}
 	method, adaptive, err := a.solverFlags()
 	if err != nil {
@@ -198,13 +188,9 @@ func prepareNLL(a nllArgs) (*nllJob, error) {
 	if err != nil {
 		return nil, err
 	}
-	lo, hi := s.Interval()
-	start := lo
-	if a.set("s") {
-		if !(a.s >= lo && a.s < hi) {
-			return nil, fmt.Errorf("--s %g is outside [t_min, T) = [%g, %g) of the %s schedule", a.s, lo, hi, s.Name())
-		}
-		start = a.s
+	start, hi, err := a.interval(s)
+	if err != nil {
+		return nil, err
 	}
 	budget, err := a.budget()
 	if err != nil {
@@ -220,13 +206,8 @@ func prepareNLL(a nllArgs) (*nllJob, error) {
 		job.estimate = false
 	}
 	if a.exact {
-		if a.gmm == "" {
-			return nil, errors.New("--exact applies to --gmm (a network's log q needs the ODE)")
-		}
-		for _, f := range []string{"solver", "steps", "rtol", "atol", "solver-error"} {
-			if a.set(f) {
-				return nil, fmt.Errorf("--%s has no effect with --exact (no ODE is solved)", f)
-			}
+		if err := a.checkExact(); err != nil {
+			return nil, err
 		}
 		job.exact, job.estimate = true, false
 	}
@@ -244,6 +225,52 @@ func prepareNLL(a nllArgs) (*nllJob, error) {
 		return nil, err
 	}
 	return job, nil
+}
+
+// checkModelFlags checks that one model is given (--gmm or --checkpoint),
+// with the points, and that at most one of them reads stdin.
+func (a nllArgs) checkModelFlags() error {
+	switch {
+	case a.gmm != "" && len(a.checkpoints) > 0:
+		return errors.New("--gmm and --checkpoint are exclusive: give one model")
+	case a.gmm == "" && len(a.checkpoints) == 0:
+		return errors.New("give a model: --gmm G.json or --checkpoint FILE")
+	case a.gmm != "" && a.set("trace"):
+		return errors.New("--trace conflicts with --gmm: a Gaussian mixture's trace is exact (--trace applies to --checkpoint)")
+	case a.points == "":
+		return errors.New("--points is required")
+	}
+	if a.points == "-" && a.gmm == "-" {
+		return errors.New("only one of --gmm, --points can read stdin (-)")
+	}
+	return nil
+}
+
+// interval is the integration interval [s, T) on schedule sch: from
+// --s, or from t_min when it is not set.
+func (a nllArgs) interval(sch schedule.Schedule) (start, end float64, err error) {
+	lo, hi := sch.Interval()
+	if !a.set("s") {
+		return lo, hi, nil
+	}
+	if !(a.s >= lo && a.s < hi) {
+		return 0, 0, fmt.Errorf("--s %g is outside [t_min, T) = [%g, %g) of the %s schedule", a.s, lo, hi, sch.Name())
+	}
+	return a.s, hi, nil
+}
+
+// checkExact checks that --exact comes with --gmm and without the
+// solver's flags.
+func (a nllArgs) checkExact() error {
+	if a.gmm == "" {
+		return errors.New("--exact applies to --gmm (a network's log q needs the ODE)")
+	}
+	for _, f := range []string{"solver", "steps", "rtol", "atol", "solver-error"} {
+		if a.set(f) {
+			return fmt.Errorf("--%s has no effect with --exact (no ODE is solved)", f)
+		}
+	}
+	return nil
 }
 
 // nllBytes estimates the peak memory: the points and their outputs, per

@@ -26,21 +26,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	for _, s := range append(mnist.Specs(), mnist.Candidates()...) {
 		names = append(names, s.Name)
 	}
-	help := func() {
-		fmt.Fprintln(stderr, trainUsage)
-		fmt.Fprintln(stderr, "networks (train in this order):")
-		for _, s := range mnist.Specs() {
-			need := ""
-			if s.Needs != "" {
-				need = " (needs " + s.Needs + ")"
-			}
-			fmt.Fprintf(stderr, "  %-11s %s, %d steps%s\n", s.Name, s.About, s.Steps, need)
-		}
-		fmt.Fprintln(stderr, "candidate ε-networks (compared by validation bpd at equal training time):")
-		for _, s := range mnist.Candidates() {
-			fmt.Fprintf(stderr, "  %-13s %s, %d steps\n", s.Name, s.About, s.Steps)
-		}
-	}
+	help := func() { trainHelp(stderr) }
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
 			help()
@@ -102,6 +88,23 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	fmt.Fprintf(stdout, "%s\t%d steps\t%.0f s\tfinal loss %.4g\n", filepath.Join(*out, spec.Name+".dfxckpt"), rec.Steps, rec.Seconds, rec.Curve.Loss[len(rec.Curve.Loss)-1])
 	return 0
+}
+
+// trainHelp prints the usage and the networks dfx train knows.
+func trainHelp(stderr io.Writer) {
+	fmt.Fprintln(stderr, trainUsage)
+	fmt.Fprintln(stderr, "networks (train in this order):")
+	for _, s := range mnist.Specs() {
+		need := ""
+		if s.Needs != "" {
+			need = " (needs " + s.Needs + ")"
+		}
+		fmt.Fprintf(stderr, "  %-11s %s, %d steps%s\n", s.Name, s.About, s.Steps, need)
+	}
+	fmt.Fprintln(stderr, "candidate ε-networks (compared by validation bpd at equal training time):")
+	for _, s := range mnist.Candidates() {
+		fmt.Fprintf(stderr, "  %-13s %s, %d steps\n", s.Name, s.About, s.Steps)
+	}
 }
 
 // preflightTrain checks everything dfx train needs before the data are

@@ -66,3 +66,38 @@ func BenchmarkTraceSmall(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkGaussianEval times the low-rank Gaussian mixture's log q, score,
+// denoiser, trace and Fisher-vector product: K = 10 components of rank 16
+// in d = 784, B = 256 queries.
+func BenchmarkGaussianEval(b *testing.B) {
+	const k, r, d, bq = 10, 16, 784, 256
+	rng := rand.New(rand.NewPCG(3, 3))
+	comps := make([]Component, k)
+	for c := range comps {
+		u := mat.NewDense(d, r, nil)
+		lam := make([]float64, r)
+		for j := range lam {
+			u.Set((c*r+j)%d, j, 1)
+			lam[j] = 0.1 + rng.Float64()
+		}
+		mean := make([]float64, d)
+		for j := range mean {
+			mean[j] = rng.NormFloat64()
+		}
+		comps[c] = Component{Mean: mean, Basis: u, Lambda: lam, Rest: 0.05, Weight: 1}
+	}
+	g, err := NewLowRank(comps)
+	if err != nil {
+		b.Fatal(err)
+	}
+	x := randDense(rng, bq, d, 1)
+	v := randDense(rng, bq, d, 1)
+	c, _ := schedule.At(schedule.DefaultVE(), 0.3)
+	q := Query{At: c, X: x, V: v, Want: LogProb | Score | Denoiser | Trace | MatVec}
+	for it := 0; it < b.N; it++ {
+		if _, err := g.Eval(q); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -127,163 +127,204 @@ const refineSpan = 50
 // accY += E Yc, and for MatVec P = V Ycᵀ, accV += (E∘P) Yc, with running
 // max/rescaling for the log-sum-exp.
 func (m *Dirac) evalBlock(q Query, alpha, sigma float64, lo, hi, blockWorkers int, emit func(int, *posterior)) {
-	d, n := m.Dim(), m.Len()
-	bq := hi - lo
-	want := q.Want
-	needV := want&MatVec != 0
-	needFull := want&Full != 0
-	chunk := m.ChunkSize
-	if chunk <= 0 {
-		chunk = 4096 // measured best of 512…8192 at N = 60 000, d = 784, B = 256 (OpenBLAS)
-	}
-	chunk = min(chunk, n)
-	s2 := sigma * sigma
-	inv2s2 := 1 / (2 * s2)
-
-	xs := blas64.General{Rows: bq, Cols: d, Stride: q.X.RawMatrix().Stride, Data: q.X.RawMatrix().Data[lo*q.X.RawMatrix().Stride:]}
-	var vs blas64.General
-	if needV {
-		vm := q.V.RawMatrix()
-		if vm.Rows == 1 {
-			vs = blas64.General{Rows: 1, Cols: d, Stride: vm.Stride, Data: vm.Data}
-		} else {
-			vs = blas64.General{Rows: bq, Cols: d, Stride: vm.Stride, Data: vm.Data[lo*vm.Stride:]}
-		}
-	}
-	xnorm2 := make([]float64, bq)
-	for i := range xnorm2 {
-		r := xs.Data[i*xs.Stride : i*xs.Stride+d]
-		xnorm2[i] = dot(r, r)
-	}
-	// Cancellation bound of the expanded distance, in nats, per query.
-	errNats := make([]float64, bq)
-	for i := range errNats {
-		errNats[i] = 8e-16 * (xnorm2[i] + alpha*alpha*m.maxY2 + 2*alpha*math.Sqrt(xnorm2[i]*m.maxY2)) * inv2s2 * float64(min(d, 64))
-	}
-
-	g := blas64.General{Rows: bq, Cols: chunk, Stride: chunk, Data: make([]float64, bq*chunk)}
-	var pv blas64.General
-	if needV {
-		pv = blas64.General{Rows: vs.Rows, Cols: chunk, Stride: chunk, Data: make([]float64, vs.Rows*chunk)}
-	}
-	accY := blas64.General{Rows: bq, Cols: d, Stride: d, Data: make([]float64, bq*d)}
-	var accV blas64.General
-	if needV {
-		accV = blas64.General{Rows: bq, Cols: d, Stride: d, Data: make([]float64, bq*d)}
-	}
-	var accFull []*mat.SymDense
-	if needFull {
-		accFull = make([]*mat.SymDense, bq)
-		for i := range accFull {
-			accFull[i] = mat.NewSymDense(d, nil)
-		}
-	}
+	b := m.newDiracBlock(q, alpha, sigma, lo, hi)
 	// Rows are independent: split them over the cores left by the query-block workers.
 	rowWorkers := max(1, runtime.GOMAXPROCS(0)/max(1, blockWorkers))
-	runMax := make([]float64, bq)
-	for i := range runMax {
-		runMax[i] = math.Inf(-1)
+	for c0 := 0; c0 < m.Len(); c0 += b.chunk {
+		b.absorbChunk(c0, min(b.chunk, m.Len()-c0), rowWorkers)
 	}
-	z := make([]float64, bq)
-	m2 := make([]float64, bq)
+	b.emit(lo, sigma, emit)
+}
 
-	for c0 := 0; c0 < n; c0 += chunk {
-		nc := min(chunk, n-c0)
-		yc := blas64.General{Rows: nc, Cols: d, Stride: d, Data: m.y.Data[c0*d : (c0+nc)*d]}
-		gc := blas64.General{Rows: bq, Cols: nc, Stride: chunk, Data: g.Data}
-		gemmFn(blas.NoTrans, blas.Trans, 1, xs, yc, 0, gc) // G = X Ycᵀ
-		if needV {
-			pc := blas64.General{Rows: vs.Rows, Cols: nc, Stride: chunk, Data: pv.Data}
-			gemmFn(blas.NoTrans, blas.Trans, 1, vs, yc, 0, pc) // P = V Ycᵀ
+// diracBlock is one query block's pass over the data: the queries, the
+// running log-sum-exp (max, Σ e, Σ e‖y‖²) and the weighted sums Σ e y,
+// Σ e (v·y) y and Σ e y yᵀ, all unnormalised until emit.
+type diracBlock struct {
+	m               *Dirac
+	alpha, inv2s2   float64
+	bq, chunk       int
+	needV, needFull bool
+	xs, vs          blas64.General // the block's queries [bq, d] and vectors [bq or 1, d]
+	xnorm2, errNats []float64      // ‖x‖², and the expanded distance's cancellation bound in nats
+	g, pv           blas64.General // per chunk: logits then weights [bq, chunk], and V Ycᵀ
+	accY, accV      blas64.General // Σ e y and Σ e (v·y) y [bq, d]
+	accFull         []*mat.SymDense
+	runMax, z, m2   []float64
+}
+
+func (m *Dirac) newDiracBlock(q Query, alpha, sigma float64, lo, hi int) *diracBlock {
+	d, bq := m.Dim(), hi-lo
+	s2 := sigma * sigma
+	b := &diracBlock{m: m, alpha: alpha, inv2s2: 1 / (2 * s2), bq: bq,
+		needV: q.Want&MatVec != 0, needFull: q.Want&Full != 0}
+	b.chunk = m.ChunkSize
+	if b.chunk <= 0 {
+		b.chunk = 4096 // measured best of 512…8192 at N = 60 000, d = 784, B = 256 (OpenBLAS)
+	}
+	b.chunk = min(b.chunk, m.Len())
+	xm := q.X.RawMatrix()
+	b.xs = blas64.General{Rows: bq, Cols: d, Stride: xm.Stride, Data: xm.Data[lo*xm.Stride:]}
+	if b.needV {
+		vm := q.V.RawMatrix()
+		if vm.Rows == 1 {
+			b.vs = blas64.General{Rows: 1, Cols: d, Stride: vm.Stride, Data: vm.Data}
+		} else {
+			b.vs = blas64.General{Rows: bq, Cols: d, Stride: vm.Stride, Data: vm.Data[lo*vm.Stride:]}
 		}
-		parallelRows(bq, rowWorkers, func(i int) {
+		b.pv = general(b.vs.Rows, b.chunk, make([]float64, b.vs.Rows*b.chunk))
+		b.accV = general(bq, d, make([]float64, bq*d))
+	}
+	b.xnorm2 = make([]float64, bq)
+	b.errNats = make([]float64, bq)
+	for i := range b.xnorm2 {
+		r := b.xs.Data[i*b.xs.Stride : i*b.xs.Stride+d]
+		b.xnorm2[i] = dot(r, r)
+		b.errNats[i] = 8e-16 * (b.xnorm2[i] + alpha*alpha*m.maxY2 + 2*alpha*math.Sqrt(b.xnorm2[i]*m.maxY2)) * b.inv2s2 * float64(min(d, 64))
+	}
+	b.g = general(bq, b.chunk, make([]float64, bq*b.chunk))
+	b.accY = general(bq, d, make([]float64, bq*d))
+	if b.needFull {
+		b.accFull = make([]*mat.SymDense, bq)
+		for i := range b.accFull {
+			b.accFull[i] = mat.NewSymDense(d, nil)
+		}
+	}
+	b.runMax = make([]float64, bq)
+	for i := range b.runMax {
+		b.runMax[i] = math.Inf(-1)
+	}
+	b.z = make([]float64, bq)
+	b.m2 = make([]float64, bq)
+	return b
+}
+
+// absorbChunk adds data rows [c0, c0+nc) to the block's sums.
+func (b *diracBlock) absorbChunk(c0, nc, rowWorkers int) {
+	m, d, chunk := b.m, b.m.Dim(), b.chunk
+	yc := blas64.General{Rows: nc, Cols: d, Stride: d, Data: m.y.Data[c0*d : (c0+nc)*d]}
+	gc := blas64.General{Rows: b.bq, Cols: nc, Stride: chunk, Data: b.g.Data}
+	gemmFn(blas.NoTrans, blas.Trans, 1, b.xs, yc, 0, gc) // G = X Ycᵀ
+	if b.needV {
+		pc := blas64.General{Rows: b.vs.Rows, Cols: nc, Stride: chunk, Data: b.pv.Data}
+		gemmFn(blas.NoTrans, blas.Trans, 1, b.vs, yc, 0, pc) // P = V Ycᵀ
+	}
+	parallelRows(b.bq, rowWorkers, func(i int) {
+		row := gc.Data[i*chunk : i*chunk+nc]
+		b.rescale(i, b.logits(i, c0, row))
+		b.weigh(i, c0, row)
+	})
+	// accY += E Yc
+	gemmFn(blas.NoTrans, blas.NoTrans, 1, gc, yc, 1, b.accY)
+	if b.needV {
+		// H = E ∘ P (P broadcast when one vector serves all), accV += H Yc.
+		for i := 0; i < b.bq; i++ {
+			prow := b.pv.Data[min(i, b.vs.Rows-1)*chunk:]
 			row := gc.Data[i*chunk : i*chunk+nc]
-			cmax := math.Inf(-1)
-			for j, gij := range row {
-				l := m.logPi[c0+j] - (xnorm2[i]-2*alpha*gij+alpha*alpha*m.ynorm2[c0+j])*inv2s2
-				row[j] = l
-				if l > cmax {
-					cmax = l
-				}
+			for j := range row {
+				row[j] *= prow[j]
 			}
-			if errNats[i] > 1e-9 && !math.IsInf(cmax, -1) {
-				x := xs.Data[i*xs.Stride : i*xs.Stride+d]
-				cut := cmax - refineSpan - 2*errNats[i]
-				cmax = math.Inf(-1)
-				for j := range row {
-					if row[j] >= cut {
-						row[j] = m.logPi[c0+j] - sqDist(x, m.y.Data[(c0+j)*d:(c0+j+1)*d], alpha)*inv2s2
-					}
-					cmax = math.Max(cmax, row[j])
-				}
-			}
-			if cmax > runMax[i] {
-				if !math.IsInf(runMax[i], -1) {
-					scale := math.Exp(runMax[i] - cmax)
-					z[i] *= scale
-					m2[i] *= scale
-					blas64.Implementation().Dscal(d, scale, accY.Data[i*d:], 1)
-					if needV {
-						blas64.Implementation().Dscal(d, scale, accV.Data[i*d:], 1)
-					}
-					if needFull {
-						scaleSym(accFull[i], scale)
-					}
-				}
-				runMax[i] = cmax
-			}
-			mx := runMax[i]
-			if math.IsInf(mx, -1) { // only zero-weight points so far
-				clear(row)
-				return
-			}
-			var zi, mi float64
-			for j, l := range row {
-				e := math.Exp(l - mx)
-				row[j] = e
-				zi += e
-				mi += e * m.ynorm2[c0+j]
-			}
-			z[i] += zi
-			m2[i] += mi
-			if needFull {
-				accumulateFull(accFull[i], row, m.y.Data[c0*d:(c0+nc)*d], d)
-			}
-		})
-		// accY += E Yc
-		gemmFn(blas.NoTrans, blas.NoTrans, 1, gc, yc, 1, accY)
-		if needV {
-			// H = E ∘ P (P broadcast when one vector serves all), accV += H Yc.
-			for i := 0; i < bq; i++ {
-				prow := pv.Data[min(i, vs.Rows-1)*chunk:]
-				row := gc.Data[i*chunk : i*chunk+nc]
-				for j := range row {
-					row[j] *= prow[j]
-				}
-			}
-			gemmFn(blas.NoTrans, blas.NoTrans, 1, gc, yc, 1, accV)
+		}
+		gemmFn(blas.NoTrans, blas.NoTrans, 1, gc, yc, 1, b.accV)
+	}
+}
+
+// logits turns query i's row of X Ycᵀ into log π_j − ‖x − αy_j‖²/(2σ²),
+// recomputing exactly the entries near the top that the expanded distance
+// may have got wrong, and returns the row's maximum.
+func (b *diracBlock) logits(i, c0 int, row []float64) float64 {
+	m, alpha, inv2s2, xn := b.m, b.alpha, b.inv2s2, b.xnorm2[i]
+	logPi, ynorm2 := m.logPi[c0:c0+len(row)], m.ynorm2[c0:c0+len(row)]
+	cmax := math.Inf(-1)
+	for j, gij := range row {
+		l := logPi[j] - (xn-2*alpha*gij+alpha*alpha*ynorm2[j])*inv2s2
+		row[j] = l
+		if l > cmax {
+			cmax = l
 		}
 	}
+	if b.errNats[i] > 1e-9 && !math.IsInf(cmax, -1) {
+		d := m.Dim()
+		x := b.xs.Data[i*b.xs.Stride : i*b.xs.Stride+d]
+		cut := cmax - refineSpan - 2*b.errNats[i]
+		cmax = math.Inf(-1)
+		for j := range row {
+			if row[j] >= cut {
+				row[j] = logPi[j] - sqDist(x, m.y.Data[(c0+j)*d:(c0+j+1)*d], alpha)*inv2s2
+			}
+			cmax = math.Max(cmax, row[j])
+		}
+	}
+	return cmax
+}
 
+// rescale moves query i's sums to a new running maximum cmax if it is larger.
+func (b *diracBlock) rescale(i int, cmax float64) {
+	if !(cmax > b.runMax[i]) {
+		return
+	}
+	if !math.IsInf(b.runMax[i], -1) {
+		d := b.m.Dim()
+		scale := math.Exp(b.runMax[i] - cmax)
+		b.z[i] *= scale
+		b.m2[i] *= scale
+		blas64.Implementation().Dscal(d, scale, b.accY.Data[i*d:], 1)
+		if b.needV {
+			blas64.Implementation().Dscal(d, scale, b.accV.Data[i*d:], 1)
+		}
+		if b.needFull {
+			scaleSym(b.accFull[i], scale)
+		}
+	}
+	b.runMax[i] = cmax
+}
+
+// weigh turns query i's logits into weights e_j = exp(l_j − max) in place
+// and adds them to Σ e, Σ e‖y‖² (and Σ e y yᵀ).
+func (b *diracBlock) weigh(i, c0 int, row []float64) {
+	mx := b.runMax[i]
+	if math.IsInf(mx, -1) { // only zero-weight points so far
+		clear(row)
+		return
+	}
+	ynorm2 := b.m.ynorm2[c0 : c0+len(row)]
+	var zi, mi float64
+	for j, l := range row {
+		e := math.Exp(l - mx)
+		row[j] = e
+		zi += e
+		mi += e * ynorm2[j]
+	}
+	b.z[i] += zi
+	b.m2[i] += mi
+	if b.needFull {
+		d := b.m.Dim()
+		accumulateFull(b.accFull[i], row, b.m.y.Data[c0*d:(c0+len(row))*d], d)
+	}
+}
+
+// emit normalises each query's sums into its posterior and hands it on.
+func (b *diracBlock) emit(lo int, sigma float64, emit func(int, *posterior)) {
+	d := b.m.Dim()
+	s2 := sigma * sigma
 	logNorm := -0.5 * float64(d) * math.Log(2*math.Pi*s2)
 	p := &posterior{}
-	for i := 0; i < bq; i++ {
-		inv := 1 / z[i]
-		p.ybar = accY.Data[i*d : (i+1)*d]
+	for i := 0; i < b.bq; i++ {
+		inv := 1 / b.z[i]
+		p.ybar = b.accY.Data[i*d : (i+1)*d]
 		for k := range p.ybar {
 			p.ybar[k] *= inv
 		}
-		p.m2 = m2[i] * inv
-		p.logq = runMax[i] + math.Log(z[i]) + logNorm
-		if needV {
-			p.cv = accV.Data[i*d : (i+1)*d]
+		p.m2 = b.m2[i] * inv
+		p.logq = b.runMax[i] + math.Log(b.z[i]) + logNorm
+		if b.needV {
+			p.cv = b.accV.Data[i*d : (i+1)*d]
 			for k := range p.cv {
 				p.cv[k] *= inv
 			}
 		}
-		if needFull {
-			scaleSym(accFull[i], inv)
-			p.full = accFull[i]
+		if b.needFull {
+			scaleSym(b.accFull[i], inv)
+			p.full = b.accFull[i]
 		}
 		emit(lo+i, p)
 	}

@@ -64,45 +64,16 @@ func Fit(data *mat.Dense, labels []int, opt FitOptions) (*Gaussian, *FitInfo, er
 	if err := checkFinite("data", data); err != nil {
 		return nil, nil, err
 	}
-	if opt.Components < 1 {
-		return nil, nil, fmt.Errorf("mixture: Fit: %d components, want ≥ 1: %w", opt.Components, ErrInput)
-	}
-	if math.IsNaN(opt.Shrink) || opt.Shrink < 0 || opt.Shrink > 1 {
-		return nil, nil, fmt.Errorf("mixture: Fit: shrinkage %g outside [0, 1]: %w", opt.Shrink, ErrInput)
-	}
-	if math.IsNaN(opt.Floor) || math.IsInf(opt.Floor, 0) || opt.Floor < 0 {
-		return nil, nil, fmt.Errorf("mixture: Fit: floor %g, want finite and ≥ 0: %w", opt.Floor, ErrInput)
-	}
-	if opt.Rank < 0 {
-		return nil, nil, fmt.Errorf("mixture: Fit: rank %d, want ≥ 0: %w", opt.Rank, ErrInput)
+	if err := opt.check(); err != nil {
+		return nil, nil, err
 	}
 	if opt.Iters <= 0 {
 		opt.Iters = 25
 	}
-	var groups map[int][]int
-	if opt.PerClass {
-		if len(labels) != n {
-			return nil, nil, fmt.Errorf("mixture: Fit: %d labels for %d rows: %w", len(labels), n, ErrInput)
-		}
-		groups = map[int][]int{}
-		for i, l := range labels {
-			if l < 0 {
-				return nil, nil, fmt.Errorf("mixture: Fit: label %d of row %d is negative: %w", l, i, ErrInput)
-			}
-			groups[l] = append(groups[l], i)
-		}
-	} else {
-		all := make([]int, n)
-		for i := range all {
-			all[i] = i
-		}
-		groups = map[int][]int{-1: all}
+	groups, keys, err := groupRows(n, labels, opt.PerClass)
+	if err != nil {
+		return nil, nil, err
 	}
-	keys := make([]int, 0, len(groups))
-	for k := range groups {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
 	info := &FitInfo{}
 	var comps []Component
 	var classes []int
@@ -118,11 +89,7 @@ func Fit(data *mat.Dense, labels []int, opt FitOptions) (*Gaussian, *FitInfo, er
 		assign, iters, inertia := kmeans(x, opt.Components, opt.Iters, opt.Seed+uint64(gi)*0x9e3779b97f4a7c15)
 		info.Iterations = append(info.Iterations, iters)
 		info.Inertia = append(info.Inertia, inertia)
-		members := make([][]int, opt.Components)
-		for i, c := range assign {
-			members[c] = append(members[c], i)
-		}
-		for c, m := range members {
+		for c, m := range clusterMembers(assign, opt.Components) {
 			if len(m) == 0 { // re-seeded in the last iteration, left empty
 				continue
 			}
@@ -148,6 +115,61 @@ func Fit(data *mat.Dense, labels []int, opt FitOptions) (*Gaussian, *FitInfo, er
 	return g, info, nil
 }
 
+// check reports the first option out of range.
+func (opt FitOptions) check() error {
+	if opt.Components < 1 {
+		return fmt.Errorf("mixture: Fit: %d components, want ≥ 1: %w", opt.Components, ErrInput)
+	}
+	if math.IsNaN(opt.Shrink) || opt.Shrink < 0 || opt.Shrink > 1 {
+		return fmt.Errorf("mixture: Fit: shrinkage %g outside [0, 1]: %w", opt.Shrink, ErrInput)
+	}
+	if math.IsNaN(opt.Floor) || math.IsInf(opt.Floor, 0) || opt.Floor < 0 {
+		return fmt.Errorf("mixture: Fit: floor %g, want finite and ≥ 0: %w", opt.Floor, ErrInput)
+	}
+	if opt.Rank < 0 {
+		return fmt.Errorf("mixture: Fit: rank %d, want ≥ 0: %w", opt.Rank, ErrInput)
+	}
+	return nil
+}
+
+// groupRows are the row indices of each label (perClass) or of all n rows
+// under the key −1, and the keys in ascending order.
+func groupRows(n int, labels []int, perClass bool) (map[int][]int, []int, error) {
+	groups := map[int][]int{}
+	if perClass {
+		if len(labels) != n {
+			return nil, nil, fmt.Errorf("mixture: Fit: %d labels for %d rows: %w", len(labels), n, ErrInput)
+		}
+		for i, l := range labels {
+			if l < 0 {
+				return nil, nil, fmt.Errorf("mixture: Fit: label %d of row %d is negative: %w", l, i, ErrInput)
+			}
+			groups[l] = append(groups[l], i)
+		}
+	} else {
+		all := make([]int, n)
+		for i := range all {
+			all[i] = i
+		}
+		groups[-1] = all
+	}
+	keys := make([]int, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return groups, keys, nil
+}
+
+// clusterMembers are the rows assigned to each of k clusters.
+func clusterMembers(assign []int, k int) [][]int {
+	members := make([][]int, k)
+	for i, c := range assign {
+		members[c] = append(members[c], i)
+	}
+	return members
+}
+
 // fitComponent is the mean and (shrunk, floored, truncated) covariance of
 // rows m of x.
 func fitComponent(x *mat.Dense, m []int, opt FitOptions) (Component, error) {
@@ -155,7 +177,36 @@ func fitComponent(x *mat.Dense, m []int, opt FitOptions) (Component, error) {
 	if len(m) == 0 {
 		return Component{}, fmt.Errorf("no rows assigned: %w", ErrInput)
 	}
-	mu := make([]float64, d)
+	mu, s := meanAndScatter(x, m)
+	nm := len(m)
+	low := opt.Rank > 0 && opt.Rank < d
+	var idle, active []int
+	nu := 0.0
+	if low {
+		idle, active, nu = splitIdle(s, d, nm, opt)
+	} else {
+		for j := 0; j < d; j++ {
+			active = append(active, j)
+		}
+	}
+	na := len(active)
+	cov := activeCovariance(s, active, d, nm, opt)
+	u, lam, err := eigenPSD(cov, "covariance")
+	if err != nil {
+		return Component{}, err
+	}
+	if !low {
+		return Component{Mean: mu, Basis: u, Lambda: lam}, nil
+	}
+	basis, lam, rho := truncateRank(u, lam, active, d, min(opt.Rank, na))
+	return Component{Mean: mu, Basis: basis, Lambda: lam, Rest: rho, Idle: idle, IdleVar: nu}, nil
+}
+
+// meanAndScatter are the mean μ of rows m of x and their scatter matrix
+// S = Σ (x_i − μ)(x_i − μ)ᵀ, row-major [d, d].
+func meanAndScatter(x *mat.Dense, m []int) (mu, s []float64) {
+	_, d := x.Dims()
+	mu = make([]float64, d)
 	for _, i := range m {
 		for j, v := range x.RawRowView(i) {
 			mu[j] += v
@@ -164,7 +215,7 @@ func fitComponent(x *mat.Dense, m []int, opt FitOptions) (Component, error) {
 	for j := range mu {
 		mu[j] /= float64(len(m))
 	}
-	// Centred rows, transposed: ct [d, n]; S = ct ctᵀ / n.
+	// Centred rows, transposed: ct [d, n]; S = ct ctᵀ.
 	nm := len(m)
 	ct := make([]float64, d*nm)
 	for c, i := range m {
@@ -172,14 +223,18 @@ func fitComponent(x *mat.Dense, m []int, opt FitOptions) (Component, error) {
 			ct[j*nm+c] = v - mu[j]
 		}
 	}
-	s := make([]float64, d*d)
+	s = make([]float64, d*d)
 	gemmFn(blas.NoTrans, blas.Trans, 1, general(d, nm, ct), general(d, nm, ct), 0, general(d, d, s))
-	low := opt.Rank > 0 && opt.Rank < d
-	var idle, active []int
-	nu := 0.0
+	return mu, s
+}
+
+// splitIdle splits the coordinates by their floored variance (scatter s of
+// nm rows) into idle ones (below opt.Idle) and active ones, keeping at
+// least opt.Rank active, and returns the idle coordinates' mean variance.
+func splitIdle(s []float64, d, nm int, opt FitOptions) (idle, active []int, nu float64) {
 	for j := 0; j < d; j++ {
 		v := s[j*d+j]/float64(nm) + opt.Floor
-		if low && opt.Idle > 0 && v < opt.Idle {
+		if opt.Idle > 0 && v < opt.Idle {
 			idle = append(idle, j)
 			nu += v
 		} else {
@@ -189,7 +244,7 @@ func fitComponent(x *mat.Dense, m []int, opt FitOptions) (Component, error) {
 	// Keep at least r coordinates active (the most variable idle ones), so
 	// that every component has rank r: a cluster of one row or of identical
 	// rows would otherwise leave none.
-	if low && len(active) < opt.Rank {
+	if len(active) < opt.Rank {
 		sort.Slice(idle, func(a, b int) bool { return s[idle[a]*d+idle[a]] > s[idle[b]*d+idle[b]] })
 		move := opt.Rank - len(active)
 		for _, j := range idle[:move] {
@@ -203,6 +258,13 @@ func fitComponent(x *mat.Dense, m []int, opt FitOptions) (Component, error) {
 	if len(idle) > 0 {
 		nu /= float64(len(idle))
 	}
+	return idle, active, nu
+}
+
+// activeCovariance is the covariance of the active coordinates from the
+// scatter s of nm rows: symmetrised, off-diagonal shrunk by 1 − opt.Shrink,
+// diagonal floored by opt.Floor.
+func activeCovariance(s []float64, active []int, d, nm int, opt FitOptions) *mat.SymDense {
 	na := len(active)
 	cov := mat.NewSymDense(na, nil)
 	for a, i := range active {
@@ -217,15 +279,14 @@ func fitComponent(x *mat.Dense, m []int, opt FitOptions) (Component, error) {
 			cov.SetSym(a, b, v)
 		}
 	}
-	u, lam, err := eigenPSD(cov, "covariance")
-	if err != nil {
-		return Component{}, err
-	}
-	if !low {
-		return Component{Mean: mu, Basis: u, Lambda: lam}, nil
-	}
-	// Eigenvalues ascending: keep the last r, the rest's mean is ρ.
-	r := min(opt.Rank, na)
+	return cov
+}
+
+// truncateRank keeps the r largest eigenpairs (u, lam ascending, over the
+// active coordinates) as a d×r basis and their variances, and returns the
+// mean ρ of the other eigenvalues.
+func truncateRank(u *mat.Dense, lam []float64, active []int, d, r int) (*mat.Dense, []float64, float64) {
+	na := len(active)
 	rho := 0.0
 	for _, l := range lam[:na-r] {
 		rho += l
@@ -239,7 +300,7 @@ func fitComponent(x *mat.Dense, m []int, opt FitOptions) (Component, error) {
 			basis.Set(i, l, u.At(a, na-r+l))
 		}
 	}
-	return Component{Mean: mu, Basis: basis, Lambda: slices.Clone(lam[na-r:]), Rest: rho, Idle: idle, IdleVar: nu}, nil
+	return basis, slices.Clone(lam[na-r:]), rho
 }
 
 // kmeans clusters the rows of x into k groups (k-means++ start, at most
@@ -248,15 +309,37 @@ func fitComponent(x *mat.Dense, m []int, opt FitOptions) (Component, error) {
 // (mean squared distance, of the last assignment). An emptied cluster is re-seeded with the row
 // farthest from its mean.
 func kmeans(x *mat.Dense, k, iters int, seed uint64) ([]int, int, float64) {
-	n, d := x.Dims()
+	n, _ := x.Dims()
 	rng := rand.New(rand.NewPCG(seed, 0x6b6d65616e73))
 	norms := make([]float64, n)
 	for i := range norms {
 		r := x.RawRowView(i)
 		norms[i] = dot(r, r)
 	}
+	cent := kmeansPlusPlus(x, k, rng)
+	assign := make([]int, n)
+	best := make([]float64, n)
+	prod := make([]float64, n*k)
+	it := 0
+	for it = 1; it <= iters; it++ {
+		assignNearest(x, cent, norms, prod, assign, best)
+		if moveCentres(x, cent, assign, best) == 0 {
+			break
+		}
+	}
+	it = min(it, iters)
+	inertia := 0.0
+	for _, v := range best {
+		inertia += v
+	}
+	return assign, it, inertia / float64(n)
+}
+
+// kmeansPlusPlus draws k initial centres from the rows of x: the first
+// uniformly, each next one ∝ its squared distance to the nearest centre.
+func kmeansPlusPlus(x *mat.Dense, k int, rng *rand.Rand) *mat.Dense {
+	n, d := x.Dims()
 	cent := mat.NewDense(k, d, nil)
-	// k-means++ on the full set: each next centre drawn ∝ D².
 	dist := make([]float64, n)
 	for i := range dist {
 		dist[i] = math.Inf(1)
@@ -281,67 +364,67 @@ func kmeans(x *mat.Dense, k, iters int, seed uint64) ([]int, int, float64) {
 		}
 		cent.SetRow(c, x.RawRowView(pick))
 	}
-	assign := make([]int, n)
-	best := make([]float64, n)
-	prod := make([]float64, n*k)
-	it := 0
-	for it = 1; it <= iters; it++ {
-		cn := make([]float64, k)
-		for c := range cn {
-			r := cent.RawRowView(c)
-			cn[c] = dot(r, r)
-		}
-		gemmFn(blas.NoTrans, blas.Trans, 1, denseGeneral(x), denseGeneral(cent), 0, general(n, k, prod))
-		changed := 0
-		parallelRows(n, runtime.GOMAXPROCS(0), func(i int) {
-			bi, bd := 0, math.Inf(1)
-			for c := 0; c < k; c++ {
-				if v := norms[i] - 2*prod[i*k+c] + cn[c]; v < bd {
-					bi, bd = c, v
-				}
-			}
-			best[i] = math.Max(bd, 0)
-			assign[i] = bi
-		})
-		sums := mat.NewDense(k, d, nil)
-		counts := make([]int, k)
-		for i, c := range assign {
-			counts[c]++
-			row := sums.RawRowView(c)
-			for j, v := range x.RawRowView(i) {
-				row[j] += v
-			}
-		}
+	return cent
+}
+
+// assignNearest sets each row's nearest centre and squared distance to it,
+// ‖x‖² − 2 x·c + ‖c‖² with the products X Cᵀ as one GEMM into prod [n, k].
+func assignNearest(x, cent *mat.Dense, norms, prod []float64, assign []int, best []float64) {
+	n, _ := x.Dims()
+	k, _ := cent.Dims()
+	cn := make([]float64, k)
+	for c := range cn {
+		r := cent.RawRowView(c)
+		cn[c] = dot(r, r)
+	}
+	gemmFn(blas.NoTrans, blas.Trans, 1, denseGeneral(x), denseGeneral(cent), 0, general(n, k, prod))
+	parallelRows(n, runtime.GOMAXPROCS(0), func(i int) {
+		bi, bd := 0, math.Inf(1)
 		for c := 0; c < k; c++ {
-			if counts[c] == 0 { // re-seed with the worst-fitted row
-				far := 0
-				for i, v := range best {
-					if v > best[far] {
-						far = i
-					}
+			if v := norms[i] - 2*prod[i*k+c] + cn[c]; v < bd {
+				bi, bd = c, v
+			}
+		}
+		best[i] = math.Max(bd, 0)
+		assign[i] = bi
+	})
+}
+
+// moveCentres moves each centre to the mean of its rows, re-seeds an empty
+// one with the worst-fitted row, and returns how many coordinates changed.
+func moveCentres(x, cent *mat.Dense, assign []int, best []float64) int {
+	k, d := cent.Dims()
+	sums := mat.NewDense(k, d, nil)
+	counts := make([]int, k)
+	for i, c := range assign {
+		counts[c]++
+		row := sums.RawRowView(c)
+		for j, v := range x.RawRowView(i) {
+			row[j] += v
+		}
+	}
+	changed := 0
+	for c := 0; c < k; c++ {
+		if counts[c] == 0 { // re-seed with the worst-fitted row
+			far := 0
+			for i, v := range best {
+				if v > best[far] {
+					far = i
 				}
-				cent.SetRow(c, x.RawRowView(far))
-				best[far] = 0
+			}
+			cent.SetRow(c, x.RawRowView(far))
+			best[far] = 0
+			changed++
+			continue
+		}
+		row, old := sums.RawRowView(c), cent.RawRowView(c)
+		for j := range row {
+			v := row[j] / float64(counts[c])
+			if v != old[j] {
 				changed++
-				continue
 			}
-			row, old := sums.RawRowView(c), cent.RawRowView(c)
-			for j := range row {
-				v := row[j] / float64(counts[c])
-				if v != old[j] {
-					changed++
-				}
-				old[j] = v
-			}
-		}
-		if changed == 0 {
-			break
+			old[j] = v
 		}
 	}
-	it = min(it, iters)
-	inertia := 0.0
-	for _, v := range best {
-		inertia += v
-	}
-	return assign, it, inertia / float64(n)
+	return changed
 }

@@ -62,7 +62,7 @@ func (s scale) ticks(lo, hi float64) []plot.Tick {
 
 // symTicks are the ticks of a symmetric-log scale on [dlo, dhi] in data
 // units: 0 and ±c·{1, 2, 5}·10^k (only ±c·10^k when that still leaves
-// MinTicks labels); nil when fewer than MinTicks fit.
+// minTicks labels); nil when fewer than minTicks fit.
 func (s scale) symTicks(dlo, dhi float64) []plot.Tick {
 	pick := func(mantissas []float64) []plot.Tick {
 		var ts []plot.Tick
@@ -83,39 +83,39 @@ func (s scale) symTicks(dlo, dhi float64) []plot.Tick {
 		return ts
 	}
 	ts := pick([]float64{1})
-	if len(ts) < MinTicks {
+	if len(ts) < minTicks {
 		ts = pick([]float64{1, 2, 5})
 	}
-	if len(ts) < MinTicks {
+	if len(ts) < minTicks {
 		return nil
 	}
 	return ts
 }
 
-// SymLogScale is the axis scale sign(v)·log10(1 + |v|/C): logarithmic
+// symLogScale is the axis scale sign(v)·log10(1 + |v|/C): logarithmic
 // beyond ±C, linear within, so that values of both signs and zero keep
 // their place on an axis that spans decades.
-type SymLogScale struct{ C float64 }
+type symLogScale struct{ C float64 }
 
-var _ plot.Normalizer = SymLogScale{}
+var _ plot.Normalizer = symLogScale{}
 
 // Normalize implements plot.Normalizer.
-func (s SymLogScale) Normalize(min, max, x float64) float64 {
+func (s symLogScale) Normalize(min, max, x float64) float64 {
 	sc := scale{symLog: s.C}
 	a, b := sc.to(min), sc.to(max)
 	return (sc.to(x) - a) / (b - a)
 }
 
-// SymLogTicks labels a SymLogScale axis in data units: 0 and ±C·{1, 2,
-// 5}·10^k, or plain Ticks on a range too narrow for MinTicks of those.
-// Values within ±10C stay unlabelled ticks when MinTicks labels remain
+// symLogTicks labels a symLogScale axis in data units: 0 and ±C·{1, 2,
+// 5}·10^k, or plain Ticks on a range too narrow for minTicks of those.
+// Values within ±10C stay unlabelled ticks when minTicks labels remain
 // without them: on the axis they sit too close to 0 to label.
-type SymLogTicks struct{ C float64 }
+type symLogTicks struct{ C float64 }
 
-var _ plot.Ticker = SymLogTicks{}
+var _ plot.Ticker = symLogTicks{}
 
 // Ticks implements plot.Ticker.
-func (s SymLogTicks) Ticks(lo, hi float64) []plot.Tick {
+func (s symLogTicks) Ticks(lo, hi float64) []plot.Tick {
 	ts := (scale{symLog: s.C}).symTicks(lo, hi)
 	if ts == nil {
 		return Ticks{}.Ticks(lo, hi)
@@ -126,7 +126,7 @@ func (s SymLogTicks) Ticks(lo, hi float64) []plot.Tick {
 			n++
 		}
 	}
-	if n >= MinTicks {
+	if n >= minTicks {
 		for i, t := range ts {
 			if t.Value != 0 && math.Abs(t.Value) < 10*s.C*(1-1e-9) {
 				ts[i].Label = ""
@@ -136,11 +136,11 @@ func (s SymLogTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ts
 }
 
-// SymLogY puts p's y axis on SymLogScale{c} with SymLogTicks, for data of
+// SymLogY puts p's y axis on symLogScale{c} with symLogTicks, for data of
 // both signs over several decades (c > 0: the half-width of the linear
 // part, which the axis label should state). Call it after Lines.
 func SymLogY(p *plot.Plot, c float64) {
-	p.Y.Scale, p.Y.Tick.Marker = SymLogScale{C: c}, SymLogTicks{C: c}
+	p.Y.Scale, p.Y.Tick.Marker = symLogScale{C: c}, symLogTicks{C: c}
 }
 
 // colorBar is a vertical colour scale drawn to the right of the data area; it

@@ -16,7 +16,7 @@ func ExampleLogLines() {
 	if err != nil {
 		panic(err)
 	}
-	svg, err := plotx.SVGBytes(p, 300, 200)
+	svg, err := plotx.Bytes(p, 300, 200, "svg")
 	if err != nil {
 		panic(err)
 	}

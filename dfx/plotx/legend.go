@@ -6,11 +6,11 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 )
 
-// LegendOutside moves p's legend to the right of the data area, where it
+// legendOutside moves p's legend to the right of the data area, where it
 // covers no curve: the data area shrinks by the legend's width (as for a
 // colour bar). A plot without legend entries is left as it is. Call it
 // after the last entry is added.
-func LegendOutside(p *plot.Plot) {
+func legendOutside(p *plot.Plot) {
 	probe := draw.Canvas{Rectangle: vg.Rectangle{Max: vg.Point{X: 1000, Y: 1000}}}
 	r := p.Legend.Rectangle(probe)
 	if r.Max.X-r.Min.X <= 0 {

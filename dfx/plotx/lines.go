@@ -96,7 +96,7 @@ func interval(p *plot.Plot, s Series, logY bool, col color.Color) error {
 }
 
 // Lines draws the series as lines on linear axes, in plotutil's colour order,
-// with at least MinTicks labelled ticks per axis and the legend (named
+// with at least minTicks labelled ticks per axis and the legend (named
 // series) right of the data area.
 func Lines(title, xlabel, ylabel string, series ...Series) (*plot.Plot, error) {
 	return LogLines(title, xlabel, ylabel, false, false, series...)

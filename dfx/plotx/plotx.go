@@ -1,13 +1,14 @@
 // Package plotx holds the few gonum/plot helpers the experiments share: heat
 // maps with a colour bar, quiver (arrow) overlays, line plots with optional log
-// axes, and writers that produce PNG/SVG bytes or files atomically.
+// axes, and Bytes, which renders a plot (or TilesBytes, a grid of plots) as
+// PNG or SVG bytes for a report.Figure.
 //
 // Grids follow one convention throughout: xs has nx increasing values, ys has
 // ny increasing values, and a field is z[iy][ix] (ny rows of nx values), so
 // z[iy][ix] is the value at (xs[ix], ys[iy]).
 //
 // Bad shapes or values are reported as errors; drawing panics inside gonum/plot
-// (e.g. a log axis over non-positive data) are turned into errors by the writers.
+// (e.g. a log axis over non-positive data) are turned into errors by Bytes.
 package plotx
 
 import (
@@ -15,7 +16,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/dfx-lab/dfx/internal/atomicfile"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 )
@@ -49,29 +49,3 @@ func Bytes(p *plot.Plot, w, h vg.Length, format string) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
-
-// PNGBytes draws p as a PNG image of w×h (at gonum/plot's default 96 dpi,
-// a 4-inch width is 384 pixels), ready for gonbui.DisplayPNG.
-func PNGBytes(p *plot.Plot, w, h vg.Length) ([]byte, error) { return Bytes(p, w, h, "png") }
-
-// SVGBytes draws p as an SVG document of w×h.
-func SVGBytes(p *plot.Plot, w, h vg.Length) ([]byte, error) { return Bytes(p, w, h, "svg") }
-
-// Save draws p in the given format and writes it atomically to path (parent
-// folders are created; a failed write leaves any previous file intact).
-func Save(p *plot.Plot, w, h vg.Length, format, path string) error {
-	wt, err := render(p, w, h, format)
-	if err != nil {
-		return fmt.Errorf("%w (for %s)", err, path)
-	}
-	return atomicfile.Write(path, func(out io.Writer) error {
-		_, err := wt.WriteTo(out)
-		return err
-	})
-}
-
-// SavePNG writes p as a w×h PNG image to path, atomically.
-func SavePNG(p *plot.Plot, w, h vg.Length, path string) error { return Save(p, w, h, "png", path) }
-
-// SaveSVG writes p as a w×h SVG document to path, atomically.
-func SaveSVG(p *plot.Plot, w, h vg.Length, path string) error { return Save(p, w, h, "svg", path) }

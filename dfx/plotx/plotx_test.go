@@ -5,9 +5,6 @@ import (
 	"image"
 	_ "image/png"
 	"math"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"gonum.org/v1/plot"
@@ -56,7 +53,7 @@ func TestPNGBytesDecodeToTheRequestedSize(t *testing.T) {
 	if err := Quiver(p, xs, ys, u, v, 0); err != nil {
 		t.Fatal(err)
 	}
-	b, err := PNGBytes(p, 4*vg.Inch, 3*vg.Inch) // 96 dpi
+	b, err := Bytes(p, 4*vg.Inch, 3*vg.Inch, "png") // 96 dpi
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +70,7 @@ func TestHeatMapColourBarShrinksTheDataArea(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := PNGBytes(p, 300, 200)
+		b, err := Bytes(p, 300, 200, "png")
 		if err != nil || len(b) == 0 {
 			t.Fatal(err)
 		}
@@ -125,7 +122,7 @@ func TestHeatMapConstantAndLogFieldsDraw(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if _, err := PNGBytes(p, 200, 150); err != nil {
+		if _, err := Bytes(p, 200, 150, "png"); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 	}
@@ -164,7 +161,7 @@ func TestLinesValidateAndDropNonPositiveOnLogAxes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := PNGBytes(p, 300, 200)
+	b, err := Bytes(p, 300, 200, "png")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,45 +176,11 @@ func TestDrawingPanicBecomesError(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Add(l)
-	if _, err := PNGBytes(p, 100, 100); err == nil {
+	if _, err := Bytes(p, 100, 100, "png"); err == nil {
 		t.Fatal("a log axis over a negative value: want an error, not a panic")
 	}
-	if err := SavePNG(p, 100, 100, filepath.Join(t.TempDir(), "x.png")); err == nil {
-		t.Fatal("SavePNG: want an error")
-	}
-	if _, err := PNGBytes(plot.New(), 0, 100); err == nil {
+	if _, err := Bytes(plot.New(), 0, 100, "png"); err == nil {
 		t.Fatal("zero width: want an error")
-	}
-}
-
-func TestSaveWritesCompleteFilesAndNoTemporaries(t *testing.T) {
-	xs, ys, z, _, _ := gaussianField(5, 5)
-	p, err := HeatMap("saved", xs, ys, z)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), "figures", "fields")
-	png, svg := filepath.Join(dir, "trace.png"), filepath.Join(dir, "trace.svg")
-	if err := SavePNG(p, 3*vg.Inch, 2*vg.Inch, png); err != nil {
-		t.Fatal(err)
-	}
-	if err := SaveSVG(p, 3*vg.Inch, 2*vg.Inch, svg); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(png)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := decodePNG(t, b).Bounds().Size(); got != (image.Point{X: 288, Y: 192}) {
-		t.Fatalf("saved PNG is %v, want 288×192", got)
-	}
-	s, err := os.ReadFile(svg)
-	if err != nil || !strings.Contains(string(s), "<svg") {
-		t.Fatalf("saved SVG: %v, %.60q", err, s)
-	}
-	ents, _ := os.ReadDir(dir)
-	if len(ents) != 2 {
-		t.Fatalf("want exactly the two figures in %s, got %d entries", dir, len(ents))
 	}
 }
 

@@ -16,13 +16,13 @@ import (
 // grid spacing. Non-finite vectors are skipped. Arrows are black; change them
 // through the returned style pointer if needed.
 func Quiver(p *plot.Plot, xs, ys []float64, u, v [][]float64, scale float64) error {
-	_, err := QuiverStyled(p, xs, ys, u, v, scale)
+	_, err := quiverStyled(p, xs, ys, u, v, scale)
 	return err
 }
 
-// QuiverStyled is Quiver returning the arrows' line style for adjustment
+// quiverStyled is Quiver returning the arrows' line style for adjustment
 // (colour, width) before the plot is drawn.
-func QuiverStyled(p *plot.Plot, xs, ys []float64, u, v [][]float64, scale float64) (*draw.LineStyle, error) {
+func quiverStyled(p *plot.Plot, xs, ys []float64, u, v [][]float64, scale float64) (*draw.LineStyle, error) {
 	if p == nil {
 		return nil, fmt.Errorf("plotx: Quiver on a nil plot")
 	}

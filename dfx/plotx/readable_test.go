@@ -12,13 +12,13 @@ import (
 
 func TestTickersLabelAtLeastFourValues(t *testing.T) {
 	for _, r := range [][2]float64{{-3.5, 3.5}, {0, 1}, {0.1, 0.6}, {-2, 1}, {0.002, 80}, {-5657, 200}, {1e-7, 2e-7}, {0.999, 1}, {3, 3.0001}, {-1e9, 1e9}} {
-		if n := LabelCount(Ticks{}, r[0], r[1]); n < MinTicks {
-			t.Errorf("Ticks on [%g, %g]: %d labels, want ≥ %d", r[0], r[1], n, MinTicks)
+		if n := labelCount(Ticks{}, r[0], r[1]); n < minTicks {
+			t.Errorf("Ticks on [%g, %g]: %d labels, want ≥ %d", r[0], r[1], n, minTicks)
 		}
 	}
 	for _, r := range [][2]float64{{1e-16, 10}, {0.02, 0.5}, {0.3, 0.9}, {0.3, 0.35}, {1, 1000}, {0.05, 0.12}} {
-		if n := LabelCount(LogTicks{}, r[0], r[1]); n < MinTicks {
-			t.Errorf("LogTicks on [%g, %g]: %d labels, want ≥ %d", r[0], r[1], n, MinTicks)
+		if n := labelCount(logTicks{}, r[0], r[1]); n < minTicks {
+			t.Errorf("logTicks on [%g, %g]: %d labels, want ≥ %d", r[0], r[1], n, minTicks)
 		}
 	}
 }
@@ -79,7 +79,7 @@ func TestHeatMapPaintsClippedCellsInTheSaturationColour(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := PNGBytes(p, 300, 200)
+	b, err := Bytes(p, 300, 200, "png")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,8 +121,8 @@ func TestHeatMapSymLogCoversTheDataAndLabelsDataUnits(t *testing.T) {
 			t.Errorf("SymLog colour bar lacks the label %q (has %v)", want, labels)
 		}
 	}
-	if len(bar.labelled()) < MinTicks {
-		t.Errorf("%d colour-bar labels, want ≥ %d", len(bar.labelled()), MinTicks)
+	if len(bar.labelled()) < minTicks {
+		t.Errorf("%d colour-bar labels, want ≥ %d", len(bar.labelled()), minTicks)
 	}
 	if _, err := HeatMap("", xs, ys, z, HeatOptions{SymLog: 1, LogZ: true}); err == nil {
 		t.Error("SymLog with LogZ: want an error")
@@ -136,8 +136,8 @@ func TestColourBarHasFourLabelsOnNarrowRanges(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := len(bar.labelled()); n < MinTicks {
-			t.Errorf("data [%g, %g]: %d colour-bar labels, want ≥ %d", r[0], r[1], n, MinTicks)
+		if n := len(bar.labelled()); n < minTicks {
+			t.Errorf("data [%g, %g]: %d colour-bar labels, want ≥ %d", r[0], r[1], n, minTicks)
 		}
 	}
 }
@@ -162,7 +162,7 @@ func TestLegendOutsideLeavesTheDataAreaFree(t *testing.T) {
 	if r := p.Legend.Rectangle(drawCanvas(vg.Rectangle{Max: vg.Point{X: 300, Y: 200}})); r.Max.X-r.Min.X > 0 {
 		t.Fatal("the plot's own legend (drawn inside) still has entries")
 	}
-	if _, err := PNGBytes(p, 300, 200); err != nil {
+	if _, err := Bytes(p, 300, 200, "png"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -174,7 +174,7 @@ func TestLogTicksLeaveNoLongStretchUnlabelled(t *testing.T) {
 	for _, r := range [][2]float64{{1.1, 15.5}, {0.5, 5}, {1.05, 1000}, {60, 4.5e9}, {0.02, 0.5}, {1e-16, 10}, {2, 30}} {
 		lo, hi := r[0], r[1]
 		prev, gap := lo, 0.0
-		for _, tk := range (LogTicks{}).Ticks(lo, hi) {
+		for _, tk := range (logTicks{}).Ticks(lo, hi) {
 			if tk.Label == "" {
 				continue
 			}
@@ -182,7 +182,7 @@ func TestLogTicksLeaveNoLongStretchUnlabelled(t *testing.T) {
 		}
 		gap = math.Max(gap, math.Log10(hi/prev))
 		if span := math.Log10(hi / lo); gap > span/4 {
-			t.Errorf("LogTicks on [%g, %g]: %.2f decades unlabelled, more than a quarter of %.2f", lo, hi, gap, span)
+			t.Errorf("logTicks on [%g, %g]: %.2f decades unlabelled, more than a quarter of %.2f", lo, hi, gap, span)
 		}
 	}
 }
@@ -191,7 +191,7 @@ func TestLogTicksLeaveNoLongStretchUnlabelled(t *testing.T) {
 // covariances at a floor of 1e-12 on a log axis; a symmetric-log axis
 // keeps their sign and order, labelled in data units.
 func TestSymLogAxisKeepsNegativeValues(t *testing.T) {
-	s := SymLogScale{C: 1e-5}
+	s := symLogScale{C: 1e-5}
 	vals := []float64{-0.02, -0.0147, -1e-6, 0, 2e-15, 2.3e-5, 5e-4, 0.25, 0.3}
 	prev := math.Inf(-1)
 	for _, v := range vals {
@@ -208,7 +208,7 @@ func TestSymLogAxisKeepsNegativeValues(t *testing.T) {
 	var neg, zero int
 	n := 0
 	var at []float64
-	for _, tk := range (SymLogTicks{C: 1e-5}).Ticks(-0.02, 0.3) {
+	for _, tk := range (symLogTicks{C: 1e-5}).Ticks(-0.02, 0.3) {
 		if tk.Label == "" {
 			continue
 		}
@@ -230,15 +230,15 @@ func TestSymLogAxisKeepsNegativeValues(t *testing.T) {
 			zero++
 		}
 	}
-	if n < MinTicks || neg == 0 || zero != 1 {
-		t.Errorf("%d labels, %d negative, %d zero: want ≥ %d, ≥ 1, 1", n, neg, zero, MinTicks)
+	if n < minTicks || neg == 0 || zero != 1 {
+		t.Errorf("%d labels, %d negative, %d zero: want ≥ %d, ≥ 1, 1", n, neg, zero, minTicks)
 	}
 	p, err := Lines("", "t", "y", Series{X: []float64{1, 2, 3}, Y: []float64{-0.0147, 0, 0.25}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	SymLogY(p, 1e-5)
-	if _, err := PNGBytes(p, 300, 200); err != nil {
+	if _, err := Bytes(p, 300, 200, "png"); err != nil {
 		t.Fatal(err)
 	}
 }

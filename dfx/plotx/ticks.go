@@ -7,11 +7,11 @@ import (
 	"gonum.org/v1/plot"
 )
 
-// MinTicks is the fewest labelled ticks the tickers of this package put on
+// minTicks is the fewest labelled ticks the tickers of this package put on
 // an axis: a reader needs more than one or two labels to read a scale.
-const MinTicks = 4
+const minTicks = 4
 
-// Ticks is a linear ticker that labels at least MinTicks values inside the
+// Ticks is a linear ticker that labels at least minTicks values inside the
 // axis range, at steps of 1, 2, 2.5 or 5 × 10^k, with an unlabelled minor
 // tick half-way between labels.
 type Ticks struct{}
@@ -23,7 +23,7 @@ func (Ticks) Ticks(lo, hi float64) []plot.Tick {
 	if !(hi > lo) || !finite(lo) || !finite(hi) {
 		return []plot.Tick{{Value: lo, Label: formatTick(lo, 1)}}
 	}
-	step := niceStep(lo, hi, MinTicks)
+	step := niceStep(lo, hi, minTicks)
 	var ts []plot.Tick
 	first := math.Ceil(lo/step - 1e-9)
 	for k := first; k*step <= hi+1e-9*step; k++ {
@@ -72,28 +72,28 @@ func formatTick(v, step float64) string {
 	return strconv.FormatFloat(v, 'f', dec, 64)
 }
 
-// LogTicks is a log-axis ticker that labels at least MinTicks values inside
+// logTicks is a log-axis ticker that labels at least minTicks values inside
 // the range and leaves no stretch of the axis unlabelled for more than a
 // quarter of its length (log units, ends included): powers of ten when the
 // range spans enough decades, then 1, 2, 5 × 10^k, then 1, 2, 3, 5 × 10^k,
-// then 1, 1.5, 2, 3, 5, 7 × 10^k, then 1…9 × 10^k (the densest of these with MinTicks labels
+// then 1, 1.5, 2, 3, 5, 7 × 10^k, then 1…9 × 10^k (the densest of these with minTicks labels
 // when none meets the quarter), and a linear ticker on a range too narrow
 // for those. Unlabelled ticks mark 1…9 × 10^k.
-type LogTicks struct{}
+type logTicks struct{}
 
-var _ plot.Ticker = LogTicks{}
+var _ plot.Ticker = logTicks{}
 
-// logMaxGap is the longest unlabelled stretch LogTicks allows, as a
+// logMaxGap is the longest unlabelled stretch logTicks allows, as a
 // fraction of the axis (log units).
 const logMaxGap = 0.25
 
 // Ticks implements plot.Ticker.
-func (LogTicks) Ticks(lo, hi float64) []plot.Tick {
+func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 	if !(lo > 0) || !(hi > lo) {
 		return Ticks{}.Ticks(lo, hi)
 	}
 	span := math.Log10(hi / lo)
-	var dense []plot.Tick // the densest labelling with MinTicks labels
+	var dense []plot.Tick // the densest labelling with minTicks labels
 	for _, mantissas := range [][]float64{{1}, {1, 2, 5}, {1, 2, 3, 5}, {1, 1.5, 2, 3, 5, 7}, {1, 1.5, 2, 3, 4, 5, 6, 7, 8, 9}} {
 		var ts []plot.Tick
 		var labelled []float64
@@ -116,7 +116,7 @@ func (LogTicks) Ticks(lo, hi float64) []plot.Tick {
 				}
 			}
 		}
-		if len(labelled) < MinTicks {
+		if len(labelled) < minTicks {
 			continue
 		}
 		dense = ts
@@ -145,23 +145,23 @@ func isLog(s plot.Normalizer) bool {
 	return false
 }
 
-// Readable gives both axes of p tickers with at least MinTicks labels
-// (LogTicks on a log scale, Ticks otherwise) and moves a legend with
-// entries out of the data area (LegendOutside). Call it after the axes'
+// Readable gives both axes of p tickers with at least minTicks labels
+// (logTicks on a log scale, Ticks otherwise) and moves a legend with
+// entries out of the data area (legendOutside). Call it after the axes'
 // scales are set and every legend entry is added.
 func Readable(p *plot.Plot) {
 	for _, a := range []*plot.Axis{&p.X, &p.Y} {
 		if isLog(a.Scale) {
-			a.Tick.Marker = LogTicks{}
+			a.Tick.Marker = logTicks{}
 		} else {
 			a.Tick.Marker = Ticks{}
 		}
 	}
-	LegendOutside(p)
+	legendOutside(p)
 }
 
-// LabelCount is the number of labelled ticks a ticker gives on [lo, hi].
-func LabelCount(t plot.Ticker, lo, hi float64) int {
+// labelCount is the number of labelled ticks a ticker gives on [lo, hi].
+func labelCount(t plot.Ticker, lo, hi float64) int {
 	n := 0
 	for _, tk := range t.Ticks(lo, hi) {
 		if tk.Label != "" && tk.Value >= lo-1e-12*math.Abs(lo) && tk.Value <= hi+1e-12*math.Abs(hi) {

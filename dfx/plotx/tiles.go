@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/dfx-lab/dfx/internal/atomicfile"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -112,13 +111,4 @@ func tileCanvas(format string, W, H vg.Length) (interface {
 		return vgsvg.New(W, H), nil
 	}
 	return nil, fmt.Errorf("plotx: tiles: unknown format %q (png, svg)", format)
-}
-
-// SaveTiles writes TilesBytes to path atomically.
-func SaveTiles(plots []*plot.Plot, cols int, w, h vg.Length, format, path string) error {
-	b, err := TilesBytes(plots, cols, w, h, format)
-	if err != nil {
-		return fmt.Errorf("%w (for %s)", err, path)
-	}
-	return atomicfile.WriteFile(path, b)
 }

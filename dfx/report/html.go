@@ -17,8 +17,9 @@ func (t *Table) HTML() string {
 	var b strings.Builder
 	b.WriteString(`<div class="dfx-table">`)
 	if t.Title != "" {
-		b.WriteString(MarkdownHTML(t.Title))
+		b.WriteString(markdownHTML(t.Title))
 	}
+	header, rows := t.shown()
 	numeric := numericColumns(t)
 	align := func(i int) string {
 		a := byte('l')
@@ -36,11 +37,11 @@ func (t *Table) HTML() string {
 		return ` style="text-align:left"`
 	}
 	b.WriteString("<table>\n<thead><tr>")
-	for i, h := range t.Header {
+	for i, h := range header {
 		fmt.Fprintf(&b, "<th%s>%s</th>", align(i), inlineHTML(h))
 	}
 	b.WriteString("</tr></thead>\n<tbody>\n")
-	for _, r := range t.Rows {
+	for _, r := range rows {
 		b.WriteString("<tr>")
 		for i, c := range r {
 			fmt.Fprintf(&b, "<td%s>%s</td>", align(i), inlineHTML(c))
@@ -49,7 +50,7 @@ func (t *Table) HTML() string {
 	}
 	b.WriteString("</tbody>\n</table>\n")
 	if len(t.Notes) > 0 {
-		b.WriteString(MarkdownHTML(strings.Join(t.Notes, "\n")))
+		b.WriteString(markdownHTML(strings.Join(t.Notes, "\n")))
 	}
 	for _, m := range t.More {
 		b.WriteString(m.HTML())
@@ -58,9 +59,23 @@ func (t *Table) HTML() string {
 	return b.String()
 }
 
-// numericColumns marks the columns whose every cell starts with a number
-// (units may follow): they are right-aligned where Align does not say.
+// numericColumns marks the columns whose every cell is a number (typed)
+// or starts with one (text; units may follow): they are right-aligned
+// where Align does not say.
 func numericColumns(t *Table) []bool {
+	if t.typed() {
+		out := make([]bool, len(t.Columns))
+		for i := range out {
+			out[i] = len(t.Cells) > 0
+			for _, r := range t.Cells {
+				if i < len(r) && !r[i].numeric() {
+					out[i] = false
+					break
+				}
+			}
+		}
+		return out
+	}
 	out := make([]bool, len(t.Header))
 	for i := range out {
 		out[i] = len(t.Rows) > 0
@@ -121,10 +136,10 @@ func (r *Report) HTML() (string, error) {
 	return b.String(), nil
 }
 
-// MarkdownHTML renders the small Markdown subset that report titles and
+// markdownHTML renders the small Markdown subset that report titles and
 // notes use: ATX headings, paragraphs, "-"/"*" lists, and inline `code`,
 // **bold**, *italic* and [links](url). Everything else is escaped text.
-func MarkdownHTML(md string) string {
+func markdownHTML(md string) string {
 	var b strings.Builder
 	var para []string
 	inList := false

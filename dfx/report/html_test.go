@@ -8,9 +8,9 @@ import (
 )
 
 func TestTableHTMLEscapesCellsAndAlignsColumns(t *testing.T) {
-	tab := &Table{Name: "t", Title: "### Cost per call\n\nMeasured on `2 CPUs`.", Header: []string{"method", "time (ms)"}, Align: "lr",
-		Rows: [][]string{{"<script>", "1.5 ms"}}, Notes: []string{"- first", "- **second**"},
-		More: []*Table{{Title: "More", Header: []string{"x"}, Rows: [][]string{{"y"}}}}}
+	tab := &Table{Name: "t", Title: "### Cost per call\n\nMeasured on `2 CPUs`.", Columns: []Column{{Name: "method"}, {Name: "time (ms)", Unit: "ms", Format: "%g ms"}}, Align: "lr",
+		Cells: [][]Cell{{Text("<script>"), Float(1.5)}}, Notes: []string{"- first", "- **second**"},
+		More: []*Table{{Title: "More", Columns: []Column{{Name: "x"}}, Cells: [][]Cell{{Text("y")}}}}}
 	h := tab.HTML()
 	for _, want := range []string{
 		"<h4>Cost per call</h4>", "<p>Measured on <code>2 CPUs</code>.</p>",
@@ -58,8 +58,8 @@ func TestMarkdownHTMLInline(t *testing.T) {
 		"- a\n  continued\n- b":     "<ul>\n<li>a continued</li>\n<li>b</li>\n</ul>\n",
 		"2 * 3 = 6, 4*5":            "<p>2 * 3 = 6, 4*5</p>\n",
 	} {
-		if got := MarkdownHTML(md); got != want {
-			t.Errorf("MarkdownHTML(%q) = %q, want %q", md, got, want)
+		if got := markdownHTML(md); got != want {
+			t.Errorf("markdownHTML(%q) = %q, want %q", md, got, want)
 		}
 	}
 }
@@ -74,14 +74,16 @@ func TestTableHTMLRightAlignsNumbersWhereAlignIsSilent(t *testing.T) {
 }
 
 func ExampleTable_HTML() {
-	t := &Table{Name: "demo", Header: []string{"t", "DF-TM error"}, Rows: [][]string{{"1.0", "0.06 %"}, {"0.2", "4 210 %"}}}
+	t := &Table{Name: "demo", Columns: []Column{{Name: "t", Format: "%.1f"}, {Name: "DF-TM error", Unit: "%", Format: "%.4g %%"}}}
+	t.Add(Float(1), Float(0.06))
+	t.Add(Float(0.2), Float(4210))
 	fmt.Print(t.HTML())
 	// Output:
 	// <div class="dfx-table"><table>
 	// <thead><tr><th style="text-align:right;white-space:nowrap">t</th><th style="text-align:right;white-space:nowrap">DF-TM error</th></tr></thead>
 	// <tbody>
 	// <tr><td style="text-align:right;white-space:nowrap">1.0</td><td style="text-align:right;white-space:nowrap">0.06 %</td></tr>
-	// <tr><td style="text-align:right;white-space:nowrap">0.2</td><td style="text-align:right;white-space:nowrap">4 210 %</td></tr>
+	// <tr><td style="text-align:right;white-space:nowrap">0.2</td><td style="text-align:right;white-space:nowrap">4210 %</td></tr>
 	// </tbody>
 	// </table>
 	// </div>

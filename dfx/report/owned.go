@@ -11,11 +11,11 @@ import (
 	"github.com/dfx-lab/dfx/internal/atomicfile"
 )
 
-// Marker is the file by which dfx recognises a folder it wrote. WriteDir
+// marker is the file by which dfx recognises a folder it wrote. WriteDir
 // puts one in every folder it writes, listing the files it wrote there (its
 // manifest); ClaimDir puts one without a manifest in a parent output folder
 // (one that holds output folders and an index, and is never replaced whole).
-const Marker = ".dfx-output"
+const marker = ".dfx-output"
 
 // markerHead is the first line of every marker; a parent's marker has
 // nothing else, an output folder's lists its files, one a line.
@@ -24,12 +24,12 @@ const (
 	parentMarker = "# a parent folder: dfx writes its index file and output folders here, and touches nothing else"
 )
 
-// ErrNotOwned is wrapped by the errors about an output folder dfx must not
+// errNotOwned is wrapped by the errors about an output folder dfx must not
 // write into: one holding files dfx did not write, a source folder, or /.
-var ErrNotOwned = errors.New("not a folder dfx may write into")
+var errNotOwned = errors.New("not a folder dfx may write into")
 
 // CheckDir reports whether dfx may write into dir: it does not exist yet,
-// is empty, or holds a Marker — a parent's, or an output folder's whose
+// is empty, or holds a marker — a parent's, or an output folder's whose
 // manifest lists every file in it (a file the user added is never
 // replaced). The file system's root and source folders (a go.mod, .git or
 // .go files) are refused in any case.
@@ -47,17 +47,17 @@ func CheckDir(dir string) error {
 	if len(ents) == 0 {
 		return nil
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, Marker))
+	raw, err := os.ReadFile(filepath.Join(dir, marker))
 	if err != nil {
-		return fmt.Errorf("output folder %s holds files dfx did not write (e.g. %s; no %s marker): choose a new or empty folder: %w", dir, ents[0].Name(), Marker, ErrNotOwned)
+		return fmt.Errorf("output folder %s holds files dfx did not write (e.g. %s; no %s marker): choose a new or empty folder: %w", dir, ents[0].Name(), marker, errNotOwned)
 	}
 	parent, manifest := parseMarker(string(raw))
 	if parent {
 		return nil
 	}
 	for _, e := range ents {
-		if n := e.Name(); n != Marker && !slices.Contains(manifest, n) {
-			return fmt.Errorf("output folder %s holds %s, which dfx did not write (not listed in its %s): move it away or choose another folder: %w", dir, n, Marker, ErrNotOwned)
+		if n := e.Name(); n != marker && !slices.Contains(manifest, n) {
+			return fmt.Errorf("output folder %s holds %s, which dfx did not write (not listed in its %s): move it away or choose another folder: %w", dir, n, marker, errNotOwned)
 		}
 	}
 	return nil
@@ -71,20 +71,20 @@ func CheckNotSource(dir string) error {
 		return fmt.Errorf("%s: %w", dir, err)
 	}
 	if abs == filepath.VolumeName(abs)+string(filepath.Separator) {
-		return fmt.Errorf("output folder %s is the file system's root: %w", dir, ErrNotOwned)
+		return fmt.Errorf("output folder %s is the file system's root: %w", dir, errNotOwned)
 	}
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
 		n := e.Name()
 		if n == "go.mod" || n == ".git" || strings.HasSuffix(n, ".go") {
-			return fmt.Errorf("output folder %s holds %s: a source folder, which dfx never writes into; choose a new or empty folder: %w", dir, n, ErrNotOwned)
+			return fmt.Errorf("output folder %s holds %s: a source folder, which dfx never writes into; choose a new or empty folder: %w", dir, n, errNotOwned)
 		}
 	}
 	return nil
 }
 
 // ClaimDir makes dir a parent output folder: CheckDir must allow it; it is
-// created if missing, and given a parent Marker if it has none.
+// created if missing, and given a parent marker if it has none.
 func ClaimDir(dir string) error {
 	if err := CheckDir(dir); err != nil {
 		return err
@@ -92,7 +92,7 @@ func ClaimDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("output folder %s: %w", dir, err)
 	}
-	p := filepath.Join(dir, Marker)
+	p := filepath.Join(dir, marker)
 	if _, err := os.Stat(p); err == nil {
 		return nil
 	}
@@ -109,15 +109,15 @@ func checkReplaceable(dir string) error {
 	if err := CheckDir(dir); err != nil {
 		return err
 	}
-	if raw, err := os.ReadFile(filepath.Join(dir, Marker)); err == nil {
+	if raw, err := os.ReadFile(filepath.Join(dir, marker)); err == nil {
 		if parent, _ := parseMarker(string(raw)); parent {
-			return fmt.Errorf("output folder %s holds other output folders: it is never replaced whole: %w", dir, ErrNotOwned)
+			return fmt.Errorf("output folder %s holds other output folders: it is never replaced whole: %w", dir, errNotOwned)
 		}
 	}
 	return nil
 }
 
-// manifestMarker is the Marker of an output folder holding names.
+// manifestMarker is the marker of an output folder holding names.
 func manifestMarker(names []string) []byte {
 	var b strings.Builder
 	b.WriteString(markerHead + "\n")

@@ -31,13 +31,19 @@ type Report struct {
 
 // Table is a table with a header row. Markdown renders Title above it,
 // Notes below and then the More sections; CSV has the header and rows only.
-// Where the Markdown and the CSV views differ (rounded cells and sections
-// against full precision in one flat table), a report holds two tables of
-// one Name, one NoCSV and one NoMarkdown.
+//
+// A table holds either typed columns (Columns and Cells: values that
+// Markdown and HTML show rounded in each column's format and CSV writes in
+// full precision, one value for every view) or text (Header and Rows,
+// shown as they are). Where a text table's Markdown and CSV views differ
+// (rounded cells and sections against full precision in one flat table),
+// a report holds two tables of one Name, one NoCSV and one NoMarkdown.
 type Table struct {
 	Name    string // file stem: Name.md and Name.csv
 	Title   string // Markdown above the table: a heading, paragraphs
 	Caption string // one line for figures/INDEX.md
+	Columns []Column
+	Cells   [][]Cell // rows of typed values, one per column (Add)
 	Header  []string
 	Rows    [][]string
 	Notes   []string
@@ -78,8 +84,9 @@ func (t *Table) Markdown() string {
 		}
 		b.WriteString("\n")
 	}
-	row(t.Header)
-	seps := make([]string, len(t.Header))
+	header, rows := t.shown()
+	row(header)
+	seps := make([]string, len(header))
 	for i := range seps {
 		seps[i] = "---"
 		if i < len(t.Align) {
@@ -92,7 +99,7 @@ func (t *Table) Markdown() string {
 		}
 	}
 	row(seps)
-	for _, r := range t.Rows {
+	for _, r := range rows {
 		row(r)
 	}
 	for i, n := range t.Notes {
@@ -112,12 +119,17 @@ func mdCell(s string) string {
 	return strings.ReplaceAll(s, "\n", " ")
 }
 
-// CSV renders the header and rows as RFC 4180 CSV.
+// CSV renders the header and rows as RFC 4180 CSV; typed columns as
+// "Key [Unit]" with raw values (rawView).
 func (t *Table) CSV() string {
+	header, rows := t.Header, t.Rows
+	if t.typed() {
+		header, rows = t.rawView()
+	}
 	var b bytes.Buffer
 	w := csv.NewWriter(&b)
-	_ = w.Write(t.Header)
-	_ = w.WriteAll(t.Rows) // flushes
+	_ = w.Write(header)
+	_ = w.WriteAll(rows) // flushes
 	return b.String()
 }
 
@@ -125,7 +137,8 @@ func (t *Table) CSV() string {
 func (f *Figure) PNG() ([]byte, error) { return f.Render("png") }
 
 // Check reports the first structural problem: empty or duplicate names,
-// names that are not plain file names, rows of the wrong width, a figure
+// names that are not plain file names, rows of the wrong width, a table
+// mixing typed and text columns, a figure
 // without a renderer or with an extension other than .png/.svg.
 func (r *Report) Check() error {
 	if r.Name == "" {
@@ -157,10 +170,8 @@ func (r *Report) Check() error {
 			}
 		}
 		for _, part := range append([]*Table{t}, t.More...) {
-			for i, row := range part.Rows {
-				if len(row) != len(part.Header) {
-					return fmt.Errorf("report %s: table %s row %d has %d cells for %d columns", r.Name, t.Name, i, len(row), len(part.Header))
-				}
+			if err := part.checkShape(); err != nil {
+				return fmt.Errorf("report %s: table %s: %w", r.Name, t.Name, err)
 			}
 		}
 	}

@@ -9,12 +9,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func sample(fail bool) *Report {
 	return &Report{
-		Name:   "exp",
-		Tables: []*Table{{Name: "t", Title: "**Table**", Header: []string{"a", "b|c"}, Rows: [][]string{{"1", "x,y"}, {"2", "line\nbreak"}}, Notes: []string{"note"}}},
+		Name: "exp",
+		Tables: []*Table{{Name: "t", Title: "**Table**", Columns: []Column{{Name: "a"}, {Name: "b|c"}},
+			Cells: [][]Cell{{Int(1), Text("x,y")}, {Int(2), Text("line\nbreak")}}, Notes: []string{"note"}}},
 		Figures: []*Figure{{Name: "f.png", Caption: "a figure", Render: func(format string) ([]byte, error) {
 			if fail {
 				return nil, errors.New("renderer broke")
@@ -43,7 +45,8 @@ func TestCheckRejectsBadNamesDuplicatesAndRaggedRows(t *testing.T) {
 		"path":      func(r *Report) { r.Files[0].Name = "../x" },
 		"hidden":    func(r *Report) { r.Files[0].Name = ".x" },
 		"duplicate": func(r *Report) { r.Files[0].Name = "f.png" },
-		"ragged":    func(r *Report) { r.Tables[0].Rows[0] = []string{"1"} },
+		"ragged":    func(r *Report) { r.Tables[0].Cells[0] = []Cell{Int(1)} },
+		"mixed":     func(r *Report) { r.Tables[0].Rows = [][]string{{"1", "2"}} },
 		"extension": func(r *Report) { r.Figures[0].Name = "f.jpg" },
 		"renderer":  func(r *Report) { r.Figures[0].Render = nil },
 		"no name":   func(r *Report) { r.Name = "" },
@@ -79,13 +82,13 @@ func TestWriteDirSwapsInWholeAndKeepsThePreviousRunOnFailure(t *testing.T) {
 	if err := WriteDir(ctx, sample(false), dir); err != nil {
 		t.Fatal(err)
 	}
-	if got := list(t, dir); !slices.Equal(got, []string{Marker, "f.png", "raw.txt", "t.csv", "t.md"}) {
+	if got := list(t, dir); !slices.Equal(got, []string{marker, "f.png", "raw.txt", "t.csv", "t.md"}) {
 		t.Fatalf("files %v", got)
 	}
 	// an output of an older run, listed in its marker
 	os.WriteFile(filepath.Join(dir, "stale-from-an-older-run.png"), []byte("old"), 0o644)
-	m, _ := os.ReadFile(filepath.Join(dir, Marker))
-	os.WriteFile(filepath.Join(dir, Marker), append(m, "stale-from-an-older-run.png\n"...), 0o644)
+	m, _ := os.ReadFile(filepath.Join(dir, marker))
+	os.WriteFile(filepath.Join(dir, marker), append(m, "stale-from-an-older-run.png\n"...), 0o644)
 	// A failing figure: the previous outputs stay as they were, no temporary folder remains.
 	if err := WriteDir(ctx, sample(true), dir); err == nil {
 		t.Fatal("renderer error not reported")
@@ -122,7 +125,7 @@ func TestStaleFoldersOfAKilledRunAreCleanedOrRestored(t *testing.T) {
 	// Killed between the two renames: only the old copy exists.
 	os.MkdirAll(filepath.Join(parent, ".old-exp-9"), 0o755)
 	os.WriteFile(filepath.Join(parent, ".old-exp-9", "t.md"), []byte("previous"), 0o644)
-	CleanStale(parent, "exp")
+	cleanStale(parent, "exp")
 	if got := list(t, parent); !slices.Equal(got, []string{".tmp-other-1", "exp"}) {
 		t.Errorf("after cleaning: %v", got)
 	}
@@ -140,15 +143,53 @@ func TestWriteDirRefusesFoldersWithoutAName(t *testing.T) {
 }
 
 func ExampleTable_Markdown() {
-	t := &Table{Name: "demo", Title: "Relative error", Header: []string{"t", "DF-TM"}, Rows: [][]string{{"1.0", "0.06 %"}, {"0.2", "4 210 %"}}}
+	t := &Table{Name: "demo", Title: "Relative error", Columns: []Column{
+		{Name: "t", Format: "%.1f"},
+		{Name: "DF-TM", Key: "dftm_rel_err", Unit: "%", Format: "%.4g %%"},
+	}}
+	t.Add(Float(1), Float(0.06))
+	t.Add(Float(0.2), Float(4210))
 	fmt.Print(t.Markdown())
+	fmt.Print(t.CSV())
 	// Output:
 	// Relative error
 	//
 	// | t | DF-TM |
 	// | --- | --- |
 	// | 1.0 | 0.06 % |
-	// | 0.2 | 4 210 % |
+	// | 0.2 | 4210 % |
+	// t,dftm_rel_err [%]
+	// 1,0.06
+	// 0.2,4210
+}
+
+func TestTypedColumnsShowFormattedAndWriteRawValues(t *testing.T) {
+	tab := &Table{Columns: []Column{
+		{Name: "method"},
+		{Name: "bpd", Format: "%.3f"},
+		{Name: "time / image", Key: "time_per_image", Unit: "s"},
+		{Name: "NFE"},
+	}}
+	tab.Add(Text("df-tm"), FloatSE(1.0/3, 0.01), Duration(1234567*time.Nanosecond), Int(20))
+	tab.Add(Text("vjp"), Float(2), Duration(2*time.Second), Int(5))
+	md := tab.Markdown()
+	for _, want := range []string{"| method | bpd | time / image | NFE |", "| df-tm | 0.333 ± 0.010 | 1.235ms | 20 |", "| vjp | 2.000 | 2s | 5 |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	want := "method,bpd,bpd_se,time_per_image [s],NFE\n" +
+		"df-tm,0.3333333333333333,0.01,0.001234567,20\n" +
+		"vjp,2,,2,5\n"
+	if got := tab.CSV(); got != want {
+		t.Errorf("csv\n%s\nwant\n%s", got, want)
+	}
+	h := tab.HTML()
+	for _, want := range []string{`<th style="text-align:left">method</th>`, `<td style="text-align:right;white-space:nowrap">0.333 ± 0.010</td>`} {
+		if !strings.Contains(h, want) {
+			t.Errorf("HTML lacks %q:\n%s", want, h)
+		}
+	}
 }
 
 func TestSectionsAlignmentAndSplitViews(t *testing.T) {
@@ -199,7 +240,7 @@ func TestWriteDirWritesOnlyIntoItsOwnFolders(t *testing.T) {
 	if err := WriteDir(ctx, sample(false), dir); err != nil {
 		t.Fatal(err)
 	}
-	if m, err := os.ReadFile(filepath.Join(dir, Marker)); err != nil || !strings.Contains(string(m), "\n") {
+	if m, err := os.ReadFile(filepath.Join(dir, marker)); err != nil || !strings.Contains(string(m), "\n") {
 		t.Fatalf("no marker: %v", err)
 	}
 	if err := WriteDir(ctx, sample(false), dir); err != nil {
@@ -207,7 +248,7 @@ func TestWriteDirWritesOnlyIntoItsOwnFolders(t *testing.T) {
 	}
 	mine := filepath.Join(dir, "notes.txt")
 	os.WriteFile(mine, []byte("mine"), 0o644)
-	if err := WriteDir(ctx, sample(false), dir); !errors.Is(err, ErrNotOwned) || !strings.Contains(err.Error(), "notes.txt") {
+	if err := WriteDir(ctx, sample(false), dir); !errors.Is(err, errNotOwned) || !strings.Contains(err.Error(), "notes.txt") {
 		t.Fatalf("folder with a user's file: %v", err)
 	}
 	if b, _ := os.ReadFile(mine); string(b) != "mine" {
@@ -218,8 +259,8 @@ func TestWriteDirWritesOnlyIntoItsOwnFolders(t *testing.T) {
 	src := t.TempDir()
 	os.WriteFile(filepath.Join(src, "main.go"), []byte("package main"), 0o644)
 	for _, d := range []string{foreign, src, "/"} {
-		if err := CheckDir(d); !errors.Is(err, ErrNotOwned) {
-			t.Errorf("CheckDir(%s) = %v, want ErrNotOwned", d, err)
+		if err := CheckDir(d); !errors.Is(err, errNotOwned) {
+			t.Errorf("CheckDir(%s) = %v, want errNotOwned", d, err)
 		}
 	}
 	parent := filepath.Join(t.TempDir(), "out")
@@ -230,7 +271,7 @@ func TestWriteDirWritesOnlyIntoItsOwnFolders(t *testing.T) {
 	if err := ClaimDir(parent); err != nil {
 		t.Fatalf("a claimed parent: %v", err)
 	}
-	if err := WriteDir(ctx, sample(false), parent); !errors.Is(err, ErrNotOwned) {
+	if err := WriteDir(ctx, sample(false), parent); !errors.Is(err, errNotOwned) {
 		t.Fatalf("WriteDir over a parent folder: %v", err)
 	}
 }

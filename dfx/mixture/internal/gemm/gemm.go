@@ -93,31 +93,39 @@ func Gemm(tA, tB blas.Transpose, alpha float64, a, b blas64.General, beta float6
 					j0 := jp * kernNR
 					nb := min(kernNR, n-j0)
 					packB(bbuf, b, tB, pc, kd, j0, nb)
-					for ip := 0; ip < mpanels; ip++ {
-						i0 := ip * kernMR
-						mb := min(kernMR, m-i0)
-						ap := &(*pa)[ip*kernMR*kd]
-						if mb == kernMR && nb == kernNR {
-							kernel8x24(kd, ap, &bbuf[0], &c.Data[i0*c.Stride+j0], c.Stride, add)
-							continue
-						}
-						kernel8x24(kd, ap, &bbuf[0], &tmp[0], kernNR, false)
-						for i := 0; i < mb; i++ {
-							dst := c.Data[(i0+i)*c.Stride+j0 : (i0+i)*c.Stride+j0+nb]
-							src := tmp[i*kernNR : i*kernNR+nb]
-							if add {
-								for j, v := range src {
-									dst[j] += v
-								}
-							} else {
-								copy(dst, src)
-							}
-						}
-					}
+					panelColumn(*pa, bbuf, tmp, c, m, kd, j0, nb, add)
 				}
 			}()
 		}
 		wg.Wait()
+	}
+}
+
+// panelColumn computes (or, with add, adds) the columns [j0, j0+nb) of
+// C's m rows from the packed A (all row panels, depth kd) and one packed
+// B panel: full 8×24 tiles straight into C, edge tiles through tmp.
+func panelColumn(pa, bbuf, tmp []float64, c blas64.General, m, kd, j0, nb int, add bool) {
+	mpanels := (m + kernMR - 1) / kernMR
+	for ip := 0; ip < mpanels; ip++ {
+		i0 := ip * kernMR
+		mb := min(kernMR, m-i0)
+		ap := &pa[ip*kernMR*kd]
+		if mb == kernMR && nb == kernNR {
+			kernel8x24(kd, ap, &bbuf[0], &c.Data[i0*c.Stride+j0], c.Stride, add)
+			continue
+		}
+		kernel8x24(kd, ap, &bbuf[0], &tmp[0], kernNR, false)
+		for i := 0; i < mb; i++ {
+			dst := c.Data[(i0+i)*c.Stride+j0 : (i0+i)*c.Stride+j0+nb]
+			src := tmp[i*kernNR : i*kernNR+nb]
+			if add {
+				for j, v := range src {
+					dst[j] += v
+				}
+			} else {
+				copy(dst, src)
+			}
+		}
 	}
 }
 
