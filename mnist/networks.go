@@ -245,73 +245,73 @@ func TrainingData(lowerEdges bool) ([][]float64, []int, error) {
 // <Out>/<name>.dfxckpt; the trainer state is saved every SaveEvery steps for
 // Resume. ctx cancels between steps (the state is saved first).
 func TrainNetwork(ctx context.Context, backend compute.Backend, spec NetSpec, opt TrainOptions) (*TrainRecord, error) {
-	steps := spec.Steps
-	if opt.Steps > 0 {
-		steps = opt.Steps
+	run, err := newTrainRun(backend, spec, opt)
+	if err != nil {
+		return nil, err
 	}
+	if err := run.steps(ctx); err != nil {
+		return nil, err
+	}
+	return run.finish()
+}
+
+// trainRun is one TrainNetwork run: the spec, the trainer and the record.
+type trainRun struct {
+	backend                    compute.Backend
+	spec                       NetSpec
+	opt                        TrainOptions
+	total, saveEvery, logEvery int
+	log                        io.Writer
+	stateDir, sp               string // the state's folder and file
+	store                      *model.Store
+	tr                         *models.Trainer
+	rec                        *TrainRecord
+}
+
+// newTrainRun builds the store (the networks it needs, the fitted or
+// restored skip), the trainer and its provenance, resuming from the saved
+// state with opt.Resume.
+func newTrainRun(backend compute.Backend, spec NetSpec, opt TrainOptions) (*trainRun, error) {
 	if opt.Out == "" {
 		return nil, errors.New("mnist: no output folder")
 	}
-	stateDir := opt.StateDir
-	if stateDir == "" {
-		stateDir = opt.Out
+	r := &trainRun{backend: backend, spec: spec, opt: opt, total: spec.Steps, saveEvery: opt.SaveEvery, logEvery: opt.LogEvery, log: opt.Log, stateDir: opt.StateDir}
+	if opt.Steps > 0 {
+		r.total = opt.Steps
 	}
-	saveEvery, logEvery := opt.SaveEvery, opt.LogEvery
-	if saveEvery <= 0 {
-		saveEvery = 500
+	if r.stateDir == "" {
+		r.stateDir = opt.Out
 	}
-	if logEvery <= 0 {
-		logEvery = 50
+	if r.saveEvery <= 0 {
+		r.saveEvery = 500
 	}
-	log := opt.Log
-	if log == nil {
-		log = io.Discard
+	if r.logEvery <= 0 {
+		r.logEvery = 50
 	}
-	sp := statePath(stateDir, spec.Name)
+	if r.log == nil {
+		r.log = io.Discard
+	}
+	r.sp = statePath(r.stateDir, spec.Name)
 	var state *models.Checkpoint
 	if opt.Resume { // a corrupt state is reported before the data are read
 		var err error
-		if state, err = models.ReadCheckpoint(sp); err != nil {
+		if state, err = models.ReadCheckpoint(r.sp); err != nil {
 			return nil, err
 		}
 	}
-	store := models.NewStore()
-	params := copyParams(spec.Params)
-	params[models.ParamCosineSteps] = steps
-	store.SetParams(params)
-	var need *model.Store
-	if spec.Needs != "" {
-		need = opt.Needs[spec.Needs]
-		if need == nil {
-			c, _, err := LoadNetwork(opt.Out, spec.Needs)
-			if err != nil {
-				return nil, fmt.Errorf("mnist: %s needs the %s network: %w", spec.Name, spec.Needs, err)
-			}
-			need = c
-		}
-		if err := models.CopyTrainable(store, need); err != nil {
-			return nil, err
-		}
+	need, err := r.newStore(state)
+	if err != nil {
+		return nil, err
 	}
 	rows, labels, err := TrainingData(dequantizes(spec))
 	if err != nil {
 		return nil, err
 	}
-	if spec.Skip != nil {
-		if state != nil { // the fitted skip is in the saved state: no refit
-			if err := restoreSkip(store, state); err != nil {
-				return nil, fmt.Errorf("mnist: %s: %w", sp, err)
-			}
-		} else if err := fitSkip(store, spec, log); err != nil {
-			return nil, err
-		}
-	}
 	var lab []int
 	if spec.Objective == models.DSM || spec.Objective == models.Classify {
 		lab = labels
 	}
-	tr, err := models.NewTrainer(backend, store, Schedule(), spec.Objective, rows, lab)
-	if err != nil {
+	if r.tr, err = models.NewTrainer(backend, r.store, Schedule(), spec.Objective, rows, lab); err != nil {
 		return nil, err
 	}
 	eps := ""
@@ -323,101 +323,158 @@ func TrainNetwork(ctx context.Context, backend compute.Backend, spec NetSpec, op
 			return nil, err
 		}
 	}
-	if tr.Provenance, err = trainProvenance(spec, eps); err != nil {
+	if r.tr.Provenance, err = trainProvenance(spec, eps); err != nil {
 		return nil, err
 	}
-	rec := &TrainRecord{Net: spec.Name, Steps: steps, Machine: Machine(), Backend: backend.Name()}
+	r.rec = &TrainRecord{Net: spec.Name, Steps: r.total, Machine: Machine(), Backend: backend.Name()}
 	if opt.Resume {
-		if err := tr.Load(sp); err != nil {
+		if err := r.resume(); err != nil {
 			return nil, err
 		}
-		if err := json.Unmarshal(tr.Config, rec); err != nil {
-			return nil, fmt.Errorf("mnist: %s: training record: %v: %w", sp, err, models.ErrCheckpoint)
-		}
-		if rec.Steps != steps {
-			return nil, fmt.Errorf("mnist: %s was started for %d steps, this run asks for %d (give -steps %d): %w", sp, rec.Steps, steps, rec.Steps, models.ErrCheckpoint)
-		}
-		fmt.Fprintf(log, "mnist: %s: resumed at step %d of %d\n", spec.Name, tr.Step(), steps)
 	}
-	save := func() error {
-		raw, err := json.Marshal(rec)
-		if err != nil {
-			return err
+	return r, nil
+}
+
+// newStore is the spec's store with the network it needs copied in and the
+// skip fitted (or taken from the saved state); it returns the needed
+// network's store (nil: none).
+func (r *trainRun) newStore(state *models.Checkpoint) (*model.Store, error) {
+	spec, opt := r.spec, r.opt
+	r.store = models.NewStore()
+	params := copyParams(spec.Params)
+	params[models.ParamCosineSteps] = r.total
+	r.store.SetParams(params)
+	var need *model.Store
+	if spec.Needs != "" {
+		need = opt.Needs[spec.Needs]
+		if need == nil {
+			c, _, err := LoadNetwork(opt.Out, spec.Needs)
+			if err != nil {
+				return nil, fmt.Errorf("mnist: %s needs the %s network: %w", spec.Name, spec.Needs, err)
+			}
+			need = c
 		}
-		tr.Config = raw
-		if err := os.MkdirAll(stateDir, 0o755); err != nil {
-			return err
+		if err := models.CopyTrainable(r.store, need); err != nil {
+			return nil, err
 		}
-		return tr.Save(sp)
 	}
-	var pr *models.Progress
-	if opt.Progress != nil {
-		pr = models.NewProgress(opt.Progress, "train "+spec.Name, steps-int(tr.Step()))
+	if spec.Skip != nil {
+		if state != nil { // the fitted skip is in the saved state: no refit
+			if err := restoreSkip(r.store, state); err != nil {
+				return nil, fmt.Errorf("mnist: %s: %w", r.sp, err)
+			}
+		} else if err := fitSkip(r.store, spec, r.log); err != nil {
+			return nil, err
+		}
 	}
-	validate := func(st int64, seconds float64, solve bool) error {
-		t0 := time.Now()
-		p := ValPoint{Step: st, Seconds: seconds}
-		var err error
-		if p.ELBO, err = ValidationELBO(backend, store); err != nil {
+	return need, nil
+}
+
+// resume loads the saved state and its training record.
+func (r *trainRun) resume() error {
+	if err := r.tr.Load(r.sp); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(r.tr.Config, r.rec); err != nil {
+		return fmt.Errorf("mnist: %s: training record: %v: %w", r.sp, err, models.ErrCheckpoint)
+	}
+	if r.rec.Steps != r.total {
+		return fmt.Errorf("mnist: %s was started for %d steps, this run asks for %d (give -steps %d): %w", r.sp, r.rec.Steps, r.total, r.rec.Steps, models.ErrCheckpoint)
+	}
+	fmt.Fprintf(r.log, "mnist: %s: resumed at step %d of %d\n", r.spec.Name, r.tr.Step(), r.total)
+	return nil
+}
+
+// save writes the resumable state with the record so far.
+func (r *trainRun) save() error {
+	raw, err := json.Marshal(r.rec)
+	if err != nil {
+		return err
+	}
+	r.tr.Config = raw
+	if err := os.MkdirAll(r.stateDir, 0o755); err != nil {
+		return err
+	}
+	return r.tr.Save(r.sp)
+}
+
+// validate appends a validation point (ValidationELBO; ValidationBPD too
+// with solve) to the record and logs it.
+func (r *trainRun) validate(st int64, seconds float64, solve bool) error {
+	t0 := time.Now()
+	p := ValPoint{Step: st, Seconds: seconds}
+	var err error
+	if p.ELBO, err = ValidationELBO(r.backend, r.store); err != nil {
+		return fmt.Errorf("mnist: validation at step %d: %w", st, err)
+	}
+	fmt.Fprintf(r.log, "mnist: %s: step %d: ELBO term %.4f ± %.4f bpd, gain over the skip %+.5f ± %.5f bpd (%s; %.1f s)\n",
+		r.spec.Name, st, p.ELBO.Term, p.ELBO.TermSE, p.ELBO.Gain, p.ELBO.GainSE, ELBOProtocol(), time.Since(t0).Seconds())
+	if solve {
+		t0 = time.Now()
+		if p.BPD, p.SE, err = ValidationBPD(r.backend, r.store); err != nil {
 			return fmt.Errorf("mnist: validation at step %d: %w", st, err)
 		}
-		fmt.Fprintf(log, "mnist: %s: step %d: ELBO term %.4f ± %.4f bpd, gain over the skip %+.5f ± %.5f bpd (%s; %.1f s)\n",
-			spec.Name, st, p.ELBO.Term, p.ELBO.TermSE, p.ELBO.Gain, p.ELBO.GainSE, ELBOProtocol(), time.Since(t0).Seconds())
-		if solve {
-			t0 = time.Now()
-			if p.BPD, p.SE, err = ValidationBPD(backend, store); err != nil {
-				return fmt.Errorf("mnist: validation at step %d: %w", st, err)
-			}
-			fmt.Fprintf(log, "mnist: %s: step %d: validation %.4f ± %.4f bpd (%s; %.1f s)\n", spec.Name, st, p.BPD, p.SE, ValidationProtocol(), time.Since(t0).Seconds())
-		}
-		rec.Val = append(rec.Val, p)
-		return nil
+		fmt.Fprintf(r.log, "mnist: %s: step %d: validation %.4f ± %.4f bpd (%s; %.1f s)\n", r.spec.Name, st, p.BPD, p.SE, ValidationProtocol(), time.Since(t0).Seconds())
 	}
-	if opt.ValEvery > 0 && spec.Scope == models.ScoreScope && tr.Step() == 0 { // the curve's start: the untrained network (with a skip: the mixture)
-		if err := validate(0, 0, true); err != nil {
-			return nil, err
+	r.rec.Val = append(r.rec.Val, p)
+	return nil
+}
+
+// steps trains to the last step: progress, loss curve, validations and
+// state saves; a cancelled ctx saves the state and returns its error.
+func (r *trainRun) steps(ctx context.Context) error {
+	tr, rec, total := r.tr, r.rec, int64(r.total)
+	validating := r.opt.ValEvery > 0 && r.spec.Scope == models.ScoreScope
+	var pr *models.Progress
+	if r.opt.Progress != nil {
+		pr = models.NewProgress(r.opt.Progress, "train "+r.spec.Name, r.total-int(tr.Step()))
+	}
+	if validating && tr.Step() == 0 { // the curve's start: the untrained network (with a skip: the mixture)
+		if err := r.validate(0, 0, true); err != nil {
+			return err
 		}
 	}
 	start := time.Now()
 	sum, count := 0.0, 0
-	for tr.Step() < int64(steps) {
+	for tr.Step() < total {
 		if ctx.Err() != nil {
 			rec.Seconds += time.Since(start).Seconds()
-			if err := save(); err != nil {
-				return nil, err
+			if err := r.save(); err != nil {
+				return err
 			}
-			fmt.Fprintf(log, "mnist: %s interrupted at step %d; state in %s (resume with -resume)\n", spec.Name, tr.Step(), sp)
-			return nil, ctx.Err()
+			fmt.Fprintf(r.log, "mnist: %s interrupted at step %d; state in %s (resume with -resume)\n", r.spec.Name, tr.Step(), r.sp)
+			return ctx.Err()
 		}
 		loss, err := tr.TrainSteps(1)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		sum += loss
 		count++
-		if opt.OnStep != nil {
-			opt.OnStep(tr.Step())
+		st := tr.Step()
+		if r.opt.OnStep != nil {
+			r.opt.OnStep(st)
 		}
 		if pr != nil {
 			pr.Update(loss, sum/float64(count))
 		}
-		if st := tr.Step(); st%int64(logEvery) == 0 || st == int64(steps) {
+		if st%int64(r.logEvery) == 0 || st == total {
 			rec.Curve.Step = append(rec.Curve.Step, st)
 			rec.Curve.Loss = append(rec.Curve.Loss, sum/float64(count))
 			sum, count = 0, 0
 		}
-		if st := tr.Step(); opt.ValEvery > 0 && spec.Scope == models.ScoreScope && (st%int64(opt.ValEvery) == 0 || st == int64(steps)) {
+		if validating && (st%int64(r.opt.ValEvery) == 0 || st == total) {
 			t0 := time.Now()
-			if err := validate(st, rec.Seconds+time.Since(start).Seconds(), st == int64(steps)); err != nil {
-				return nil, err
+			if err := r.validate(st, rec.Seconds+time.Since(start).Seconds(), st == total); err != nil {
+				return err
 			}
 			start = start.Add(time.Since(t0)) // validation time is not training time
 		}
-		if tr.Step()%int64(saveEvery) == 0 && tr.Step() < int64(steps) {
+		if st%int64(r.saveEvery) == 0 && st < total {
 			rec.Seconds += time.Since(start).Seconds()
 			start = time.Now()
-			if err := save(); err != nil {
-				return nil, err
+			if err := r.save(); err != nil {
+				return err
 			}
 		}
 	}
@@ -425,19 +482,27 @@ func TrainNetwork(ctx context.Context, backend compute.Backend, spec NetSpec, op
 		pr.Done()
 	}
 	rec.Seconds += time.Since(start).Seconds()
+	return nil
+}
+
+// finish measures the classifier's accuracy (for the classifier), writes
+// the weights checkpoint with its record and provenance, and removes the
+// state.
+func (r *trainRun) finish() (*TrainRecord, error) {
+	spec, rec := r.spec, r.rec
 	if spec.Objective == models.Classify {
-		acc, err := testAccuracy(backend, store)
+		acc, err := testAccuracy(r.backend, r.store)
 		if err != nil {
 			return nil, err
 		}
 		rec.Accuracy = acc
-		fmt.Fprintf(log, "mnist: classifier test accuracy %.2f%%\n", 100*acc)
+		fmt.Fprintf(r.log, "mnist: classifier test accuracy %.2f%%\n", 100*acc)
 	}
 	raw, err := json.Marshal(rec)
 	if err != nil {
 		return nil, err
 	}
-	c, err := models.WeightsCheckpoint(store, Dim, []string{spec.Scope}, raw)
+	c, err := models.WeightsCheckpoint(r.store, Dim, []string{spec.Scope}, raw)
 	if err != nil {
 		return nil, err
 	}
@@ -445,18 +510,18 @@ func TrainNetwork(ctx context.Context, backend compute.Backend, spec NetSpec, op
 	if spec.Objective != models.Classify {
 		sched = Schedule()
 	}
-	if err := models.Stamp(c, sched, tr.Provenance); err != nil {
+	if err := models.Stamp(c, sched, r.tr.Provenance); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(opt.Out, 0o755); err != nil {
+	if err := os.MkdirAll(r.opt.Out, 0o755); err != nil {
 		return nil, err
 	}
-	if err := c.Write(weightsPath(opt.Out, spec.Name)); err != nil {
+	if err := c.Write(weightsPath(r.opt.Out, spec.Name)); err != nil {
 		return nil, err
 	}
-	_ = os.Remove(sp) // finished: the state is no longer needed
-	fmt.Fprintf(log, "mnist: %s: %d steps in %.0f s, final loss %.4g, wrote %s\n", spec.Name, steps, rec.Seconds,
-		rec.Curve.Loss[len(rec.Curve.Loss)-1], weightsPath(opt.Out, spec.Name))
+	_ = os.Remove(r.sp) // finished: the state is no longer needed
+	fmt.Fprintf(r.log, "mnist: %s: %d steps in %.0f s, final loss %.4g, wrote %s\n", spec.Name, r.total, rec.Seconds,
+		rec.Curve.Loss[len(rec.Curve.Loss)-1], weightsPath(r.opt.Out, spec.Name))
 	return rec, nil
 }
 

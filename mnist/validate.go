@@ -180,38 +180,12 @@ func elboAgainst(backend compute.Backend, store *model.Store, skip *mixture.Gaus
 				xr[j] = co.Alpha*x0r[j] + co.Sigma*er[j]
 			}
 		}
-		e, err := net.EpsAt(co, xt)
+		gain, err := levelErrors(net, skip, co, xt, eps, per, perSkip)
 		if err != nil {
 			return nil, err
 		}
-		var ms *mat.Dense
-		if skip != nil {
-			res, err := skip.Eval(mixture.Query{At: co, X: xt, Want: mixture.Score})
-			if err != nil {
-				return nil, err
-			}
-			ms = res.Score
-			ms.Scale(-co.Sigma, ms) // ε_mix = −σ ∇log q_t
-		}
-		gain := 0.0
-		for i := range n {
-			er, nr := eps.RawRowView(i), e.RawRowView(i)
-			a := 0.0
-			for j := range d {
-				a += (er[j] - nr[j]) * (er[j] - nr[j])
-			}
-			per[i] += a
-			if ms != nil {
-				b, mr := 0.0, ms.RawRowView(i)
-				for j := range d {
-					b += (er[j] - mr[j]) * (er[j] - mr[j])
-				}
-				perSkip[i] += b
-				gain += b - a
-			}
-		}
 		out.Lambda = append(out.Lambda, target)
-		out.LevelGain = append(out.LevelGain, toBPD(gain/float64(n), span, levels))
+		out.LevelGain = append(out.LevelGain, toBPD(gain, span, levels))
 	}
 	terms, gains := make([]float64, n), make([]float64, n)
 	for i := range n {
@@ -223,6 +197,43 @@ func elboAgainst(backend compute.Backend, store *model.Store, skip *mixture.Gaus
 		out.Gain, out.GainSE = stats.MeanSE(gains)
 	}
 	return out, nil
+}
+
+// levelErrors adds each row's ‖ε − ε̂‖² at one level to per (the
+// network) and perSkip (the skip mixture alone, when given), and returns
+// the mean over the rows of the skip's minus the network's.
+func levelErrors(net *access.Net, skip *mixture.Gaussian, co schedule.Coefficients, xt, eps *mat.Dense, per, perSkip []float64) (float64, error) {
+	e, err := net.EpsAt(co, xt)
+	if err != nil {
+		return 0, err
+	}
+	var ms *mat.Dense
+	if skip != nil {
+		res, err := skip.Eval(mixture.Query{At: co, X: xt, Want: mixture.Score})
+		if err != nil {
+			return 0, err
+		}
+		ms = res.Score
+		ms.Scale(-co.Sigma, ms) // ε_mix = −σ ∇log q_t
+	}
+	sq := func(a, b []float64) float64 {
+		s := 0.0
+		for j := range a {
+			s += (a[j] - b[j]) * (a[j] - b[j])
+		}
+		return s
+	}
+	gain := 0.0
+	for i := range per {
+		a := sq(eps.RawRowView(i), e.RawRowView(i))
+		per[i] += a
+		if ms != nil {
+			b := sq(eps.RawRowView(i), ms.RawRowView(i))
+			perSkip[i] += b
+			gain += b - a
+		}
+	}
+	return gain / float64(len(per)), nil
 }
 
 // toBPD converts a sum over the levels of squared ε errors to the ELBO

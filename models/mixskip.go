@@ -54,6 +54,50 @@ func SetMixtureSkip(store *model.Store, g *mixture.Gaussian) error {
 	if nc > 0 && labels == nil {
 		return fmt.Errorf("models: mixture skip: the network has %d classes but the mixture's components are unlabelled", nc)
 	}
+	p, err := packSkip(g, nc, labels)
+	if err != nil {
+		return err
+	}
+	scope := store.RootScope().At(MixtureScope)
+	set := func(name string, v []float64, dims ...int) {
+		var t *tensors.Tensor
+		if dtype == dtypes.Float64 {
+			t = tensors.FromFlatDataAndDimensions(v, dims...)
+		} else {
+			f := make([]float32, len(v))
+			for i, x := range v {
+				f[i] = float32(max(x, -math.MaxFloat32))
+			}
+			t = tensors.FromFlatDataAndDimensions(f, dims...)
+		}
+		scope.VariableWithValue(name, t).SetTrainable(false)
+	}
+	store.SetParams(map[string]any{ParamMixtureComponents: kk, ParamMixtureRank: r})
+	set("centre", p.centre, d)
+	set("means", p.means, kk, d)
+	set("basis", p.basis, d, kk*r)
+	set("means_proj", p.proj, kk*r)
+	set("lambda", p.lam, kk*r)
+	set("rho", p.rho, kk)
+	set("idle", p.idle, kk, d)
+	set("idle_var", p.nu, kk)
+	set("rest_dim", p.nRest, kk)
+	set("idle_dim", p.nIdle, kk)
+	set("log_weights", p.logw, nc+1, kk)
+	store.SetParam(ParamSkip, SkipMixture)
+	return nil
+}
+
+// skipArrays are a mixture skip's variables (SetMixtureSkip), in float64.
+type skipArrays struct {
+	centre, means, basis, proj, lam, rho, idle, nu, nRest, nIdle, logw []float64
+}
+
+// packSkip lays out g's components for MixtureEps: centred means, the
+// bases side by side, the idle masks, and the log-weights of each class
+// (row nc: the null class, all components) renormalised within the class.
+func packSkip(g *mixture.Gaussian, nc int, labels []int) (*skipArrays, error) {
+	kk, d, r := g.Components(), g.Dim(), g.Rank(0)
 	// Centred at the mean of the means (smaller norms, less float32
 	// rounding in ‖x − αμ_k‖²): μ'_k = μ_k − m̄.
 	centre := make([]float64, d)
@@ -98,7 +142,7 @@ func SetMixtureSkip(store *model.Store, g *mixture.Gaussian) error {
 		if nc > 0 {
 			c := labels[k]
 			if c >= nc {
-				return fmt.Errorf("models: mixture skip: component %d has label %d, the network has %d classes", k, c, nc)
+				return nil, fmt.Errorf("models: mixture skip: component %d has label %d, the network has %d classes", k, c, nc)
 			}
 			logw[c*kk+k] = math.Log(cp.Weight)
 			counts[c]++
@@ -106,9 +150,16 @@ func SetMixtureSkip(store *model.Store, g *mixture.Gaussian) error {
 	}
 	for c, n := range counts {
 		if n == 0 {
-			return fmt.Errorf("models: mixture skip: no component has label %d", c)
+			return nil, fmt.Errorf("models: mixture skip: no component has label %d", c)
 		}
 	}
+	normaliseClassRows(logw, nc, kk)
+	return &skipArrays{centre: centre, means: means, basis: basis, proj: proj, lam: lam, rho: rho, idle: idle, nu: nu, nRest: nRest, nIdle: nIdle, logw: logw}, nil
+}
+
+// normaliseClassRows makes each row of logw [nc+1, K] log π_k − log
+// Σ_{k∈c} π_k.
+func normaliseClassRows(logw []float64, nc, kk int) {
 	// Class rows renormalised: log π_k − log Σ_{k∈c} π_k; excluded components
 	// get a large negative logit (−Inf would give NaN gradients in the softmax).
 	for c := 0; c <= nc; c++ {
@@ -130,34 +181,6 @@ func SetMixtureSkip(store *model.Store, g *mixture.Gaussian) error {
 			}
 		}
 	}
-	scope := store.RootScope().At(MixtureScope)
-	set := func(name string, v []float64, dims ...int) {
-		var t *tensors.Tensor
-		if dtype == dtypes.Float64 {
-			t = tensors.FromFlatDataAndDimensions(v, dims...)
-		} else {
-			f := make([]float32, len(v))
-			for i, x := range v {
-				f[i] = float32(max(x, -math.MaxFloat32))
-			}
-			t = tensors.FromFlatDataAndDimensions(f, dims...)
-		}
-		scope.VariableWithValue(name, t).SetTrainable(false)
-	}
-	store.SetParams(map[string]any{ParamMixtureComponents: kk, ParamMixtureRank: r})
-	set("centre", centre, d)
-	set("means", means, kk, d)
-	set("basis", basis, d, kk*r)
-	set("means_proj", proj, kk*r)
-	set("lambda", lam, kk*r)
-	set("rho", rho, kk)
-	set("idle", idle, kk, d)
-	set("idle_var", nu, kk)
-	set("rest_dim", nRest, kk)
-	set("idle_dim", nIdle, kk)
-	set("log_weights", logw, nc+1, kk)
-	store.SetParam(ParamSkip, SkipMixture)
-	return nil
 }
 
 // MixtureEps is ε_mix(x, t | c) = σ Σ_k r_k C_k⁻¹ (x − αμ_k) [B, d] of the
