@@ -113,27 +113,9 @@ func RunModelEval(ctx context.Context, cfg ModelEvalConfig, log io.Writer) (*Mod
 	}
 	res := &ModelEvalResult{Config: cfg, Machine: Machine(),
 		About: fmt.Sprintf("%s: %d steps, %.1f h on %s", cfg.Name, rec.Steps, rec.Seconds/3600, rec.Machine)}
-	hutch := func(n *access.Net) (score.TraceEstimator, error) {
-		return access.NewHutchinson(n, cfg.Probes, access.Rademacher, cfg.Seed)
-	}
-	var skip *mixture.Gaussian
-	trace, err := hutch(net)
+	trace, skip, err := evalTrace(backend, store, net, cfg)
 	if err != nil {
 		return nil, err
-	}
-	if models.HasNetwork(store, models.MixtureScope) {
-		if skip, err = models.MixtureSkipOf(store); err != nil {
-			return nil, err
-		}
-		rnet, err := models.ResidualAccessNetwork(store)
-		if err != nil {
-			return nil, err
-		}
-		rt, err := hutch(access.NewNet(backend, store, Schedule(), net.DType, rnet))
-		if err != nil {
-			return nil, err
-		}
-		trace = access.ControlVariate{Known: score.Exact{Mixture: skip}, Residual: rt}
 	}
 	res.Trace = trace.Name()
 	test, err := Load(Test)
@@ -181,6 +163,32 @@ func RunModelEval(ctx context.Context, cfg ModelEvalConfig, log io.Writer) (*Mod
 	}
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
+}
+
+// evalTrace is Hutchinson with cfg.Probes probes on the network, or, when
+// it has a mixture skip, the skip's exact trace plus Hutchinson on the
+// residual (access.ControlVariate); it returns the skip too (nil: none).
+func evalTrace(backend compute.Backend, store *model.Store, net *access.Net, cfg ModelEvalConfig) (score.TraceEstimator, *mixture.Gaussian, error) {
+	hutch := func(n *access.Net) (score.TraceEstimator, error) {
+		return access.NewHutchinson(n, cfg.Probes, access.Rademacher, cfg.Seed)
+	}
+	if !models.HasNetwork(store, models.MixtureScope) {
+		t, err := hutch(net)
+		return t, nil, err
+	}
+	skip, err := models.MixtureSkipOf(store)
+	if err != nil {
+		return nil, nil, err
+	}
+	rnet, err := models.ResidualAccessNetwork(store)
+	if err != nil {
+		return nil, nil, err
+	}
+	rt, err := hutch(access.NewNet(backend, store, Schedule(), net.DType, rnet))
+	if err != nil {
+		return nil, nil, err
+	}
+	return access.ControlVariate{Known: score.Exact{Mixture: skip}, Residual: rt}, skip, nil
 }
 
 // mixtureBPDAt is a mixture's exact bpd (log q at t_min) at the points x.
