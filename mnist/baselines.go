@@ -109,11 +109,7 @@ type BaselineResult struct {
 // ODE), so these rows are what a learned model's bpd must beat.
 func RunBaselines(ctx context.Context, cfg BaselineConfig, log io.Writer) (*BaselineResult, error) {
 	start := time.Now()
-	set, err := Load(Test)
-	if err != nil {
-		return nil, err
-	}
-	x, err := set.Dequantized(0, cfg.TestImages, 2)
+	x, err := TestImages(cfg.TestImages)
 	if err != nil {
 		return nil, err
 	}

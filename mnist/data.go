@@ -146,3 +146,13 @@ func (s *Set) rows(first, n int, f func(uint8, int) float64) (*mat.Dense, error)
 	}
 	return out, nil
 }
+
+// TestImages is the first n test images, dequantised with seed 2: the
+// images every test bpd here is measured on.
+func TestImages(n int) (*mat.Dense, error) {
+	set, err := Load(Test)
+	if err != nil {
+		return nil, err
+	}
+	return set.Dequantized(0, n, 2)
+}

@@ -39,11 +39,7 @@ func FitMixture(opt mixture.FitOptions) (*mixture.Gaussian, error) {
 // schedule's t_min (σ ≈ 10⁻³, the start of every PF-ODE likelihood here),
 // where the diffused mixture is still a Gaussian mixture in closed form.
 func MixtureBPD(g *mixture.Gaussian, n int) (mean, se float64, err error) {
-	set, err := Load(Test)
-	if err != nil {
-		return 0, 0, err
-	}
-	x, err := set.Dequantized(0, n, 2)
+	x, err := TestImages(n)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -118,11 +118,7 @@ func RunModelEval(ctx context.Context, cfg ModelEvalConfig, log io.Writer) (*Mod
 		return nil, err
 	}
 	res.Trace = trace.Name()
-	test, err := Load(Test)
-	if err != nil {
-		return nil, err
-	}
-	x, err := test.Dequantized(0, cfg.Images, 2)
+	x, err := TestImages(cfg.Images)
 	if err != nil {
 		return nil, err
 	}

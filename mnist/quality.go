@@ -51,11 +51,7 @@ func NewQualityRef(cls *models.Classifier, testN int) (*QualityRef, error) {
 	for _, l := range tr.Labels {
 		ref.trainLabels = append(ref.trainLabels, int(l))
 	}
-	te, err := Load(Test)
-	if err != nil {
-		return nil, err
-	}
-	x, err := te.Dequantized(0, testN, 2)
+	x, err := TestImages(testN)
 	if err != nil {
 		return nil, err
 	}

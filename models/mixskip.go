@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/mixture"
+	"github.com/dfx-lab/dfx/internal/stats"
 	"github.com/dfx-lab/dfx/internal/tensormat"
 )
 
@@ -164,15 +165,7 @@ func normaliseClassRows(logw []float64, nc, kk int) {
 	// get a large negative logit (−Inf would give NaN gradients in the softmax).
 	for c := 0; c <= nc; c++ {
 		row := logw[c*kk : (c+1)*kk]
-		mx := math.Inf(-1)
-		for _, v := range row {
-			mx = math.Max(mx, v)
-		}
-		s := 0.0
-		for _, v := range row {
-			s += math.Exp(v - mx)
-		}
-		norm := mx + math.Log(s)
+		norm := stats.LogSumExp(row)
 		for k, v := range row {
 			if math.IsInf(v, -1) {
 				row[k] = -1e30

@@ -7,6 +7,8 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/dfx-lab/dfx/internal/stats"
 )
 
 // gaussBlock is the number of query rows Eval processes together.
@@ -194,15 +196,7 @@ func (e *gaussEval) responsibilities() []float64 {
 	logq := make([]float64, e.nb)
 	for i := range logq {
 		row := e.logr[i*kk : (i+1)*kk]
-		mx := math.Inf(-1)
-		for _, l := range row {
-			mx = math.Max(mx, l)
-		}
-		sum := 0.0
-		for _, l := range row {
-			sum += math.Exp(l - mx)
-		}
-		logq[i] = mx + math.Log(sum)
+		logq[i] = stats.LogSumExp(row)
 		for k, l := range row {
 			row[k] = math.Exp(l - logq[i])
 		}

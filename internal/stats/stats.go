@@ -26,3 +26,20 @@ func MeanSE(v []float64) (mean, se float64) {
 	}
 	return mean, math.Sqrt(ss / (n - 1) / n)
 }
+
+// LogSumExp is log Σ exp(v_i), computed stably (−Inf for an empty v or
+// all −Inf).
+func LogSumExp(v []float64) float64 {
+	mx := math.Inf(-1)
+	for _, x := range v {
+		mx = math.Max(mx, x)
+	}
+	if math.IsInf(mx, -1) {
+		return mx
+	}
+	s := 0.0
+	for _, x := range v {
+		s += math.Exp(x - mx)
+	}
+	return mx + math.Log(s)
+}

@@ -20,3 +20,20 @@ func TestMeanSE(t *testing.T) {
 		t.Errorf("no values: %g ± %g", m, se)
 	}
 }
+
+// TestLogSumExp: exact on small values, no overflow on large ones, −Inf
+// when every term is −Inf or there is none.
+func TestLogSumExp(t *testing.T) {
+	if got, want := LogSumExp([]float64{math.Log(1), math.Log(2), math.Log(3)}), math.Log(6); math.Abs(got-want) > 1e-15 {
+		t.Errorf("log(1+2+3) = %g, want %g", got, want)
+	}
+	if got := LogSumExp([]float64{1000, 1000}); math.Abs(got-(1000+math.Ln2)) > 1e-12 {
+		t.Errorf("log(2e^1000) = %g", got)
+	}
+	if got := LogSumExp([]float64{math.Inf(-1), math.Inf(-1)}); !math.IsInf(got, -1) {
+		t.Errorf("all −Inf: %g", got)
+	}
+	if got := LogSumExp(nil); !math.IsInf(got, -1) {
+		t.Errorf("empty: %g", got)
+	}
+}
