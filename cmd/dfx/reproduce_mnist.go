@@ -71,80 +71,45 @@ func (a adjointResult) Report() (*report.Report, error) {
 	return rep, rep.Check()
 }
 
-func init() {
-	experiments["mnist-baselines"] = func(ctx context.Context, quick bool, log io.Writer) ([]report.Result, error) {
-		cfg := mnist.BaselinesFull()
-		if quick {
-			cfg = mnist.BaselinesQuick()
+// register adds an experiment with a full and a quick configuration
+// (made when it runs, so that they may read the environment) and one Run.
+func register[C any, R report.Result](name, doc string, full, quick func() C, run func(context.Context, C, io.Writer) (R, error)) {
+	experiments[name] = func(ctx context.Context, q bool, log io.Writer) ([]report.Result, error) {
+		cfg := full
+		if q {
+			cfg = quick
 		}
-		cfg.NetsDir = os.Getenv("DFX_MNIST_NETS")
-		res, err := mnist.RunBaselines(ctx, cfg, log)
+		res, err := run(ctx, cfg(), log)
 		if err != nil {
 			return nil, err
 		}
 		return []report.Result{res}, nil
 	}
-	experimentDocs["mnist-baselines"] = "closed-form MNIST baselines: exact test bpd of Gaussians and Gaussian mixtures (full and low-rank covariances, the ε-networks' skip) fitted to the training images, with exact samples"
+	experimentDocs[name] = doc
 }
 
 func init() {
-	experiments["mnist-candidates"] = func(ctx context.Context, quick bool, log io.Writer) ([]report.Result, error) {
-		res, err := mnist.ReadCandidates(candidatesDir())
-		if err != nil {
-			return nil, err
-		}
-		return []report.Result{res}, nil
+	withNets := func(c mnist.BaselineConfig) mnist.BaselineConfig { c.NetsDir = os.Getenv("DFX_MNIST_NETS"); return c }
+	register("mnist-baselines", "closed-form MNIST baselines: exact test bpd of Gaussians and Gaussian mixtures (full and low-rank covariances, the ε-networks' skip) fitted to the training images, with exact samples",
+		func() mnist.BaselineConfig { return withNets(mnist.BaselinesFull()) }, func() mnist.BaselineConfig { return withNets(mnist.BaselinesQuick()) }, mnist.RunBaselines)
+	readCandidates := func(context.Context, string, io.Writer) (*mnist.CandidatesResult, error) {
+		return mnist.ReadCandidates(candidatesDir())
 	}
-	experimentDocs["mnist-candidates"] = "the candidate ε-networks' validation bpd along training, read from their checkpoints or states in DFX_MNIST_CANDIDATES (default dfx-nets)"
-}
-
-func init() {
-	experiments["mnist-exact-model"] = func(ctx context.Context, quick bool, log io.Writer) ([]report.Result, error) {
-		cfg := mnist.ExactModelFull()
-		if quick {
-			cfg = mnist.ExactModelQuick()
-		}
-		res, err := mnist.RunExactModel(ctx, cfg, log)
-		if err != nil {
-			return nil, err
-		}
-		return []report.Result{res}, nil
-	}
-	experimentDocs["mnist-exact-model"] = "every trace estimator and Fisher product on an image-scale model whose Fisher is known exactly: a Gaussian mixture fitted to MNIST, run as a network"
-}
-
-func init() {
-	experiments["mnist-ablation"] = func(ctx context.Context, quick bool, log io.Writer) ([]report.Result, error) {
-		cfg := mnist.AblationFull()
-		if quick {
-			cfg = mnist.AblationQuick()
-		}
-		res, err := mnist.RunAblation(ctx, cfg, log)
-		if err != nil {
-			return nil, err
-		}
-		return []report.Result{res}, nil
-	}
-	experimentDocs["mnist-ablation"] = "the MNIST ε-network's design at equal training steps: ELBO gain over the skip mixture of the chosen patch network and of one change each (t sampling, dequantisation, trunk, skip)"
-}
-
-func init() {
-	experiments["mnist-model"] = func(ctx context.Context, quick bool, log io.Writer) ([]report.Result, error) {
-		dir, name := os.Getenv("DFX_MNIST_NETS"), os.Getenv("DFX_MNIST_MODEL")
+	register("mnist-candidates", "the candidate ε-networks' ELBO gain and validation bpd along training, read from their checkpoints or states in DFX_MNIST_CANDIDATES (default dfx-nets)",
+		candidatesDir, candidatesDir, readCandidates)
+	register("mnist-exact-model", "every trace estimator and Fisher product on an image-scale model whose Fisher is known exactly: a Gaussian mixture fitted to MNIST, run as a network",
+		mnist.ExactModelFull, mnist.ExactModelQuick, mnist.RunExactModel)
+	register("mnist-ablation", "the MNIST ε-network's design at equal training steps: ELBO gain over the skip mixture of the chosen patch network and of one change each (t sampling, dequantisation, trunk, skip)",
+		mnist.AblationFull, mnist.AblationQuick, mnist.RunAblation)
+	model := func() (string, string) {
+		name := os.Getenv("DFX_MNIST_MODEL")
 		if name == "" {
 			name = "eps"
 		}
-		cfg := mnist.ModelEvalFull(dir, name)
-		if quick {
-			cfg = mnist.ModelEvalQuick(dir, name)
-		}
-		res, err := mnist.RunModelEval(ctx, cfg, log)
-		if err != nil {
-			return nil, err
-		}
-		return []report.Result{res}, nil
+		return os.Getenv("DFX_MNIST_NETS"), name
 	}
-	experimentDocs["mnist-model"] = "one ε-network (DFX_MNIST_MODEL, default eps, from DFX_MNIST_NETS or the committed checkpoints): converged test bpd beside its skip mixture's exact bpd on the same images, and the quality of its samples"
+	register("mnist-model", "one ε-network (DFX_MNIST_MODEL, default eps, from DFX_MNIST_NETS or the committed checkpoints): converged test bpd beside its skip mixture's exact bpd on the same images, and the quality of its samples",
+		func() mnist.ModelEvalConfig { return mnist.ModelEvalFull(model()) }, func() mnist.ModelEvalConfig { return mnist.ModelEvalQuick(model()) }, mnist.RunModelEval)
 }
 
 // candidatesDir is the folder dfx reproduce mnist-candidates reads
