@@ -55,7 +55,7 @@ fmt-check:
 	else echo "gofmt -l .: clean"; fi
 
 gotest:
-	CGO_ENABLED=0 $(GO) test ./...
+	CGO_ENABLED=0 $(GO) test -timeout 30m ./...
 
 notebooks:
 	@scripts/run-notebooks.sh $(NB_FLAGS)
