@@ -75,4 +75,16 @@
 // comparison against the exact Fisher (toys.RunAccess: dfx reproduce access
 // → figures/access/access.md) and the exact fields of a 2-D mixture
 // (toys.RunFields: dfx reproduce fields → figures/fields/summary.md).
+//
+// The image-scale model (issue 20): Gaussian mixtures fitted to MNIST as
+// exact baselines (mixture.Fit, mnist.RunBaselines: dfx reproduce
+// mnist-baselines → figures/mnist-baselines/baselines.md) and as a
+// network whose Fisher is known exactly (mnist.RunExactModel: dfx reproduce
+// mnist-exact-model); the ε-network with a mixture skip (models.MixtureEps,
+// models.PatchNet), its DF-TM with the skip (models.MixtureSecondMoment),
+// the control-variate trace (access.ControlVariate), the ELBO validation
+// (mnist.ValidationELBO), the design ablation (mnist.RunAblation: dfx
+// reproduce mnist-ablation → figures/mnist-ablation/ablation.md) and one
+// network's test bpd and samples (mnist.RunModelEval: dfx reproduce
+// mnist-model).
 package dfx

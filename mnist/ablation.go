@@ -204,7 +204,13 @@ func (r *AblationResult) Report() (*report.Report, error) {
 
 func (r *AblationResult) figure(format string) ([]byte, error) {
 	var series []plotx.Series
+	var off []string
 	for _, row := range r.Rows {
+		last := row.Curve[len(row.Curve)-1]
+		if last.Gain < ablationFloor { // off the scale that shows the close variants
+			off = append(off, fmt.Sprintf("off scale: %s, %+.2f", row.Variant.Name, last.Gain))
+			continue
+		}
 		s := plotx.Series{Name: row.Variant.Name, Bars: true, Points: true}
 		for _, p := range row.Curve {
 			s.X, s.Y = append(s.X, float64(p.Step)), append(s.Y, p.Gain)
@@ -212,10 +218,21 @@ func (r *AblationResult) figure(format string) ([]byte, error) {
 		}
 		series = append(series, s)
 	}
-	series = append(plotx.Distinct(series), plotx.Series{Note: true, Name: fmt.Sprintf("bars: ± 1 SE of the paired differences over %d held-out images", r.Config.Images)})
-	p, err := plotx.Lines("MNIST ε-network ablation: what training adds to the mixture", "training step", "ELBO gain over the skip mixture (bits/dim)", series...)
+	if len(series) == 0 {
+		return nil, fmt.Errorf("mnist: every ablation variant ends below %g bpd", ablationFloor)
+	}
+	series = plotx.Distinct(series)
+	series = append(series, plotx.Series{Note: true, Name: fmt.Sprintf("bars: ± 1 SE, paired, %d images", r.Config.Images)})
+	for _, o := range off {
+		series = append(series, plotx.Series{Note: true, Name: o})
+	}
+	p, err := plotx.Lines("ε-network ablation: gain over the mixture", "training step", "ELBO gain over the skip mixture (bits/dim)", series...)
 	if err != nil {
 		return nil, err
 	}
-	return plotx.Bytes(p, 7*vg.Inch, 4.5*vg.Inch, format)
+	return plotx.Bytes(p, 8*vg.Inch, 4.5*vg.Inch, format)
 }
+
+// ablationFloor is the final gain below which a variant is left out of the
+// figure (and named in its legend), so that the close ones stay legible.
+const ablationFloor = -0.1
