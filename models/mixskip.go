@@ -287,6 +287,13 @@ func (m *mixtureTerms) eps() *graph.Node {
 // n_S ν/c_S), it is Σ_k r_k(‖m_k‖² + tr P_k), each term a sum of the
 // products MixtureEps already forms. It panics if the store has no skip.
 func MixtureSecondMoment(scope *model.Scope, in Inputs) *graph.Node {
+	s, _ := mixtureMoments(scope, in)
+	return s
+}
+
+// mixtureMoments is MixtureSecondMoment and the skip's denoiser ȳ_mix
+// [B, d], from one evaluation of the mixture's terms.
+func mixtureMoments(scope *model.Scope, in Inputs) (second, y *graph.Node) {
 	m := mixtureTermsOf(scope, in)
 	row := func(n *graph.Node) *graph.Node { return graph.InsertAxes(n, 0) }
 	lamK := graph.Reshape(m.lam, 1, m.kk, m.r)
@@ -312,10 +319,10 @@ func MixtureSecondMoment(scope *model.Scope, in Inputs) *graph.Node {
 	mk2 := graph.Add(graph.Add(mu2, graph.MulScalar(graph.Mul(m.alpha, muSDk), 2)), graph.Mul(m.a2, sd2))
 	centred := graph.ReduceSum(graph.Mul(m.resp, graph.Add(mk2, trP)), -1) // E‖x₀'‖² [B]
 	// E‖x₀‖² = ‖m̄‖² + 2 m̄·E[x₀'] + E‖x₀'‖², E[x₀'] = ȳ − m̄ with ȳ the denoiser.
-	y := YFromEpsGraph(m.eps(), m.x, m.alpha, m.sigma)
+	y = YFromEpsGraph(m.eps(), m.x, m.alpha, m.sigma)
 	mbar := row(m.centre)
 	cross := graph.ReduceSum(graph.Mul(mbar, graph.Sub(graph.MulScalar(y, 2), mbar)), -1) // 2m̄·ȳ − ‖m̄‖²
-	return graph.Add(centred, cross)
+	return graph.Add(centred, cross), y
 }
 
 // MixtureSkipOf rebuilds the Gaussian mixture stored as a network's skip

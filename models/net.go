@@ -233,9 +233,8 @@ func CentredTraceNet(scope *model.Scope, in Inputs) *graph.Node {
 		return graph.Reshape(ResidualMLP(net, in, 1), b)
 	}
 	d := float64(in.X.Shape().Dimensions[1])
-	alpha, sigma := graph.InsertAxes(in.Alpha, -1), graph.InsertAxes(in.Sigma, -1)
-	y := YFromEpsGraph(MixtureEps(scope, in), in.X, alpha, sigma)
-	trCov := graph.Sub(MixtureSecondMoment(scope, in), graph.ReduceSum(graph.Square(y), -1))
+	second, y := mixtureMoments(scope, in)
+	trCov := graph.Sub(second, graph.ReduceSum(graph.Square(y), -1))
 	skip := graph.Mul(graph.Div(graph.Square(in.Alpha), graph.Square(in.Sigma)), graph.DivScalar(trCov, d))
 	return graph.Add(skip, graph.Reshape(trunk(net, in, 1, nil, true), b))
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dfx-lab/dfx/dfx/report"
+	"github.com/dfx-lab/dfx/mnist"
 )
 
 // experiment computes one experiment (Quick or Full profile). One result
@@ -164,8 +165,16 @@ func preflightReproduce(out string, names []string) error {
 			if err = checkMNISTData(); err == nil {
 				err = checkNets("DFX_MNIST_NETS", os.Getenv("DFX_MNIST_NETS"))
 			}
-		case "mnist-baselines", "mnist-exact-model", "mnist-ablation", "mnist-model":
+		case "mnist-baselines", "mnist-exact-model", "mnist-ablation":
 			err = checkMNISTData()
+		case "mnist-model":
+			if err = checkMNISTData(); err == nil {
+				if name := os.Getenv("DFX_MNIST_MODEL"); name != "" {
+					if _, serr := mnist.SpecByName(name); serr != nil {
+						err = badInput(fmt.Errorf("DFX_MNIST_MODEL: %w", serr))
+					}
+				}
+			}
 		case "mnist-candidates":
 			if st, serr := os.Stat(candidatesDir()); serr != nil || !st.IsDir() {
 				err = badInput(fmt.Errorf("DFX_MNIST_CANDIDATES=%s is not a folder (train a candidate with `dfx train <candidate> -out DIR`)", candidatesDir()))
