@@ -43,7 +43,7 @@
 //	Eq. 18 (discrete) Adjoint_ODE           the adjoint through cached DDIM steps         adjoint.Backprop, pfode.DDIMAdjointStep
 //	Eq. 19       Adjoint_VJP                F v by one VJP                                access.VJPMatVec, access.VJPMatVecGraph
 //	Eq. 20       EA_approx                  DF-EA matrix-vector product                   access.DFEA, access.DFEAApply, access.DFEAMatVecGraph, access.DFEAMatrix
-//	Prop. 8      prop:error_bound_ea        DF-EA error bound (σ(F − F_EA) as printed)     access.DFEAErrorBound, mnist.RunExactStudy
+//	Prop. 8      prop:error_bound_ea        DF-EA error bound (σ(F − F_EA) as printed)     access.DFEAErrorBound, mnist.ExactStudy
 //	Sec. 5       sec:ea                     adjoint-guided DDIM with a Fisher operator    adjoint.Guide, pfode.DDIMStep
 //	Cor. 1       prop:ot                    PF-ODE map is OT iff its Jacobian is SPD      ot.Judge, pfode.VelocityJacobian
 //	Eq. 22       eq:ot_b                    the paper's matrix update A ← A + dt AᵀB       ot.PaperRule
@@ -71,7 +71,7 @@
 // Beyond the paper: the centred DF-TM (access.DFTMCentred, models.DFTMCentred),
 // the exact-mixture "network" (access.Mixture), the MNIST empirical
 // distribution as ground truth (mnist.RunTruth), the exact-operator study of
-// adjoint guidance (mnist.RunExactStudy, toys.RunAdjointGMM), the access
+// adjoint guidance (mnist.ExactStudy in mnist.RunAdjoint, toys.RunAdjointGMM), the access
 // comparison against the exact Fisher (toys.RunAccess: dfx reproduce access
 // → figures/access/access.md) and the exact fields of a 2-D mixture
 // (toys.RunFields: dfx reproduce fields → figures/fields/summary.md).
@@ -87,4 +87,17 @@
 // reproduce mnist-ablation → figures/mnist-ablation/ablation.md) and one
 // network's test bpd and samples (mnist.RunModelEval: dfx reproduce
 // mnist-model).
+//
+// Running them: every experiment is a report.Experiment with one Run(ctx,
+// report.Config) — a report.Profile (report.Quick or report.Full), the
+// report.Settings the caller read (networks folder, model, retraining) and a
+// log — registered by its package (toys/register.go, ot/reproduce.go,
+// mnist/register.go) in one registry (report.Register, report.Lookup,
+// report.Experiments) that `dfx reproduce`, notebook.Run and the tests use.
+// Each package's configurations come in threes, XQuick, XFull and XFor(p)
+// (toys.For, toys.FieldsFor, ot.For, mnist.For, mnist.AdjointFor, …). Every
+// network trains through one loop, models.Trainer.Run with a models.Loop
+// (loss curve, hooks for validation, saves and logs). Only the entry points
+// (cmd/dfx, dfx/notebook) read the environment; the test beside this file
+// fails when a library reads a variable.
 package dfx

@@ -148,25 +148,18 @@ func ablate(ctx context.Context, backend compute.Backend, base NetSpec, v Ablati
 		return nil, err
 	}
 	row := &AblationRow{Variant: v}
-	train := 0.0
-	for st := 1; st <= cfg.Steps; st++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		t0 := time.Now()
-		if _, err := tr.TrainSteps(1); err != nil {
-			return nil, err
-		}
-		train += time.Since(t0).Seconds()
-		if st%cfg.ValEvery != 0 && st != cfg.Steps {
-			continue
-		}
+	validate := func(s models.LoopState) error {
 		e, err := elboAgainst(backend, store, g, cfg.Images, cfg.Levels)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		row.Curve = append(row.Curve, AblationPoint{Step: st, Seconds: train, Gain: e.Gain, GainSE: e.GainSE, Term: e.Term})
-		fmt.Fprintf(log, "mnist: ablation %s: step %d (%.0f s): ELBO gain over the skip mixture %+.4f ± %.4f bpd\n", v.Name, st, train, e.Gain, e.GainSE)
+		train := s.Train.Seconds()
+		row.Curve = append(row.Curve, AblationPoint{Step: int(s.Step), Seconds: train, Gain: e.Gain, GainSE: e.GainSE, Term: e.Term})
+		fmt.Fprintf(log, "mnist: ablation %s: step %d (%.0f s): ELBO gain over the skip mixture %+.4f ± %.4f bpd\n", v.Name, s.Step, train, e.Gain, e.GainSE)
+		return nil
+	}
+	if _, err := tr.Run(ctx, models.Loop{To: int64(cfg.Steps), Hooks: []models.Hook{{Every: int64(cfg.ValEvery), AtEnd: true, Run: validate}}}); err != nil {
+		return nil, err
 	}
 	for x := range store.IterVariables() {
 		if x.Trainable && models.HasScope(x.Scope(), models.ScoreScope) {

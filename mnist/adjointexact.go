@@ -74,7 +74,7 @@ type StudyRun struct {
 	Images      *mat.Dense
 }
 
-// ExactStudy is the result of RunExactStudy.
+// ExactStudy is the exact-operator study of RunAdjoint (AdjointResult.Exact).
 type ExactStudy struct {
 	Config   ExactStudyConfig
 	Atoms    int
@@ -85,7 +85,7 @@ type ExactStudy struct {
 	Runs     []StudyRun
 }
 
-// RunExactStudy runs the guided sampler three ways on the Dirac mixture of
+// runExactStudy runs the guided sampler three ways on the Dirac mixture of
 // the training set — exact model and operator, the network with VJP, the
 // network with DF-EA — plus DF-EA with the exact denoiser (the endpoint
 // approximation alone). Along the exact sampler's window it scores each
@@ -94,7 +94,7 @@ type ExactStudy struct {
 // Fisher (d×d, from mixture.Full) and the corrected bound of Prop.
 // error_bound_ea, (α²/σ⁴)(2D² + δ(‖ȳ‖ + ‖ȳ_θ‖)) with D = max(max_i ‖y_i‖,
 // ‖x̂₀‖) and δ = ‖ȳ_θ − ȳ‖ (the paper's α²/σ³ bounds σ(F − F_EA)).
-func RunExactStudy(ctx context.Context, nets *Networks, rw *rewardSet, cfg AdjointConfig, strength float64, log io.Writer) (*ExactStudy, error) {
+func runExactStudy(ctx context.Context, nets *Networks, rw *rewardSet, cfg AdjointConfig, strength float64, log io.Writer) (*ExactStudy, error) {
 	ec := cfg.Exact
 	if ec.Seeds < 1 || ec.Guided < 1 || ec.Guided > cfg.WindowEnd || ec.ProbeEvery < 1 {
 		return nil, fmt.Errorf("mnist: exact study needs Seeds, Guided ≥ 1 (≤ WindowEnd) and ProbeEvery ≥ 1: %+v", ec)

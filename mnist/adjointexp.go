@@ -71,8 +71,8 @@ type AdjointConfig struct {
 	Exact ExactStudyConfig
 }
 
-// AdjointFullConfig is the committed profile.
-func AdjointFullConfig() AdjointConfig {
+// AdjointFull is the committed profile.
+func AdjointFull() AdjointConfig {
 	return AdjointConfig{
 		Seed: 1, Rewards: []string{RewardClass, RewardStyle, RewardIdentity, RewardCentring},
 		Seeds: 64, Steps: 50, WindowEnd: 35, Guided: []int{0, 5, 10, 15, 20}, InnerSteps: 4,
@@ -82,8 +82,8 @@ func AdjointFullConfig() AdjointConfig {
 	}
 }
 
-// AdjointQuickConfig runs every part at toy size (tests and the notebook).
-func AdjointQuickConfig() AdjointConfig {
+// AdjointQuick runs every part at toy size (tests and the notebook).
+func AdjointQuick() AdjointConfig {
 	return AdjointConfig{
 		Quick: true, Seed: 1, Rewards: []string{RewardClass, RewardCentring},
 		Seeds: 4, Steps: 10, WindowEnd: 7, Guided: []int{0, 2, 4}, InnerSteps: 2,
@@ -93,12 +93,12 @@ func AdjointQuickConfig() AdjointConfig {
 	}
 }
 
-// AdjointProfile is the notebooks' choice (report.QuickProfile).
-func AdjointProfile() AdjointConfig {
-	if report.QuickProfile() {
-		return AdjointQuickConfig()
+// AdjointFor is AdjointQuick or AdjointFull.
+func AdjointFor(p report.Profile) AdjointConfig {
+	if p == report.Quick {
+		return AdjointQuick()
 	}
-	return AdjointFullConfig()
+	return AdjointFull()
 }
 
 func (c AdjointConfig) validate() error {
@@ -198,7 +198,7 @@ func RunAdjoint(ctx context.Context, cfg AdjointConfig, log io.Writer) (*Adjoint
 		if !ok {
 			return fmt.Errorf("the study's reward %q is not among the grid-searched rewards %v", cfg.Exact.Reward, cfg.Rewards)
 		}
-		res.Exact, err = RunExactStudy(ctx, nets, rw, cfg, s, log)
+		res.Exact, err = runExactStudy(ctx, nets, rw, cfg, s, log)
 		return
 	}); err != nil {
 		return nil, err

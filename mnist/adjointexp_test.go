@@ -15,7 +15,7 @@ func TestAdjointQuickRunsAndReports(t *testing.T) {
 		t.Skip("runs the networks (≈ 15 s)")
 	}
 	var log bytes.Buffer
-	res, err := RunAdjoint(context.Background(), AdjointQuickConfig(), &log)
+	res, err := RunAdjoint(context.Background(), AdjointQuick(), &log)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}

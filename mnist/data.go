@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync"
 
 	"golang.org/x/mod/module"
 	"gonum.org/v1/gonum/mat"
@@ -33,13 +34,32 @@ func moduleVersion() string {
 	return "v0.0.0-20150320212226-2fbe10d0fa63" // go.mod's; test binaries lack dependency build info
 }
 
-// DataDir is the folder of the IDX files: $DFX_MNIST_DIR if set, else the
-// data/ folder of Module in the Go module cache ($GOMODCACHE, else
-// $GOPATH/pkg/mod, else ~/go/pkg/mod).
+var dataDir struct {
+	sync.Mutex
+	dir string
+}
+
+// SetDataDir makes Load read the IDX files from dir, e.g. Fashion-MNIST's
+// (Debian's dataset-fashion-mnist); "" goes back to the GoMNIST module's
+// data folder. A command sets it from its flags or DFX_MNIST_DIR; the
+// library reads no variable of its own. DataDir checks the folder.
+func SetDataDir(dir string) {
+	dataDir.Lock()
+	defer dataDir.Unlock()
+	dataDir.dir = dir
+}
+
+// DataDir is the folder of the IDX files: the one SetDataDir named, else
+// the data/ folder of Module in the Go toolchain's module cache
+// ($GOMODCACHE, else $GOPATH/pkg/mod, else ~/go/pkg/mod — the Go tool's
+// own variables, read as `go env GOMODCACHE` would).
 func DataDir() (string, error) {
-	if d := os.Getenv("DFX_MNIST_DIR"); d != "" {
+	dataDir.Lock()
+	d := dataDir.dir
+	dataDir.Unlock()
+	if d != "" {
 		if st, err := os.Stat(d); err != nil || !st.IsDir() {
-			return "", fmt.Errorf("mnist: DFX_MNIST_DIR=%s is not a folder", d)
+			return "", fmt.Errorf("mnist: data folder %s is not a folder", d)
 		}
 		return d, nil
 	}
@@ -61,7 +81,7 @@ func DataDir() (string, error) {
 	}
 	dir := filepath.Join(cache, esc+"@"+moduleVersion(), "data")
 	if _, err := os.Stat(dir); err != nil {
-		return "", fmt.Errorf("mnist: %s not found (run `go mod download %s`, or set DFX_MNIST_DIR): %w", dir, Module, err)
+		return "", fmt.Errorf("mnist: %s not found (run `go mod download %s`, or name another data folder): %w", dir, Module, err)
 	}
 	return dir, nil
 }
@@ -108,7 +128,7 @@ func Load(s Split) (*Set, error) {
 
 // CheckData reads both splits from DataDir, as Load would: a command
 // that will need them calls it before any long work, so that a missing or
-// malformed file (a bad DFX_MNIST_DIR) is reported at once.
+// malformed file (a bad data folder) is reported at once.
 func CheckData() error {
 	for _, s := range []Split{Train, Test} {
 		if _, err := Load(s); err != nil {

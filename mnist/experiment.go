@@ -46,8 +46,8 @@ type Config struct {
 	TrajSamples     int     // unconditional samples for the trajectory NLL
 }
 
-// FullConfig is the committed profile (≤ 30 min on the 2-core CPU).
-func FullConfig() Config {
+// Full is the committed profile (≤ 30 min on the 2-core CPU).
+func Full() Config {
 	return Config{
 		Seed: 1, TimingRounds: 5, TimingBatches: []int{1, 64}, ExactAt64: true,
 		TruthTimes: []float64{0.02, 0.05, 0.1, 0.3, 0.7}, TruthQueries: 16,
@@ -58,8 +58,8 @@ func FullConfig() Config {
 	}
 }
 
-// QuickConfig runs every part at toy size (≈ 1–2 min; for tests and the notebook).
-func QuickConfig() Config {
+// Quick runs every part at toy size (≈ 1–2 min; for tests and the notebook).
+func Quick() Config {
 	return Config{
 		Quick: true, Seed: 1, TimingRounds: 2, TimingBatches: []int{1},
 		TruthTimes: []float64{0.05, 0.4}, TruthQueries: 1,
@@ -139,11 +139,10 @@ func stepLogger(ctx context.Context, log io.Writer, prefix string) func(name str
 	}
 }
 
-// Profile is the notebooks' choice: QuickConfig under the quick profile
-// (report.QuickProfile, $DFX_QUICK=1), FullConfig otherwise.
-func Profile() Config {
-	if report.QuickProfile() {
-		return QuickConfig()
+// For is Quick or Full.
+func For(p report.Profile) Config {
+	if p == report.Quick {
+		return Quick()
 	}
-	return FullConfig()
+	return Full()
 }

@@ -169,10 +169,7 @@ func SpecByName(name string) (NetSpec, error) {
 
 // LossCurve is a training loss curve: Loss[i] is the mean batch loss of the
 // LogEvery steps ending at Step[i].
-type LossCurve struct {
-	Step []int64
-	Loss []float64
-}
+type LossCurve = models.LossCurve
 
 // TrainRecord is what a committed checkpoint records of its training.
 type TrainRecord struct {
@@ -420,69 +417,47 @@ func (r *trainRun) validate(st int64, seconds float64, solve bool) error {
 	return nil
 }
 
-// steps trains to the last step: progress, loss curve, validations and
-// state saves; a cancelled ctx saves the state and returns its error.
+// steps trains to the last step through models.Trainer.Run: progress,
+// loss curve, validations and state saves; a cancelled ctx saves the state
+// and returns its error.
 func (r *trainRun) steps(ctx context.Context) error {
 	tr, rec, total := r.tr, r.rec, int64(r.total)
 	validating := r.opt.ValEvery > 0 && r.spec.Scope == models.ScoreScope
-	var pr *models.Progress
-	if r.opt.Progress != nil {
-		pr = models.NewProgress(r.opt.Progress, "train "+r.spec.Name, r.total-int(tr.Step()))
-	}
 	if validating && tr.Step() == 0 { // the curve's start: the untrained network (with a skip: the mixture)
 		if err := r.validate(0, 0, true); err != nil {
 			return err
 		}
 	}
-	start := time.Now()
-	sum, count := 0.0, 0
-	for tr.Step() < total {
-		if ctx.Err() != nil {
-			rec.Seconds += time.Since(start).Seconds()
-			if err := r.save(); err != nil {
-				return err
-			}
-			fmt.Fprintf(r.log, "mnist: %s interrupted at step %d; state in %s (resume with -resume)\n", r.spec.Name, tr.Step(), r.sp)
-			return ctx.Err()
-		}
-		loss, err := tr.TrainSteps(1)
-		if err != nil {
-			return err
-		}
-		sum += loss
-		count++
-		st := tr.Step()
-		if r.opt.OnStep != nil {
-			r.opt.OnStep(st)
-		}
-		if pr != nil {
-			pr.Update(loss, sum/float64(count))
-		}
-		if st%int64(r.logEvery) == 0 || st == total {
-			rec.Curve.Step = append(rec.Curve.Step, st)
-			rec.Curve.Loss = append(rec.Curve.Loss, sum/float64(count))
-			sum, count = 0, 0
-		}
-		if validating && (st%int64(r.opt.ValEvery) == 0 || st == total) {
-			t0 := time.Now()
-			if err := r.validate(st, rec.Seconds+time.Since(start).Seconds(), st == total); err != nil {
-				return err
-			}
-			start = start.Add(time.Since(t0)) // validation time is not training time
-		}
-		if st%int64(r.saveEvery) == 0 && st < total {
-			rec.Seconds += time.Since(start).Seconds()
-			start = time.Now()
-			if err := r.save(); err != nil {
-				return err
-			}
-		}
+	base := rec.Seconds // training time of earlier runs
+	loop := models.Loop{To: total, Label: "train " + r.spec.Name, Curve: &rec.Curve, CurveEvery: int64(r.logEvery)}
+	if r.opt.Progress != nil {
+		loop.Progress = r.opt.Progress
 	}
-	if pr != nil {
-		pr.Done()
+	if r.opt.OnStep != nil {
+		loop.Hooks = append(loop.Hooks, models.Hook{Every: 1, Run: func(s models.LoopState) error { r.opt.OnStep(s.Step); return nil }})
 	}
-	rec.Seconds += time.Since(start).Seconds()
-	return nil
+	if validating {
+		loop.Hooks = append(loop.Hooks, models.Hook{Every: int64(r.opt.ValEvery), AtEnd: true, Run: func(s models.LoopState) error {
+			return r.validate(s.Step, base+s.Train.Seconds(), s.Step == total)
+		}})
+	}
+	loop.Hooks = append(loop.Hooks, models.Hook{Every: int64(r.saveEvery), Run: func(s models.LoopState) error {
+		if s.Step == total {
+			return nil
+		}
+		rec.Seconds = base + s.Train.Seconds()
+		return r.save()
+	}})
+	st, err := tr.Run(ctx, loop)
+	rec.Seconds = base + st.Train.Seconds() // the time in training steps, validations excluded
+	if err != nil && ctx.Err() != nil {
+		if serr := r.save(); serr != nil {
+			return serr
+		}
+		fmt.Fprintf(r.log, "mnist: %s interrupted at step %d; state in %s (resume with -resume)\n", r.spec.Name, tr.Step(), r.sp)
+		return ctx.Err()
+	}
+	return err
 }
 
 // finish measures the classifier's accuracy (for the classifier), writes

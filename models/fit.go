@@ -1,9 +1,7 @@
 package models
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"math"
 
 	"github.com/gomlx/gomlx/core/tensors"
@@ -41,42 +39,6 @@ func (tr *Trainer) trainStep() (float64, error) {
 	loss := scalarOf(metrics[0])
 	for _, m := range metrics {
 		m.MustFinalizeAll()
-	}
-	return loss, nil
-}
-
-// Fit runs n steps. ctx cancels it between steps. progress (nil for none)
-// receives a progress display with the loss, steps/s and ETA (see
-// NewProgress); onStep, if not nil, sees each step's batch loss. It returns
-// the last batch loss.
-func (tr *Trainer) Fit(ctx context.Context, n int, progress io.Writer, onStep func(step int64, loss float64)) (loss float64, err error) {
-	if n <= 0 {
-		return math.NaN(), nil
-	}
-	var pr *Progress
-	if progress != nil {
-		pr = NewProgress(progress, tr.Name(), n)
-		defer pr.Done()
-	}
-	smooth := math.NaN() // exponential moving average of the batch loss, for display
-	for range n {
-		if err := ctx.Err(); err != nil {
-			return loss, err
-		}
-		if loss, err = tr.TrainSteps(1); err != nil {
-			return loss, err
-		}
-		if math.IsNaN(smooth) {
-			smooth = loss
-		} else {
-			smooth = 0.99*smooth + 0.01*loss
-		}
-		if onStep != nil {
-			onStep(tr.step, loss)
-		}
-		if pr != nil {
-			pr.Update(loss, smooth)
-		}
 	}
 	return loss, nil
 }

@@ -139,42 +139,88 @@ func TestZeroLearningRateLeavesTrainableWeightsUnchanged(t *testing.T) {
 	}
 }
 
-func TestFitRunsTheRequestedSteps(t *testing.T) {
+func TestRunTrainsToItsStepWithCurveAndHooks(t *testing.T) {
 	data, _ := tinyData(32, 6)
 	tr, err := NewTrainer(MustNewTrainBackend(), tinyStore(), schedule.DefaultVP(), DSM, data, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var log strings.Builder
-	var steps []int64
-	if _, err := tr.Fit(context.Background(), 7, &log, func(step int64, _ float64) { steps = append(steps, step) }); err != nil {
+	var steps, every3, ends []int64
+	var curve LossCurve
+	hooks := []Hook{
+		{Every: 1, Run: func(s LoopState) error { steps = append(steps, s.Step); return nil }},
+		{Every: 3, Run: func(s LoopState) error { every3 = append(every3, s.Step); return nil }},
+		{AtEnd: true, Run: func(s LoopState) error { ends = append(ends, s.Step); return nil }},
+	}
+	st, err := tr.Run(context.Background(), Loop{To: 7, Progress: &log, Curve: &curve, CurveEvery: 3, Hooks: hooks})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if tr.Step() != 7 || !slices.Equal(steps, []int64{1, 2, 3, 4, 5, 6, 7}) || !strings.Contains(log.String(), "step 7/7") {
-		t.Errorf("step %d, steps seen %v, progress:\n%s", tr.Step(), steps, log.String())
+	if tr.Step() != 7 || st.Step != 7 || st.Train <= 0 || !slices.Equal(steps, []int64{1, 2, 3, 4, 5, 6, 7}) || !strings.Contains(log.String(), "step 7/7") {
+		t.Errorf("step %d (state %+v), steps seen %v, progress:\n%s", tr.Step(), st, steps, log.String())
 	}
-	if _, err := tr.Fit(context.Background(), 3, nil, nil); err != nil || tr.Step() != 10 {
-		t.Errorf("second Fit: step %d, err %v; want 10", tr.Step(), err)
+	if !slices.Equal(every3, []int64{3, 6}) || !slices.Equal(ends, []int64{7}) {
+		t.Errorf("hooks every 3 at %v, at the end at %v", every3, ends)
+	}
+	if !slices.Equal(curve.Step, []int64{3, 6, 7}) || len(curve.Loss) != 3 {
+		t.Errorf("curve %+v, want points at 3, 6 and the last step 7", curve)
+	}
+	if st, err := tr.Run(context.Background(), Loop{To: 10}); err != nil || tr.Step() != 10 || st.Step != 10 {
+		t.Errorf("second Run: step %d, err %v; want 10", tr.Step(), err)
+	}
+	if st, err := tr.Run(context.Background(), Loop{To: 5}); err != nil || tr.Step() != 10 || !math.IsNaN(st.Loss) {
+		t.Errorf("Run to a step already passed trained: step %d, %+v, %v", tr.Step(), st, err)
 	}
 	if gs := tr.GoMLX.GlobalStep(); gs != 10 {
 		t.Errorf("GoMLX global step %d, want 10", gs)
 	}
 }
 
-func TestFitStopsWhenCancelled(t *testing.T) {
+// One Run to step 6 and two Runs (to 2, then to 6) give the same weights:
+// a resumed loop is the same loop.
+func TestRunInPiecesEqualsOneRun(t *testing.T) {
+	data, _ := tinyData(32, 6)
+	trained := func(tos ...int64) map[string][]byte {
+		tr, err := NewTrainer(MustNewTrainBackend(), tinyStore(), schedule.DefaultVP(), DSM, data, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, to := range tos {
+			if _, err := tr.Run(context.Background(), Loop{To: to}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return weights(t, tr.Store)
+	}
+	a, b := trained(6), trained(2, 6)
+	for k, v := range a {
+		if !slices.Equal(v, b[k]) {
+			t.Errorf("%s differs between one Run and two", k)
+		}
+	}
+}
+
+func TestRunStopsWhenCancelledOrAHookFails(t *testing.T) {
 	data, _ := tinyData(32, 6)
 	tr, err := NewTrainer(MustNewTrainBackend(), tinyStore(), schedule.DefaultVP(), DSM, data, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	_, err = tr.Fit(ctx, 1000, nil, func(step int64, _ float64) {
-		if step == 3 {
+	stop := Hook{Every: 1, Run: func(s LoopState) error {
+		if s.Step == 3 {
 			cancel()
 		}
-	})
-	if !errors.Is(err, context.Canceled) || tr.Step() > 4 {
-		t.Errorf("err %v at step %d, want context.Canceled by step 4", err, tr.Step())
+		return nil
+	}}
+	if _, err = tr.Run(ctx, Loop{To: 1000, Hooks: []Hook{stop}}); !errors.Is(err, context.Canceled) || tr.Step() != 3 {
+		t.Errorf("err %v at step %d, want context.Canceled at step 3", err, tr.Step())
+	}
+	boom := errors.New("boom")
+	fail := Hook{Every: 2, Run: func(LoopState) error { return boom }}
+	if _, err = tr.Run(context.Background(), Loop{To: 1000, Hooks: []Hook{fail}}); !errors.Is(err, boom) || tr.Step() != 4 {
+		t.Errorf("err %v at step %d, want the hook's error at step 4", err, tr.Step())
 	}
 }
 

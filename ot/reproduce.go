@@ -1,19 +1,28 @@
 package ot
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 
 	"github.com/dfx-lab/dfx/dfx/report"
 )
 
-// Profile is the notebooks' choice: Quick under the quick profile
-// (report.QuickProfile, $DFX_QUICK=1), Full otherwise.
-func Profile() Config {
-	if report.QuickProfile() {
+// For is Quick or Full.
+func For(p report.Profile) Config {
+	if p == report.Quick {
 		return Quick()
 	}
 	return Full()
+}
+
+func init() {
+	report.Register(report.Experiment{
+		Name: "ot", Doc: "paper Table 3: OT test of PF-ODE maps in both protocols, studies beyond the paper, figures",
+		Run: func(ctx context.Context, c report.Config) ([]report.Result, error) {
+			return report.One(Run(ctx, For(c.Profile)))
+		},
+	})
 }
 
 // BeyondTables are the studies beyond the paper as Markdown (one section

@@ -115,13 +115,8 @@ func trainAccessNet(ctx context.Context, cfg AccessConfig, s schedule.Schedule, 
 		if err != nil {
 			return nil, err
 		}
-		for done := 0; done < cfg.Steps; done += 100 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			if _, err := tr.TrainSteps(min(100, cfg.Steps-done)); err != nil {
-				return nil, err
-			}
+		if _, err := tr.Run(ctx, models.Loop{To: int64(cfg.Steps)}); err != nil {
+			return nil, err
 		}
 	}
 	if cfg.EMA {

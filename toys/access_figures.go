@@ -15,29 +15,20 @@ import (
 	"gonum.org/v1/plot/vg"
 )
 
-// AccessPlane is the 2-D profile of the access comparison: the estimators'
+// AccessPlaneFull is the 2-D profile of the access comparison: the estimators'
 // error versus t on an 8-point mixture in the plane, where every method can
 // be checked at a glance.
-func AccessPlane() AccessConfig {
+func AccessPlaneFull() AccessConfig {
 	return AccessConfig{Name: "plane", Schedule: "vp", Dim: 2, Points: 8, Times: []float64{0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9},
 		Queries: 64, Steps: 3000, Width: 128, Depth: 3, HutchK: 4, HutchPPM: 6, EMA: true, Seed: 1}
 }
 
-// AccessPlaneQuick is AccessPlane with short training, for notebooks in CI.
+// AccessPlaneQuick is AccessPlaneFull with short training, for notebooks in CI.
 func AccessPlaneQuick() AccessConfig {
-	c := AccessPlane()
+	c := AccessPlaneFull()
 	c.Times = []float64{0.1, 0.3, 0.5, 0.7, 0.9}
 	c.Queries, c.Steps, c.Width, c.Depth, c.EMA = 16, 400, 64, 2, false
 	return c
-}
-
-// AccessPlaneProfile is the notebooks' choice: AccessPlaneQuick under the
-// quick profile (report.QuickProfile), AccessPlane otherwise.
-func AccessPlaneProfile() AccessConfig {
-	if report.QuickProfile() {
-		return AccessPlaneQuick()
-	}
-	return AccessPlane()
 }
 
 // ErrorPlots draws the mean relative error (a ratio, as in the table) of
@@ -141,11 +132,11 @@ func (r *AccessResult) Report() (*report.Report, error) {
 // d = 64 and in the plane.
 type AccessRuns struct{ Runs []*AccessResult }
 
-// RunAccessAll runs AccessFull and AccessPlane (or AccessQuick and
+// RunAccessAll runs AccessFull and AccessPlaneFull (or AccessQuick and
 // AccessPlaneQuick), logging each method's error.
-func RunAccessAll(ctx context.Context, quick bool, log io.Writer) (*AccessRuns, error) {
-	cfgs := []AccessConfig{AccessFull(), AccessPlane()}
-	if quick {
+func RunAccessAll(ctx context.Context, p report.Profile, log io.Writer) (*AccessRuns, error) {
+	cfgs := []AccessConfig{AccessFull(), AccessPlaneFull()}
+	if p == report.Quick {
 		cfgs = []AccessConfig{AccessQuick(), AccessPlaneQuick()}
 	}
 	out := &AccessRuns{}

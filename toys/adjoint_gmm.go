@@ -215,15 +215,11 @@ func trainGMMNet(ctx context.Context, cfg AdjointGMMConfig, s schedule.Schedule,
 	if err != nil {
 		return nil, 0, err
 	}
-	var loss float64
-	for done := 0; done < cfg.TrainSteps; done += 100 {
-		if err := ctx.Err(); err != nil {
-			return nil, 0, err
-		}
-		if loss, err = tr.TrainSteps(min(100, cfg.TrainSteps-done)); err != nil {
-			return nil, 0, err
-		}
+	last, err := tr.Run(ctx, models.Loop{To: int64(cfg.TrainSteps)})
+	if err != nil {
+		return nil, 0, err
 	}
+	loss := last.Loss
 	// No EMA: the cosine schedule ends at learning rate 0, and an EMA of
 	// decay 0.999 over a few thousand steps still weighs the early weights
 	// (it biased the MNIST t_θ; see mnist.Specs).

@@ -12,7 +12,6 @@ import (
 	"math"
 
 	"github.com/dfx-lab/dfx/dfx/mixture"
-	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"gonum.org/v1/gonum/mat"
 )
@@ -41,15 +40,6 @@ func FieldsQuick() FieldsConfig {
 // FieldsFull is the profile of `dfx reproduce fields`.
 func FieldsFull() FieldsConfig {
 	return FieldsConfig{Schedule: "edm", Times: []float64{0.1, 0.2, 0.4, 0.8, 1.5}, Grid: 160, Extent: 3.5, Arrows: 20}
-}
-
-// FieldsProfile is the notebooks' choice: FieldsQuick under the quick
-// profile (report.QuickProfile), FieldsFull otherwise.
-func FieldsProfile() FieldsConfig {
-	if report.QuickProfile() {
-		return FieldsQuick()
-	}
-	return FieldsFull()
 }
 
 // Ring returns k points evenly spaced on a circle of the given radius.

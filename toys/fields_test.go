@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/dfx-lab/dfx/dfx/report"
 )
 
 func TestFieldsReportAndTraceStaysBelowBound(t *testing.T) {
@@ -46,6 +48,32 @@ func TestBadFieldsConfigIsAnError(t *testing.T) {
 		mod(&c)
 		if _, err := RunFields(context.Background(), c); err == nil {
 			t.Errorf("bad config accepted: %+v", c)
+		}
+	}
+}
+
+// The registry runs the same experiment as the package function: the
+// quick profile through report.Lookup writes the same summary.
+func TestFieldsRunsThroughTheRegistry(t *testing.T) {
+	e, ok := report.Lookup("fields")
+	if !ok || e.Doc == "" || e.Standalone {
+		t.Fatalf("fields: registered %v, %+v", ok, e)
+	}
+	rs, err := e.Run(context.Background(), report.Config{Profile: report.Quick})
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("Run: %d results, %v", len(rs), err)
+	}
+	direct, err := RunFields(context.Background(), FieldsQuick())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := rs[0].(*FieldsResult).Summaries(), direct.Summaries()
+	if len(a) != len(b) || len(a) == 0 {
+		t.Fatalf("%d summaries through the registry, %d direct", len(a), len(b))
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			t.Errorf("summary %d: registry %+v, direct %+v", i, a[i], b[i])
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
+
+	"github.com/dfx-lab/dfx/dfx/report"
 )
 
 // OthersFull is the profile of the other data sets (8 Gaussians, moons,
@@ -40,18 +42,13 @@ func OtherDatasets() []string {
 	return out
 }
 
-// RunOthers runs the Table 2 pipeline on every other data set (OthersFull
-// or OthersQuick); each result's report is named after its data set.
-func RunOthers(ctx context.Context, quick bool, log io.Writer) ([]*Result, error) {
+// RunOthers runs the Table 2 pipeline on every other data set (OthersFor
+// p, with the settings' retraining); each result's report is named after
+// its data set.
+func RunOthers(ctx context.Context, p report.Profile, s report.Settings, log io.Writer) ([]*Result, error) {
 	var out []*Result
 	for _, name := range OtherDatasets() {
-		cfg := OthersFull(name)
-		if quick {
-			cfg = OthersQuick(name)
-		}
-		if err := retrainFromEnv(&cfg); err != nil {
-			return nil, err
-		}
+		cfg := withSettings(OthersFor(p, name), s)
 		res, err := Run(ctx, cfg, log)
 		if err != nil {
 			return nil, fmt.Errorf("toys %s: %w", name, err)

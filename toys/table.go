@@ -171,7 +171,7 @@ func (r *Result) lossesCSV() *report.Table {
 	t := &report.Table{Name: "losses", NoMarkdown: true, Caption: "training loss of every network and seed", Header: []string{"net", "seed", "step", "loss"}}
 	for _, c := range r.Losses {
 		for i := range c.Step {
-			t.Rows = append(t.Rows, []string{c.Net, strconv.FormatUint(c.Seed, 10), strconv.Itoa(c.Step[i]), f(c.Loss[i])})
+			t.Rows = append(t.Rows, []string{c.Net, strconv.FormatUint(c.Seed, 10), strconv.FormatInt(c.Step[i], 10), f(c.Loss[i])})
 		}
 	}
 	return t

@@ -45,8 +45,7 @@ func FullTrain() TrainConfig {
 type LossCurve struct {
 	Net  string // "score" (DSM), "df-tm" or "df-tm-c" (centred, ours)
 	Seed uint64
-	Step []int
-	Loss []float64
+	models.LossCurve
 }
 
 func (tc TrainConfig) context(seed uint64) *mlctx.Store {
@@ -146,7 +145,6 @@ func obtainNetworks(ctx context.Context, cfg Config, sch schedule.Schedule, data
 // context of tc), and returns the context holding its EMA weights (for
 // evaluation) and its loss curve.
 func trainNetwork(ctx context.Context, backend compute.Backend, tc TrainConfig, sch schedule.Schedule, obj models.Objective, base *mlctx.Store, rows [][]float64, seed uint64, name string, log io.Writer) (*mlctx.Store, LossCurve, error) {
-	start := time.Now()
 	curve := LossCurve{Net: name, Seed: seed}
 	if base == nil {
 		base = tc.context(seed)
@@ -155,28 +153,13 @@ func trainNetwork(ctx context.Context, backend compute.Backend, tc TrainConfig, 
 	if err != nil {
 		return nil, curve, fmt.Errorf("toys: %s network: %w", name, err)
 	}
-	every := max(tc.LogEvery, 1)
-	sum, count := 0.0, 0
-	for step := 1; step <= tc.Steps; step++ {
-		if step%100 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, curve, err
-			}
-		}
-		loss, err := tr.TrainSteps(1)
-		if err != nil {
-			return nil, curve, fmt.Errorf("toys: %s network: %w", name, err)
-		}
-		sum += loss
-		count++
-		if count == every || step == tc.Steps {
-			curve.Step = append(curve.Step, step)
-			curve.Loss = append(curve.Loss, sum/float64(count))
-			sum, count = 0, 0
-		}
-		if step%1000 == 0 {
-			fmt.Fprintf(log, "toys: %s (seed %d) step %d/%d, loss %.4g, %.1f ms/step\n", name, seed, step, tc.Steps, curve.Loss[len(curve.Loss)-1], 1e3*time.Since(start).Seconds()/float64(step))
-		}
+	progress := models.Hook{Every: 1000, Run: func(st models.LoopState) error {
+		fmt.Fprintf(log, "toys: %s (seed %d) step %d/%d, loss %.4g, %.1f ms/step\n", name, seed, st.Step, tc.Steps, curve.Loss[len(curve.Loss)-1], 1e3*st.Train.Seconds()/float64(st.Step))
+		return nil
+	}}
+	loop := models.Loop{To: int64(tc.Steps), Curve: &curve.LossCurve, CurveEvery: int64(max(tc.LogEvery, 1)), Hooks: []models.Hook{progress}}
+	if _, err := tr.Run(ctx, loop); err != nil {
+		return nil, curve, fmt.Errorf("toys: %s network: %w", name, err)
 	}
 	ema, err := models.EMAStore(tr.Store)
 	if err != nil {

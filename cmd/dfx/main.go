@@ -72,6 +72,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
+	mnist.SetDataDir(os.Getenv("DFX_MNIST_DIR")) // the only place the data folder is read; mnist.DataDir checks it
 	c, ok := commands[args[0]]
 	if !ok {
 		fmt.Fprintf(stderr, "dfx: unknown command %q (want one of %s)\n", args[0], strings.Join(commandNames(), ", "))

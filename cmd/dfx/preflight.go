@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/mnist"
@@ -22,14 +23,44 @@ func checkBackend() error {
 	return nil
 }
 
-// checkRetrainEnv validates DFX_RETRAIN.
-func checkRetrainEnv() error {
+// retrainEnv reads DFX_RETRAIN: 1 retrains the toy networks.
+func retrainEnv() (bool, error) {
 	switch v := os.Getenv("DFX_RETRAIN"); v {
-	case "", "0", "1":
-		return nil
+	case "", "0":
+		return false, nil
+	case "1":
+		return true, nil
 	default:
-		return badInput(fmt.Errorf("DFX_RETRAIN=%q, want 1, 0 or unset", v))
+		return false, badInput(fmt.Errorf("DFX_RETRAIN=%q, want 1, 0 or unset", v))
 	}
+}
+
+// envHint names the variables behind experiment name's settings, for the
+// message of a failed settings check.
+func envHint(name string, s report.Settings) string {
+	var vars []string
+	image := strings.HasPrefix(name, "mnist") || name == "adjoint"
+	if d := os.Getenv("DFX_MNIST_DIR"); d != "" && image {
+		vars = append(vars, "DFX_MNIST_DIR="+d)
+	}
+	switch {
+	case name == "mnist-candidates":
+		v := "DFX_MNIST_CANDIDATES=" + s.CandidatesDir
+		if s.CandidatesDir == "" {
+			v = "DFX_MNIST_CANDIDATES=" + mnist.DefaultCandidatesDir + ", the default"
+		}
+		vars = append(vars, v)
+	case name == "mnist-model" && s.Model != "":
+		vars = append(vars, "DFX_MNIST_MODEL="+s.Model)
+	case image && s.NetsDir != "":
+		vars = append(vars, "DFX_MNIST_NETS="+s.NetsDir)
+	case s.Retrain && strings.HasPrefix(name, "toys"):
+		vars = append(vars, "DFX_RETRAIN=1")
+	}
+	if len(vars) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(vars, ", ") + ")"
 }
 
 // checkMNISTData reads the MNIST training and test sets (DFX_MNIST_DIR, or
@@ -40,24 +71,6 @@ func checkMNISTData() error {
 			return badInput(fmt.Errorf("DFX_MNIST_DIR=%s: %w", d, err))
 		}
 		return badInput(err)
-	}
-	return nil
-}
-
-// checkNets checks that dir ("" for the committed networks) holds every
-// MNIST network, each a valid checkpoint for its spec; what names dir (a
-// flag or a variable) is named in the error.
-func checkNets(what, dir string) error {
-	if dir == "" {
-		return nil
-	}
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return badInput(fmt.Errorf("%s %s is not a folder", what, dir))
-	}
-	for _, s := range mnist.Specs() {
-		if _, _, err := mnist.LoadNetwork(dir, s.Name); err != nil {
-			return badInput(fmt.Errorf("%s %s: %w", what, dir, err))
-		}
 	}
 	return nil
 }

@@ -8,35 +8,26 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/mnist"
+	"github.com/dfx-lab/dfx/ot"
+	"github.com/dfx-lab/dfx/toys"
 )
 
-// experiment computes one experiment (Quick or Full profile). One result
-// is written into <out>/<experiment>; several (toys-others: one per data
-// set) into <out>/<experiment>/<report name> each.
-type experiment func(ctx context.Context, quick bool, log io.Writer) ([]report.Result, error)
+// The experiments are report's registry, filled by the packages imported
+// here (toys, ot, mnist); `dfx reproduce`, the notebooks (notebook.Run) and
+// the tests run them through it.
+var (
+	_ = toys.For
+	_ = ot.For
+	_ = mnist.For
+)
 
-// experiments is filled by the reproduce_*.go files.
-var experiments = map[string]experiment{}
-
-// notInAll are the experiments `all` leaves out: they read what a
-// researcher's own runs left behind (mnist-candidates: training states).
-var notInAll = map[string]bool{"mnist-candidates": true, "mnist-model": true, "mnist-ablation": true}
-
-// experimentDocs describes each experiment for `dfx reproduce -h`.
-var experimentDocs = map[string]string{
-	"access":      "access comparison: exact vs VJP / Hutchinson / DF-TM / DF-EA traces and products, d = 64 and the plane",
-	"fields":      "quick-start: exact trace and score fields of a 2-D mixture",
-	"mnist":       "paper Table 1, Figures 1–2 on MNIST, and every estimator against the exact Fisher of the 60 000 training images (committed networks)",
-	"ot":          "paper Table 3: OT test of PF-ODE maps in both protocols, studies beyond the paper, figures",
-	"toys":        "paper Table 2 on the toy data set (full: committed checkpoints, trains what is missing)",
-	"toys-others": "the Table 2 pipeline on every other toy data set",
-}
+// quickEnv selects the quick profile as -quick's default.
+const quickEnv = "DFX_QUICK"
 
 // reproduceEnv lists the environment variables reproduce and the
 // experiments read, for -h.
@@ -57,10 +48,10 @@ func reproduceUsage(w io.Writer) {
 	fmt.Fprintf(w, "  -out DIR   output folder, one sub-folder per experiment (default \"figures\")\n")
 	fmt.Fprintf(w, "  -quick     quick profile\n")
 	fmt.Fprintln(w, "experiments:")
-	for _, n := range experimentNames() {
-		fmt.Fprintf(w, "  %-12s %s\n", n, experimentDocs[n])
+	for _, e := range report.Experiments() {
+		fmt.Fprintf(w, "  %-12s %s\n", e.Name, e.Doc)
 	}
-	fmt.Fprintf(w, "  %-12s every experiment above but mnist-candidates, mnist-model and mnist-ablation (training runs of their own), in this order\n", "all")
+	fmt.Fprintf(w, "  %-12s every experiment above but %s (they read a researcher's own runs or train their own), in this order\n", "all", strings.Join(standalone(), ", "))
 	fmt.Fprintln(w, "environment:")
 	for _, e := range reproduceEnv {
 		fmt.Fprintf(w, "  %-14s %s\n", e[0], e[1])
@@ -90,42 +81,46 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			rest = rest[1:]
 		}
 	}
-	switch q := os.Getenv(report.QuickEnv); {
+	switch q := os.Getenv(quickEnv); {
 	case isSet(fs, "quick"):
 	case q == "1":
-		*quick = report.QuickProfile()
+		*quick = true
 	case q != "" && q != "0":
-		return fail(stderr, "reproduce", fmt.Errorf("%s=%q, want 1, 0 or unset", report.QuickEnv, q))
+		return fail(stderr, "reproduce", fmt.Errorf("%s=%q, want 1, 0 or unset", quickEnv, q))
 	}
 	if len(names) == 0 {
 		return fail(stderr, "reproduce", fmt.Errorf("name an experiment (%s) or all", strings.Join(experimentNames(), ", ")))
 	}
 	if len(names) == 1 && names[0] == "all" {
 		names = nil
-		for _, n := range experimentNames() {
-			if !notInAll[n] {
-				names = append(names, n)
+		for _, e := range report.Experiments() {
+			if !e.Standalone {
+				names = append(names, e.Name)
 			}
 		}
 	}
 	for _, n := range names {
-		if _, ok := experiments[n]; !ok {
+		if _, ok := report.Lookup(n); !ok {
 			return fail(stderr, "reproduce", fmt.Errorf("unknown experiment %q (want one of %s, all)", n, strings.Join(experimentNames(), ", ")))
 		}
 	}
-	if err := preflightReproduce(*out, names); err != nil {
+	settings, err := reproduceSettings()
+	if err != nil {
 		return failErr(stderr, "reproduce", err)
 	}
-	profile := "full"
+	if err := preflightReproduce(*out, names, settings); err != nil {
+		return failErr(stderr, "reproduce", err)
+	}
+	profile := report.Full
 	if *quick {
-		profile = "quick"
+		profile = report.Quick
 	}
 	var done []string
 	for _, n := range names {
 		start := time.Now()
 		dir := filepath.Join(*out, n)
 		fmt.Fprintf(stderr, "reproduce %s (%s) → %s\n", n, profile, dir)
-		if err := reproduce(ctx, n, *out, *quick, stderr); err != nil {
+		if err := reproduce(ctx, n, *out, report.Config{Profile: profile, Settings: settings, Log: stderr}); err != nil {
 			if ctx.Err() != nil {
 				err = context.Canceled
 			}
@@ -138,10 +133,25 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	return 0
 }
 
+// reproduceSettings reads the experiments' settings from the environment
+// (reproduceEnv), checking each value.
+func reproduceSettings() (report.Settings, error) {
+	retrain, err := retrainEnv()
+	if err != nil {
+		return report.Settings{}, err
+	}
+	return report.Settings{
+		NetsDir:       os.Getenv("DFX_MNIST_NETS"),
+		Model:         os.Getenv("DFX_MNIST_MODEL"),
+		CandidatesDir: os.Getenv("DFX_MNIST_CANDIDATES"),
+		Retrain:       retrain,
+	}, nil
+}
+
 // preflightReproduce checks, before any experiment runs, the output
-// folders (report.CheckDir: new, empty, or dfx's own), claims -out, and
-// checks the environment the named experiments read.
-func preflightReproduce(out string, names []string) error {
+// folders (report.CheckDir: new, empty, or dfx's own), the backend and
+// each named experiment's settings (Experiment.Check), and claims -out.
+func preflightReproduce(out string, names []string, s report.Settings) error {
 	if strings.TrimSpace(out) == "" {
 		return badInput(errors.New("-out is empty; name an output folder"))
 	}
@@ -157,31 +167,12 @@ func preflightReproduce(out string, names []string) error {
 		return err
 	}
 	for _, n := range names {
-		var err error
-		switch n {
-		case "toys", "toys-others":
-			err = checkRetrainEnv()
-		case "mnist", "adjoint":
-			if err = checkMNISTData(); err == nil {
-				err = checkNets("DFX_MNIST_NETS", os.Getenv("DFX_MNIST_NETS"))
-			}
-		case "mnist-baselines", "mnist-exact-model", "mnist-ablation":
-			err = checkMNISTData()
-		case "mnist-model":
-			if err = checkMNISTData(); err == nil {
-				if name := os.Getenv("DFX_MNIST_MODEL"); name != "" {
-					if _, serr := mnist.SpecByName(name); serr != nil {
-						err = badInput(fmt.Errorf("DFX_MNIST_MODEL: %w", serr))
-					}
-				}
-			}
-		case "mnist-candidates":
-			if st, serr := os.Stat(candidatesDir()); serr != nil || !st.IsDir() {
-				err = badInput(fmt.Errorf("DFX_MNIST_CANDIDATES=%s is not a folder (train a candidate with `dfx train <candidate> -out DIR`)", candidatesDir()))
-			}
+		e, _ := report.Lookup(n)
+		if e.Check == nil {
+			continue
 		}
-		if err != nil {
-			return err
+		if err := e.Check(s); err != nil {
+			return badInput(fmt.Errorf("%s: %w%s", n, err, envHint(n, s)))
 		}
 	}
 	if err := report.ClaimDir(out); err != nil {
@@ -195,11 +186,22 @@ func preflightReproduce(out string, names []string) error {
 	return os.Remove(f.Name())
 }
 
+// standalone lists the experiments `all` leaves out.
+func standalone() []string {
+	var out []string
+	for _, e := range report.Experiments() {
+		if e.Standalone {
+			out = append(out, e.Name)
+		}
+	}
+	return out
+}
+
+// experimentNames lists the registered experiments.
 func experimentNames() []string {
 	var names []string
-	for n := range experiments {
-		names = append(names, n)
+	for _, e := range report.Experiments() {
+		names = append(names, e.Name)
 	}
-	sort.Strings(names)
 	return names
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -20,13 +19,17 @@ const indexName = "INDEX.md"
 // reproduce runs experiment name, writes each of its reports through
 // report.WriteDir (a folder is swapped in whole) and then replaces the
 // experiment's section of <out>/INDEX.md (written atomically).
-func reproduce(ctx context.Context, name, out string, quick bool, log io.Writer) error {
-	results, err := experiments[name](ctx, quick, log)
+func reproduce(ctx context.Context, name, out string, cfg report.Config) error {
+	e, ok := report.Lookup(name)
+	if !ok {
+		return fmt.Errorf("unknown experiment %q", name)
+	}
+	results, err := e.Run(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	command := "dfx reproduce " + name
-	if quick {
+	if cfg.Profile == report.Quick {
 		command += " -quick"
 	}
 	var lines []string

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dfx-lab/dfx/dfx/report"
 )
 
 func TestUpdateIndexReplacesOnlyTheExperimentsSection(t *testing.T) {
@@ -33,5 +35,26 @@ func TestUpdateIndexReplacesOnlyTheExperimentsSection(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(filepath.Dir(path)); len(ents) != 1 {
 		t.Errorf("%d entries beside the index, want only the index (atomic write)", len(ents))
+	}
+}
+
+// TestTheCLIRunsTheRegistry: `dfx reproduce` knows exactly the registered
+// experiments, lists each with its doc in -h, and `all` leaves out the
+// standalone ones.
+func TestTheCLIRunsTheRegistry(t *testing.T) {
+	want := []string{"access", "adjoint", "fields", "mnist", "mnist-ablation", "mnist-baselines", "mnist-candidates",
+		"mnist-exact-model", "mnist-model", "ot", "toys", "toys-others"}
+	if got := experimentNames(); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("registered %v, want %v", got, want)
+	}
+	var help strings.Builder
+	reproduceUsage(&help)
+	for _, e := range report.Experiments() {
+		if e.Doc == "" || !strings.Contains(help.String(), e.Doc) {
+			t.Errorf("%s: doc %q missing from dfx reproduce -h", e.Name, e.Doc)
+		}
+	}
+	if got := strings.Join(standalone(), " "); got != "mnist-ablation mnist-candidates mnist-model" {
+		t.Errorf("standalone %q", got)
 	}
 }

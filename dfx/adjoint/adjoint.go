@@ -39,21 +39,23 @@
 package adjoint
 
 import (
-	"errors"
 	"fmt"
 	"math"
 
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/access"
+	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/pfode"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
 )
 
 // ErrInput is wrapped by every error about bad input: shapes, times,
-// configurations and non-finite values.
-var ErrInput = errors.New("invalid input")
+// configurations and non-finite values. It is mixture.ErrInput, the one
+// bad-input sentinel of dfx, so errors.Is matches it whichever package
+// returned the error.
+var ErrInput = mixture.ErrInput
 
 // NetModel is access.NetModel, a network as a score.Model.
 //

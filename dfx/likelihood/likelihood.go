@@ -23,10 +23,10 @@ package likelihood
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 
+	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/pfode"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
@@ -50,8 +50,11 @@ var (
 	RK4   Solver = pfode.RK4   // order 4, 4 evaluations per step
 )
 
-// ErrInput is wrapped by every error about bad input.
-var ErrInput = errors.New("invalid input")
+// ErrInput is wrapped by every error about bad input: shapes, times,
+// configurations and non-finite values. It is mixture.ErrInput, the one
+// bad-input sentinel of dfx, so errors.Is matches it whichever package
+// returned the error.
+var ErrInput = mixture.ErrInput
 
 // Config describes one likelihood integration.
 type Config struct {

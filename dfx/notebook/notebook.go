@@ -4,13 +4,21 @@
 // figures), long work shows one updating progress line, and Knobs re-run a
 // computation when a researcher turns a widget.
 //
-// A typical cell:
+// A typical cell runs a registered experiment whole,
 //
-//	res, err := mnist.Run(notebook.Context(), mnist.Profile(), notebook.Progress())
+//	notebook.Run("fields")
+//
+// or one function of an experiment package at the notebook's profile:
+//
+//	res, err := mnist.Run(notebook.Context(), mnist.For(notebook.Profile()), notebook.Progress())
 //	notebook.Show(res, err)
 //
 // Outside a notebook (a test, a plain program) every function here prints
 // nothing and Show only reports errors.
+//
+// This package is an entry point, like cmd/dfx: it is where a notebook's
+// settings come from the environment (QuickEnv, HeadlessEnv, DFX_ROOT,
+// DFX_MNIST_NETS), so that no experiment package reads a variable.
 package notebook
 
 import (
@@ -156,11 +164,54 @@ func RepoRoot() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
-func profileName() string {
-	if report.QuickProfile() {
-		return "quick"
+// QuickEnv, set to 1, selects the quick profile (Profile): the notebook
+// runner (scripts/run-notebooks.sh) and `make test` set it.
+const QuickEnv = "DFX_QUICK"
+
+// Profile is the notebooks' profile: report.Quick under DFX_QUICK=1,
+// report.Full otherwise.
+func Profile() report.Profile {
+	if os.Getenv(QuickEnv) == "1" {
+		return report.Quick
 	}
-	return "full"
+	return report.Full
+}
+
+func profileName() string { return string(Profile()) }
+
+// Settings are the experiments' settings in a notebook: the networks of
+// DFX_MNIST_NETS ("" : the committed ones); everything else at its default.
+func Settings() report.Settings {
+	return report.Settings{NetsDir: os.Getenv("DFX_MNIST_NETS")}
+}
+
+// Run runs the registered experiment name (report.Lookup; the cell imports
+// its package, e.g. _ "github.com/dfx-lab/dfx/toys") at Profile with
+// Settings, with a progress line, and shows each of its results.
+func Run(name string) {
+	e, ok := report.Lookup(name)
+	if !ok {
+		var names []string
+		for _, e := range report.Experiments() {
+			names = append(names, e.Name)
+		}
+		Fail(fmt.Errorf("no experiment %q is registered (import its package; registered: %s)", name, strings.Join(names, ", ")))
+		return
+	}
+	if e.Check != nil {
+		if err := e.Check(Settings()); err != nil {
+			Fail(fmt.Errorf("%s: %w", name, err))
+			return
+		}
+	}
+	results, err := e.Run(Context(), report.Config{Profile: Profile(), Settings: Settings(), Log: Progress()})
+	if err != nil {
+		Show(nil, err)
+		return
+	}
+	for _, r := range results {
+		Show(r, nil)
+	}
 }
 
 func since(t time.Time) string {
