@@ -176,18 +176,19 @@ func (r *AblationResult) Report() (*report.Report, error) {
 		Title: fmt.Sprintf("## Ablation of the MNIST ε-network at equal training steps\n\nMeasured on %s, %s profile; `dfx reproduce mnist-ablation` in %.0f s. Every variant starts from the same seed and trains %d steps (batch 128, EMA decay %g) on the MNIST training images; the skip mixture is %d Gaussians per digit of rank %d (exact test bpd %.4f on 1 000 dequantised test images). Gain: the variant's ELBO diffusion term subtracted from the skip mixture's on the same held-out draws (the last %d test images, %d stratified log-SNR levels, fixed ε; EMA weights), in bits per dimension, ± the standard error of the paired per-image differences; positive is a tighter likelihood bound than the mixture's.",
 			r.Machine, c.Profile, r.Seconds, c.Steps, ablationEMA, c.Fit.Components, c.Fit.Rank, r.SkipBPD, c.Images, c.Levels),
 		Caption: "ablation: ELBO gain over the skip mixture after equal training steps",
-		Header:  []string{"variant", "trainable parameters", "s / step", "gain at half the steps", "gain at the end", "± SE"}, Align: "lrrrrr"}
+		Columns: []report.Column{{Name: "variant"}, {Name: "trainable parameters"}, {Name: "s / step", Format: "%.2f"},
+			{Name: "gain at half the steps", Format: "%+.4f"}, {Name: "gain at the end", Format: "%+.4f"}, {Name: "± SE", Format: "%.4f"}}, Align: "lrrrrr"}
 	for _, row := range r.Rows {
 		last := row.Curve[len(row.Curve)-1]
-		half := "–"
+		half := report.None()
 		for _, p := range row.Curve {
 			if 2*p.Step >= c.Steps {
-				half = fmt.Sprintf("%+.4f", p.Gain)
+				half = report.Float(p.Gain)
 				break
 			}
 		}
-		t.Rows = append(t.Rows, []string{row.Variant.Name, fmt.Sprint(row.Params), fmt.Sprintf("%.2f", last.Seconds/float64(last.Step)), half,
-			fmt.Sprintf("%+.4f", last.Gain), fmt.Sprintf("%.4f", last.GainSE)})
+		t.Add(report.Text(row.Variant.Name), report.Int(int(row.Params)), report.Float(last.Seconds/float64(last.Step)), half,
+			report.Float(last.Gain), report.Float(last.GainSE))
 	}
 	t.Notes = append(t.Notes, "The chosen design: "+Candidates()[0].About+". Each other row changes one thing. Without a skip the network predicts ε itself and starts far below the mixture.")
 	rep := &report.Report{Name: "mnist-ablation", Title: "MNIST ε-network ablation", Tables: []*report.Table{t},

@@ -248,23 +248,24 @@ func (r *ExactModelResult) Report() (*report.Report, error) {
 		Title: fmt.Sprintf("## Every estimator on an image-scale model whose Fisher is known exactly\n\nMeasured on %s, %s profile; `dfx reproduce mnist-exact-model` in %.0f s. The model is a Gaussian mixture fitted to MNIST (%d components, %d per class, rank %d + rest + idle pixels) run as a network: its ε in the graph (float32, unconditional) is models.MixtureEps, so VJPs, Hutchinson and DF-EA treat it like any ε-network, while mixture.Gaussian gives its exact Fisher in float64. %d queries per time, x_t = α x₀ + σ ε from dequantised test images x₀. Errors are means over the queries: |est − tr F| / tr F for traces, ‖est − F v‖ / ‖F v‖ for products with v ~ N(0, I).",
 			Machine(), r.Config.Profile, r.Elapsed.Seconds(), r.Components, r.Config.Fit.Components, r.Config.Fit.Rank, r.Config.Queries),
 		Caption: "every trace estimator and Fisher product against the exact Fisher of a fitted Gaussian mixture run as an image-scale network",
-		Header:  []string{"t", "σ", "exact tr F (mean)"}, Align: "rrr"}
+		Columns: []report.Column{{Name: "t"}, {Name: "σ", Format: "%.3g"}, {Name: "exact tr F (mean)", Format: "%.4g"}}, Align: "rrr"}
+	rel := func(name string) report.Column { return report.Column{Name: name, Format: "%.2e"} }
 	for _, n := range r.Traces {
-		t.Header, t.Align = append(t.Header, n+" (trace)"), t.Align+"r"
+		t.Columns, t.Align = append(t.Columns, rel(n+" (trace)")), t.Align+"r"
 	}
 	for _, n := range r.Operators {
-		t.Header, t.Align = append(t.Header, n+" (F v)"), t.Align+"r"
+		t.Columns, t.Align = append(t.Columns, rel(n+" (F v)")), t.Align+"r"
 	}
-	t.Header, t.Align = append(t.Header, "‖ȳ_graph − ȳ‖/‖ȳ‖"), t.Align+"r"
+	t.Columns, t.Align = append(t.Columns, rel("‖ȳ_graph − ȳ‖/‖ȳ‖")), t.Align+"r"
 	for _, row := range r.Rows {
-		cells := []string{fmt.Sprint(row.T), fmt.Sprintf("%.3g", row.Sigma), fmt.Sprintf("%.4g", row.ExactTrace)}
+		cells := []report.Cell{report.Float(row.T), report.Float(row.Sigma), report.Float(row.ExactTrace)}
 		for _, n := range r.Traces {
-			cells = append(cells, fmt.Sprintf("%.2e", row.TraceErr[n]))
+			cells = append(cells, report.Float(row.TraceErr[n]))
 		}
 		for _, n := range r.Operators {
-			cells = append(cells, fmt.Sprintf("%.2e", row.MatVecErr[n]))
+			cells = append(cells, report.Float(row.MatVecErr[n]))
 		}
-		t.Rows = append(t.Rows, append(cells, fmt.Sprintf("%.2e", row.DeltaY)))
+		t.Add(append(cells, report.Float(row.DeltaY))...)
 	}
 	t.Notes = append(t.Notes,
 		"vjp-exact and vjp-matvec differ from the exact answer by the float32 graph's rounding only (they differentiate the same function the mixture is); Hutchinson-16 adds its probe variance.",

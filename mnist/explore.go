@@ -76,10 +76,11 @@ func (r *SamplesResult) Report() (*report.Report, error) {
 	n := len(r.LogP)
 	m, se := stats.MeanSE(r.LogP)
 	t := &report.Table{Name: "samples", Title: fmt.Sprintf("### Digit %d at guidance scale %g", r.Class, r.Scale),
-		Header: []string{"class", "scale s", "images", "DDIM steps", "mean log p(c|x) (nats)", "± SE", "classified as c", "time"},
-		Align:  "rrrrrrrr",
-		Rows: [][]string{{fmt.Sprint(r.Class), fmt.Sprint(r.Scale), fmt.Sprint(n), fmt.Sprint(r.Steps),
-			fmt.Sprintf("%.3f", m), fmt.Sprintf("%.3f", se), fmt.Sprintf("%d / %d", r.Correct, n), fmt.Sprintf("%.2f s", r.Elapsed.Seconds())}},
+		Columns: []report.Column{{Name: "class"}, {Name: "scale s"}, {Name: "images"}, {Name: "DDIM steps"},
+			{Name: "mean log p(c|x) (nats)", Format: "%.3f"}, {Name: "± SE", Format: "%.3f"}, {Name: "classified as c"}, {Name: "time", Unit: "s", Format: "%.2f s"}},
+		Align: "rrrrrrrr",
+		Cells: [][]report.Cell{{report.Int(r.Class), report.Float(r.Scale), report.Int(n), report.Int(r.Steps),
+			report.Float(m), report.Float(se), report.Text(fmt.Sprintf("%d / %d", r.Correct, n)), report.Float(r.Elapsed.Seconds())}},
 		Notes: []string{"s = 0 is the unconditional model, s = 1 the conditional one, s > 1 classifier-free guidance beyond it (ε̃ = ε(x, ∅) + s (ε(x, c) − ε(x, ∅)))."}}
 	fig := &report.Figure{Name: "samples.png", Caption: "the samples, log p(c|x) under each",
 		Render: func(format string) ([]byte, error) {
@@ -133,14 +134,15 @@ func ExploreAdjoint(ctx context.Context, nets *Networks, target int, op string, 
 
 // Report is a two-row table (unguided, guided) and the two rows of images.
 func (r *AdjointExplore) Report() (*report.Report, error) {
-	row := func(name string, loss []float64, evals int, sec float64) []string {
+	row := func(name string, loss []float64, evals int, sec float64) []report.Cell {
 		m, se := stats.MeanSE(loss)
-		return []string{name, fmt.Sprintf("%.3f", m), fmt.Sprintf("%.3f", se), fmt.Sprint(evals), fmt.Sprintf("%.2f s", sec)}
+		return []report.Cell{report.Text(name), report.Float(m), report.Float(se), report.Int(evals), report.Float(sec)}
 	}
 	c := r.Config
 	t := &report.Table{Name: "adjoint", Title: fmt.Sprintf("### Towards the digit %d with %s, guided steps %d…%d of %d, strength %g", r.Target, r.Operator, c.From, c.To, c.Steps, c.Strength),
-		Header: []string{"sampler", "mean −log p(target|x) (nats)", "± SE", "ε̂ evaluations", "time"}, Align: "lrrrr",
-		Rows:  [][]string{row("unguided", r.LossU, r.EvalsU, r.SecondsU), row("guided ("+r.Operator+")", r.LossG, r.EvalsG, r.Seconds)},
+		Columns: []report.Column{{Name: "sampler"}, {Name: "mean −log p(target|x) (nats)", Format: "%.3f"}, {Name: "± SE", Format: "%.3f"},
+			{Name: "ε̂ evaluations"}, {Name: "time", Unit: "s", Format: "%.2f s"}}, Align: "lrrrr",
+		Cells: [][]report.Cell{row("unguided", r.LossU, r.EvalsU, r.SecondsU), row("guided ("+r.Operator+")", r.LossG, r.EvalsG, r.Seconds)},
 		Notes: []string{fmt.Sprintf("Same initial noise for both rows; %d inner DDIM steps per guided step, normalised gradient.", c.InnerSteps)}}
 	fig := &report.Figure{Name: "adjoint.png", Caption: "unguided (top) and guided (bottom) images from the same noise, −log p(target|x) under each",
 		Render: func(format string) ([]byte, error) {
@@ -282,7 +284,8 @@ func TrainingMixture() (*mixture.Dirac, *Set, error) {
 func (r *FisherCompare) Report() (*report.Report, error) {
 	exMean := stat.Mean(r.Exact, nil)
 	t := &report.Table{Name: "fisher", Title: fmt.Sprintf("### Learned against exact Fisher at t = %g (σ = %.3g), %d noised test images", r.T, r.Sigma, r.Queries),
-		Header: []string{"kind", "method", "mean relative error", "time per image"}, Align: "llrr",
+		Columns: []report.Column{{Name: "kind"}, {Name: "method"}, {Name: "mean relative error", Format: "%.3g"},
+			{Name: "time per image", Unit: "s", Format: "%.3g ms", Scale: 1e3}}, Align: "llrr",
 		Notes: []string{fmt.Sprintf("Exact: the Fisher of the 60 000-image Dirac mixture of the training set (mean tr F = %.4g). "+
 			"Traces: |est − exact| / |exact|; products F v (v Gaussian): ‖est − exact‖ / ‖exact‖; DF-EA at the clean image each query was noised from.", exMean)}}
 	for _, m := range r.Methods {
@@ -290,10 +293,10 @@ func (r *FisherCompare) Report() (*report.Report, error) {
 		for i, e := range r.Estimates[m] {
 			rel += math.Abs(e-r.Exact[i]) / math.Abs(r.Exact[i]) / float64(len(r.Exact))
 		}
-		t.Rows = append(t.Rows, []string{"trace", m, fmt.Sprintf("%.3g", rel), fmt.Sprintf("%.3g ms", 1e3*r.TraceSec[m])})
+		t.Add(report.Text("trace"), report.Text(m), report.Float(rel), report.Float(r.TraceSec[m]))
 	}
 	for _, o := range r.Operators {
-		t.Rows = append(t.Rows, []string{"F v", o, fmt.Sprintf("%.3g", r.OpRelErr[o]), fmt.Sprintf("%.3g ms", 1e3*r.OpSec[o])})
+		t.Add(report.Text("F v"), report.Text(o), report.Float(r.OpRelErr[o]), report.Float(r.OpSec[o]))
 	}
 	fig := &report.Figure{Name: "fisher.png", Caption: "the chosen estimator's tr F against the exact one, per image (the line is equality)",
 		Render: func(format string) ([]byte, error) {

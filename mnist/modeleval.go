@@ -272,28 +272,30 @@ func (r *ModelEvalResult) Report() (*report.Report, error) {
 		Title: fmt.Sprintf("## Test likelihood of the ε-network %s\n\nMeasured on %s, %s profile; `dfx reproduce mnist-model` in %.0f s. The first %d test images, dequantised (seed 2; the bpd is an upper bound): PF-ODE from t_min by dopri5 at rtol %g (%d model evaluations per batch of 50), trace %s. Solver error: the mean |Δbpd| per image against rtol %g. The skip mixture's bpd is exact (log q at t_min in closed form) on the same images; the difference is paired.",
 			r.About, r.Machine, c.Profile, r.Seconds, c.Images, c.RTol, r.NFE, r.Trace, 10*c.RTol),
 		Caption: "test bpd of the ε-network and of its skip mixture on the same images",
-		Header:  []string{"model", "test bpd", "± SE", "solver error (mean |Δ|)"}, Align: "lrrr"}
-	t.Rows = append(t.Rows, []string{"ε-network " + c.Name, fmt.Sprintf("%.4f", m), fmt.Sprintf("%.4f", se), fmt.Sprintf("%.4f", solverErr)})
+		Columns: []report.Column{{Name: "model"}, {Name: "test bpd", Format: "%.4f"}, {Name: "± SE", Format: "%.4f"}, {Name: "solver error (mean |Δ|)", Format: "%.4f"}}, Align: "lrrr"}
+	t.Add(report.Text("ε-network "+c.Name), report.Float(m), report.Float(se), report.Float(solverErr))
 	if r.Mixture != nil {
 		mm, ms := stats.MeanSE(r.Mixture)
-		t.Rows = append(t.Rows, []string{"its skip mixture (exact)", fmt.Sprintf("%.4f", mm), fmt.Sprintf("%.4f", ms), "0 (closed form)"})
+		t.Add(report.Text("its skip mixture (exact)"), report.Float(mm), report.Float(ms), report.Text("0 (closed form)"))
 		for i := range diffs {
 			diffs[i] = r.Mixture[i] - r.BPD[i]
 		}
 		dm, ds := stats.MeanSE(diffs)
-		t.Rows = append(t.Rows, []string{"mixture − network (paired; positive: the network is better)", fmt.Sprintf("%+.4f", dm), fmt.Sprintf("%.4f", ds), "–"})
+		// a signed difference in a column of bpd: its sign is shown, its value stays a number in CSV
+		t.Add(report.Text("mixture − network (paired; positive: the network is better)"), report.Text(fmt.Sprintf("%+.4f", dm)), report.Float(ds), report.None())
 	}
 	q := &report.Table{Name: "samples",
 		Title:   fmt.Sprintf("## Samples of the ε-network\n\n%d per digit, DDIM with %d steps (seed %d), classifier-free guidance scale s (1: the conditional model); the skip mixture's exact samples beside them. Measures as in mnist-baselines: classifier and 5-NN agreement with the requested digit, the rms intensity of the 2-pixel frame (test images ≈ 0.029), the Fréchet distance in the classifier's features to the test images, the median distance to the nearest training image and the fraction of near-copies.", c.PerClass, c.Steps, c.Seed),
 		Caption: "sample quality of the ε-network and of its skip mixture",
-		Header:  []string{"samples", "s", "classifier agreement", "k-NN agreement", "frame rms", "Fréchet distance", "median nearest distance", "near-copies"}, Align: "lrrrrrrr"}
+		Columns: []report.Column{{Name: "samples"}, {Name: "s"}, {Name: "classifier agreement", Format: "%.1f%%", Scale: 100}, {Name: "k-NN agreement", Format: "%.1f%%", Scale: 100},
+			{Name: "frame rms", Format: "%.3f"}, {Name: "Fréchet distance", Format: "%.1f"}, {Name: "median nearest distance", Format: "%.2f"}, {Name: "near-copies", Format: "%.2f%%", Scale: 100}}, Align: "lrrrrrrr"}
 	for _, s := range r.Quality {
-		sc := "–"
+		sc := report.None()
 		if !math.IsNaN(s.Scale) {
-			sc = fmt.Sprintf("%g", s.Scale)
+			sc = report.Float(s.Scale)
 		}
-		q.Rows = append(q.Rows, []string{s.Source, sc, fmt.Sprintf("%.1f%%", 100*s.Q.ClassifierAgree), fmt.Sprintf("%.1f%%", 100*s.Q.KNNAgree),
-			fmt.Sprintf("%.3f", s.Q.FrameRMS), fmt.Sprintf("%.1f", s.Q.FD), fmt.Sprintf("%.2f", s.Q.NearestMedian), fmt.Sprintf("%.2f%%", 100*s.Q.Copies)})
+		q.Add(report.Text(s.Source), sc, report.Float(s.Q.ClassifierAgree), report.Float(s.Q.KNNAgree),
+			report.Float(s.Q.FrameRMS), report.Float(s.Q.FD), report.Float(s.Q.NearestMedian), report.Float(s.Q.Copies))
 	}
 	rep := &report.Report{Name: "mnist-model", Title: "The MNIST ε-network: test likelihood and samples", Tables: []*report.Table{t, q}}
 	for i, s := range r.Quality {

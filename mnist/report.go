@@ -44,6 +44,16 @@ func pct(v float64) string {
 }
 func ms(v float64) string { return fmt.Sprintf("%.3g ms", 1000*v) }
 
+// percent is a column of fractions shown in percent ("12.34%"; "–" for NaN).
+func percent(name string) report.Column {
+	return report.Column{Name: name, Format: "%.2f%%", Scale: 100}
+}
+
+// millis is a column of times in seconds shown in milliseconds.
+func millis(name string) report.Column {
+	return report.Column{Name: name, Unit: "s", Format: "%.3g ms", Scale: 1e3}
+}
+
 // Report implements report.Result.
 func (r *Result) Report() (*report.Report, error) {
 	rep := &report.Report{Name: reportNameDefault, Title: "MNIST: paper Table 1, Figures 1–2 and the exact empirical Fisher at image scale"}
@@ -68,21 +78,22 @@ func (r *Result) Report() (*report.Report, error) {
 func (r *Result) trainingTable(where string) *report.Table {
 	t := &report.Table{Name: "training", Title: "## MNIST networks\n\n" + where + " Each network is trained by `dfx train <name>` (fixed seed; the committed checkpoints in mnist/checkpoints).",
 		Caption: "the MNIST networks: steps, training time and machine, final loss, classifier accuracy",
-		Header:  []string{"network", "steps", "training time", "machine", "backend", "final loss", "test accuracy"}, Align: "lrrllrr"}
+		Columns: []report.Column{{Name: "network"}, {Name: "steps"}, {Name: "training time", Unit: "s", Format: "%.0f s"}, {Name: "machine"}, {Name: "backend"},
+			{Name: "final loss", Format: "%.3g"}, percent("test accuracy")}, Align: "lrrllrr"}
 	for _, name := range []string{"eps", "dftm", "dftm-c", "classifier"} {
 		rec := r.Records[name]
 		if rec == nil {
 			continue
 		}
-		acc := "–"
+		acc := report.None()
 		if name == "classifier" {
-			acc = pct(rec.Accuracy)
+			acc = report.Float(rec.Accuracy)
 		}
 		final := math.NaN()
 		if n := len(rec.Curve.Loss); n > 0 {
 			final = rec.Curve.Loss[n-1]
 		}
-		t.Rows = append(t.Rows, []string{name, fmt.Sprint(rec.Steps), fmt.Sprintf("%.0f s", rec.Seconds), rec.Machine, rec.Backend, f3(final), acc})
+		t.Add(report.Text(name), report.Int(rec.Steps), report.Float(rec.Seconds), report.Text(rec.Machine), report.Text(rec.Backend), report.Float(final), acc)
 	}
 	return t
 }
@@ -91,9 +102,9 @@ func (r *Result) timingTable(where string) *report.Table {
 	tm := r.Timing
 	t := &report.Table{Name: "table1", Title: fmt.Sprintf("## Table 1 analogue: cost per call\n\n%s Queries are noisy training images at t = %g; median of interleaved rounds after a warm-up call.", where, tm.T),
 		Caption: "Table 1 analogue: time per call of every trace estimator and F·v operator at batch 1 and 64, with the ratios against the goals",
-		Header:  []string{"kind", "method", "batch", "time per call", "rounds", "what"}, Align: "llrrrl"}
+		Columns: []report.Column{{Name: "kind"}, {Name: "method"}, {Name: "batch"}, millis("time per call"), {Name: "rounds"}, {Name: "what"}}, Align: "llrrrl"}
 	for _, row := range tm.Rows {
-		t.Rows = append(t.Rows, []string{row.Kind, row.Method, fmt.Sprint(row.Batch), ms(row.Seconds), fmt.Sprint(row.Rounds), row.Note})
+		t.Add(report.Text(row.Kind), report.Text(row.Method), report.Int(row.Batch), report.Float(row.Seconds), report.Int(row.Rounds), report.Text(row.Note))
 	}
 	ratio := func(a, b string, batch int) float64 {
 		ra, rb := tm.Get(a, batch), tm.Get(b, batch)
@@ -128,22 +139,23 @@ func (r *Result) timingTable(where string) *report.Table {
 
 func (r *Result) truthTable(where string) *report.Table {
 	tr := r.Truth
-	h := []string{"x₀ from", "t", "σ", "queries", "exact tr F"}
+	g3 := func(name string) report.Column { return report.Column{Name: name, Format: "%.3g"} }
+	h := []report.Column{{Name: "x₀ from"}, {Name: "t"}, g3("σ"), {Name: "queries"}, g3("exact tr F")}
 	for _, e := range tr.Estimators {
-		h = append(h, e+" rel. err")
+		h = append(h, percent(e+" rel. err"))
 	}
-	h = append(h, "δ₁ = |t_θ − t*|", "‖ȳ_θ − ȳ‖/‖ȳ‖", "bound holds", "err/bound (median)", "tr Cov/d exact", "tr Cov/d network", "top posterior weight")
+	h = append(h, g3("δ₁ = |t_θ − t*|"), percent("‖ȳ_θ − ȳ‖/‖ȳ‖"), percent("bound holds"), g3("err/bound (median)"), g3("tr Cov/d exact"), g3("tr Cov/d network"), g3("top posterior weight"))
 	t := &report.Table{Name: "truth", Title: "## Ground truth at image scale: the exact Fisher of the 60 000 training images\n\n" + where +
 		" The empirical training distribution is a Dirac mixture whose diffused Fisher is exact (dfx/mixture, float64). Queries x_t = α x₀ + σ ε with x₀ from the training set (atoms of the mixture) or the test set. Relative errors are means over queries of |est − exact|/|exact|. The bound is the corrected DF-TM bound (α²/σ⁴)(d δ₁ + δ₂(2‖ȳ‖ + δ₂)) (access.DFTMErrorBound).",
 		Caption: "every trace estimator, t_θ and ȳ_θ against the exact Fisher of the empirical MNIST training distribution, by time and split",
-		Header:  h}
+		Columns: h}
+	f := report.Float
 	for _, row := range tr.Rows {
-		cells := []string{row.Split, fmt.Sprint(row.T), f3(row.Sigma), fmt.Sprint(row.Queries), f3(row.ExactTrace)}
+		cells := []report.Cell{report.Text(row.Split), f(row.T), f(row.Sigma), report.Int(row.Queries), f(row.ExactTrace)}
 		for _, e := range tr.Estimators {
-			cells = append(cells, pct(row.RelErr[e]))
+			cells = append(cells, f(row.RelErr[e]))
 		}
-		cells = append(cells, f3(row.Delta1), pct(row.Delta2Rel), pct(row.BoundHolds), f3(row.BoundRatio), f3(row.ExactCov), f3(row.NetCov), f3(row.NearestShare))
-		t.Rows = append(t.Rows, cells)
+		t.Add(append(cells, f(row.Delta1), f(row.Delta2Rel), f(row.BoundHolds), f(row.BoundRatio), f(row.ExactCov), f(row.NetCov), f(row.NearestShare))...)
 	}
 	t.Notes = append(t.Notes,
 		"Where a generalising network must differ: as t → 0 the empirical posterior collapses onto one training image (top posterior weight → 1, tr Cov → 0, tr F → d/σ²), for test queries too, while a network that generalises keeps posterior spread (tr Cov/d > 0) around unseen images. The 'exact' Fisher is then the Fisher of the memorising model, not of the data's true density, and the estimators' errors against it at small t on test queries measure that gap rather than estimator error.")
@@ -187,10 +199,13 @@ func (r *Result) guidanceTable(where string) *report.Table {
 	g := r.Guidance
 	t := &report.Table{Name: "guidance", Title: fmt.Sprintf("## Figure 1b analogue: NLL against classifier log-probability over guidance scales\n\n%s DDIM (%d steps), classifier-free guidance ε̃ = ε_∅ + s (ε_c − ε_∅), samples balanced over classes with the same initial noise at every scale. NLL by DF-TM of the 8-bit quantised, dequantised samples: the paper's protocol (explicit Euler, 10 steps on [t_min, 1], the step nearest t = 0 left out, i.e. from t₁ = %.3g) and the same start with a finer solver (Heun, %d steps; its distance from dopri5 is in bpd.md's convergence section). Both are −log q_{t₁} of the image taken as x_{t₁}: DF-TM cannot integrate nearer t = 0 at this scale (bpd.md).", where, r.Config.DDIMSteps, g.Rows[0].PaperT0, r.Config.BPDSteps),
 		Caption: "Figure 1b data: per guidance scale, classifier log-probability and accuracy, DF-TM NLL under both protocols, times",
-		Header:  []string{"scale s", "samples", "log p(c|x)", "± SE", "accuracy", "bpd (paper protocol)", "± SE", "bpd (Heun from t₁)", "± SE", "sampling time", "NLL time"}, Align: "rrrrrrrrrrr"}
+		Columns: []report.Column{{Name: "scale s"}, {Name: "samples"}, {Name: "log p(c|x)", Format: "%.3g"}, {Name: "± SE", Format: "%.3g"}, percent("accuracy"),
+			{Name: "bpd (paper protocol)", Format: "%.4f"}, {Name: "± SE", Format: "%.3g"}, {Name: "bpd (Heun from t₁)", Format: "%.4f"}, {Name: "± SE", Format: "%.3g"},
+			{Name: "sampling time", Unit: "s", Format: "%.1f s"}, {Name: "NLL time", Unit: "s", Format: "%.1f s"}}, Align: "rrrrrrrrrrr"}
 	for _, row := range g.Rows {
-		t.Rows = append(t.Rows, []string{fmt.Sprint(row.Scale), fmt.Sprint(row.Samples), f3(row.LogProb), f3(row.LogProbSE), pct(row.Accuracy),
-			fmt.Sprintf("%.4f", row.PaperBPD), f3(row.PaperSE), fmt.Sprintf("%.4f", row.ConvBPD), f3(row.ConvSE), fmt.Sprintf("%.1f s", row.SampleSecs), fmt.Sprintf("%.1f s", row.NLLSecs)})
+		f := report.Float
+		t.Add(f(row.Scale), report.Int(row.Samples), f(row.LogProb), f(row.LogProbSE), f(row.Accuracy),
+			f(row.PaperBPD), f(row.PaperSE), f(row.ConvBPD), f(row.ConvSE), f(row.SampleSecs), f(row.NLLSecs))
 	}
 	var lp, pb, cb []float64
 	for _, row := range g.Rows {
@@ -204,16 +219,17 @@ func (r *Result) fig2Table(where string) *report.Table {
 	f := r.Fig2
 	t := &report.Table{Name: "fig2", Title: fmt.Sprintf("## Figure 2 analogue: samples ranked by NLL\n\n%s %d seeds per class at guidance scale %g; NLL by DF-TM (Heun from t₁, as in guidance.md); confidence = classifier log p(c|x); distance = Euclidean distance to the nearest of the 60 000 training images (data scaled to [−1, 1]).", where, f.Seeds, f.Scale),
 		Caption: "Figure 2 data: Spearman correlations of NLL with classifier confidence and with the distance to the nearest training image",
-		Header:  []string{"correlation of NLL with", "Spearman ρ (pooled)", "mean of per-class ρ"}, Align: "lrr"}
-	t.Rows = append(t.Rows, []string{"classifier confidence log p(c|x)", fmt.Sprintf("%.3f", f.RhoConf), fmt.Sprintf("%.3f", f.RhoConfWithin)})
-	t.Rows = append(t.Rows, []string{"distance to the nearest training image", fmt.Sprintf("%.3f", f.RhoNN), fmt.Sprintf("%.3f", f.RhoNNWithin)})
-	per := &report.Table{Title: "### Per class: bpd range (lowest, highest)", Header: []string{"class", "lowest bpd", "highest bpd", "confidence of lowest", "confidence of highest"}, Align: "rrrrr"}
+		Columns: []report.Column{{Name: "correlation of NLL with"}, {Name: "Spearman ρ (pooled)", Format: "%.3f"}, {Name: "mean of per-class ρ", Format: "%.3f"}}, Align: "lrr"}
+	t.Add(report.Text("classifier confidence log p(c|x)"), report.Float(f.RhoConf), report.Float(f.RhoConfWithin))
+	t.Add(report.Text("distance to the nearest training image"), report.Float(f.RhoNN), report.Float(f.RhoNNWithin))
+	per := &report.Table{Title: "### Per class: bpd range (lowest, highest)", Align: "rrrrr", Columns: []report.Column{{Name: "class"},
+		{Name: "lowest bpd", Format: "%.3f"}, {Name: "highest bpd", Format: "%.3f"}, {Name: "confidence of lowest", Format: "%.3g"}, {Name: "confidence of highest", Format: "%.3g"}}}
 	for c := range 10 {
 		k := len(f.BPD[c])
 		if k == 0 {
 			continue
 		}
-		per.Rows = append(per.Rows, []string{fmt.Sprint(c), fmt.Sprintf("%.3f", f.BPD[c][0]), fmt.Sprintf("%.3f", f.BPD[c][k-1]), f3(f.Conf[c][0]), f3(f.Conf[c][k-1])})
+		per.Add(report.Int(c), report.Float(f.BPD[c][0]), report.Float(f.BPD[c][k-1]), report.Float(f.Conf[c][0]), report.Float(f.Conf[c][k-1]))
 	}
 	t.More = append(t.More, per)
 	return t

@@ -3,6 +3,7 @@ package ot
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"gonum.org/v1/plot"
 
@@ -76,9 +77,18 @@ func Explore(ctx context.Context, sched, protocol, data string, chains int, seed
 func (r *ExploreResult) Report() (*report.Report, error) {
 	s := r.Summary
 	t := &report.Table{Name: "explore", Title: fmt.Sprintf("### %s schedule, %s data, %s", r.Schedule, r.Data, r.Protocol),
-		Header: []string{"chains", "I(Φ) mean ± std (%)", "worst I(Φ) (%)", "smallest eigenvalue of sym Φ", "verdict"}, Align: "rrrrl",
-		Rows:  [][]string{{fmt.Sprint(s.Chains), pm(s.Asym), pct(s.Asym.Worst), fmt.Sprintf("%.3g", s.MinEig.Worst), verdictWord(s)}},
+		Columns: []report.Column{
+			{Name: "chains"},
+			rateColumn("I(Φ) mean ± std (%)", "asym_mean", "asym_std"),
+			rateColumn("worst I(Φ) (%)", "asym_worst", ""),
+			{Name: "smallest eigenvalue of sym Φ", Key: "mineig_min", Format: "%.3g"},
+			{Key: "fail_frac", NoMarkdown: true},
+			{Key: "ot", NoMarkdown: true},
+			{Name: "verdict", NoCSV: true},
+		}, Align: "rrrrl",
 		Notes: []string{"I(Φ) = ‖Φ − Φᵀ‖_F / (√2 ‖Φ‖_F) of the exact Jacobian of the computed map x_T ↦ x_s; a map is OT-compatible when I = 0 (to round-off) and ½(Φ + Φᵀ) ≻ 0 (Corollary 1)."}}
+	t.Add(report.Int(s.Chains), rateStat(s.Asym), report.Float(s.Asym.Worst), report.Float(s.MinEig.Worst),
+		report.Float(s.FailFrac), report.Text(strconv.FormatBool(s.OT)), report.Text(verdictWord(s)))
 	fig := plotFigure("explore.png", "per-chain asymmetry rate I(Φ) in %", func() (*plot.Plot, error) {
 		return histPlot(fmt.Sprintf("%s, %s data, %s", r.Schedule, r.Data, r.Protocol), "I(Φ) (%)", map[string][]float64{r.Schedule: r.Rates}, nil)
 	})

@@ -3,7 +3,6 @@ package ot
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"github.com/dfx-lab/dfx/dfx/report"
 )
@@ -25,9 +24,26 @@ func init() {
 	})
 }
 
-// BeyondTables are the studies beyond the paper as Markdown (one section
-// per study, rates in percent) and CSV (rates as fractions), both "beyond".
-func BeyondTables(rows []BeyondRow, c BeyondConfig) []*report.Table {
+// beyondColumns are the columns of the studies beyond the paper: Markdown
+// names the study and the chains in its section titles.
+var beyondColumns = []report.Column{
+	{Name: "study", NoMarkdown: true},
+	{Name: "d", Key: "dim"},
+	{Name: "N", Key: "n"},
+	{Name: "δ", Key: "offset"},
+	{Name: "s", NoMarkdown: true},
+	{Name: "chains", NoMarkdown: true},
+	rateColumn("I mean ± std", "asym_mean", "asym_std"),
+	rateColumn("I worst", "asym_worst", ""),
+	{Name: "λ_min", Key: "mineig_min", Format: "%.3g"},
+	{Name: "fail", Key: "fail_frac", Format: "%.0f%%", Scale: 100},
+	{Name: "fail@loose", Key: "fail_loose", Format: "%.0f%%", Scale: 100},
+}
+
+// BeyondTable is the studies beyond the paper, beyond.md and beyond.csv:
+// one Markdown section per study (rates in percent), one flat CSV (rates
+// as fractions).
+func BeyondTable(rows []BeyondRow, c BeyondConfig) *report.Table {
 	c.defaults()
 	intro := fmt.Sprintf("# Beyond Table 3\n\nSchedule %s, RK4 on a Karras grid of %d steps, exact Jacobian Φ = ∂x_s/∂x_T, "+
 		"rates in %% over %d chains. fail = fraction of chains not OT-compatible at tol %g; fail@%g = at the looser tolerance.",
@@ -37,31 +53,23 @@ func BeyondTables(rows []BeyondRow, c BeyondConfig) []*report.Table {
 		{"random-gmm", "Random mixtures of 3 Gaussians (covariance L Lᵀ · 0.02/d), s where σ = 0.1"},
 		{"offset", "Distance from affine: points (δ,0), (0,0.5), (0,−0.6), s = TMin"},
 	}
-	var sections []*report.Table
-	for _, st := range studies {
-		sec := &report.Table{Title: "## " + st.title, Align: "rrrrrrrr",
-			Header: []string{"d", "N", "δ", "I mean ± std", "I worst", "λ_min", "fail", "fail@loose"}}
+	t := &report.Table{Name: "beyond", Columns: beyondColumns, Align: "rrrrrrrr",
+		Caption: "beyond the paper: asymmetry (%) and failure rates of random point sets and Gaussian mixtures in d = 3…10, and of points moved off the line"}
+	for i, st := range studies {
+		sec := t
+		if i == 0 {
+			t.Title = intro + "\n\n## " + st.title
+		} else {
+			sec = t.Section("## " + st.title)
+		}
 		for _, r := range rows {
 			if r.Study == st.study {
-				sec.Rows = append(sec.Rows, []string{strconv.Itoa(r.Dim), strconv.Itoa(r.N), fmt.Sprintf("%g", r.Offset),
-					pm(r.Asym), pct(r.Asym.Worst), fmt.Sprintf("%.3g", r.MinEig.Worst), fmt.Sprintf("%.0f%%", 100*r.FailFrac), fmt.Sprintf("%.0f%%", 100*r.FailLoose)})
+				sec.Add(report.Text(r.Study), report.Int(r.Dim), report.Int(r.N), report.Float(r.Offset), report.Float(r.S), report.Int(r.Chains),
+					rateStat(r.Asym), report.Float(r.Asym.Worst), report.Float(r.MinEig.Worst), report.Float(r.FailFrac), report.Float(r.FailLoose))
 			}
 		}
-		sections = append(sections, sec)
 	}
-	md := *sections[0]
-	md.Name, md.NoCSV = "beyond", true
-	md.Caption = "beyond the paper: asymmetry (%) and failure rates of random point sets and Gaussian mixtures in d = 3…10, and of points moved off the line"
-	md.Title = intro + "\n\n" + sections[0].Title
-	md.More = sections[1:]
-	csv := &report.Table{Name: "beyond", NoMarkdown: true,
-		Header: []string{"study", "dim", "n", "offset", "s", "chains", "asym_mean", "asym_std", "asym_worst", "mineig_min", "fail_frac", "fail_loose"}}
-	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
-	for _, r := range rows {
-		csv.Rows = append(csv.Rows, []string{r.Study, strconv.Itoa(r.Dim), strconv.Itoa(r.N), f(r.Offset), f(r.S), strconv.Itoa(r.Chains),
-			f(r.Asym.Mean), f(r.Asym.Std), f(r.Asym.Worst), f(r.MinEig.Worst), f(r.FailFrac), f(r.FailLoose)})
-	}
-	return []*report.Table{&md, csv}
+	return t
 }
 
 func rows0chains(rows []BeyondRow) int {
@@ -79,20 +87,20 @@ func (res *Result) chains() int {
 }
 
 // Table3Markdown returns Table 3 as Markdown (table3.md).
-func (res *Result) Table3Markdown() string { return Table3Tables(res.Rows, res.chains())[0].Markdown() }
+func (res *Result) Table3Markdown() string { return Table3Table(res.Rows, res.chains()).Markdown() }
 
 // BeyondMarkdown returns the studies beyond the paper as Markdown (beyond.md).
 func (res *Result) BeyondMarkdown() string {
-	return BeyondTables(res.Beyond, res.Config.Beyond)[0].Markdown()
+	return BeyondTable(res.Beyond, res.Config.Beyond).Markdown()
 }
 
 // Report holds table3.md/.csv, beyond.md/.csv (when computed) and the
 // figures (when computed).
 func (res *Result) Report() (*report.Report, error) {
 	r := &report.Report{Name: "ot", Title: "Table 3: numerical OT test of PF-ODE maps, and beyond",
-		Tables: Table3Tables(res.Rows, res.chains())}
+		Tables: []*report.Table{Table3Table(res.Rows, res.chains())}}
 	if len(res.Beyond) > 0 {
-		r.Tables = append(r.Tables, BeyondTables(res.Beyond, res.Config.Beyond)...)
+		r.Tables = append(r.Tables, BeyondTable(res.Beyond, res.Config.Beyond))
 	}
 	r.Figures = res.figures()
 	return r, nil

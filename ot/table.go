@@ -38,18 +38,55 @@ var protocolTitles = map[string]string{
 		"DDIM states, x_T ~ N(0, I); matrix A ← A + dt B A (\"published\") and the exact DDIM Jacobian (\"jacobian\")",
 }
 
-// Table3Tables are Table 3 as Markdown (rows grouped by protocol,
-// asymmetry rates in percent; "off-diag" is the published script's
-// variant; chains is the default number of chains, each section's own
-// count is in its title) and as CSV (rates as fractions), both "table3".
-func Table3Tables(rows []Row, chains int) []*report.Table {
+// rateColumn is a column of asymmetry rates: fractions in CSV, percent in
+// Markdown; SEKey names a standard deviation's column.
+func rateColumn(name, key, stdKey string) report.Column {
+	return report.Column{Name: name, Key: key, SEKey: stdKey, Format: "%.2f", Scale: 100, Blank: "—"}
+}
+
+// rateStat is a rate's mean ± standard deviation over the chains.
+func rateStat(s Stat) report.Cell { return report.FloatSE(s.Mean, s.Std) }
+
+// table3Columns are Table 3's columns: Markdown leaves out what its
+// section titles and the verdict say; CSV has rates as fractions.
+var table3Columns = []report.Column{
+	{Name: "protocol", NoMarkdown: true},
+	{Name: "schedule"},
+	{Name: "data"},
+	{Name: "s", NoMarkdown: true},
+	{Name: "M", Key: "steps"},
+	{Name: "grid", NoMarkdown: true},
+	{Name: "solver", NoMarkdown: true},
+	{Name: "matrix"},
+	{Name: "chains", NoMarkdown: true},
+	rateColumn("I mean ± std", "asym_mean", "asym_std"),
+	rateColumn("I worst", "asym_worst", ""),
+	rateColumn("off-diag mean ± std", "offdiag_mean", "offdiag_std"),
+	{Key: "offdiag_worst", NoMarkdown: true},
+	rateColumn("I(A⁻¹) mean", "inverse_mean", ""),
+	{Name: "λ_min", Key: "mineig_min", Format: "%.3g"},
+	{Key: "mineig_mean", NoMarkdown: true},
+	{Key: "fail_frac", NoMarkdown: true},
+	{Key: "ot", NoMarkdown: true},
+	{Name: "verdict", NoCSV: true},
+	{Name: "paper", Key: "paper_pct", Format: "%.2f"},
+}
+
+// Table3Table is Table 3, table3.md and table3.csv: in Markdown one
+// section per protocol (rates in percent; "off-diag" is the published
+// script's variant; chains is the default number of chains, each
+// section's own count is in its title), in CSV one flat table (rates as
+// fractions).
+func Table3Table(rows []Row, chains int) *report.Table {
 	intro := fmt.Sprintf("# Table 3: numerical OT test of PF-ODE maps\n\n"+
 		"Asymmetry rate I = ‖A − Aᵀ‖_F / (√2 ‖A‖_F) in %%, mean ± std over the chains (%d unless the section says otherwise; float64); "+
 		"worst = largest; off-diag = the published script's I with the diagonal zeroed; I(A⁻¹) = the rate of the inverse map; "+
 		"λ_min = smallest eigenvalue of ½(A + Aᵀ) over all chains; OT iff I < %g and λ_min > 0 on every chain. "+
 		"Single Gaussian: mean (0.5, 0.5), covariance [[0.05, 0.02], [0.02, 0.03]], s = 0.1; other data: s = TMin "+
 		"(paper text) or t = 0 (published grid). Paper = the paper's reported rate.", chains, DefaultTol)
-	var sections []*report.Table
+	t := &report.Table{Name: "table3", Title: intro, Align: "llrlrrrrrlr", Columns: table3Columns,
+		Caption: "Table 3: asymmetry rate (%) and verdict of every protocol, schedule, data set and step count, beside the paper's rate"}
+	first := true
 	for _, proto := range []string{ProtocolPaper, ProtocolReference, ProtocolPublished} {
 		var sec *report.Table
 		for _, r := range rows {
@@ -57,36 +94,20 @@ func Table3Tables(rows []Row, chains int) []*report.Table {
 				continue
 			}
 			if sec == nil {
-				sec = &report.Table{Title: fmt.Sprintf("## %s; %d chains", protocolTitles[proto], r.Summary.Chains), Align: "llrlrrrrrlr",
-					Header: []string{"schedule", "data", "M", "matrix", "I mean ± std", "I worst", "off-diag mean ± std", "I(A⁻¹) mean", "λ_min", "verdict", "paper"}}
-				sections = append(sections, sec)
+				title := fmt.Sprintf("## %s; %d chains", protocolTitles[proto], r.Summary.Chains)
+				if first {
+					t.Title, sec, first = intro+"\n\n"+title, t, false
+				} else {
+					sec = t.Section(title)
+				}
 			}
 			s := r.Summary
-			sec.Rows = append(sec.Rows, []string{r.Schedule, r.Data, strconv.Itoa(r.Steps), string(r.Rule), pm(s.Asym), pct(s.Asym.Worst), pm(s.AsymOffDiag),
-				pct(s.AsymInverse.Mean), fmt.Sprintf("%.3g", s.MinEig.Worst), verdictWord(s), fmt.Sprintf("%.2f", r.Paper)})
+			sec.Add(report.Text(r.Protocol), report.Text(r.Schedule), report.Text(r.Data), report.Float(r.S), report.Int(r.Steps),
+				report.Text(r.Grid), report.Text(r.Solver.Name()), report.Text(string(r.Rule)), report.Int(s.Chains),
+				rateStat(s.Asym), report.Float(s.Asym.Worst), rateStat(s.AsymOffDiag), report.Float(s.AsymOffDiag.Worst),
+				report.Float(s.AsymInverse.Mean), report.Float(s.MinEig.Worst), report.Float(s.MinEig.Mean), report.Float(s.FailFrac),
+				report.Text(strconv.FormatBool(s.OT)), report.Text(verdictWord(s)), report.Float(r.Paper))
 		}
 	}
-	md := &report.Table{Name: "table3", NoCSV: true, Title: intro,
-		Caption: "Table 3: asymmetry rate (%) and verdict of every protocol, schedule, data set and step count, beside the paper's rate"}
-	if len(sections) > 0 {
-		*md = *sections[0]
-		md.Name, md.NoCSV, md.Caption = "table3", true, "Table 3: asymmetry rate (%) and verdict of every protocol, schedule, data set and step count, beside the paper's rate"
-		md.Title = intro + "\n\n" + sections[0].Title
-		md.More = sections[1:]
-	}
-	csv := &report.Table{Name: "table3", NoMarkdown: true, Header: Table3CSVHeader}
-	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
-	for _, r := range rows {
-		s := r.Summary
-		csv.Rows = append(csv.Rows, []string{r.Protocol, r.Schedule, r.Data, f(r.S), strconv.Itoa(r.Steps), r.Grid, r.Solver.Name(), string(r.Rule),
-			strconv.Itoa(s.Chains), f(s.Asym.Mean), f(s.Asym.Std), f(s.Asym.Worst), f(s.AsymOffDiag.Mean), f(s.AsymOffDiag.Std),
-			f(s.AsymOffDiag.Worst), f(s.AsymInverse.Mean), f(s.MinEig.Worst), f(s.MinEig.Mean), f(s.FailFrac),
-			strconv.FormatBool(s.OT), f(r.Paper)})
-	}
-	return []*report.Table{md, csv}
+	return t
 }
-
-// Table3CSVHeader names the CSV columns.
-var Table3CSVHeader = []string{"protocol", "schedule", "data", "s", "steps", "grid", "solver", "matrix", "chains",
-	"asym_mean", "asym_std", "asym_worst", "offdiag_mean", "offdiag_std", "offdiag_worst",
-	"inverse_mean", "mineig_min", "mineig_mean", "fail_frac", "ot", "paper_pct"}

@@ -2,7 +2,6 @@ package toys
 
 import (
 	"fmt"
-	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -14,18 +13,18 @@ import (
 	"github.com/dfx-lab/dfx/dfx/report"
 )
 
-func pmSE(s MeanSE, format string) string {
-	return fmt.Sprintf(format+" ± "+format, s.Mean, s.SE)
-}
+// seCell is a mean ± standard error over seeds.
+func seCell(s MeanSE) report.Cell { return report.FloatSE(s.Mean, s.SE) }
 
 // gmmHSMethods are the approximate operators whose HS error is reported.
 var gmmHSMethods = []string{GMMVJP, GMMEANet, GMMEAExact}
 
 // Report implements report.Result: the Markdown tables (adjoint-gmm.md),
-// full-precision CSVs (adjoint-gmm-steps.csv, adjoint-gmm-rewards.csv) and
-// three figures.
+// full-precision CSVs (adjoint-gmm-steps.csv, one row per step and
+// method; adjoint-gmm-rewards.csv, the rewards section) and three figures.
 func (r *AdjointGMMResult) Report() (*report.Report, error) {
 	c := r.Config
+	stepCols := []report.Column{{Name: "step"}, {Name: "t", Format: "%.3f"}, {Name: "σ", Key: "sigma", Format: "%.3f"}}
 	md := &report.Table{Name: "adjoint-gmm", NoCSV: true,
 		Title: fmt.Sprintf("# Adjoint guidance with exact and approximate Fisher operators on a Gaussian mixture (d = %d, K = %d, %s)\n\n", c.Dim, c.Components, r.Schedule) +
 			fmt.Sprintf("Data: %d anisotropic Gaussian components (means N(0, 0.36 I), covariance rank 3 with variances 0.5, 0.3, 0.15 plus 0.05 I), uniform weights, seed %d. ", c.Components, c.Seed) +
@@ -35,35 +34,37 @@ func (r *AdjointGMMResult) Report() (*report.Report, error) {
 			"## Gradient agreement along the exact guided path\n\n" +
 			"At the state of each guided outer step of the exact sampler (all seeds), λ = ∂L(x̂₀(x_t))/∂x_t is computed by each method and compared with a separate exact computation λ*: cosine and ‖λ − λ*‖/‖λ*‖, mean ± standard error over seeds.",
 		Caption: fmt.Sprintf("adjoint guidance on a d = %d Gaussian mixture: gradient agreement, operator HS error and rewards of exact, VJP and DF-EA operators", c.Dim),
-		Header:  []string{"step", "t", "σ", "‖λ*‖", "net ε rel. err"}}
+		Columns: append(stepCols[:3:3], report.Column{Name: "‖λ*‖", Format: "%.3g"}, report.Column{Name: "net ε rel. err", Format: "%.3g"})}
 	for _, m := range GMMMethods {
-		md.Header = append(md.Header, m+" cos")
+		md.Columns = append(md.Columns, report.Column{Name: m + " cos", Format: "%.3f"})
 		if m != GMMExact {
-			md.Header = append(md.Header, m+" rel. err")
+			md.Columns = append(md.Columns, report.Column{Name: m + " rel. err", Format: "%.3g"})
 		}
 	}
 	hs := &report.Table{Title: fmt.Sprintf("## Operator error at the same states\n\n‖F − F_op‖_HS per state against the exact Fisher F = −∇²log q_t (mixture.Gaussian, full matrix), mean ± SE over seeds. "+
 		"DF-EA's matrix is F_EA = I/σ² − (α²/σ⁴)(x̂₀x̂₀ᵀ − ȳȳᵀ) with x̂₀ the inner solve's endpoint and ȳ the denoiser at the state, of the network or of the exact mixture; the VJP's matrix is built from d VJP products with the basis vectors, at the first %d seeds only (its cost).", gmmVJPSeeds),
-		Header: []string{"step", "t", "σ", "‖F‖_HS"}}
+		Columns: append(stepCols[:3:3], report.Column{Name: "‖F‖_HS", Format: "%.4g"})}
 	for _, m := range gmmHSMethods {
-		hs.Header = append(hs.Header, m+" ‖F − F_op‖_HS")
+		hs.Columns = append(hs.Columns, report.Column{Name: m + " ‖F − F_op‖_HS", Format: "%.3g"})
 	}
 	steps := &report.Table{Name: "adjoint-gmm-steps", NoMarkdown: true, Caption: "per guided step and method: cosine, relative error and HS error against the exact ones (full precision)",
-		Header: []string{"step", "t", "sigma", "method", "cos", "cos_se", "rel_err", "rel_err_se", "hs_err", "hs_err_se", "fisher_hs", "net_eps_rel_err", "grad_norm_exact"}}
+		Columns: append(stepCols[:3:3], report.Column{Name: "method"}, report.Column{Name: "cos"}, report.Column{Name: "rel_err"}, report.Column{Name: "hs_err"},
+			report.Column{Name: "fisher_hs"}, report.Column{Name: "net_eps_rel_err"}, report.Column{Name: "grad_norm_exact"})}
 	for _, s := range r.Steps {
-		row := []string{fmt.Sprint(s.Step), fmt.Sprintf("%.3f", s.T), fmt.Sprintf("%.3f", s.Sigma), fmt.Sprintf("%.3g", s.GradNormExact.Mean), fmt.Sprintf("%.3g", s.NetEpsRelErr.Mean)}
+		at := []report.Cell{report.Int(s.Step), report.Float(s.T), report.Float(s.Sigma)}
+		row := append(at[:3:3], report.Float(s.GradNormExact.Mean), report.Float(s.NetEpsRelErr.Mean))
 		for _, m := range GMMMethods {
-			row = append(row, pmSE(s.Cos[m], "%.3f"))
+			row = append(row, seCell(s.Cos[m]))
 			if m != GMMExact {
-				row = append(row, pmSE(s.RelErr[m], "%.3g"))
+				row = append(row, seCell(s.RelErr[m]))
 			}
 		}
-		md.Rows = append(md.Rows, row)
-		hrow := []string{fmt.Sprint(s.Step), fmt.Sprintf("%.3f", s.T), fmt.Sprintf("%.3f", s.Sigma), fmt.Sprintf("%.4g", s.FisherHS.Mean)}
+		md.Add(row...)
+		hrow := append(at[:3:3], report.Float(s.FisherHS.Mean))
 		for _, m := range gmmHSMethods {
-			hrow = append(hrow, pmSE(s.HS[m], "%.3g"))
+			hrow = append(hrow, seCell(s.HS[m]))
 		}
-		hs.Rows = append(hs.Rows, hrow)
+		hs.Add(hrow...)
 		for _, m := range GMMMethods {
 			h, ok := s.HS[m]
 			if !ok {
@@ -72,23 +73,23 @@ func (r *AdjointGMMResult) Report() (*report.Report, error) {
 					continue
 				}
 			}
-			steps.Rows = append(steps.Rows, []string{fmt.Sprint(s.Step), f(s.T), f(s.Sigma), m, f(s.Cos[m].Mean), f(s.Cos[m].SE), f(s.RelErr[m].Mean), f(s.RelErr[m].SE),
-				f(h.Mean), f(h.SE), f(s.FisherHS.Mean), f(s.NetEpsRelErr.Mean), f(s.GradNormExact.Mean)})
+			steps.Add(append(at[:3:3], report.Text(m), seCell(s.Cos[m]), seCell(s.RelErr[m]), seCell(h),
+				report.Float(s.FisherHS.Mean), report.Float(s.NetEpsRelErr.Mean), report.Float(s.GradNormExact.Mean))...)
 		}
 	}
 	hs.Notes = []string{"The paper's error bound for DF-EA (Prop. error_bound_ea) is proved for Dirac mixtures; it does not apply to this Gaussian mixture, and no bound is claimed here (the MNIST Dirac half of the study checks it). " +
 		"With Gaussian components the posterior keeps an intrinsic covariance that x̂₀x̂₀ᵀ − ȳȳᵀ cannot represent: near the end of the inner solve x̂₀ ≈ ȳ and F_EA ≈ I/σ² in every direction, where the true F ≈ (α²Σ_k + σ²I)⁻¹ is smaller along the components' spread."}
-	rw := &report.Table{Title: fmt.Sprintf("## Rewards\n\nEach sampler run to completion on its own path from the same %d noises; reward −L(x₀) mean ± SE, the mixture's exact log-density log q(x₀) of the samples (mean ± SE: a reward won by leaving the data shows here), the fraction of samples whose nearest component mean is one of the two the target lies between, and the wall time per sample (2-core CPU, batch %d).", c.Seeds, c.Seeds),
-		Header: []string{"sampler", "reward", "log q(x₀)", "near the target's components", "time / sample"}}
-	rcsv := &report.Table{Name: "adjoint-gmm-rewards", NoMarkdown: true, Caption: "reward, log-density under the mixture and time per sample of each sampler (full precision)", Header: []string{"sampler", "reward", "reward_se", "log_q", "log_q_se", "near_target", "seconds_per_sample"}}
+	rw := &report.Table{Name: "adjoint-gmm-rewards", Caption: "reward, log-density under the mixture and time per sample of each sampler (full precision)",
+		Title: fmt.Sprintf("## Rewards\n\nEach sampler run to completion on its own path from the same %d noises; reward −L(x₀) mean ± SE, the mixture's exact log-density log q(x₀) of the samples (mean ± SE: a reward won by leaving the data shows here), the fraction of samples whose nearest component mean is one of the two the target lies between, and the wall time per sample (2-core CPU, batch %d).", c.Seeds, c.Seeds),
+		Columns: []report.Column{{Name: "sampler"}, {Name: "reward", Format: "%.4g"}, {Name: "log q(x₀)", Key: "log_q", Format: "%.4g"},
+			{Name: "near the target's components", Key: "near_target", Format: "%.2f"}, {Name: "time / sample", Key: "seconds_per_sample"}}}
 	for _, w := range r.Rewards {
-		rw.Rows = append(rw.Rows, []string{w.Method, pmSE(w.Reward, "%.4g"), pmSE(w.LogProb, "%.4g"), fmt.Sprintf("%.2f", w.NearTarget), w.PerSample.Round(time.Microsecond).String()})
-		rcsv.Rows = append(rcsv.Rows, []string{w.Method, f(w.Reward.Mean), f(w.Reward.SE), f(w.LogProb.Mean), f(w.LogProb.SE), f(w.NearTarget), f(w.PerSample.Seconds())})
+		rw.Add(report.Text(w.Method), seCell(w.Reward), seCell(w.LogProb), report.Float(w.NearTarget), report.Duration(w.PerSample))
 	}
 	rw.Notes = []string{fmt.Sprintf("Run in %.0f s in all (training included).", r.Elapsed.Seconds())}
 	md.More = []*report.Table{hs, rw}
 	return &report.Report{Name: "adjoint-gmm", Title: fmt.Sprintf("Adjoint guidance operators on a d = %d Gaussian mixture", c.Dim),
-		Tables: []*report.Table{md, steps, rcsv},
+		Tables: []*report.Table{md, steps},
 		Figures: []*report.Figure{
 			{Name: "adjoint-gmm-agreement.png", Render: r.agreementFigure, Caption: "cosine and relative error of each method's adjoint gradient against the exact one versus t"},
 			{Name: "adjoint-gmm-hs.png", Render: r.hsFigure, Caption: "Hilbert–Schmidt error of each approximate Fisher operator versus t, with the exact Fisher's norm"},

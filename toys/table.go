@@ -38,19 +38,93 @@ func (r *Result) paperValue(method string, t float64) (float64, bool) {
 	return 0, false
 }
 
-func pct(v float64) string { return fmt.Sprintf("%.2f%%", 100*v) }
-
-func pm(s Stat) string {
-	if s.Std > 0 {
-		return fmt.Sprintf("%.2f ± %.2f%%", 100*s.Mean, 100*s.Std)
-	}
-	return pct(s.Mean)
-}
-
 func (r *Result) learned() bool { return len(r.Methods) > 1 }
 
-// table2 is table2.md: the trace errors, then the NLL section and the
-// timings, with the paper's figures beside ours.
+// errCell is a relative error's mean ± sd over the seeds; with no spread
+// (one seed) the mean alone.
+func errCell(s Stat) report.Cell {
+	if s.Std == 0 {
+		return report.Float(s.Mean)
+	}
+	return report.FloatSE(s.Mean, s.Std)
+}
+
+// relErr is a column of relative errors: fractions in CSV, percent in
+// Markdown; sd names the CSV column of the spread over seeds.
+func relErr(name, key, sd string) report.Column {
+	return report.Column{Name: name, Key: key, SEKey: sd, Format: "%.2f%%", Scale: 100}
+}
+
+// errorColumns are the columns of table2.csv (withNLL) or curve.csv, and
+// "t_label", the time Markdown shows (0 for the schedule's smallest).
+func errorColumns(withNLL bool) []report.Column {
+	cols := []report.Column{
+		{Name: "t", Key: "t_label", NoCSV: true},
+		{Name: "t"},
+		{Name: "σ_t", Key: "sigma", Format: "%.3g"},
+		{Name: "mean exact tr F", Key: "exact_trace_mean", Format: "%.4g"},
+		relErr("VJP (ours)", "vjp_rel_err", "vjp_rel_err_sd"),
+		relErr("DF-TM (ours)", "dftm_rel_err", "dftm_rel_err_sd"),
+		relErr("DF-TM-c (ours, centred)", "dftmc_rel_err", "dftmc_rel_err_sd"),
+		relErr("score net ‖Δs‖/‖s‖", "score_rel_err", "score_rel_err_sd"),
+		relErr("t_θ error", "tnet_rel_err", "tnet_rel_err_sd"),
+	}
+	if !withNLL {
+		return cols
+	}
+	solver := func(key string) report.Column { return report.Column{Name: "solver err", Key: key, Format: "%.3g"} }
+	return append(cols,
+		report.Column{Name: "mean exact NLL (nats)", Key: "exact_nll", Format: "%.4g"},
+		relErr("exact trace", "nll_rel_err_exact_trace", ""), solver("nll_solver_err_exact_trace"),
+		relErr("VJP", "nll_rel_err_vjp", ""), solver("nll_solver_err_vjp"),
+		relErr("DF-TM", "nll_rel_err_dftm", ""), solver("nll_solver_err_dftm"),
+		relErr("DF-TM-c (ours, centred)", "nll_rel_err_dftmc", ""), solver("nll_solver_err_dftmc"),
+		report.Column{Name: "VJP (paper)", Key: "paper_vjp_pct", Format: "%.2f%%"},
+		report.Column{Name: "DF-TM (paper)", Key: "paper_dftm_pct", Format: "%.2f%%"},
+	)
+}
+
+// errorTable is table2 (withNLL) or curve: one row per time, errors as
+// fractions, every column in CSV; Markdown shows the trace errors beside
+// the paper's (what table2 shows).
+func (r *Result) errorTable(name string, rows []Row, withNLL bool) *report.Table {
+	t := &report.Table{Name: name, Columns: errorColumns(withNLL), Show: []string{"t_label", "sigma", "exact_trace_mean"}}
+	if r.learned() && withNLL {
+		t.Show = append(t.Show, "vjp_rel_err", "paper_vjp_pct", "dftm_rel_err", "paper_dftm_pct", "dftmc_rel_err", "score_rel_err", "tnet_rel_err")
+	} else if r.learned() {
+		t.Show = append(t.Show, "vjp_rel_err", "dftm_rel_err", "dftmc_rel_err", "score_rel_err", "tnet_rel_err")
+	}
+	lo, _ := r.Schedule.Interval()
+	for _, row := range rows {
+		label := row.T
+		if row.T == lo {
+			label = 0
+		}
+		cells := []report.Cell{report.Float(label), report.Float(row.T), report.Float(row.Sigma), report.Float(row.ExactTr.Mean),
+			errCell(statOf(row.TraceErr, MethodVJP)), errCell(statOf(row.TraceErr, MethodDFTM)), errCell(statOf(row.TraceErr, MethodDFTMC)),
+			errCell(row.ScoreErr), errCell(row.TNetErr)}
+		if withNLL {
+			paper := func(method string) report.Cell {
+				if _, ok := r.paperValue(MethodVJP, label); !ok {
+					return report.None()
+				}
+				v, _ := r.paperValue(method, label)
+				return report.Float(v)
+			}
+			cells = append(cells, report.Float(row.ExactNLL), report.Float(row.NLLErr[MethodExact]), report.Float(row.SolverErr[MethodExact]))
+			for _, m := range []string{MethodVJP, MethodDFTM, MethodDFTMC} {
+				cells = append(cells, report.Float(nanIfMissing(row.NLLErr, m)), report.Float(nanIfMissing(row.SolverErr, m)))
+			}
+			cells = append(cells, paper(MethodVJP), paper(MethodDFTM))
+		}
+		t.Add(cells...)
+	}
+	return t
+}
+
+// table2 is table2.md and table2.csv: the trace errors, then the NLL
+// section (a View of the same rows) and the timings, with the paper's
+// figures beside ours.
 func (r *Result) table2() *report.Table {
 	c := r.Config
 	lo, hi := r.Schedule.Interval()
@@ -65,89 +139,26 @@ func (r *Result) table2() *report.Table {
 	if r.learned() {
 		fmt.Fprintf(&b, "\n\nNetworks: residual MLP width %d depth %d, %d steps, batch %d (%s).", c.Train.Width, c.Train.Depth, c.Train.Steps, c.Train.BatchSize, r.NetsNotes)
 	}
-	main := &report.Table{Name: "table2", NoCSV: true, Title: b.String(),
-		Caption: fmt.Sprintf("Table 2 on %s: relative Fisher-trace error (%%) of VJP, DF-TM and DF-TM-c against the exact mixture, beside the paper's; NLL errors; cost per query", c.Dataset),
-		Header:  []string{"t", "σ_t", "mean exact tr F"}}
+	main := r.errorTable("table2", r.Rows, true)
+	main.Title = b.String()
+	main.Caption = fmt.Sprintf("Table 2 on %s: relative Fisher-trace error (%%) of VJP, DF-TM and DF-TM-c against the exact mixture, beside the paper's; NLL errors; cost per query", c.Dataset)
+	nllKeys := []string{"t_label", "exact_nll", "nll_rel_err_exact_trace", "nll_solver_err_exact_trace"}
 	if r.learned() {
-		main.Header = append(main.Header, "VJP (ours)", "VJP (paper)", "DF-TM (ours)", "DF-TM (paper)", "DF-TM-c (ours, centred)", "score net ‖Δs‖/‖s‖", "t_θ error")
+		nllKeys = append(nllKeys, "nll_rel_err_vjp", "nll_solver_err_vjp", "nll_rel_err_dftm", "nll_solver_err_dftm", "nll_rel_err_dftmc", "nll_solver_err_dftmc")
 	}
-	nll := &report.Table{Title: fmt.Sprintf("## NLL from t to T\n\n−log q_t(x_t) by the PF-ODE (eq. nll_ode) from t to T = %g with %d %s steps, prior N(0, σ_T² I), against the exact log q_t of the mixture, over %d points (networks of the first training seed); relative error Σ|Δ| / Σ|exact|. ", hi, c.NLLSteps, c.NLLSolver, c.NLLPoints) +
-		"The exact-trace column integrates the exact score and trace: its error is the solver's and the prior's. Solver error: step-halving estimate, nats.",
-		Header: []string{"t", "mean exact NLL (nats)", "exact trace", "solver err"}}
-	if r.learned() {
-		nll.Header = append(nll.Header, "VJP", "solver err", "DF-TM", "solver err", "DF-TM-c (ours, centred)", "solver err")
-	}
-	for _, row := range r.Rows {
-		label := row.T
-		if row.T == lo {
-			label = 0
-		}
-		cells := []string{fmt.Sprintf("%g", label), fmt.Sprintf("%.3g", row.Sigma), fmt.Sprintf("%.4g", row.ExactTr.Mean)}
-		if r.learned() {
-			pv, okv := r.paperValue(MethodVJP, label)
-			pd, _ := r.paperValue(MethodDFTM, label)
-			paper := func(v float64) string {
-				if !okv {
-					return "–"
-				}
-				return fmt.Sprintf("%.2f%%", v)
-			}
-			cells = append(cells, pm(row.TraceErr[MethodVJP]), paper(pv), pm(row.TraceErr[MethodDFTM]), paper(pd), pm(row.TraceErr[MethodDFTMC]), pm(row.ScoreErr), pm(row.TNetErr))
-		}
-		main.Rows = append(main.Rows, cells)
-		cells = []string{fmt.Sprintf("%g", label), fmt.Sprintf("%.4g", row.ExactNLL), pct(row.NLLErr[MethodExact]), fmt.Sprintf("%.3g", row.SolverErr[MethodExact])}
-		if r.learned() {
-			cells = append(cells, pct(row.NLLErr[MethodVJP]), fmt.Sprintf("%.3g", row.SolverErr[MethodVJP]), pct(row.NLLErr[MethodDFTM]), fmt.Sprintf("%.3g", row.SolverErr[MethodDFTM]), pct(row.NLLErr[MethodDFTMC]), fmt.Sprintf("%.3g", row.SolverErr[MethodDFTMC]))
-		}
-		nll.Rows = append(nll.Rows, cells)
-	}
-	main.More = []*report.Table{nll}
-	last := nll
+	last := main.View(fmt.Sprintf("## NLL from t to T\n\n−log q_t(x_t) by the PF-ODE (eq. nll_ode) from t to T = %g with %d %s steps, prior N(0, σ_T² I), against the exact log q_t of the mixture, over %d points (networks of the first training seed); relative error Σ|Δ| / Σ|exact|. ", hi, c.NLLSteps, c.NLLSolver, c.NLLPoints)+
+		"The exact-trace column integrates the exact score and trace: its error is the solver's and the prior's. Solver error: step-halving estimate, nats.", nllKeys...)
 	if len(r.Timing) > 0 {
-		timing := &report.Table{Title: "## Cost per query at d = 2", Header: []string{"method", "batch", "time per query"}}
+		timing := &report.Table{Title: "## Cost per query at d = 2", Columns: []report.Column{
+			{Name: "method"}, {Name: "batch"}, {Name: "time per query", Key: "time_per_query", Unit: "s", Format: "%.3g µs", Scale: 1e6}}}
 		for _, t := range r.Timing {
-			timing.Rows = append(timing.Rows, []string{t.Method, fmt.Sprint(t.Batch), fmt.Sprintf("%.3g µs", float64(t.PerQuery.Nanoseconds())/1e3)})
+			timing.Add(report.Text(t.Method), report.Int(t.Batch), report.Float(t.PerQuery.Seconds()))
 		}
 		main.More = append(main.More, timing)
 		last = timing
 	}
 	last.Notes = []string{fmt.Sprintf("Generated by `dfx reproduce toys` in %.0f s.", r.Elapsed.Seconds())}
 	return main
-}
-
-func f(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
-
-// rowsCSV is table2.csv (withNLL) or curve.csv: full precision, errors
-// as fractions.
-func (r *Result) rowsCSV(name string, rows []Row, withNLL bool) *report.Table {
-	head := []string{"t", "sigma", "exact_trace_mean", "vjp_rel_err", "vjp_rel_err_sd", "dftm_rel_err", "dftm_rel_err_sd", "dftmc_rel_err", "dftmc_rel_err_sd", "score_rel_err", "score_rel_err_sd", "tnet_rel_err", "tnet_rel_err_sd"}
-	if withNLL {
-		head = append(head, "exact_nll", "nll_rel_err_exact_trace", "nll_solver_err_exact_trace", "nll_rel_err_vjp", "nll_solver_err_vjp", "nll_rel_err_dftm", "nll_solver_err_dftm", "nll_rel_err_dftmc", "nll_solver_err_dftmc", "paper_vjp_pct", "paper_dftm_pct")
-	}
-	t := &report.Table{Name: name, NoMarkdown: true, Header: head}
-	lo, _ := r.Schedule.Interval()
-	for _, row := range rows {
-		v, d, dc := statOf(row.TraceErr, MethodVJP), statOf(row.TraceErr, MethodDFTM), statOf(row.TraceErr, MethodDFTMC)
-		rec := []string{f(row.T), f(row.Sigma), f(row.ExactTr.Mean), f(v.Mean), f(v.Std), f(d.Mean), f(d.Std), f(dc.Mean), f(dc.Std), f(row.ScoreErr.Mean), f(row.ScoreErr.Std), f(row.TNetErr.Mean), f(row.TNetErr.Std)}
-		if withNLL {
-			label := row.T
-			if row.T == lo {
-				label = 0
-			}
-			pv, ok := r.paperValue(MethodVJP, label)
-			pd, _ := r.paperValue(MethodDFTM, label)
-			ps := []string{"", ""}
-			if ok {
-				ps = []string{f(pv), f(pd)}
-			}
-			rec = append(rec, f(row.ExactNLL), f(row.NLLErr[MethodExact]), f(row.SolverErr[MethodExact]),
-				f(nanIfMissing(row.NLLErr, MethodVJP)), f(nanIfMissing(row.SolverErr, MethodVJP)),
-				f(nanIfMissing(row.NLLErr, MethodDFTM)), f(nanIfMissing(row.SolverErr, MethodDFTM)),
-				f(nanIfMissing(row.NLLErr, MethodDFTMC)), f(nanIfMissing(row.SolverErr, MethodDFTMC)), ps[0], ps[1])
-		}
-		t.Rows = append(t.Rows, rec)
-	}
-	return t
 }
 
 var nan = math.NaN()
@@ -168,10 +179,11 @@ func nanIfMissing(m map[string]float64, k string) float64 {
 
 // lossesCSV is losses.csv: every training loss curve.
 func (r *Result) lossesCSV() *report.Table {
-	t := &report.Table{Name: "losses", NoMarkdown: true, Caption: "training loss of every network and seed", Header: []string{"net", "seed", "step", "loss"}}
+	t := &report.Table{Name: "losses", NoMarkdown: true, Caption: "training loss of every network and seed",
+		Columns: []report.Column{{Name: "net"}, {Name: "seed"}, {Name: "step"}, {Name: "loss"}}}
 	for _, c := range r.Losses {
 		for i := range c.Step {
-			t.Rows = append(t.Rows, []string{c.Net, strconv.FormatUint(c.Seed, 10), strconv.FormatInt(c.Step[i], 10), f(c.Loss[i])})
+			t.Add(report.Text(c.Net), report.Text(strconv.FormatUint(c.Seed, 10)), report.Int(int(c.Step[i])), report.Float(c.Loss[i]))
 		}
 	}
 	return t
@@ -181,10 +193,11 @@ func (r *Result) lossesCSV() *report.Table {
 // trace fields, the error versus t, the samples, the losses and, for the
 // paper's checkerboard, every data set.
 func (r *Result) Report() (*report.Report, error) {
-	curve := r.rowsCSV("curve", r.Curve, false)
+	curve := r.errorTable("curve", r.Curve, false)
+	curve.NoMarkdown = true
 	curve.Caption = "the trace errors on a fine grid of t (the curves of relerr_vs_t.png), as fractions"
 	rep := &report.Report{Name: r.Config.Dataset, Title: fmt.Sprintf("Table 2 pipeline on 2-D %s (%s schedule)", r.Config.Dataset, r.Schedule.Name()),
-		Tables: []*report.Table{r.table2(), r.rowsCSV("table2", r.Rows, true), curve}}
+		Tables: []*report.Table{r.table2(), curve}}
 	if len(r.Losses) > 0 {
 		rep.Tables = append(rep.Tables, r.lossesCSV())
 	}

@@ -110,6 +110,11 @@ func (r *Report) render(ctx context.Context, dir string) ([]string, error) {
 				return nil, err
 			}
 		}
+		for _, m := range sectionCSVs(t) {
+			if err := write(m.Name+".csv", []byte(m.CSV())); err != nil {
+				return nil, err
+			}
+		}
 	}
 	for _, f := range r.Figures {
 		data, err := f.Render(strings.TrimPrefix(filepath.Ext(f.Name), "."))

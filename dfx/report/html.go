@@ -59,17 +59,18 @@ func (t *Table) HTML() string {
 	return b.String()
 }
 
-// numericColumns marks the columns whose every cell is a number (typed)
+// numericColumns marks the shown columns whose every cell is a number (typed)
 // or starts with one (text; units may follow): they are right-aligned
 // where Align does not say.
 func numericColumns(t *Table) []bool {
 	if t.typed() {
-		out := make([]bool, len(t.Columns))
-		for i := range out {
-			out[i] = len(t.Cells) > 0
-			for _, r := range t.Cells {
+		vis := t.visible()
+		out := make([]bool, len(vis))
+		for j, i := range vis {
+			out[j] = len(t.rows()) > 0
+			for _, r := range t.rows() {
 				if i < len(r) && !r[i].numeric() {
-					out[i] = false
+					out[j] = false
 					break
 				}
 			}

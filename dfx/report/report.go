@@ -35,9 +35,12 @@ type Report struct {
 // A table holds either typed columns (Columns and Cells: values that
 // Markdown and HTML show rounded in each column's format and CSV writes in
 // full precision, one value for every view) or text (Header and Rows,
-// shown as they are). Where a text table's Markdown and CSV views differ
-// (rounded cells and sections against full precision in one flat table),
-// a report holds two tables of one Name, one NoCSV and one NoMarkdown.
+// shown as they are). A typed table's Markdown may split it into
+// sections (Section: more rows; View: more columns) and leave columns out
+// (Column.NoMarkdown, Show) while CSV writes them all in one flat file.
+// Where the two views hold different rows (a wide Markdown table, a long
+// CSV), a report holds two tables of one Name, one NoCSV and one
+// NoMarkdown.
 type Table struct {
 	Name    string // file stem: Name.md and Name.csv
 	Title   string // Markdown above the table: a heading, paragraphs
@@ -47,12 +50,20 @@ type Table struct {
 	Header  []string
 	Rows    [][]string
 	Notes   []string
-	// Align has one letter per column, 'l' (the default), 'r' or 'c'.
+	// Show names by Key (or Name) the typed columns Markdown and HTML
+	// show, in that order; every column but the NoMarkdown ones when
+	// empty. CSV keeps Columns' order.
+	Show []string
+	// Align has one letter per shown column, 'l' (the default), 'r' or 'c'.
 	Align string
-	// More are further sections of the Markdown file (their Names unused).
+	// More are further sections of the Markdown file. A section with a Name
+	// of its own (and not NoCSV) also writes Name.csv, its rows alone.
 	More []*Table
 	// NoCSV writes only the Markdown file, NoMarkdown only the CSV file.
 	NoCSV, NoMarkdown bool
+
+	part   bool   // a Section: CSV writes its rows with its table's
+	viewOf *Table // a View: it shows this table's rows
 }
 
 // Figure renders a picture on demand.
@@ -174,6 +185,11 @@ func (r *Report) Check() error {
 				return fmt.Errorf("report %s: table %s: %w", r.Name, t.Name, err)
 			}
 		}
+		for _, m := range sectionCSVs(t) {
+			if err := add(m.Name + ".csv"); err != nil {
+				return err
+			}
+		}
 	}
 	for _, f := range r.Figures {
 		if err := add(f.Name); err != nil {
@@ -192,6 +208,20 @@ func (r *Report) Check() error {
 		}
 	}
 	return nil
+}
+
+// sectionCSVs are the sections of t that write a CSV file of their own.
+func sectionCSVs(t *Table) []*Table {
+	var out []*Table
+	if t.NoMarkdown {
+		return nil
+	}
+	for _, m := range t.More {
+		if m.Name != "" && !m.NoCSV {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // Table returns the table named name, or nil; of two tables of one name
@@ -249,6 +279,13 @@ func (r *Report) IndexLines(dir, command string) []string {
 			c += " (also " + t.Name + ".csv)"
 		}
 		line(t.Name+".md", c)
+		for _, m := range sectionCSVs(t) {
+			mc := m.Caption
+			if mc == "" {
+				mc = strings.SplitN(strings.TrimLeft(m.Title, "# "), "\n", 2)[0]
+			}
+			line(m.Name+".csv", mc)
+		}
 	}
 	for _, f := range r.Figures {
 		line(f.Name, f.Caption)
