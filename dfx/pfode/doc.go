@@ -26,6 +26,11 @@
 //     asked) on a schedule.Source of coefficients; Velocity,
 //     VelocityFromEps, VelocityFromDenoiser and LogDensityRate are its
 //     formulas, written once;
+//   - density guidance (DensityGuide, PFODE.Guide) steers the carried
+//     log-density: u = v + λ s/‖s‖² changes d/dt log q_t(x_t) by λ, so a
+//     sample follows a DensityTarget (an Offset per unit time, or a Level
+//     such as a quantile of log q_t under q_t, Quantiles), with the trace
+//     from the model's trace estimator (exact, VJP, Hutchinson, DF-TM);
 //   - DDIMStep is the repository's one DDIM step, from any model's output
 //     (PFODE's ExpStep, dfx/adjoint's sampler and the MNIST sampler call
 //     it), and DDIMAdjointStep its vector-Jacobian product.

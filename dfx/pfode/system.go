@@ -111,7 +111,10 @@ type PFODE struct {
 	// computed from (score.WantScore, WantEps or WantDenoiser; equal up to
 	// rounding): it is asked of the model at every evaluation. Zero uses
 	// the model's native output for the velocity and the denoiser for DDIM.
-	Drive  score.Want
+	Drive score.Want
+	// Guide, if set, steers the samples' log-density (density guidance,
+	// DensityGuide); it needs the log-density carried.
+	Guide  *DensityGuide
 	j, tmp []float64 // d×d scratch
 }
 
@@ -160,6 +163,12 @@ func (p *PFODE) Deriv(t float64, y, dy []float64) error {
 	if p.has(Jacobian | Adjoint) {
 		want |= score.WantFisher
 	}
+	if p.Guide != nil {
+		if !p.has(LogDensity) {
+			return fmt.Errorf("pfode: density guidance needs the log-density carried")
+		}
+		want |= score.WantScore
+	}
 	x := p.X(y)
 	ev, err := p.eval(c, x, want)
 	if err != nil {
@@ -184,6 +193,11 @@ func (p *PFODE) Deriv(t float64, y, dy []float64) error {
 			dl[i] = LogDensityRate(c, p.D, tr)
 			if math.IsNaN(dl[i]) || math.IsInf(dl[i], 0) {
 				return fmt.Errorf("non-finite Fisher trace %v at t = %g, row %d", tr, t, i)
+			}
+		}
+		if p.Guide != nil {
+			if err := p.Guide.steer(c, p.LogDensity(y), ev.Score, v, dl); err != nil {
+				return err
 			}
 		}
 	}
