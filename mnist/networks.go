@@ -123,8 +123,8 @@ func Candidates() []NetSpec {
 	}
 	return []NetSpec{
 		{Name: "eps-gmm-patch", About: "ε = ε_mix + residual: mixture skip (40 Gaussians per digit, rank 32) and a patch network (FiLM/LayerNorm blocks of width 256 shared over the 49 4×4 patches, each seeing its 12×12 neighbourhood of x and of the skip's x̂₀); log-SNR uniform (the likelihood weighting); half the batches unconditional, for the unconditional density",
-			Objective: models.DSM, Scope: models.ScoreScope, Steps: 24000, Skip: SkipOptions(),
-			Params: with(base(), models.ParamCosineSteps, 24000, models.ParamLearningRate, 3e-4, models.ParamWarmupSteps, 200,
+			Objective: models.DSM, Scope: models.ScoreScope, Steps: 8000, Skip: SkipOptions(),
+			Params: with(base(), models.ParamCosineSteps, 8000, models.ParamLearningRate, 3e-4, models.ParamWarmupSteps, 200,
 				models.ParamTimeSampling, "log-snr", models.ParamCFGDropout, 0.5, "/score/"+models.ParamParam, "eps", "/score/"+models.ParamArch, models.ArchPatch,
 				"/score/"+models.ParamWidth, 256, "/score/"+models.ParamDepth, 2, "/score/"+models.ParamEmbedWidth, 256, models.ParamZeroBias, true)},
 		{Name: "eps-gmm-film", About: "ε = ε_mix + residual: mixture skip (10 Gaussians per digit, rank 64) and a FiLM/LayerNorm MLP 896×2 seeing x and the skip's x̂₀",

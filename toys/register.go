@@ -48,6 +48,14 @@ func AdjointGMMFor(p report.Profile) AdjointGMMConfig {
 	return AdjointGMMFull()
 }
 
+// DensityFor is DensityQuick or DensityFull.
+func DensityFor(p report.Profile) DensityConfig {
+	if p == report.Quick {
+		return DensityQuick()
+	}
+	return DensityFull()
+}
+
 // RetrainDir is the folder Settings.Retrain rewrites, relative to the
 // working directory (the repository root).
 const RetrainDir = "toys/checkpoints"
@@ -114,6 +122,12 @@ func init() {
 				fmt.Fprintf(c.LogWriter(), "  t=%-5g σ=%-7.3g tr F ∈ [%.4g, %.4g], negative on %.1f%% of the grid\n", s.T, s.Sigma, s.MinTrace, s.MaxTrace, 100*s.NegativeFraction)
 			}
 			return report.One(r, nil)
+		},
+	})
+	report.Register(report.Experiment{
+		Name: "density", Doc: "density guidance on analytic Gaussian mixtures: quantile and offset targets, exact and learned traces (issue 24)",
+		Run: func(ctx context.Context, c report.Config) ([]report.Result, error) {
+			return report.One(RunDensity(ctx, DensityFor(c.Profile)))
 		},
 	})
 	report.Register(report.Experiment{

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/dfx-lab/dfx/dfx/schedule"
 )
 
 // Sample draws n exact samples of q_0 (a component by its weight, then
@@ -90,4 +92,35 @@ func mulTVec(dst []float64, u *mat.Dense, x []float64) {
 			dst[j] += row[j] * xi
 		}
 	}
+}
+
+// DiffusedLogProbs is log q_t(x_t) at each of the coefficients cs for n
+// exact draws x_t = α x₀ + σ ε of q_t, with the same x₀ ~ q₀ and
+// ε ~ N(0, I) at every time (common random numbers): each draw's log q_t
+// is then smooth in t, and so are the empirical quantiles of log q_t
+// under q_t that a density-guidance level differentiates
+// (dfx/pfode.QuantilesOf). Row i of the result holds the n values at cs[i].
+func (g *Gaussian) DiffusedLogProbs(rng *rand.Rand, n int, cs []schedule.Coefficients) ([][]float64, error) {
+	x0, err := g.Sample(rng, n, -1)
+	if err != nil {
+		return nil, err
+	}
+	eps := make([]float64, n*g.d)
+	for j := range eps {
+		eps[j] = rng.NormFloat64()
+	}
+	x := mat.NewDense(n, g.d, nil)
+	out := make([][]float64, len(cs))
+	for i, c := range cs {
+		xr, x0r := x.RawMatrix().Data, x0.RawMatrix().Data
+		for j := range xr {
+			xr[j] = c.Alpha*x0r[j] + c.Sigma*eps[j]
+		}
+		r, err := g.Eval(Query{At: c, X: x, Want: LogProb})
+		if err != nil {
+			return nil, err
+		}
+		out[i] = r.LogProb
+	}
+	return out, nil
 }

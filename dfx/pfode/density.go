@@ -165,6 +165,9 @@ func QuantilesOf(times []float64, ells [][]float64, ps []float64, how string) (*
 	if len(times) != len(ells) || len(times) < 2 {
 		return nil, fmt.Errorf("pfode: quantiles need ℓ at ≥ 2 times, got %d times and %d rows", len(times), len(ells))
 	}
+	if err := checkGrid(times); err != nil {
+		return nil, err
+	}
 	for _, p := range ps {
 		if !(p > 0 && p < 1) {
 			return nil, fmt.Errorf("pfode: quantile level %g outside (0, 1)", p)
@@ -175,18 +178,24 @@ func QuantilesOf(times []float64, ells [][]float64, ps []float64, how string) (*
 		if len(row) < 2 {
 			return nil, fmt.Errorf("pfode: %d samples at t = %g, need ≥ 2", len(row), times[i])
 		}
-		s := append([]float64(nil), row...)
-		sort.Float64s(s)
-		vals := make([]float64, len(ps))
-		for k, p := range ps {
-			h := p * float64(len(s)-1)
-			lo := int(math.Floor(h))
-			hi := min(lo+1, len(s)-1)
-			vals[k] = s[lo] + (h-float64(lo))*(s[hi]-s[lo])
-		}
-		q.Values = append(q.Values, vals)
+		q.Values = append(q.Values, EmpiricalQuantiles(row, ps))
 	}
 	return q, nil
+}
+
+// EmpiricalQuantiles are the quantiles ps of the values v (type 7, the
+// linear interpolation of R and NumPy); v is not modified.
+func EmpiricalQuantiles(v, ps []float64) []float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	vals := make([]float64, len(ps))
+	for k, p := range ps {
+		h := p * float64(len(s)-1)
+		lo := int(math.Floor(h))
+		hi := min(lo+1, len(s)-1)
+		vals[k] = s[lo] + (h-float64(lo))*(s[hi]-s[lo])
+	}
+	return vals
 }
 
 // Level is the target that holds a sample at the k-th quantile: the

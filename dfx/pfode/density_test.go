@@ -160,10 +160,13 @@ func TestDensityGuidanceHoldsSamplesAtAQuantile(t *testing.T) {
 		g := densityMixture(t, d, uint64(d))
 		rng := rand.New(rand.NewPCG(9, uint64(d)))
 		const m = 3000
-		ells := make([][]float64, len(grid))
+		cs := make([]schedule.Coefficients, len(grid))
 		for i, tt := range grid {
-			c, _ := src.At(tt)
-			ells[i] = logQ(t, g, c, sampleQt(t, g, c, m, rng))
+			cs[i], _ = src.At(tt)
+		}
+		ells, err := g.DiffusedLogProbs(rng, m, cs)
+		if err != nil {
+			t.Fatal(err)
 		}
 		q, err := pfode.QuantilesOf(grid, ells, ps, "exact samples of q_t, closed-form log q_t")
 		if err != nil {

@@ -10,6 +10,7 @@ const (
 	GridUniform  = "uniform"  // uniform in t
 	GridLogSigma = "logsigma" // uniform in log σ
 	GridKarras   = "karras"   // Karras et al. (2022) ρ-spacing in σ, ρ = 7
+	GridLogSNR   = "logsnr"   // uniform in the log-SNR λ = log(α/σ) (DPM-Solver's)
 )
 
 // TimeGrid returns M+1 decreasing times from t1 down to t0 (t1 > t0, both in
@@ -51,8 +52,17 @@ func TimeGrid(s Schedule, kind string, t0, t1 float64, m int) ([]float64, error)
 			}
 			ts[i] = t
 		}
+	case GridLogSNR:
+		l0, l1 := LogSNR(s, t0), LogSNR(s, t1)
+		for i := range ts {
+			t, err := LogSNRInverse(s, l1+(l0-l1)*frac(i), t0, t1)
+			if err != nil {
+				return nil, err
+			}
+			ts[i] = t
+		}
 	default:
-		return nil, fmt.Errorf("time grid: unknown kind %q (uniform, logsigma, karras)", kind)
+		return nil, fmt.Errorf("time grid: unknown kind %q (uniform, logsigma, karras, logsnr)", kind)
 	}
 	ts[0], ts[m] = t1, t0
 	return ts, nil
@@ -68,6 +78,28 @@ func SigmaInverse(s Schedule, sig, lo, hi float64) (float64, error) {
 	for i := 0; i < 200 && hi-lo > 1e-15*math.Max(1, math.Abs(hi)); i++ {
 		mid := 0.5 * (lo + hi)
 		if s.Sigma(mid) < sig {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return 0.5 * (lo + hi), nil
+}
+
+// LogSNR is λ(t) = log(α(t)/σ(t)), decreasing in t for every schedule here.
+func LogSNR(s Schedule, t float64) float64 { return math.Log(s.Alpha(t)) - math.Log(s.Sigma(t)) }
+
+// LogSNRInverse finds t ∈ [lo, hi] with LogSNR(t) = l by bisection; λ must
+// be decreasing on [lo, hi].
+func LogSNRInverse(s Schedule, l, lo, hi float64) (float64, error) {
+	llo, lhi := LogSNR(s, lo), LogSNR(s, hi)
+	tol := 1e-12 * math.Max(1, math.Abs(l))
+	if !(l <= llo+tol && l >= lhi-tol) {
+		return 0, fmt.Errorf("schedule %s: log-SNR %g outside [%g, %g]", s.Name(), l, lhi, llo)
+	}
+	for i := 0; i < 200 && hi-lo > 1e-15*math.Max(1, math.Abs(hi)); i++ {
+		mid := 0.5 * (lo + hi)
+		if LogSNR(s, mid) > l {
 			lo = mid
 		} else {
 			hi = mid

@@ -177,7 +177,7 @@ func TestTimeGridsAreDecreasingAndHitTheirSigmas(t *testing.T) {
 	for _, s := range allSchedules(t) {
 		lo, hi := s.Interval()
 		t0, t1 := lo+0.01*(hi-lo), hi
-		for _, kind := range []string{GridUniform, GridLogSigma, GridKarras} {
+		for _, kind := range []string{GridUniform, GridLogSigma, GridKarras, GridLogSNR} {
 			ts, err := TimeGrid(s, kind, t0, t1, 10)
 			if err != nil {
 				t.Fatalf("%s %s: %v", s.Name(), kind, err)
@@ -195,6 +195,13 @@ func TestTimeGridsAreDecreasingAndHitTheirSigmas(t *testing.T) {
 				r1 := math.Log(s.Sigma(ts[6]) / s.Sigma(ts[5]))
 				if !close(r0, r1, 1e-6) {
 					t.Errorf("%s logsigma grid not uniform in log σ: %g vs %g", s.Name(), r0, r1)
+				}
+			}
+			if kind == GridLogSNR {
+				r0 := LogSNR(s, ts[1]) - LogSNR(s, ts[0])
+				r1 := LogSNR(s, ts[6]) - LogSNR(s, ts[5])
+				if !close(r0, r1, 1e-6) || !(r0 > 0) {
+					t.Errorf("%s logsnr grid not uniform in log(α/σ): %g vs %g", s.Name(), r0, r1)
 				}
 			}
 		}

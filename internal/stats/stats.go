@@ -27,6 +27,15 @@ func MeanSE(v []float64) (mean, se float64) {
 	return mean, math.Sqrt(ss / (n - 1) / n)
 }
 
+// Estimate is a mean with its standard error (MeanSE), as a value.
+type Estimate struct{ Mean, SE float64 }
+
+// EstimateOf is MeanSE(v) as an Estimate.
+func EstimateOf(v []float64) Estimate {
+	m, se := MeanSE(v)
+	return Estimate{m, se}
+}
+
 // LogSumExp is log Σ exp(v_i), computed stably (−Inf for an empty v or
 // all −Inf).
 func LogSumExp(v []float64) float64 {

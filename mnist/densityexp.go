@@ -1,0 +1,297 @@
+package mnist
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dfx-lab/dfx/dfx/likelihood"
+	"github.com/dfx-lab/dfx/dfx/mixture"
+	"github.com/dfx-lab/dfx/dfx/pfode"
+	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/internal/stats"
+)
+
+// DensityExpConfig configures the MNIST density-guidance experiment
+// (`dfx reproduce mnist-density`, issue 24 item 3): unconditional samples
+// guided to quantile levels and by offsets of their log-density,
+//   - on an image-scale model whose log q_t and Fisher trace are exact at
+//     every t: a Gaussian mixture fitted to the training images (Mixture
+//     options), guided with its exact trace and scored in closed form;
+//   - on the networks of Dir (the committed set when empty), steered and
+//     tracked with each trace of Traces, the achieved log-density measured
+//     independently by dopri5 (MeasureRTol) with Hutchinson-MeasureProbes.
+type DensityExpConfig struct {
+	Profile string
+	Dir     string
+	Mixture mixture.FitOptions
+	// Samples per target, from the same noises; RK4 with Steps steps.
+	Samples, Steps int
+	// Offsets in nats per unit time; Quantiles of log q_t under q_t held
+	// with Gain; Untils repeat the median level with guidance stopped
+	// below each time, for each of UntilTraces.
+	Offsets, Quantiles []float64
+	Gain               float64
+	Untils             []float64
+	Traces             []string
+	UntilTraces        []string
+	// RefSamples unguided network samples give the network's levels
+	// (ReferenceLevels, with RefTrace); MixtureDraws exact draws of q_t
+	// at each of MixtureTimes times give the mixture's.
+	RefSamples, MixtureDraws, MixtureTimes int
+	RefTrace                               string
+	MeasureRTol                            float64
+	MeasureProbes                          int
+	Seed                                   uint64
+}
+
+// DensityExpFull and DensityExpQuick are the two profiles.
+func DensityExpFull(dir string) DensityExpConfig {
+	return DensityExpConfig{Profile: "full", Dir: dir, Mixture: *SkipOptions(), Samples: 16, Steps: 100,
+		Offsets: []float64{-300, -100, 100, 300}, Quantiles: []float64{0.05, 0.5, 0.95}, Gain: 10,
+		Untils: []float64{0.02, 0.05, 0.1, 0.2}, Traces: []string{"df-tm", "df-tm-c", "hutchinson:4", "hutchinson:16"}, UntilTraces: []string{"df-tm", "df-tm-c"},
+		RefSamples: 64, RefTrace: "hutchinson:16", MixtureDraws: 2000, MixtureTimes: 51, MeasureRTol: 1e-3, MeasureProbes: 16, Seed: 1}
+}
+
+func DensityExpQuick(dir string) DensityExpConfig {
+	return DensityExpConfig{Profile: "quick", Dir: dir, Mixture: mixture.FitOptions{Components: 2, PerClass: true, Rank: 2, Shrink: 0.2, Idle: 1e-4, Iters: 2, Seed: 1},
+		Samples: 2, Steps: 64, Offsets: []float64{300}, Quantiles: []float64{0.5}, Gain: 10,
+		Untils: []float64{0.2}, Traces: []string{"df-tm", "df-tm-c"}, UntilTraces: []string{"df-tm"},
+		RefSamples: 4, RefTrace: "hutchinson:1", MixtureDraws: 20, MixtureTimes: 5, MeasureRTol: 1e-2, MeasureProbes: 1, Seed: 1}
+}
+
+// DensityExpRow is one model, trace and target.
+type DensityExpRow struct {
+	Model, Trace, Target string
+	// Level is the asked log q at t_min in bits per dimension (NaN: no
+	// level); Achieved the measured bpd of the samples (exact for the
+	// mixture, dopri5 for a network), Tracked what the guide's ℓ said.
+	Level, LevelNats           float64
+	Achieved, Tracked, AbsMiss stats.Estimate
+	Ink, Frame, Detail         float64 // means over the samples
+	Limited                    float64
+	PerSample                  time.Duration
+	NFE                        int
+	// Grid is the samples (clipped), for the figure.
+	Grid []*mat.Dense
+}
+
+// DensityExpResult is the result of RunDensityExp.
+type DensityExpResult struct {
+	Config       DensityExpConfig
+	Rows         []DensityExpRow
+	MixtureBPD   float64 // the mixture's exact test bpd (1 000 images)
+	NetworkAbout string
+	Levels       map[string]*pfode.Quantiles // "mixture", "network"
+	Elapsed      time.Duration
+}
+
+// bpdOf converts a log-density at t_min (nats) to bits per dimension.
+func bpdOf(logq float64) float64 {
+	v, _ := likelihood.BitsPerDim([]float64{logq}, Dim, &Quant)
+	return v[0]
+}
+
+// RunDensityExp runs the experiment.
+func RunDensityExp(ctx context.Context, cfg DensityExpConfig, log io.Writer) (*DensityExpResult, error) {
+	start := time.Now()
+	if cfg.Samples < 2 || cfg.Steps < 1 || cfg.RefSamples < 2 || cfg.MixtureDraws < 2 || cfg.MixtureTimes < 2 {
+		return nil, fmt.Errorf("mnist: density experiment needs Samples, RefSamples, MixtureDraws, MixtureTimes ≥ 2 and Steps ≥ 1: %+v", cfg)
+	}
+	res := &DensityExpResult{Config: cfg, Levels: map[string]*pfode.Quantiles{}}
+	step := stepLogger(ctx, log, "mnist-density")
+	xT := InitialNoise(cfg.Seed, 0, cfg.Samples)
+	if err := step("exact mixture", func() error { return res.runMixture(ctx, xT) }); err != nil {
+		return nil, err
+	}
+	if err := step("networks", func() error { return res.runNetworks(ctx, xT, log) }); err != nil {
+		return nil, err
+	}
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+// densityTargets are the targets in table order against the levels q:
+// none, offsets, quantiles, then the median level with each Until (when
+// untils).
+type densityTarget struct {
+	name   string
+	target pfode.DensityTarget
+	level  float64
+	until  float64
+}
+
+func (cfg DensityExpConfig) targets(q *pfode.Quantiles, untils bool) []densityTarget {
+	out := []densityTarget{{name: "none", level: math.NaN()}}
+	for _, o := range cfg.Offsets {
+		out = append(out, densityTarget{fmt.Sprintf("offset %+g", o), pfode.Offset{PerUnitTime: o}, math.NaN(), 0})
+	}
+	last, mid := len(q.Times)-1, 0
+	for k, p := range q.Ps {
+		out = append(out, densityTarget{fmt.Sprintf("q=%g", p), q.Level(k, cfg.Gain), q.Values[last][k], 0})
+		if math.Abs(p-0.5) < math.Abs(q.Ps[mid]-0.5) {
+			mid = k
+		}
+	}
+	if untils {
+		for _, u := range cfg.Untils {
+			out = append(out, densityTarget{fmt.Sprintf("q=%g, until %g", q.Ps[mid], u), q.Level(mid, cfg.Gain), q.Values[last][mid], u})
+		}
+	}
+	return out
+}
+
+// runMixture fits the mixture, finds its exact levels and guides with its
+// exact score and trace.
+func (r *DensityExpResult) runMixture(ctx context.Context, xT *mat.Dense) error {
+	cfg := r.Config
+	g, err := FitMixture(cfg.Mixture)
+	if err != nil {
+		return err
+	}
+	if r.MixtureBPD, _, err = MixtureBPD(g, 1000); err != nil {
+		return err
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed, 5))
+	grid, err := densityGrid(cfg.MixtureTimes - 1)
+	if err != nil {
+		return err
+	}
+	cs := make([]schedule.Coefficients, len(grid))
+	for i, t := range grid {
+		if cs[i], err = schedule.At(Schedule(), t); err != nil {
+			return err
+		}
+	}
+	ells, err := g.DiffusedLogProbs(rng, cfg.MixtureDraws, cs)
+	if err != nil {
+		return err
+	}
+	q, err := pfode.QuantilesOf(grid, ells, cfg.Quantiles, fmt.Sprintf("%d exact draws x_t = α x₀ + σ ε of q_t (the same x₀ and ε at each of %d times, so that the curves are smooth in t), closed-form log q_t", cfg.MixtureDraws, len(grid)))
+	if err != nil {
+		return err
+	}
+	r.Levels["mixture"] = q
+	tMax := grid[0]
+	cT, _ := schedule.At(Schedule(), tMax)
+	e, err := g.Eval(mixture.Query{At: cT, X: xT, Want: mixture.LogProb})
+	if err != nil {
+		return err
+	}
+	tMin, _ := Schedule().Interval()
+	c0, _ := schedule.At(Schedule(), tMin)
+	measure := func(x *mat.Dense) ([]float64, error) {
+		e, err := g.Eval(mixture.Query{At: c0, X: x, Want: mixture.LogProb})
+		if err != nil {
+			return nil, err
+		}
+		return e.LogProb, nil
+	}
+	for _, tg := range cfg.targets(q, false) {
+		row, err := densityRow(ctx, score.Exact{Mixture: g}, tg, xT, e.LogProb, cfg.Steps, measure)
+		if err != nil {
+			return err
+		}
+		row.Model, row.Trace = "mixture", "exact"
+		r.Rows = append(r.Rows, row)
+	}
+	return nil
+}
+
+// runNetworks loads the networks, finds the network's levels by the
+// reference route and guides with every trace.
+func (r *DensityExpResult) runNetworks(ctx context.Context, xT *mat.Dense, log io.Writer) error {
+	cfg := r.Config
+	nets, err := OpenNetworks(cfg.Dir)
+	if err != nil {
+		return err
+	}
+	if rec := nets.Records["eps"]; rec != nil {
+		r.NetworkAbout = fmt.Sprintf("ε-network %s: %d steps on %s", rec.Net, rec.Steps, rec.Machine)
+	}
+	refModel, err := nets.TraceModel(cfg.RefTrace, cfg.Seed+7)
+	if err != nil {
+		return err
+	}
+	q, _, err := ReferenceLevels(ctx, refModel, InitialNoise(cfg.Seed+1, 0, cfg.RefSamples), cfg.Quantiles, DensityConfig{Steps: cfg.Steps})
+	if err != nil {
+		return err
+	}
+	r.Levels["network"] = q
+	meas, err := nets.TraceModel(fmt.Sprintf("hutchinson:%d", cfg.MeasureProbes), cfg.Seed+11)
+	if err != nil {
+		return err
+	}
+	measure := func(x *mat.Dense) ([]float64, error) {
+		res, err := likelihood.LogProbContext(ctx, x, meas, likelihood.Config{Schedule: Schedule(), RTol: cfg.MeasureRTol})
+		if err != nil {
+			return nil, err
+		}
+		return res.LogProb, nil
+	}
+	start := PriorStart(xT)
+	for _, tr := range cfg.Traces {
+		m, err := nets.TraceModel(tr, cfg.Seed+3)
+		if err != nil {
+			return err
+		}
+		withUntil := false
+		for _, u := range cfg.UntilTraces {
+			withUntil = withUntil || u == tr
+		}
+		for _, tg := range cfg.targets(q, withUntil) {
+			row, err := densityRow(ctx, m, tg, xT, start, cfg.Steps, measure)
+			if err != nil {
+				return fmt.Errorf("%s, %s: %w", tr, tg.name, err)
+			}
+			row.Model, row.Trace = "network", tr
+			r.Rows = append(r.Rows, row)
+			fmt.Fprintf(log, "mnist-density: network %s %s: %.4f bpd (level %.4f, tracked %.4f)\n", tr, tg.name, row.Achieved.Mean, row.Level, row.Tracked.Mean)
+		}
+	}
+	return nil
+}
+
+// densityRow guides xT with model m to tg and measures the samples.
+func densityRow(ctx context.Context, m score.Model, tg densityTarget, xT *mat.Dense, start []float64, steps int, measure func(*mat.Dense) ([]float64, error)) (DensityExpRow, error) {
+	run, err := DensitySample(ctx, m, tg.target, xT, start, DensityConfig{Steps: steps, Until: tg.until}, nil)
+	if err != nil {
+		return DensityExpRow{}, err
+	}
+	logq, err := measure(run.X)
+	if err != nil {
+		return DensityExpRow{}, err
+	}
+	n := len(logq)
+	ach, trk, miss := make([]float64, n), make([]float64, n), make([]float64, n)
+	for i := range logq {
+		ach[i], trk[i] = bpdOf(logq[i]), bpdOf(run.Ell[i])
+		miss[i] = math.Abs(ach[i] - bpdOf(tg.level))
+	}
+	row := DensityExpRow{Target: tg.name, Level: bpdOf(tg.level), LevelNats: tg.level,
+		Achieved: stats.EstimateOf(ach), Tracked: stats.EstimateOf(trk), AbsMiss: stats.EstimateOf(miss),
+		Ink: mean(InkMass(run.X)), Frame: FrameRMS(run.X), Detail: mean(Detail(run.X)),
+		PerSample: run.Time / time.Duration(n), NFE: run.NFE}
+	if math.IsNaN(tg.level) {
+		row.Level, row.AbsMiss = math.NaN(), stats.Estimate{Mean: math.NaN(), SE: math.NaN()}
+	}
+	if run.Guide.Evals > 0 {
+		row.Limited = float64(run.Guide.Limited) / float64(run.Guide.Evals)
+	}
+	clipped := Clip(run.X)
+	for i := range min(n, 8) {
+		row.Grid = append(row.Grid, mat.NewDense(1, Dim, clipped.RawRowView(i)))
+	}
+	return row, nil
+}
+
+func mean(v []float64) float64 {
+	m, _ := stats.MeanSE(v)
+	return m
+}
