@@ -92,8 +92,9 @@ type DensityExpResult struct {
 	Elapsed      time.Duration
 }
 
-// bpdOf converts a log-density at t_min (nats) to bits per dimension.
-func bpdOf(logq float64) float64 {
+// BitsPerDim converts a log-density at t_min (nats) to bits per dimension
+// (the MNIST quantisation: −log q/(784 ln 2) + 7).
+func BitsPerDim(logq float64) float64 {
 	v, _ := likelihood.BitsPerDim([]float64{logq}, Dim, &Quant)
 	return v[0]
 }
@@ -271,10 +272,10 @@ func densityRow(ctx context.Context, m score.Model, tg densityTarget, xT *mat.De
 	n := len(logq)
 	ach, trk, miss := make([]float64, n), make([]float64, n), make([]float64, n)
 	for i := range logq {
-		ach[i], trk[i] = bpdOf(logq[i]), bpdOf(run.Ell[i])
-		miss[i] = math.Abs(ach[i] - bpdOf(tg.level))
+		ach[i], trk[i] = BitsPerDim(logq[i]), BitsPerDim(run.Ell[i])
+		miss[i] = math.Abs(ach[i] - BitsPerDim(tg.level))
 	}
-	row := DensityExpRow{Target: tg.name, Level: bpdOf(tg.level), LevelNats: tg.level,
+	row := DensityExpRow{Target: tg.name, Level: BitsPerDim(tg.level), LevelNats: tg.level,
 		Achieved: stats.EstimateOf(ach), Tracked: stats.EstimateOf(trk), AbsMiss: stats.EstimateOf(miss),
 		Ink: mean(InkMass(run.X)), Frame: FrameRMS(run.X), Detail: mean(Detail(run.X)),
 		PerSample: run.Time / time.Duration(n), NFE: run.NFE}

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 
 	"github.com/dfx-lab/dfx/dfx/adjoint"
@@ -26,8 +27,10 @@ import (
 
 const sampleUsage = `usage: dfx sample [-class 0,1,…|all] [-n 8] [-scale 3] [-steps 25] [-seed 1] [-png samples.png] [-npy samples.npy] [-nets DIR]
                   [-guide class|style|identity|centring [-operator dfea|vjp] [-window FROM:TO] [-strength 0.2] [-inner 10] [-target K] [-reference FILE [-reference-row I]]]
+                  [-density offset:P|quantile:p [-trace df-tm-c|df-tm|hutchinson:K|vjp] [-until T] [-gain 10] [-ref 64]]
 Draws class-conditional MNIST samples with DDIM (η = 0) and classifier-free guidance ε̃ = ε_∅ + s (ε_c − ε_∅) (-scale 0: unconditional, 1: conditional) from the committed networks (or -nets DIR, as written by dfx train). Writes a PNG grid (rows: classes, columns: seeds) and/or the samples as an .npy array [rows, 784] in [−1, 1] (clipped), each atomically. Sample i uses its own noise stream (seed, i), so a grid's rows do not depend on each other.
-With -guide, adjoint guidance (paper sec. "Adjoint optimization sampling", SAG) steers each sample towards a reward of its predicted clean image x̂₀ (a 10-step inner DDIM solve, -inner) on the outer steps [FROM, TO) of -window (default: 30%–70% of the steps, 15:35 with -steps 50, the paper's protocol; -steps defaults to 50 with -guide): x ← x − S σ(t) λ/‖λ‖·√784 with λ = ∂L(x̂₀)/∂x_t by the discrete adjoint, S = -strength (a fraction of the noise's norm). -operator picks the Fisher product of the adjoint pass: dfea (DF-EA, eq. EA_approx, no network pass) or vjp (the unconditional network's vector-Jacobian product). Rewards (losses to minimise): class, −log p(K | x̂₀) of the classifier (the aesthetic/PickScore role; K = -target, default each row's class); style, a Gram-matrix loss on the classifier's hidden layers against -reference (the CLIP style role); identity, the relative distance of the classifier's penultimate features to -reference's (the ArcFace role); centring, the squared distance of the ink centroid from the image centre in pixels. -reference is one image of 784 pixels: an IDX image file (gzipped or not; pixels 0…255) or a CSV/.npy row in [−1, 1]; -reference-row picks the image (default 0).`
+With -guide, adjoint guidance (paper sec. "Adjoint optimization sampling", SAG) steers each sample towards a reward of its predicted clean image x̂₀ (a 10-step inner DDIM solve, -inner) on the outer steps [FROM, TO) of -window (default: 30%–70% of the steps, 15:35 with -steps 50, the paper's protocol; -steps defaults to 50 with -guide): x ← x − S σ(t) λ/‖λ‖·√784 with λ = ∂L(x̂₀)/∂x_t by the discrete adjoint, S = -strength (a fraction of the noise's norm). -operator picks the Fisher product of the adjoint pass: dfea (DF-EA, eq. EA_approx, no network pass) or vjp (the unconditional network's vector-Jacobian product). Rewards (losses to minimise): class, −log p(K | x̂₀) of the classifier (the aesthetic/PickScore role; K = -target, default each row's class); style, a Gram-matrix loss on the classifier's hidden layers against -reference (the CLIP style role); identity, the relative distance of the classifier's penultimate features to -reference's (the ArcFace role); centring, the squared distance of the ink centroid from the image centre in pixels. -reference is one image of 784 pixels: an IDX image file (gzipped or not; pixels 0…255) or a CSV/.npy row in [−1, 1]; -reference-row picks the image (default 0).
+With -density, density guidance (dfx/pfode DensityGuide) draws -n unconditional samples along the PF-ODE (RK4, -steps default 100, uniform in log-SNR) moved by u = v + λ s/‖s‖², which changes d/dt log q_t(x_t) by λ: offset:P adds P nats of log-density per unit time (P > 0: smoother, more typical images; P < 0: more detail), quantile:p holds each sample's log q_t at the p-quantile of log q_t under q_t, the level read from -ref unguided samples carried along the PF-ODE with their log-density (gain -gain). -trace is the Fisher trace that tracks log q and steers a quantile target: df-tm-c (centred DF-TM, one network pass), df-tm (the paper's DF-TM, whose α²/σ⁴ factor amplifies its error at small t), hutchinson:K, or vjp (784 VJPs a point). -until T stops guiding below t = T. The tracked bpd of each sample goes to stderr.`
 
 func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("sample", flag.ContinueOnError)
@@ -41,11 +44,15 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	npyOut := fs.String("npy", "", "write the samples [rows, 784] to this .npy file")
 	nets := fs.String("nets", "", "folder of networks written by dfx train (default: the committed ones)")
 	gf := guideFlags(fs)
+	df := densityFlags(fs)
 	if code, ok := parseFlags(fs, args, stderr, "sample", sampleUsage); !ok {
 		return code
 	}
 	if gf.guide != "" && !isSet(fs, "steps") {
 		*steps = 50 // the paper's protocol
+	}
+	if df.target != "" && !isSet(fs, "steps") {
+		*steps = 100 // RK4 on the log-SNR grid (4 evaluations a step)
 	}
 	cls, err := parseClasses(*classes)
 	if err != nil {
@@ -55,6 +62,10 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return fail(stderr, "sample", err)
 	}
 	guide, err := gf.check(fs, *steps)
+	if err != nil {
+		return fail(stderr, "sample", err)
+	}
+	dens, err := df.check(fs, gf.guide)
 	if err != nil {
 		return fail(stderr, "sample", err)
 	}
@@ -69,12 +80,19 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		return failErr(stderr, "sample", err)
 	}
-	x, err := sampleClasses(ctx, net, guide, cls, *n, *steps, *scale, uint64(seed), stderr)
+	var x *mat.Dense
+	grid := classGrid(cls, *n, *steps, *scale, uint64(seed), guide)
+	if dens != nil {
+		x, err = dens.sample(ctx, net, *n, *steps, uint64(seed), stderr)
+		grid = sampleGrid{title: fmt.Sprintf("unconditional, RK4 %d steps, seed %d, %s", *steps, seed, dens), ylabel: "", rows: []string{"guided"}, n: *n}
+	} else {
+		x, err = sampleClasses(ctx, net, guide, cls, *n, *steps, *scale, uint64(seed), stderr)
+	}
 	if err != nil {
 		return failRun(stderr, "sample", err)
 	}
 	x = mnist.Clip(x)
-	if err := writeSamples(x, cls, *n, *steps, *scale, uint64(seed), guide, *pngOut, *npyOut); err != nil {
+	if err := writeSamples(x, grid, *pngOut, *npyOut); err != nil {
 		return failRun(stderr, "sample", err)
 	}
 	for _, p := range []string{*npyOut, *pngOut} {
@@ -177,7 +195,7 @@ func sampleClasses(ctx context.Context, net *mnist.Networks, guide *sampleGuide,
 // writeSamples renders the PNG grid and the .npy bytes first, then writes
 // each file atomically: a failure leaves neither a new file nor a path on
 // stdout; if the second write fails the first file is removed again.
-func writeSamples(x *mat.Dense, cls []int, n, steps int, scale float64, seed uint64, guide *sampleGuide, pngOut, npyOut string) error {
+func writeSamples(x *mat.Dense, g sampleGrid, pngOut, npyOut string) error {
 	type file struct {
 		path string
 		data []byte
@@ -192,23 +210,24 @@ func writeSamples(x *mat.Dense, cls []int, n, steps int, scale float64, seed uin
 	}
 	if pngOut != "" {
 		var rows [][]*mat.Dense
-		for i := range cls {
+		for i := range g.rows {
 			var row []*mat.Dense
-			for r := range n {
-				row = append(row, mat.NewDense(1, mnist.Dim, x.RawRowView(i*n+r)))
+			for r := range g.n {
+				row = append(row, mat.NewDense(1, mnist.Dim, x.RawRowView(i*g.n+r)))
 			}
 			rows = append(rows, row)
 		}
-		title := fmt.Sprintf("DDIM %d steps, guidance scale %g, seed %d", steps, scale, seed)
-		if guide != nil {
-			title += ", " + guide.String()
-		}
-		p, err := mnist.ImageGrid(title, "seed index", "requested class (row)", rows, nil)
+		p, err := mnist.ImageGrid(g.title, "seed index", g.ylabel, rows, nil)
 		if err != nil {
 			return err
 		}
-		mnist.LabelRows(p, cls)
-		raw, err := plotx.Bytes(p, vg.Length(n)*0.55*vg.Inch+1.3*vg.Inch, vg.Length(len(cls))*0.55*vg.Inch+1.1*vg.Inch, "png")
+		var yt []plot.Tick
+		for i, l := range g.rows {
+			yt = append(yt, plot.Tick{Value: float64(len(g.rows)-1-i) + 0.5, Label: l})
+		}
+		p.Y.Tick.Marker = plot.ConstantTicks(yt)
+		w := max(vg.Length(g.n)*0.55*vg.Inch+1.3*vg.Inch+vg.Length(g.labelWidth())*0.08*vg.Inch, vg.Length(len([]rune(g.title)))*0.085*vg.Inch)
+		raw, err := plotx.Bytes(p, w, vg.Length(len(g.rows))*0.55*vg.Inch+1.1*vg.Inch, "png")
 		if err != nil {
 			return err
 		}
@@ -223,6 +242,36 @@ func writeSamples(x *mat.Dense, cls []int, n, steps int, scale float64, seed uin
 		}
 	}
 	return nil
+}
+
+// sampleGrid is how writeSamples lays out the PNG: len(rows) rows (their
+// labels) of n samples each, x's rows in that order.
+type sampleGrid struct {
+	title, ylabel string
+	rows          []string
+	n             int
+}
+
+// labelWidth is the longest row label's length in characters.
+func (g sampleGrid) labelWidth() int {
+	w := 0
+	for _, l := range g.rows {
+		w = max(w, len([]rune(l)))
+	}
+	return w
+}
+
+// classGrid is the layout of class-conditional samples.
+func classGrid(cls []int, n, steps int, scale float64, seed uint64, guide *sampleGuide) sampleGrid {
+	title := fmt.Sprintf("DDIM %d steps, guidance scale %g, seed %d", steps, scale, seed)
+	if guide != nil {
+		title += ", " + guide.String()
+	}
+	g := sampleGrid{title: title, ylabel: "requested class (row)", n: n}
+	for _, c := range cls {
+		g.rows = append(g.rows, fmt.Sprint(c))
+	}
+	return g
 }
 
 // sameFile reports whether two paths name the same file (the same clean

@@ -249,7 +249,7 @@ func TestSampleWritesNeitherFileWhenOneFails(t *testing.T) {
 	x := mat.NewDense(1, 784, nil)
 	plain := filepath.Join(dir, "plain")
 	os.WriteFile(plain, []byte("x"), 0o644)
-	err := writeSamples(x, []int{3}, 1, 1, 3, 1, nil, filepath.Join(plain, "s.png"), npyPath) // a file as the PNG's folder
+	err := writeSamples(x, classGrid([]int{3}, 1, 1, 3, 1, nil), filepath.Join(plain, "s.png"), npyPath) // a file as the PNG's folder
 	if err == nil {
 		t.Fatal("a PNG under a file was written")
 	}
