@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/likelihood"
@@ -56,7 +57,7 @@ func DensityExpFull(dir string) DensityExpConfig {
 	return DensityExpConfig{Profile: "full", Dir: dir, Mixture: *SkipOptions(), Samples: 16, Steps: 100,
 		Offsets: []float64{-300, -100, 100, 300}, Quantiles: []float64{0.05, 0.5, 0.95}, Gain: 10,
 		Untils: []float64{0.02, 0.05, 0.1, 0.2}, Traces: []string{"df-tm", "df-tm-c", "hutchinson:4", "hutchinson:16"}, UntilTraces: []string{"df-tm", "df-tm-c"},
-		RefSamples: 64, RefTrace: "hutchinson:16", MixtureDraws: 2000, MixtureTimes: 51, MeasureRTol: 1e-3, MeasureProbes: 16, Seed: 1}
+		RefSamples: 64, RefTrace: "hutchinson:16", MixtureDraws: 1000, MixtureTimes: 41, MeasureRTol: 1e-3, MeasureProbes: 16, Seed: 1}
 }
 
 func DensityExpQuick(dir string) DensityExpConfig {
@@ -76,6 +77,7 @@ type DensityExpRow struct {
 	Achieved, Tracked, AbsMiss stats.Estimate
 	Ink, Frame, Detail         float64 // means over the samples
 	Limited                    float64
+	SolverErr                  float64 // the measurement's largest solver error, bpd (0: closed form)
 	PerSample                  time.Duration
 	NFE                        int
 	// Grid is the samples (clipped), for the figure.
@@ -187,14 +189,14 @@ func (r *DensityExpResult) runMixture(ctx context.Context, xT *mat.Dense) error 
 	}
 	tMin, _ := Schedule().Interval()
 	c0, _ := schedule.At(Schedule(), tMin)
-	measure := func(x *mat.Dense) ([]float64, error) {
+	measure := func(x *mat.Dense) ([]float64, []float64, error) {
 		e, err := g.Eval(mixture.Query{At: c0, X: x, Want: mixture.LogProb})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return e.LogProb, nil
+		return e.LogProb, make([]float64, len(e.LogProb)), nil // closed form: no solver error
 	}
-	for _, tg := range cfg.targets(q, false) {
+	for _, tg := range cfg.targets(q, true) {
 		row, err := densityRow(ctx, score.Exact{Mixture: g}, tg, xT, e.LogProb, cfg.Steps, measure)
 		if err != nil {
 			return err
@@ -229,12 +231,22 @@ func (r *DensityExpResult) runNetworks(ctx context.Context, xT *mat.Dense, log i
 	if err != nil {
 		return err
 	}
-	measure := func(x *mat.Dense) ([]float64, error) {
-		res, err := likelihood.LogProbContext(ctx, x, meas, likelihood.Config{Schedule: Schedule(), RTol: cfg.MeasureRTol})
-		if err != nil {
-			return nil, err
+	// The measurement at MeasureRTol and at 10·MeasureRTol: their
+	// difference is the stated solver error.
+	measure := func(x *mat.Dense) ([]float64, []float64, error) {
+		var out [2][]float64
+		for i, rtol := range []float64{cfg.MeasureRTol, 10 * cfg.MeasureRTol} {
+			res, err := likelihood.LogProbContext(ctx, x, meas, likelihood.Config{Schedule: Schedule(), RTol: rtol})
+			if err != nil {
+				return nil, nil, err
+			}
+			out[i] = res.LogProb
 		}
-		return res.LogProb, nil
+		diff := make([]float64, len(out[0]))
+		for i := range diff {
+			diff[i] = math.Abs(out[0][i] - out[1][i])
+		}
+		return out[0], diff, nil
 	}
 	start := PriorStart(xT)
 	for _, tr := range cfg.Traces {
@@ -260,12 +272,12 @@ func (r *DensityExpResult) runNetworks(ctx context.Context, xT *mat.Dense, log i
 }
 
 // densityRow guides xT with model m to tg and measures the samples.
-func densityRow(ctx context.Context, m score.Model, tg densityTarget, xT *mat.Dense, start []float64, steps int, measure func(*mat.Dense) ([]float64, error)) (DensityExpRow, error) {
+func densityRow(ctx context.Context, m score.Model, tg densityTarget, xT *mat.Dense, start []float64, steps int, measure func(*mat.Dense) (logq, solverErr []float64, err error)) (DensityExpRow, error) {
 	run, err := DensitySample(ctx, m, tg.target, xT, start, DensityConfig{Steps: steps, Until: tg.until}, nil)
 	if err != nil {
 		return DensityExpRow{}, err
 	}
-	logq, err := measure(run.X)
+	logq, solverErr, err := measure(run.X)
 	if err != nil {
 		return DensityExpRow{}, err
 	}
@@ -278,7 +290,7 @@ func densityRow(ctx context.Context, m score.Model, tg densityTarget, xT *mat.De
 	row := DensityExpRow{Target: tg.name, Level: BitsPerDim(tg.level), LevelNats: tg.level,
 		Achieved: stats.EstimateOf(ach), Tracked: stats.EstimateOf(trk), AbsMiss: stats.EstimateOf(miss),
 		Ink: mean(InkMass(run.X)), Frame: FrameRMS(run.X), Detail: mean(Detail(run.X)),
-		PerSample: run.Time / time.Duration(n), NFE: run.NFE}
+		PerSample: run.Time / time.Duration(n), NFE: run.NFE, SolverErr: floats.Max(solverErr) / (Dim * math.Ln2)}
 	if math.IsNaN(tg.level) {
 		row.Level, row.AbsMiss = math.NaN(), stats.Estimate{Mean: math.NaN(), SE: math.NaN()}
 	}
