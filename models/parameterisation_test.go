@@ -77,13 +77,15 @@ func TestGuidedEpsCombinesConditionalAndNullPredictions(t *testing.T) {
 	if _, err := tr.TrainSteps(3); err != nil {
 		t.Fatal(err)
 	}
+	// w is the guidance weight of ε̃ = (1 + w) ε_c − w ε_∅, i.e. the scale
+	// s = 1 + w of GuidedEps's convention ε_∅ + s (ε_c − ε_∅).
 	run := func(w float64, class int32) []float32 {
 		out := model.MustExecOnce(tr.Backend, ctx, func(ctx *model.Scope, x, a, s, c *graph.Node) *graph.Node {
 			in := Inputs{X: x, Alpha: a, Sigma: s, Class: c}
 			if w == 0 {
 				return Eps(ctx, in)
 			}
-			return GuidedEps(ctx, in, w)
+			return GuidedEps(ctx, in, graph.AddScalar(graph.ZerosLike(s), 1+w))
 		}, [][]float32{{0.3, -0.2}}, []float32{0.8}, []float32{0.6}, []int32{class})
 		return tensors.MustCopyFlatData[float32](out)
 	}
