@@ -191,7 +191,7 @@ func Eps(scope *model.Scope, in Inputs) *graph.Node {
 			panic(fmt.Sprintf("models: a mixture skip needs parameterisation eps, have %s", p))
 		}
 		skip := MixtureEps(scope, in)
-		y0 := YFromEpsGraph(skip, in.X, alpha, sigma)
+		y0 := access.DenoiserFromEpsGraph(in.X, skip, in.Alpha, in.Sigma)
 		return graph.Add(skip, trunk(net, in, in.X.Shape().Dimensions[1], y0, true))
 	}
 	out := ScoreOutput(scope, in)
@@ -200,7 +200,7 @@ func Eps(scope *model.Scope, in Inputs) *graph.Node {
 
 // Denoiser is ȳ_θ = (x − σ ε̂_θ)/α [B, d] (paper Proposition optimal_y).
 func Denoiser(scope *model.Scope, in Inputs) *graph.Node {
-	return YFromEpsGraph(Eps(scope, in), in.X, graph.InsertAxes(in.Alpha, -1), graph.InsertAxes(in.Sigma, -1))
+	return access.DenoiserFromEpsGraph(in.X, Eps(scope, in), in.Alpha, in.Sigma)
 }
 
 // TraceNet is the DF-TM network t_θ(x_t, t) [B] (paper Algorithm tnet), trained
