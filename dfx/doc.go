@@ -124,9 +124,9 @@
 // log — registered by its package (toys/register.go, ot/reproduce.go,
 // mnist/register.go) in one registry (report.Register, report.Lookup,
 // report.Experiments) that `dfx reproduce`, notebook.Run and the tests use.
-// Each package's configurations come in threes, XQuick, XFull and XFor(p)
-// (toys.For, toys.FieldsFor, ot.For, mnist.For, mnist.AdjointFor, …). Every
-// network trains through one loop, models.Trainer.Run with a models.Loop
+// Each package's configurations come in threes, XQuick, XFull and
+// XFor(p) = report.Pick(p, XQuick, XFull) (toys.For, toys.FieldsFor,
+// ot.For, mnist.For, mnist.AdjointFor, …). Every network trains through one loop, models.Trainer.Run with a models.Loop
 // (loss curve, hooks for validation, saves and logs). Only the entry points
 // (cmd/dfx, dfx/notebook) read the environment; the test beside this file
 // fails when a library reads a variable.
