@@ -126,8 +126,9 @@
 // report.Experiments) that `dfx reproduce`, notebook.Run and the tests use.
 // Each package's configurations come in threes, XQuick, XFull and
 // XFor(p) = report.Pick(p, XQuick, XFull) (toys.For, toys.FieldsFor,
-// ot.For, mnist.For, mnist.AdjointFor, …). Every network trains through one loop, models.Trainer.Run with a models.Loop
-// (loss curve, hooks for validation, saves and logs). Only the entry points
-// (cmd/dfx, dfx/notebook) read the environment; the test beside this file
-// fails when a library reads a variable.
+// ot.For, mnist.For, mnist.AdjointFor, …). Every network trains through
+// one loop, models.Trainer.Run with a models.Loop (loss curve, hooks for
+// validation, saves and logs). Only the entry points (cmd/dfx,
+// dfx/notebook) read the environment; the test beside this file fails when
+// a library reads a variable.
 package dfx
