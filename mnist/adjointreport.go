@@ -101,7 +101,7 @@ func (r *AdjointResult) curveTable(where string) *report.Table {
 }
 
 func (r *AdjointResult) costTable(where string) *report.Table {
-	col := func(name, key string) report.Column { c := millis(name); c.Key = key; return c }
+	col := millis
 	t := &report.Table{Name: "cost", Title: "## Cost per guided step",
 		Caption: "time and memory of one guided step per Fisher operator and batch size: forward, inner solve, loss, adjoint pass, DF-EA's marginal cost",
 		Columns: []report.Column{{Name: "batch"}, {Name: "operator"}, col("forward", "forward"), col("inner solve", "inner_solve"), col("loss + grad", "loss_grad"),
