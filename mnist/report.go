@@ -44,9 +44,10 @@ func pct(v float64) string {
 }
 func ms(v float64) string { return fmt.Sprintf("%.3g ms", 1000*v) }
 
-// percent is a column of fractions shown in percent ("12.34%"; "–" for NaN).
-func percent(name string) report.Column {
-	return report.Column{Name: name, Format: "%.2f%%", Scale: 100}
+// percent is a column of fractions shown in percent ("12.34%"; "–" for
+// NaN), CSV key key (name when empty).
+func percent(name, key string) report.Column {
+	return report.Column{Name: name, Key: key, Format: "%.2f%%", Scale: 100}
 }
 
 // millis is a column of times in seconds shown in milliseconds (CSV key
@@ -80,7 +81,7 @@ func (r *Result) trainingTable(where string) *report.Table {
 	t := &report.Table{Name: "training", Title: "## MNIST networks\n\n" + where + " Each network is trained by `dfx train <name>` (fixed seed; the committed checkpoints in mnist/checkpoints).",
 		Caption: "the MNIST networks: steps, training time and machine, final loss, classifier accuracy",
 		Columns: []report.Column{{Name: "network"}, {Name: "steps"}, {Name: "training time", Unit: "s", Format: "%.0f s"}, {Name: "machine"}, {Name: "backend"},
-			{Name: "final loss", Format: "%.3g"}, percent("test accuracy")}, Align: "lrrllrr"}
+			{Name: "final loss", Format: "%.3g"}, percent("test accuracy", "")}, Align: "lrrllrr"}
 	for _, name := range []string{"eps", "dftm", "dftm-c", "classifier"} {
 		rec := r.Records[name]
 		if rec == nil {
@@ -143,9 +144,9 @@ func (r *Result) truthTable(where string) *report.Table {
 	g3 := func(name string) report.Column { return report.Column{Name: name, Format: "%.3g"} }
 	h := []report.Column{{Name: "x₀ from"}, {Name: "t"}, g3("σ"), {Name: "queries"}, g3("exact tr F")}
 	for _, e := range tr.Estimators {
-		h = append(h, percent(e+" rel. err"))
+		h = append(h, percent(e+" rel. err", ""))
 	}
-	h = append(h, g3("δ₁ = |t_θ − t*|"), percent("‖ȳ_θ − ȳ‖/‖ȳ‖"), percent("bound holds"), g3("err/bound (median)"), g3("tr Cov/d exact"), g3("tr Cov/d network"), g3("top posterior weight"))
+	h = append(h, g3("δ₁ = |t_θ − t*|"), percent("‖ȳ_θ − ȳ‖/‖ȳ‖", ""), percent("bound holds", ""), g3("err/bound (median)"), g3("tr Cov/d exact"), g3("tr Cov/d network"), g3("top posterior weight"))
 	t := &report.Table{Name: "truth", Title: "## Ground truth at image scale: the exact Fisher of the 60 000 training images\n\n" + where +
 		" The empirical training distribution is a Dirac mixture whose diffused Fisher is exact (dfx/mixture, float64). Queries x_t = α x₀ + σ ε with x₀ from the training set (atoms of the mixture) or the test set. Relative errors are means over queries of |est − exact|/|exact|. The bound is the corrected DF-TM bound (α²/σ⁴)(d δ₁ + δ₂(2‖ȳ‖ + δ₂)) (access.DFTMErrorBound).",
 		Caption: "every trace estimator, t_θ and ȳ_θ against the exact Fisher of the empirical MNIST training distribution, by time and split",
@@ -212,7 +213,7 @@ func (r *Result) guidanceTable(where string) *report.Table {
 	g := r.Guidance
 	t := &report.Table{Name: "guidance", Title: fmt.Sprintf("## Figure 1b analogue: NLL against classifier log-probability over guidance scales\n\n%s DDIM (%d steps), classifier-free guidance ε̃ = ε_∅ + s (ε_c − ε_∅), samples balanced over classes with the same initial noise at every scale. NLL by DF-TM of the 8-bit quantised, dequantised samples: the paper's protocol (explicit Euler, 10 steps on [t_min, 1], the step nearest t = 0 left out, i.e. from t₁ = %.3g) and the same start with a finer solver (Heun, %d steps; its distance from dopri5 is in bpd.md's convergence section). Both are −log q_{t₁} of the image taken as x_{t₁}: DF-TM cannot integrate nearer t = 0 at this scale (bpd.md).", where, r.Config.DDIMSteps, g.Rows[0].PaperT0, r.Config.BPDSteps),
 		Caption: "Figure 1b data: per guidance scale, classifier log-probability and accuracy, DF-TM NLL under both protocols, times",
-		Columns: []report.Column{{Name: "scale s"}, {Name: "samples"}, {Name: "log p(c|x)", Format: "%.3g"}, {Name: "± SE", Format: "%.3g"}, percent("accuracy"),
+		Columns: []report.Column{{Name: "scale s"}, {Name: "samples"}, {Name: "log p(c|x)", Format: "%.3g"}, {Name: "± SE", Format: "%.3g"}, percent("accuracy", ""),
 			{Name: "bpd (paper protocol)", Format: "%.4f"}, {Name: "± SE", Format: "%.3g"}, {Name: "bpd (Heun from t₁)", Format: "%.4f"}, {Name: "± SE", Format: "%.3g"},
 			{Name: "sampling time", Unit: "s", Format: "%.1f s"}, {Name: "NLL time", Unit: "s", Format: "%.1f s"}}, Align: "rrrrrrrrrrr"}
 	for _, row := range g.Rows {
