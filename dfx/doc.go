@@ -20,17 +20,21 @@
 //	printed      label                      what                                          code
 //	Eq. 1        diffusion_kernel           x_t = α(t) x₀ + σ(t) ε                        schedule.Schedule, schedule.At
 //	Eq. 2        diffusion_sde              the forward SDE: f(t), g²(t)                  schedule.Coefficients
+//	Eq. 3        diffusion_sde_rev          the reverse SDE                               none: every sampler integrates the PF-ODE (eq. PFODE) or takes DDIM steps
 //	Eq. 4        dpm_objective              denoising score matching                      models.NewTrainer (models.DSM)
 //	Eq. 5        PFODE                      dx/dt = f x − ½ g² ∇log q_t                   pfode.Velocity, pfode.VelocityFromEps, pfode.New
 //	Eq. 6        dm_neural_ode              the PF-ODE with the learned score s_θ = −ε_θ/σ score.ScoreFromEps, access.NetModel
 //	Eq. 7        fisher_def                 F = −∇²log q_t                                mixture.Mixture, score.Exact
+//	Eq. 8        (no label)                 F ≈ (1/σ) ∂ε_θ/∂x, the network's Jacobian      access.VJPMatVecGraph, access.VJPTrace
 //	Eq. 9        VJP                        F v by a vector-Jacobian product              access.VJPMatVecGraph
+//	Sec. 3       sec:analytical             the Fisher in the outer-product span          mixture.Mixture, score.Exact
 //	Eq. 10–11    dirac_initial_dist, information_dirac  the Dirac mixture and its F   mixture.NewDirac, access.Mixture
 //	Prop. 1      prop:analytic_dirac        exact F of a Dirac mixture                    mixture.NewDirac, mixture.Dirac, access.Mixture
 //	Prop. 2      prop:optimal_y             ȳ = E[x₀ | x_t], the denoiser (Tweedie)        score.DenoiserFromEps, access.EpsFromDenoiser, models.Denoiser
 //	Eq. 12–13    general_initial_dist, information_general  Gaussian mixture, its F   mixture.NewGaussian
 //	Prop. 3      prop:analytic_general      exact F of a Gaussian mixture                 mixture.NewGaussian, mixture.Gaussian
 //	Prop. 4      prop:optimal_y_general     ȳ for a general q₀                            score.Exact
+//	Sec. 4       sec:tm                     DF trace matching                             access.DFTM, likelihood.LogProb
 //	Eq. 14       nll_ode                    log q_s(x) by the PF-ODE                      likelihood.LogProb, pfode.LogDensityRate
 //	Eq. 15       nll_VJP                    exact trace by d VJPs                         access.VJPTrace
 //	Prop. 5      prop:trace_matching        tr F from t* and ȳ                            access.DFTM, access.DFTMTraceOf
@@ -45,14 +49,39 @@
 //	Eq. 20       EA_approx                  DF-EA matrix-vector product                   access.DFEA, access.DFEAApply, access.DFEAMatVecGraph, access.DFEAMatrix
 //	Prop. 8      prop:error_bound_ea        DF-EA error bound (σ(F − F_EA) as printed)     access.DFEAErrorBound, mnist.ExactStudy
 //	Sec. 5       sec:ea                     adjoint-guided DDIM with a Fisher operator    adjoint.Guide, pfode.DDIMStep
+//	Sec. 6       sec:ot                     numerical OT verification of the PF-ODE map   ot.Run, ot.Table3
 //	Cor. 1       prop:ot                    PF-ODE map is OT iff its Jacobian is SPD      ot.Judge, pfode.VelocityJacobian
+//	Eq. 21       (no label)                 the PF-ODE map T_{s,t}: x_s ↦ x_t             pfode.Solve, ot.Integration
 //	Eq. 22       eq:ot_b                    the paper's matrix update A ← A + dt AᵀB       ot.PaperRule
 //	Alg. 2       algo:ot                    the numerical OT test                         ot.Test
 //	Alg. 3       algo:to_detail             the detailed OT test (published protocol)     ot.PublishedRule, ot.Run
 //	App. B.1     app:extra_nll              NLL evaluation details                        likelihood.BitsPerDim, mnist.RunBPD
 //	App. B.2     app:extra_adjoint          adjoint guidance details                      adjoint.Config, mnist.RunAdjoint
 //	App. B.3     app:extra_ot               the OT experiments' protocol                  ot.PublishedRule, ot.Table3
+//	App. B.4     app:exp_models             the paper's pretrained models (Stable Diffusion, reward models)  none: the MNIST networks are trained here (mnist.TrainNetwork, mnist.LoadNetworks)
+//	App. C       app:discussion             discussions                                   (the rows below)
+//	App. C.1     app:singularity            F is singular at t = 0                        likelihood.Config (T0 > 0), mnist.RunBPD (the paper's t₁)
+//	App. C.2     (no label)                 BPD = −log p₀/(d log 2)                       likelihood.BitsPerDim
+//	App. C.4     app:covariance             F and the posterior covariance                mixture.Gaussian, access.DFTMCentred
 //	App. C.5     app:hutchinson             Hutchinson and Hutch++ traces                 access.Hutchinson, access.HutchPP
+//
+// The proofs of the appendix (App. A) and the code that computes what each
+// labelled step states; the unlabelled equations of the proofs (Eqs.
+// 24–30, 32–40, 42 onwards) are steps of derivations with no code of
+// their own:
+//
+//	printed      label                      what                                          code
+//	Eq. 23       lemma:v                    Lemma 1: ∂vᵢ/∂x = −(x − α yᵢ) vᵢ/σ²           mixture.Dirac (the score −(x − α ȳ)/σ²)
+//	Lemma 2      lemma:chain                ∂(Σ wᵢ yᵢ)/∂x = (α/σ²) Cov[y | x]             mixture.Dirac (its Fisher, mixture.Full), access.Mixture
+//	Eq. 31       lemma:v_general            Lemma 3: Lemma 1 for a general q₀             mixture.Gaussian
+//	Lemma 4      lemma:chain_general        Lemma 2 for a general q₀                      mixture.Gaussian
+//	Eq. 41       optimal_p_eq1              DF-TM's objective E|t_θ − ‖x₀‖²/d|²           models.NewTrainer (models.DFTM)
+//	App. A.9     appendix:preliminary_ot    the Monge and Kantorovich problems            ot.Judge
+//	App. A.10    appendix:proof_ot          Cor. 1's proof: ∂T/∂x symmetric and PD        ot.Judge, pfode.VelocityJacobian
+//	Thm. 1       theorem:convex             the gradient of a convex potential is OT      ot.Judge
+//	Thm. 2       theorem:brenier            Brenier's theorem                             ot.Judge
+//	Thm. 3       theorem:poincare           a symmetric Jacobian has a potential          ot.Asymmetry
+//	Thm. 4       theorem:hessian_convex     convex iff the Hessian is PSD                 ot.MinEigSym
 //
 // Every table and figure of the paper, the function that computes its data,
 // and the command and files that regenerate it (figures/ holds the
@@ -62,6 +91,7 @@
 //	Table 1      tab:my_label         cost and error of every access method   mnist.RunTiming, mnist.RunTruth  dfx reproduce mnist → figures/mnist/table1.md, figures/mnist/truth.md
 //	Table 2      tab:trace_toy        DF-TM vs VJP traces and NLL, 2-D        toys.Run                     dfx reproduce toys → figures/toys/table2.md
 //	Table 3      tab:ot               the OT test of four schedules           ot.Run, ot.Table3            dfx reproduce ot → figures/ot/table3.md
+//	Fig. 1       fig:xx               Fig. 1a and Fig. 1b together            mnist.Run                    dfx reproduce mnist → figures/mnist/fig1a_loss.png, figures/mnist/fig1b_nll_vs_logp.png
 //	Fig. 1a      fig:train_loss       DF-TM training loss                     mnist.Run                    dfx reproduce mnist → figures/mnist/fig1a_loss.png
 //	Fig. 1b      fig:tradeoff         NLL against guidance score              mnist.RunGuidance            dfx reproduce mnist → figures/mnist/fig1b_nll_vs_logp.png, figures/mnist/guidance.md
 //	Fig. 2       fig:nll_compare      samples ranked by NLL                   mnist.RunFig2                dfx reproduce mnist → figures/mnist/fig2_ranked.png, figures/mnist/fig2.md
@@ -104,10 +134,11 @@
 // log — registered by its package (toys/register.go, ot/reproduce.go,
 // mnist/register.go) in one registry (report.Register, report.Lookup,
 // report.Experiments) that `dfx reproduce`, notebook.Run and the tests use.
-// Each package's configurations come in threes, XQuick, XFull and XFor(p)
-// (toys.For, toys.FieldsFor, ot.For, mnist.For, mnist.AdjointFor, …). Every
-// network trains through one loop, models.Trainer.Run with a models.Loop
-// (loss curve, hooks for validation, saves and logs). Only the entry points
-// (cmd/dfx, dfx/notebook) read the environment; the test beside this file
-// fails when a library reads a variable.
+// Each package's configurations come in threes, XQuick, XFull and
+// XFor(p) = report.Pick(p, XQuick, XFull) (toys.For, toys.FieldsFor,
+// ot.For, mnist.For, mnist.AdjointFor, …). Every network trains through
+// one loop, models.Trainer.Run with a models.Loop (loss curve, hooks for
+// validation, saves and logs). Only the entry points (cmd/dfx,
+// dfx/notebook) read the environment; the test beside this file fails when
+// a library reads a variable.
 package dfx

@@ -31,7 +31,21 @@ var paperLabels = map[string]string{
 	"fig:train_loss": "Fig. 1a", "fig:tradeoff": "Fig. 1b", "fig:nll_compare": "Fig. 2",
 	"fig:adjoint_score": "Fig. 3", "fig:aes_shown": "Fig. 4",
 	"app:extra_nll": "App. B.1", "app:extra_adjoint": "App. B.2", "app:extra_ot": "App. B.3", "app:hutchinson": "App. C.5",
+	"diffusion_sde_rev": "Eq. 3", "information_dirac": "Eq. 10–11", "information_general": "Eq. 12–13",
+	"sec:analytical": "Sec. 3", "sec:tm": "Sec. 4", "sec:ot": "Sec. 6", "fig:xx": "Fig. 1",
+	"app:exp_models": "App. B.4", "app:discussion": "App. C", "app:singularity": "App. C.1", "app:covariance": "App. C.4",
+	"lemma:v": "Eq. 23", "lemma:chain": "Lemma 2", "lemma:v_general": "Eq. 31", "lemma:chain_general": "Lemma 4",
+	"optimal_p_eq1": "Eq. 41", "appendix:preliminary_ot": "App. A.9", "appendix:proof_ot": "App. A.10",
+	"theorem:convex": "Thm. 1", "theorem:brenier": "Thm. 2", "theorem:poincare": "Thm. 3", "theorem:hessian_convex": "Thm. 4",
 }
+
+// paperLabelCount is the number of distinct non-empty \label{…} of the
+// paper's LaTeX source (every one is in paperLabels).
+const paperLabelCount = 64
+
+// unlabelled are the numbers the PDF prints for equations of the main text
+// (and the appendix's BPD) that have no label: doc.go has a row for each.
+var unlabelled = []string{"Eq. 8", "Eq. 21", "App. C.2"}
 
 func readDoc(t *testing.T) string {
 	t.Helper()
@@ -92,6 +106,14 @@ func TestEveryPaperLabelIsIndexedWithItsPrintedNumber(t *testing.T) {
 		}
 		if !ok {
 			t.Errorf("doc.go has no row %q … %s", printed, label)
+		}
+	}
+	if len(paperLabels) != paperLabelCount {
+		t.Errorf("%d labels indexed, the paper has %d", len(paperLabels), paperLabelCount)
+	}
+	for _, printed := range unlabelled {
+		if !strings.Contains(doc, "//\t"+printed+" ") {
+			t.Errorf("doc.go has no row for the unlabelled %s", printed)
 		}
 	}
 }

@@ -94,12 +94,7 @@ func AdjointQuick() AdjointConfig {
 }
 
 // AdjointFor is AdjointQuick or AdjointFull.
-func AdjointFor(p report.Profile) AdjointConfig {
-	if p == report.Quick {
-		return AdjointQuick()
-	}
-	return AdjointFull()
-}
+func AdjointFor(p report.Profile) AdjointConfig { return report.Pick(p, AdjointQuick, AdjointFull) }
 
 func (c AdjointConfig) validate() error {
 	if c.Seeds < 1 || c.Steps < 1 || c.InnerSteps < 1 || c.WindowEnd < 1 || c.WindowEnd > c.Steps {

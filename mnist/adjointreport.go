@@ -55,18 +55,28 @@ func (r *AdjointResult) Report() (*report.Report, error) {
 	return rep, rep.Check()
 }
 
-func pm(m, se float64) string { return fmt.Sprintf("%.4g ± %.2g", m, se) }
+// meanSE is a column of means ± standard errors ("%.4g ± %.2g").
+func meanSE(name, key string) report.Column {
+	return report.Column{Name: name, Key: key, Format: "%.4g", SEFormat: "%.2g"}
+}
+
+// guidanceCols are the first columns of the grid and curve tables.
+var guidanceCols = []report.Column{{Name: "reward"}, {Name: "operator"}}
 
 func (r *AdjointResult) gridTable(where string) *report.Table {
 	t := &report.Table{Name: "strength_grid", Title: "## Guidance strength grid search (paper: VJP over 0.1…0.5, best 0.2, reused for DF-EA)",
 		Caption: "strength grid search per reward and operator: mean reward ± SE, classifier confidence, the best strength (VJP's drives both curves)",
-		Header:  []string{"reward", "operator", "strength", "reward (mean ± SE)", "unguided", "classifier confidence", "s per run", "best"}, Align: "llrrrrrc"}
+		Columns: append(guidanceCols[:2:2], report.Column{Name: "strength", Format: "%v"}, meanSE("reward (mean ± SE)", "mean_reward"),
+			report.Column{Name: "unguided", Key: "unguided_mean_reward", Format: "%.3g"}, report.Column{Name: "classifier confidence", Key: "classifier_confidence", Format: "%.3f"},
+			report.Column{Name: "s per run", Key: "seconds_per_run", Unit: "s", Format: "%.1f"}, report.Column{Name: "best"}),
+		Align: "llrrrrrc"}
 	for _, g := range r.Grid {
 		ch := ""
 		if g.Chosen {
 			ch = "✓"
 		}
-		t.Rows = append(t.Rows, []string{g.Reward, g.Operator, fmt.Sprint(g.Strength), pm(g.Mean, g.SE), f3(g.UnguidedMean), fmt.Sprintf("%.3f", g.ClassifierConf), fmt.Sprintf("%.1f", g.SecondsPerRun), ch})
+		t.Add(report.Text(g.Reward), report.Text(g.Operator), report.Float(g.Strength), report.FloatSE(g.Mean, g.SE), report.Float(g.UnguidedMean),
+			report.Float(g.ClassifierConf), report.Float(g.SecondsPerRun), report.Text(ch))
 	}
 	t.Notes = append(t.Notes, where, fmt.Sprintf("%d seeds per point, %d guided steps (the largest window). Strength s moves x by s·σ(t)·√d per guided step (normalised gradient). Best: the highest mean reward per reward and operator; VJP's best is the strength of both operators' curves (the paper's protocol), DF-EA's own best adds a third curve where it differs. The classifier confidence (mean max-class probability) shows whether samples still read as digits.", r.Config.GridSeeds, r.Config.maxGuided()))
 	for _, name := range r.Config.Rewards {
@@ -78,35 +88,46 @@ func (r *AdjointResult) gridTable(where string) *report.Table {
 func (r *AdjointResult) curveTable(where string) *report.Table {
 	t := &report.Table{Name: "fig3_rewards", Title: "## Figure 3 analogue: reward against guided steps, VJP vs DF-EA",
 		Caption: "reward (mean ± SE) per reward, operator and number of guided steps, with seconds per sample and ε̂ evaluations",
-		Header:  []string{"reward", "operator", "guided steps", "strength", "reward (mean ± SE)", "s per sample", "ε̂ evals per run", "Fisher products per run"}, Align: "llrrrrrr"}
+		Columns: append(guidanceCols[:2:2], report.Column{Name: "guided steps", Key: "guided_steps"}, report.Column{Name: "strength", Format: "%v"},
+			meanSE("reward (mean ± SE)", "mean_reward"), report.Column{Name: "s per sample", Key: "seconds_per_sample", Unit: "s", Format: "%.3f"},
+			report.Column{Name: "ε̂ evals per run", Key: "eps_evals_per_run"}, report.Column{Name: "Fisher products per run", Key: "fisher_products_per_run"}),
+		Align: "llrrrrrr"}
 	for _, run := range r.Runs {
-		t.Rows = append(t.Rows, []string{run.Reward, run.Operator, fmt.Sprint(run.Guided), fmt.Sprint(run.Strength), pm(run.Mean, run.SE),
-			fmt.Sprintf("%.3f", run.PerSample), fmt.Sprint(run.ModelEvals), fmt.Sprint(run.OperatorCalls)})
+		t.Add(report.Text(run.Reward), report.Text(run.Operator), report.Int(run.Guided), report.Float(run.Strength), report.FloatSE(run.Mean, run.SE),
+			report.Float(run.PerSample), report.Int(run.ModelEvals), report.Int(run.OperatorCalls))
 	}
 	t.Notes = append(t.Notes, where, fmt.Sprintf("%d seeds per point (the same initial noise for every row); rewards of the clipped final images.", r.Config.Seeds))
 	return t
 }
 
 func (r *AdjointResult) costTable(where string) *report.Table {
+	col := millis
 	t := &report.Table{Name: "cost", Title: "## Cost per guided step",
 		Caption: "time and memory of one guided step per Fisher operator and batch size: forward, inner solve, loss, adjoint pass, DF-EA's marginal cost",
-		Header:  []string{"batch", "operator", "forward", "inner solve", "loss + grad", "adjoint pass", "guided step", "per Fisher product", "product ÷ forward", "allocated per step", "trajectory cache"}, Align: "rlrrrrrrrrr"}
+		Columns: []report.Column{{Name: "batch"}, {Name: "operator"}, col("forward", "forward"), col("inner solve", "inner_solve"), col("loss + grad", "loss_grad"),
+			col("adjoint pass", "adjoint_pass"), col("guided step", "guided_step"), col("per Fisher product", "per_fisher_product"),
+			{Name: "product ÷ forward", Key: "product_over_forward", Format: "%.2f%%", Scale: 100},
+			{Name: "allocated per step", Key: "allocated_per_step", Unit: "MB", Format: "%.1f MB"}, {Name: "trajectory cache", Key: "trajectory_cache", Unit: "MB", Format: "%.2f MB"}},
+		Align: "rlrrrrrrrrr"}
 	for _, c := range r.Cost {
-		t.Rows = append(t.Rows, []string{fmt.Sprint(c.Batch), c.Operator, ms(c.Forward), ms(c.Inner), ms(c.Loss), ms(c.Adjoint), ms(c.Step), ms(c.PerProduct),
-			pct(c.Marginal), fmt.Sprintf("%.1f MB", c.AllocMB), fmt.Sprintf("%.2f MB", c.CacheMB)})
+		t.Add(report.Int(c.Batch), report.Text(c.Operator), report.Float(c.Forward), report.Float(c.Inner), report.Float(c.Loss), report.Float(c.Adjoint),
+			report.Float(c.Step), report.Float(c.PerProduct), report.Float(c.Marginal), report.Float(c.AllocMB), report.Float(c.CacheMB))
 	}
 	t.Notes = append(t.Notes, where,
 		fmt.Sprintf("Medians of %d interleaved rounds after a warm-up round. \"product ÷ forward\" is one Fisher product's cost over one ε-network forward of the same batch; the goal for DF-EA is ≤ %.0f %%. The guided step is one Gradient call (inner solve + loss + adjoint), timed separately from its parts. Memory: the Go heap allocated by one guided step (GoMLX's Go backend allocates its buffers on it) and the inner trajectory the adjoint caches (O(inner steps × B × d), no graphs kept).", r.Config.CostRounds, 100*GoalDFEAStepMarginal))
 	return t
 }
 
+// studyCols are the first columns of the exact study's per-step tables.
+var studyCols = []report.Column{{Name: "step"}, {Name: "t", Format: "%.3f"}, {Name: "method"}}
+
 func (r *AdjointResult) exactGradTable(where string) *report.Table {
 	e := r.Exact
 	t := &report.Table{Name: "exact_gradients", Title: "## Exact-operator study: adjoint gradients against the exact one (MNIST Dirac mixture)",
 		Caption: "cosine and relative error of each approximate λ_t against the exact adjoint gradient of the 60 000-image Dirac mixture, along the window",
-		Header:  []string{"step", "t", "method", "cosine (mean ± SE)", "relative error (mean ± SE)"}, Align: "rrlrr"}
+		Columns: append(studyCols[:3:3], meanSE("cosine (mean ± SE)", "cos"), meanSE("relative error (mean ± SE)", "rel_err")), Align: "rrlrr"}
 	for _, g := range e.Grad {
-		t.Rows = append(t.Rows, []string{fmt.Sprint(g.Step), fmt.Sprintf("%.3f", g.T), g.Method, pm(g.Cos, g.CosSE), pm(g.RelErr, g.RelErrSE)})
+		t.Add(report.Int(g.Step), report.Float(g.T), report.Text(g.Method), report.FloatSE(g.Cos, g.CosSE), report.FloatSE(g.RelErr, g.RelErrSE))
 	}
 	t.Notes = append(t.Notes, where, fmt.Sprintf("States: the exact guided sampler's (Dirac mixture of %d training images, exact ε and exact F v, reward %s, strength %g, %d seeds, %d guided steps). At each state every λ_t = ∂L(x̂₀(x_t))/∂x_t is computed from that state: vjp and df-ea (network ȳ) with the ε-network's own inner solve, df-ea (exact ȳ) with the exact inner solve, so its error is the endpoint approximation alone. Relative errors far above 1 mean the approximate λ are about that many times longer than the exact one, whose size this table does not print: a likely cause (not measured here) is a concentrated empirical posterior, under which x̂₀ barely moves with x_t (see the top posterior weight in figures/mnist/truth.md). The sampler normalises λ, so the cosine is what steers.", e.Atoms, e.Config.Reward, e.Strength, e.Config.Seeds, e.Config.Guided))
 	return t
@@ -116,13 +137,16 @@ func (r *AdjointResult) exactHSTable(where string) *report.Table {
 	e := r.Exact
 	t := &report.Table{Name: "exact_hs", Title: "## Exact-operator study: ‖F − F_op‖_HS against the corrected bound of Prop. error_bound_ea",
 		Caption: "Hilbert–Schmidt error of each Fisher operator at the guided states, the corrected DF-EA bound and the fraction of states within it",
-		Header:  []string{"step", "t", "method", "‖F − F_op‖_HS (mean ± SE over seeds)", "‖F‖_HS", "bound", "within bound", "δ = ‖ȳ_op − ȳ‖"}, Align: "rrlrrrrr"}
+		Columns: append(studyCols[:3:3], report.Column{Name: "‖F − F_op‖_HS (mean ± SE over seeds)", Key: "hs_err", Format: "%.3g", SEFormat: "%.2g"},
+			report.Column{Name: "‖F‖_HS", Key: "fisher_hs", Format: "%.3g"}, report.Column{Name: "bound", Format: "%.3g"},
+			report.Column{Name: "within bound", Key: "within_bound", Format: "%.2f%%", Scale: 100}, report.Column{Name: "δ = ‖ȳ_op − ȳ‖", Key: "delta", Format: "%.3g"}),
+		Align: "rrlrrrrr"}
 	for _, h := range e.HS {
-		b, w, d := "–", "–", "–"
+		b, w, d := report.None(), report.None(), report.None()
 		if !math.IsNaN(h.Bound) {
-			b, w, d = fmt.Sprintf("%.3g", h.Bound), pct(h.Within), fmt.Sprintf("%.3g", h.Delta)
+			b, w, d = report.Float(h.Bound), report.Float(h.Within), report.Float(h.Delta)
 		}
-		t.Rows = append(t.Rows, []string{fmt.Sprint(h.Step), fmt.Sprintf("%.3f", h.T), h.Method, fmt.Sprintf("%.3g ± %.2g", h.HS, h.HSSE), fmt.Sprintf("%.3g", h.FisherHS), b, w, d})
+		t.Add(report.Int(h.Step), report.Float(h.T), report.Text(h.Method), report.FloatSE(h.HS, h.HSSE), report.Float(h.FisherHS), b, w, d)
 	}
 	t.Notes = append(t.Notes, where, fmt.Sprintf("F is the exact d×d Fisher of the Dirac mixture (mixture.Full), F_EA = I/σ² − (α²/σ⁴)(x̂₀x̂₀ᵀ − ȳȳᵀ) with each variant's own x̂₀ and ȳ, and the VJP operator's matrix is its products with the %d unit vectors. Bound: (α²/σ⁴)(2D² + δ(‖ȳ‖ + ‖ȳ_op‖)), D = max(max_i ‖y_i‖, ‖x̂₀‖) = %.3g or more; the paper prints α²/σ³, which bounds σ(F − F_EA), the Jacobian of ε. VJP has no bound (the paper: \"no theoretical bound\").", Dim, e.D))
 	return t
@@ -132,9 +156,11 @@ func (r *AdjointResult) exactRunTable(where string) *report.Table {
 	e := r.Exact
 	t := &report.Table{Name: "exact_rewards", Title: "## Exact-operator study: the guided samplers run to the end",
 		Caption: "reward, time and distance to the nearest training image of each sampler of the exact-operator study",
-		Header:  []string{"sampler", "reward (mean ± SE)", "s per sample", "distance to the nearest training image"}, Align: "lrrr"}
+		Columns: []report.Column{{Name: "sampler"}, meanSE("reward (mean ± SE)", "mean_reward"), {Name: "s per sample", Key: "seconds_per_sample", Unit: "s", Format: "%.2f"},
+			{Name: "distance to the nearest training image", Key: "nearest_training_distance", Format: "%.3g"}},
+		Align: "lrrr"}
 	for _, run := range e.Runs {
-		t.Rows = append(t.Rows, []string{run.Method, pm(run.Mean, run.SE), fmt.Sprintf("%.2f", run.PerSample), fmt.Sprintf("%.3g", run.NearestDist)})
+		t.Add(report.Text(run.Method), report.FloatSE(run.Mean, run.SE), report.Float(run.PerSample), report.Float(run.NearestDist))
 	}
 	t.Notes = append(t.Notes, where, fmt.Sprintf("Reward %s; %d seeds; the exact samplers run the Dirac mixture's exact ε (they land on training images: distance ≈ 0), the others the ε-network.", e.Config.Reward, e.Config.Seeds))
 	return t

@@ -274,22 +274,27 @@ func (r *BaselineResult) Report() (*report.Report, error) {
 	t := &report.Table{Name: "baselines",
 		Title:   fmt.Sprintf("## Closed-form baselines: Gaussians and Gaussian mixtures fitted to MNIST\n\n%s Each density is fitted to the 60 000 training images (dequantised, seed 1; k-means within each class where per class, no EM; covariances shrunk 20 %% toward their diagonal except the single Gaussians) and scored exactly on the first %d dequantised test images: bpd = −log₂ q_{t_min}(x)/d + 7, with q_{t_min} the mixture diffused to the PF-ODE's start (σ ≈ 10⁻³), in closed form (no ODE, no solver error). A learned model must beat these rows under the same protocol.", where, r.Config.TestImages),
 		Caption: "closed-form baselines: exact test bpd of Gaussians and Gaussian mixtures fitted to MNIST, their size, fit time and the frame rms of their samples",
-		Header: []string{"density", "components", "stored values", "fit time", "test bpd", "± SE", "log q per image", "frame rms of samples",
-			"classifier agreement", "k-NN agreement", "Fréchet distance (classifier features)", "median distance to nearest training image"}, Align: "lrrrrrrrrrrr"}
+		Columns: []report.Column{{Name: "density"}, {Name: "components"}, {Name: "stored values", NoCSV: true}, {Name: "stored_values", NoMarkdown: true},
+			{Name: "fit time", Key: "fit_time", Unit: "s", Format: "%.1f s"}, {Name: "test bpd", Key: "bpd", Format: "%.4f"}, {Name: "± SE", Key: "bpd_se", Format: "%.4f"},
+			{Name: "log q per image", Key: "eval_time", Unit: "ms", Format: "%.3g ms"}, {Name: "frame rms of samples", Key: "frame_rms", Format: "%.3f"},
+			percent("classifier agreement", "classifier_agreement"), percent("k-NN agreement", "knn_agreement"),
+			{Name: "Fréchet distance (classifier features)", Key: "frechet_distance", Format: "%.1f"},
+			{Name: "median distance to nearest training image", Key: "nearest_median", Format: "%.2f"}},
+		Align: "lrrrrrrrrrrr"}
 	for _, row := range r.Rows {
-		fit, vals, comps, se, ev := "–", "–", "–", "–", "–"
+		comps, shown, vals, fit, se, ev := report.None(), report.None(), report.None(), report.None(), report.None(), report.None()
 		if row.Components > 0 {
-			fit, vals, comps = fmt.Sprintf("%.1f s", row.FitSecs), fmt.Sprintf("%.3g (%.1f MB f32)", float64(row.Values), 4*float64(row.Values)/1e6), fmt.Sprint(row.Components)
-			se, ev = fmt.Sprintf("%.4f", row.SE), fmt.Sprintf("%.3g ms", row.EvalMs)
+			comps, vals, fit, se, ev = report.Int(row.Components), report.Int(row.Values), report.Float(row.FitSecs), report.Float(row.SE), report.Float(row.EvalMs)
+			shown = report.Text(fmt.Sprintf("%.3g (%.1f MB f32)", float64(row.Values), 4*float64(row.Values)/1e6))
 		}
-		ca, ka, fd, nn := "–", "–", "–", "–"
+		ca, ka, fd, nn := report.None(), report.None(), report.None(), report.None()
 		if q := row.Quality; q != nil {
 			if !math.IsNaN(q.ClassifierAgree) {
-				ca, ka = pct(q.ClassifierAgree), pct(q.KNNAgree)
+				ca, ka = report.Float(q.ClassifierAgree), report.Float(q.KNNAgree)
 			}
-			fd, nn = fmt.Sprintf("%.1f", q.FD), fmt.Sprintf("%.2f", q.NearestMedian)
+			fd, nn = report.Float(q.FD), report.Float(q.NearestMedian)
 		}
-		t.Rows = append(t.Rows, []string{row.Name, comps, vals, fit, fmt.Sprintf("%.4f", row.BPD), se, ev, fmt.Sprintf("%.3f", row.FrameRMS), ca, ka, fd, nn})
+		t.Add(report.Text(row.Name), comps, shown, vals, fit, report.Float(row.BPD), se, ev, report.Float(row.FrameRMS), ca, ka, fd, nn)
 	}
 	t.Notes = append(t.Notes,
 		fmt.Sprintf("Sample quality over %d exact samples per class (class-conditional for the per-class fits, drawn from the whole mixture otherwise): frame rms, the rms intensity in [0, 1] of the 2-pixel image frame (the dequantised test images give %.3f); classifier and k-NN agreement, the fraction whose requested class the classifier predicts and the majority of its %d nearest training images (raw pixels) has; the Fréchet distance between the samples' and %d test images' penultimate classifier features (this project's own feature space, not comparable with published FIDs; it carries a finite-sample bias); the median Euclidean distance (pixels in [−1, 1]) to the nearest training image, %.2f for test images.", r.Config.Samples, r.TestFrameRMS, knnK, r.Config.TestImages, r.Ref.TestNearest),

@@ -71,7 +71,14 @@ func (r *CandidatesResult) Report() (*report.Report, error) {
 	t := &report.Table{Name: "candidates",
 		Title:   fmt.Sprintf("## Candidate ε-networks: what training adds to the skip, against training time\n\nRead from %s. ELBO gain: %s; positive means the network's likelihood bound is tighter than its skip mixture's on the same draws, ± the standard error of the paired differences. Validation bpd: %s, at the first and last step (solver and estimator error included; not the test bpd of the results).", r.Dir, ELBOProtocol(), r.Protocol),
 		Caption: "candidate ε-networks: skip, architecture, data, t-sampling, and their validation along training",
-		Header:  []string{"candidate", "skip", "trunk", "data", "t sampling", "parameters", "steps", "training time", "ELBO gain over the skip, bpd (last)", "validation bpd (first)", "validation bpd (last)", "state"}, Align: "lllllrrrrrrl"}
+		Columns: []report.Column{{Name: "candidate"}, {Name: "skip"}, {Name: "trunk"}, {Name: "data"}, {Name: "t sampling", Key: "t_sampling"},
+			{Name: "parameters", Format: "%.3g"}, {Name: "steps"}, {Name: "training time", Key: "training_time", Unit: "s", Format: "%.2f h", Scale: 1.0 / 3600},
+			{Name: "ELBO gain over the skip, bpd (last)", NoCSV: true}, {Name: "validation bpd (first)", NoCSV: true}, {Name: "validation bpd (last)", NoCSV: true},
+			{Name: "state"},
+			{Name: "elbo_gain", NoMarkdown: true}, {Name: "elbo_step", NoMarkdown: true},
+			{Name: "val_bpd_first", NoMarkdown: true}, {Name: "val_step_first", NoMarkdown: true},
+			{Name: "val_bpd_last", NoMarkdown: true}, {Name: "val_step_last", NoMarkdown: true}},
+		Align: "lllllrrrrrrl"}
 	for _, run := range r.Runs {
 		p := run.Spec.Params
 		skip := "none"
@@ -83,16 +90,20 @@ func (r *CandidatesResult) Report() (*report.Report, error) {
 		if dequantizes(run.Spec) {
 			data = "dequantised"
 		}
-		gain, first, last := "–", "–", "–"
+		// gain, first and last: the shown text, the value ± SE and the step.
+		type point struct{ shown, value, step report.Cell }
+		none := point{report.None(), report.None(), report.None()}
+		gain, first, last := none, none, none
 		for _, v := range run.Record.Val {
 			if v.ELBO != nil {
-				gain = fmt.Sprintf("%+.4f ± %.4f (step %d)", v.ELBO.Gain, v.ELBO.GainSE, v.Step)
+				gain = point{report.Text(fmt.Sprintf("%+.4f ± %.4f (step %d)", v.ELBO.Gain, v.ELBO.GainSE, v.Step)), report.FloatSE(v.ELBO.Gain, v.ELBO.GainSE), report.Int(int(v.Step))}
 			}
 			if v.SE > 0 {
-				if first == "–" {
-					first = fmt.Sprintf("%.4f ± %.3f (step %d)", v.BPD, v.SE, v.Step)
+				pt := point{report.Text(fmt.Sprintf("%.4f ± %.3f (step %d)", v.BPD, v.SE, v.Step)), report.FloatSE(v.BPD, v.SE), report.Int(int(v.Step))}
+				if first == none {
+					first = pt
 				} else {
-					last = fmt.Sprintf("%.4f ± %.3f (step %d)", v.BPD, v.SE, v.Step)
+					last = pt
 				}
 			}
 		}
@@ -100,8 +111,9 @@ func (r *CandidatesResult) Report() (*report.Report, error) {
 		if run.Finished {
 			state = "finished"
 		}
-		t.Rows = append(t.Rows, []string{run.Spec.Name, skip, trunk, data, fmt.Sprint(orDefault(p[models.ParamTimeSampling], "uniform")),
-			fmt.Sprintf("%.3g", float64(run.Params)), fmt.Sprint(run.Steps), fmt.Sprintf("%.2f h", run.Record.Seconds/3600), gain, first, last, state})
+		t.Add(report.Text(run.Spec.Name), report.Text(skip), report.Text(trunk), report.Text(data), report.Text(fmt.Sprint(orDefault(p[models.ParamTimeSampling], "uniform"))),
+			report.Float(float64(run.Params)), report.Int(int(run.Steps)), report.Float(run.Record.Seconds), gain.shown, first.shown, last.shown, report.Text(state),
+			gain.value, gain.step, first.value, first.step, last.value, last.step)
 	}
 	t.Notes = append(t.Notes, "Training time is wall-clock on the machine of each record (see `dfx ckpt`); runs that shared the machine with other work are slower per step, so compare at equal steps as well.")
 	rep := &report.Report{Name: "mnist-candidates", Title: "Candidate MNIST ε-networks", Tables: []*report.Table{t}}

@@ -18,6 +18,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/internal/stats"
 	"github.com/dfx-lab/dfx/models"
 )
 
@@ -193,7 +194,7 @@ func (est exactModelEstimators) scoreAt(g *mixture.Gaussian, net *access.Net, c 
 		return ExactModelRow{}, err
 	}
 	for i := range q {
-		row.DeltaY += relNorm(yb.RawRowView(i), ex.Denoiser.RawRowView(i)) / float64(q)
+		row.DeltaY += stats.RelNorm(yb.RawRowView(i), ex.Denoiser.RawRowView(i)) / float64(q)
 	}
 	traces := map[string][]float64{}
 	for _, e := range []score.TraceEstimator{est.vjp, est.h16} {
@@ -226,20 +227,10 @@ func (est exactModelEstimators) scoreAt(g *mixture.Gaussian, net *access.Net, c 
 	}
 	for name, m := range mvs {
 		for i := range q {
-			row.MatVecErr[name] += relNorm(m.RawRowView(i), ex.MatVec.RawRowView(i)) / float64(q)
+			row.MatVecErr[name] += stats.RelNorm(m.RawRowView(i), ex.MatVec.RawRowView(i)) / float64(q)
 		}
 	}
 	return row, nil
-}
-
-// relNorm is ‖a − b‖/‖b‖.
-func relNorm(a, b []float64) float64 {
-	var num, den float64
-	for i := range a {
-		num += (a[i] - b[i]) * (a[i] - b[i])
-		den += b[i] * b[i]
-	}
-	return math.Sqrt(num / den)
 }
 
 // Report implements report.Result.

@@ -140,9 +140,4 @@ func stepLogger(ctx context.Context, log io.Writer, prefix string) func(name str
 }
 
 // For is Quick or Full.
-func For(p report.Profile) Config {
-	if p == report.Quick {
-		return Quick()
-	}
-	return Full()
-}
+func For(p report.Profile) Config { return report.Pick(p, Quick, Full) }

@@ -113,7 +113,7 @@ func LoadNetworks(backend compute.Backend, dir string) (*Networks, error) {
 	return nets, nil
 }
 
-// GuidedEps is classifier-free guidance (access.GuidedEpsGraph) with
+// GuidedEps is classifier-free guidance (models.GuidedEps) with
 // per-row scale and class: ε̃ = ε(x, ∅) + s (ε(x, c) − ε(x, ∅)) [B, d] at the
 // coefficients at, one forward pass of 2B rows (s = 1 is the conditional
 // model, s = 0 the unconditional one; the paper's "guidance scale" is s).
@@ -128,17 +128,7 @@ func (n *Networks) GuidedEps(at schedule.Coefficients, x *mat.Dense, class []int
 	var err error
 	if n.guided == nil {
 		n.guided, err = model.NewExec(n.Backend, n.Store, func(scope *model.Scope, in []*graph.Node) *graph.Node {
-			x, cls, s, a, sg := in[0], in[1], in[2], in[3], in[4]
-			null := graph.AddScalar(graph.ZerosLike(cls), 10)
-			rows := x.Shape().Dimensions[0]
-			e := models.Eps(scope, models.Inputs{
-				X:     graph.Concatenate([]*graph.Node{x, x}, 0),
-				Alpha: graph.Concatenate([]*graph.Node{a, a}, 0), Sigma: graph.Concatenate([]*graph.Node{sg, sg}, 0),
-				Class: graph.Concatenate([]*graph.Node{cls, null}, 0),
-			})
-			cond := graph.Slice(e, graph.AxisRange(0, rows))
-			unc := graph.Slice(e, graph.AxisRange(rows, 2*rows))
-			return access.GuidedEpsGraph(cond, unc, s)
+			return models.GuidedEps(scope, models.Inputs{X: in[0], Class: in[1], Alpha: in[3], Sigma: in[4]}, in[2])
 		})
 		if err != nil {
 			return nil, err

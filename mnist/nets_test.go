@@ -202,7 +202,7 @@ func TestSkipNetworkTrainsAndResumesExactly(t *testing.T) {
 		t.Fatalf("candidates read back %+v", cand.Runs)
 	}
 	rep, err := cand.Report()
-	if err != nil || len(rep.Figures) != 1 || len(rep.Tables[0].Rows) != 1 {
+	if err != nil || len(rep.Figures) != 1 || len(rep.Tables[0].Cells) != 1 {
 		t.Fatalf("candidates report %v, %v", rep, err)
 	}
 	if _, err := rep.Figures[0].Render("png"); err != nil {

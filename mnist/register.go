@@ -55,14 +55,6 @@ func candidatesDir(s report.Settings) string {
 	return s.CandidatesDir
 }
 
-// pick is the quick or the full configuration.
-func pick[C any](p report.Profile, full, quick func() C) C {
-	if p == report.Quick {
-		return quick()
-	}
-	return full()
-}
-
 func init() {
 	report.Register(report.Experiment{
 		Name:  "mnist",
@@ -103,7 +95,7 @@ func init() {
 		Doc:   "closed-form MNIST baselines: exact test bpd of Gaussians and Gaussian mixtures (full and low-rank covariances, the ε-networks' skip) fitted to the training images, with exact samples",
 		Check: checkData, // NetsDir: only its classifier is read
 		Run: func(ctx context.Context, c report.Config) ([]report.Result, error) {
-			cfg := pick(c.Profile, BaselinesFull, BaselinesQuick)
+			cfg := report.Pick(c.Profile, BaselinesQuick, BaselinesFull)
 			cfg.NetsDir = c.Settings.NetsDir
 			return report.One(RunBaselines(ctx, cfg, c.LogWriter()))
 		},
@@ -127,7 +119,7 @@ func init() {
 		Doc:   "every trace estimator and Fisher product on an image-scale model whose Fisher is known exactly: a Gaussian mixture fitted to MNIST, run as a network",
 		Check: checkData,
 		Run: func(ctx context.Context, c report.Config) ([]report.Result, error) {
-			return report.One(RunExactModel(ctx, pick(c.Profile, ExactModelFull, ExactModelQuick), c.LogWriter()))
+			return report.One(RunExactModel(ctx, report.Pick(c.Profile, ExactModelQuick, ExactModelFull), c.LogWriter()))
 		},
 	})
 	report.Register(report.Experiment{
@@ -136,7 +128,7 @@ func init() {
 		Standalone: true,
 		Check:      checkData,
 		Run: func(ctx context.Context, c report.Config) ([]report.Result, error) {
-			return report.One(RunAblation(ctx, pick(c.Profile, AblationFull, AblationQuick), c.LogWriter()))
+			return report.One(RunAblation(ctx, report.Pick(c.Profile, AblationQuick, AblationFull), c.LogWriter()))
 		},
 	})
 	report.Register(report.Experiment{

@@ -44,14 +44,16 @@ func pct(v float64) string {
 }
 func ms(v float64) string { return fmt.Sprintf("%.3g ms", 1000*v) }
 
-// percent is a column of fractions shown in percent ("12.34%"; "–" for NaN).
-func percent(name string) report.Column {
-	return report.Column{Name: name, Format: "%.2f%%", Scale: 100}
+// percent is a column of fractions shown in percent ("12.34%"; "–" for
+// NaN), CSV key key (name when empty).
+func percent(name, key string) report.Column {
+	return report.Column{Name: name, Key: key, Format: "%.2f%%", Scale: 100}
 }
 
-// millis is a column of times in seconds shown in milliseconds.
-func millis(name string) report.Column {
-	return report.Column{Name: name, Unit: "s", Format: "%.3g ms", Scale: 1e3}
+// millis is a column of times in seconds shown in milliseconds (CSV key
+// key, or name when empty).
+func millis(name, key string) report.Column {
+	return report.Column{Name: name, Key: key, Unit: "s", Format: "%.3g ms", Scale: 1e3}
 }
 
 // Report implements report.Result.
@@ -79,7 +81,7 @@ func (r *Result) trainingTable(where string) *report.Table {
 	t := &report.Table{Name: "training", Title: "## MNIST networks\n\n" + where + " Each network is trained by `dfx train <name>` (fixed seed; the committed checkpoints in mnist/checkpoints).",
 		Caption: "the MNIST networks: steps, training time and machine, final loss, classifier accuracy",
 		Columns: []report.Column{{Name: "network"}, {Name: "steps"}, {Name: "training time", Unit: "s", Format: "%.0f s"}, {Name: "machine"}, {Name: "backend"},
-			{Name: "final loss", Format: "%.3g"}, percent("test accuracy")}, Align: "lrrllrr"}
+			{Name: "final loss", Format: "%.3g"}, percent("test accuracy", "")}, Align: "lrrllrr"}
 	for _, name := range []string{"eps", "dftm", "dftm-c", "classifier"} {
 		rec := r.Records[name]
 		if rec == nil {
@@ -102,7 +104,7 @@ func (r *Result) timingTable(where string) *report.Table {
 	tm := r.Timing
 	t := &report.Table{Name: "table1", Title: fmt.Sprintf("## Table 1 analogue: cost per call\n\n%s Queries are noisy training images at t = %g; median of interleaved rounds after a warm-up call.", where, tm.T),
 		Caption: "Table 1 analogue: time per call of every trace estimator and F·v operator at batch 1 and 64, with the ratios against the goals",
-		Columns: []report.Column{{Name: "kind"}, {Name: "method"}, {Name: "batch"}, millis("time per call"), {Name: "rounds"}, {Name: "what"}}, Align: "llrrrl"}
+		Columns: []report.Column{{Name: "kind"}, {Name: "method"}, {Name: "batch"}, millis("time per call", ""), {Name: "rounds"}, {Name: "what"}}, Align: "llrrrl"}
 	for _, row := range tm.Rows {
 		t.Add(report.Text(row.Kind), report.Text(row.Method), report.Int(row.Batch), report.Float(row.Seconds), report.Int(row.Rounds), report.Text(row.Note))
 	}
@@ -142,9 +144,9 @@ func (r *Result) truthTable(where string) *report.Table {
 	g3 := func(name string) report.Column { return report.Column{Name: name, Format: "%.3g"} }
 	h := []report.Column{{Name: "x₀ from"}, {Name: "t"}, g3("σ"), {Name: "queries"}, g3("exact tr F")}
 	for _, e := range tr.Estimators {
-		h = append(h, percent(e+" rel. err"))
+		h = append(h, percent(e+" rel. err", ""))
 	}
-	h = append(h, g3("δ₁ = |t_θ − t*|"), percent("‖ȳ_θ − ȳ‖/‖ȳ‖"), percent("bound holds"), g3("err/bound (median)"), g3("tr Cov/d exact"), g3("tr Cov/d network"), g3("top posterior weight"))
+	h = append(h, g3("δ₁ = |t_θ − t*|"), percent("‖ȳ_θ − ȳ‖/‖ȳ‖", ""), percent("bound holds", ""), g3("err/bound (median)"), g3("tr Cov/d exact"), g3("tr Cov/d network"), g3("top posterior weight"))
 	t := &report.Table{Name: "truth", Title: "## Ground truth at image scale: the exact Fisher of the 60 000 training images\n\n" + where +
 		" The empirical training distribution is a Dirac mixture whose diffused Fisher is exact (dfx/mixture, float64). Queries x_t = α x₀ + σ ε with x₀ from the training set (atoms of the mixture) or the test set. Relative errors are means over queries of |est − exact|/|exact|. The bound is the corrected DF-TM bound (α²/σ⁴)(d δ₁ + δ₂(2‖ȳ‖ + δ₂)) (access.DFTMErrorBound).",
 		Caption: "every trace estimator, t_θ and ȳ_θ against the exact Fisher of the empirical MNIST training distribution, by time and split",
@@ -166,26 +168,38 @@ func (r *Result) bpdTable(where string) *report.Table {
 	b := r.BPD
 	t := &report.Table{Name: "bpd", Title: fmt.Sprintf("## Bits per dimension on the MNIST test set\n\n%s Uniformly dequantised test images, bpd = −log₂ p/d + 7 (data in [−1, 1]), PF-ODE to T = 1 from s = %g (the data likelihood) or from the paper protocol's t₁ = %.3g (the image taken as x_{t₁}, the step nearest t = 0 left out). FFJORD reports %.2f bpd on MNIST.", where, b.Start, b.PaperT1, FFJORDBPD),
 		Caption: "bits per dimension of the dequantised test set: trace methods side by side from s and from t₁, the data bpd, DF-TM's solver convergence, the whole test set with DF-TM",
-		Header:  []string{"method", "solver and start", "images", "mean bpd", "± SE", "NFE", "time per image", "rel. NLL error vs exact VJP (mean / max)", "mean |Δbpd| vs exact VJP"}, Align: "llrrrrrlr"}
-	add := func(list []BPDMethod) {
-		for _, m := range list {
-			e, a := "reference", "–"
-			if m.Method != "vjp-exact" {
-				e, a = pct(m.RelNLLErr)+" / "+pct(m.MaxRelNLLErr), f3(m.AbsBPDErr)
-			}
-			t.Rows = append(t.Rows, []string{m.Method, m.Solver, fmt.Sprint(m.Images), fmt.Sprintf("%.4g", m.MeanBPD), f3(m.SEBPD), fmt.Sprint(m.NFE), ms(m.SecsPerImage), e, a})
+		Columns: []report.Column{{Name: "method"}, {Name: "solver and start", Key: "solver"}, {Name: "images"}, {Name: "mean bpd", Key: "bpd", Format: "%.4g"},
+			{Name: "± SE", Key: "bpd_se", Format: "%.3g"}, {Name: "NFE", Key: "nfe"}, millis("time per image", "seconds_per_image"),
+			{Name: "rel. NLL error vs exact VJP (mean / max)", NoCSV: true}, {Name: "rel_nll_err", NoMarkdown: true}, {Name: "max_rel_nll_err", NoMarkdown: true},
+			{Name: "mean |Δbpd| vs exact VJP", Key: "abs_bpd_err", Format: "%.3g"}},
+		Align: "llrrrrrlr"}
+	add := func(m BPDMethod, compared bool) {
+		e, rel, mx, a := report.None(), report.None(), report.None(), report.None()
+		switch {
+		case compared && m.Method == "vjp-exact":
+			e = report.Text("reference")
+		case compared:
+			e, rel, mx, a = report.Text(pct(m.RelNLLErr)+" / "+pct(m.MaxRelNLLErr)), report.Float(m.RelNLLErr), report.Float(m.MaxRelNLLErr), report.Float(m.AbsBPDErr)
 		}
+		t.Add(report.Text(m.Method), report.Text(m.Solver), report.Int(m.Images), report.Float(m.MeanBPD), report.Float(m.SEBPD), report.Int(m.NFE),
+			report.Float(m.SecsPerImage), e, rel, mx, a)
 	}
-	add(b.DataCompare)
-	add(b.PaperCompare)
+	for _, m := range append(append([]BPDMethod(nil), b.DataCompare...), b.PaperCompare...) {
+		add(m, true)
+	}
 	d := b.DataBPD
-	t.Rows = append(t.Rows, []string{"hutchinson-16 (data bpd)", d.Solver, fmt.Sprint(d.Images), fmt.Sprintf("%.4g", d.MeanBPD), f3(d.SEBPD), fmt.Sprint(d.NFE), ms(d.SecsPerImage), "–", "–"})
+	d.Method = "hutchinson-16 (data bpd)"
+	add(d, false)
 	w := b.Whole
-	t.Rows = append(t.Rows, []string{"df-tm (test set)", w.Solver, fmt.Sprint(w.Images), fmt.Sprintf("%.4g", w.MeanBPD), f3(w.SEBPD), fmt.Sprint(w.NFE), ms(w.SecsPerImage), "–", "–"})
-	t.Rows = append(t.Rows, []string{"FFJORD (published)", "dopri5 from ≈ 0", "10000", fmt.Sprintf("%.2f", FFJORDBPD), "–", "–", "–", "–", "–"})
-	conv := &report.Table{Title: "### DF-TM's convergence in the solver (from t₁, comparison images)", Header: []string{"solver", "NFE", "mean bpd", "mean |bpd − bpd(dopri5)|", "time per image"}, Align: "lrrrr"}
+	w.Method = "df-tm (test set)"
+	add(w, false)
+	t.Add(report.Text("FFJORD (published)"), report.Text("dopri5 from ≈ 0"), report.Int(10000), report.Float(FFJORDBPD),
+		report.None(), report.None(), report.None(), report.None(), report.None(), report.None(), report.None())
+	conv := &report.Table{Title: "### DF-TM's convergence in the solver (from t₁, comparison images)", Align: "lrrrr",
+		Columns: []report.Column{{Name: "solver"}, {Name: "NFE", Key: "nfe"}, {Name: "mean bpd", Key: "bpd", Format: "%.4f"},
+			{Name: "mean |bpd − bpd(dopri5)|", Key: "abs_bpd_err_vs_dopri5", Format: "%.3g"}, millis("time per image", "seconds_per_image")}}
 	for _, c := range b.Conv {
-		conv.Rows = append(conv.Rows, []string{c.Solver, fmt.Sprint(c.NFE), fmt.Sprintf("%.4f", c.MeanBPD), f3(c.DiffToRef), ms(c.SecsPerImage)})
+		conv.Add(report.Text(c.Solver), report.Int(c.NFE), report.Float(c.MeanBPD), report.Float(c.DiffToRef), report.Float(c.SecsPerImage))
 	}
 	t.More = append(t.More, conv)
 	t.Notes = append(t.Notes,
@@ -199,7 +213,7 @@ func (r *Result) guidanceTable(where string) *report.Table {
 	g := r.Guidance
 	t := &report.Table{Name: "guidance", Title: fmt.Sprintf("## Figure 1b analogue: NLL against classifier log-probability over guidance scales\n\n%s DDIM (%d steps), classifier-free guidance ε̃ = ε_∅ + s (ε_c − ε_∅), samples balanced over classes with the same initial noise at every scale. NLL by DF-TM of the 8-bit quantised, dequantised samples: the paper's protocol (explicit Euler, 10 steps on [t_min, 1], the step nearest t = 0 left out, i.e. from t₁ = %.3g) and the same start with a finer solver (Heun, %d steps; its distance from dopri5 is in bpd.md's convergence section). Both are −log q_{t₁} of the image taken as x_{t₁}: DF-TM cannot integrate nearer t = 0 at this scale (bpd.md).", where, r.Config.DDIMSteps, g.Rows[0].PaperT0, r.Config.BPDSteps),
 		Caption: "Figure 1b data: per guidance scale, classifier log-probability and accuracy, DF-TM NLL under both protocols, times",
-		Columns: []report.Column{{Name: "scale s"}, {Name: "samples"}, {Name: "log p(c|x)", Format: "%.3g"}, {Name: "± SE", Format: "%.3g"}, percent("accuracy"),
+		Columns: []report.Column{{Name: "scale s"}, {Name: "samples"}, {Name: "log p(c|x)", Format: "%.3g"}, {Name: "± SE", Format: "%.3g"}, percent("accuracy", ""),
 			{Name: "bpd (paper protocol)", Format: "%.4f"}, {Name: "± SE", Format: "%.3g"}, {Name: "bpd (Heun from t₁)", Format: "%.4f"}, {Name: "± SE", Format: "%.3g"},
 			{Name: "sampling time", Unit: "s", Format: "%.1f s"}, {Name: "NLL time", Unit: "s", Format: "%.1f s"}}, Align: "rrrrrrrrrrr"}
 	for _, row := range g.Rows {
@@ -239,16 +253,23 @@ func (r *Result) trajTable(where string) *report.Table {
 	tr := r.Traj
 	t := &report.Table{Name: "trajectory", Title: fmt.Sprintf("## Beyond the paper: NLL along the generation trajectory\n\n%s %d unconditional samples generated by the PF-ODE (Heun, %d steps, t from %g to %g) while integrating the log-density ODE with DF-TM; then each sample re-encoded from data to noise with the same solver.", where, tr.Samples, tr.Steps, tr.TrajStart, tr.TrajEnd),
 		Caption: "each sample's NLL accumulated during generation (DF-TM) against re-encoding it; cost of the log-density on top of the sampler",
-		Header:  []string{"quantity", "value"}, Align: "lr"}
-	t.Rows = [][]string{
-		{"mean bpd along the trajectory", fmt.Sprintf("%.4f", tr.TrajBPD)},
-		{"mean bpd by re-encoding", fmt.Sprintf("%.4f", tr.ReBPD)},
-		{"mean |difference| (bpd)", f3(tr.MeanAbsDiff)},
-		{"max |difference| (bpd)", f3(tr.MaxAbsDiff)},
-		{"re-encoded x_T: mean ‖x_T' − x_T‖/‖x_T‖", f3(tr.XTRelErr)},
-		{"time per sample: sampler alone", ms(tr.SamplerOnlySecs)},
-		{"time per sample: sampler + log-density (DF-TM)", ms(tr.TrajSecs)},
-		{"time per sample: re-encoding (DF-TM)", ms(tr.ReSecs)},
+		Columns: []report.Column{{Name: "quantity"}, {Name: "value", NoCSV: true}, {Name: "value", Key: "value", NoMarkdown: true}, {Name: "unit", NoMarkdown: true}},
+		Align:   "lr"}
+	for _, q := range []struct {
+		name, shown string
+		v           float64
+		unit        string
+	}{
+		{"mean bpd along the trajectory", fmt.Sprintf("%.4f", tr.TrajBPD), tr.TrajBPD, "bpd"},
+		{"mean bpd by re-encoding", fmt.Sprintf("%.4f", tr.ReBPD), tr.ReBPD, "bpd"},
+		{"mean |difference| (bpd)", f3(tr.MeanAbsDiff), tr.MeanAbsDiff, "bpd"},
+		{"max |difference| (bpd)", f3(tr.MaxAbsDiff), tr.MaxAbsDiff, "bpd"},
+		{"re-encoded x_T: mean ‖x_T' − x_T‖/‖x_T‖", f3(tr.XTRelErr), tr.XTRelErr, ""},
+		{"time per sample: sampler alone", ms(tr.SamplerOnlySecs), tr.SamplerOnlySecs, "s"},
+		{"time per sample: sampler + log-density (DF-TM)", ms(tr.TrajSecs), tr.TrajSecs, "s"},
+		{"time per sample: re-encoding (DF-TM)", ms(tr.ReSecs), tr.ReSecs, "s"},
+	} {
+		t.Add(report.Text(q.name), report.Text(q.shown), report.Float(q.v), report.Text(q.unit))
 	}
 	t.Notes = append(t.Notes, "bpd here is −log₂ q_{t₁}(x)/d + 7 of the continuous state at t₁ (not quantised), so it is comparable between the two rows, not with the test-set bpd; the generation stops at t₁ because DF-TM cannot integrate nearer t = 0 (bpd.md).")
 	return t

@@ -12,6 +12,7 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/internal/stats"
 	"github.com/dfx-lab/dfx/internal/tensormat"
@@ -194,6 +195,7 @@ func MixtureEps(scope *model.Scope, in Inputs) *graph.Node {
 // a batch (MixtureEps's notation), from which ε_mix and the posterior's
 // second moment are sums.
 type mixtureTerms struct {
+	in                                  Inputs
 	x, alpha, sigma, a2, s2             *graph.Node // x [B, d]; α, σ, α², σ² [B, 1]
 	centre, means, basis, proj, lam     *graph.Node
 	rho, nu, nRest, nIdle, idle         *graph.Node
@@ -220,7 +222,7 @@ func mixtureTermsOf(scope *model.Scope, in Inputs) *mixtureTerms {
 		vr.SetTrainable(false)
 		return vr.NodeValue(g)
 	}
-	m := &mixtureTerms{bsz: in.X.Shape().Dimensions[0], kk: kk, r: r, d: d, x: in.X}
+	m := &mixtureTerms{bsz: in.X.Shape().Dimensions[0], kk: kk, r: r, d: d, in: in, x: in.X}
 	m.centre, m.means, m.basis, m.proj = v("centre", d), v("means", kk, d), v("basis", d, kk*r), v("means_proj", kk*r)
 	m.lam, m.rho = v("lambda", kk*r), v("rho", kk)
 	logw := v("log_weights", nc+1, kk)
@@ -319,7 +321,7 @@ func mixtureMoments(scope *model.Scope, in Inputs) (second, y *graph.Node) {
 	mk2 := graph.Add(graph.Add(mu2, graph.MulScalar(graph.Mul(m.alpha, muSDk), 2)), graph.Mul(m.a2, sd2))
 	centred := graph.ReduceSum(graph.Mul(m.resp, graph.Add(mk2, trP)), -1) // E‖x₀'‖² [B]
 	// E‖x₀‖² = ‖m̄‖² + 2 m̄·E[x₀'] + E‖x₀'‖², E[x₀'] = ȳ − m̄ with ȳ the denoiser.
-	y = YFromEpsGraph(m.eps(), m.x, m.alpha, m.sigma)
+	y = access.DenoiserFromEpsGraph(m.x, m.eps(), m.in.Alpha, m.in.Sigma)
 	mbar := row(m.centre)
 	cross := graph.ReduceSum(graph.Mul(mbar, graph.Sub(graph.MulScalar(y, 2), mbar)), -1) // 2m̄·ȳ − ‖m̄‖²
 	return graph.Add(centred, cross), y

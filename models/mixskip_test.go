@@ -10,6 +10,7 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 )
@@ -288,8 +289,7 @@ func TestTraceSkipNetworksStartExact(t *testing.T) {
 		}
 		outs := model.MustExecOnceN(backend, store, func(sc *model.Scope, xn, an, sn, cn *graph.Node) []*graph.Node {
 			in := Inputs{X: xn, Alpha: an, Sigma: sn, Class: cn}
-			a2, s2 := graph.InsertAxes(an, -1), graph.InsertAxes(sn, -1)
-			y := YFromEpsGraph(Eps(sc, in), xn, a2, s2)
+			y := access.DenoiserFromEpsGraph(xn, Eps(sc, in), an, sn)
 			return []*graph.Node{TraceNet(sc, in), CentredTraceNet(sc, in), graph.ReduceSum(graph.Square(y), -1)}
 		}, rows, []float64{co.Alpha, co.Alpha, co.Alpha}, []float64{co.Sigma, co.Sigma, co.Sigma}, []int32{2, 2, 2})
 		tv, nu, y2 := tensors.MustCopyFlatData[float64](outs[0]), tensors.MustCopyFlatData[float64](outs[1]), tensors.MustCopyFlatData[float64](outs[2])

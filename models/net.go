@@ -8,6 +8,8 @@ import (
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
+
+	"github.com/dfx-lab/dfx/dfx/access"
 )
 
 // Inputs of a noise-conditional network for a batch of B queries.
@@ -189,7 +191,7 @@ func Eps(scope *model.Scope, in Inputs) *graph.Node {
 			panic(fmt.Sprintf("models: a mixture skip needs parameterisation eps, have %s", p))
 		}
 		skip := MixtureEps(scope, in)
-		y0 := YFromEpsGraph(skip, in.X, alpha, sigma)
+		y0 := access.DenoiserFromEpsGraph(in.X, skip, in.Alpha, in.Sigma)
 		return graph.Add(skip, trunk(net, in, in.X.Shape().Dimensions[1], y0, true))
 	}
 	out := ScoreOutput(scope, in)
@@ -198,7 +200,7 @@ func Eps(scope *model.Scope, in Inputs) *graph.Node {
 
 // Denoiser is ȳ_θ = (x − σ ε̂_θ)/α [B, d] (paper Proposition optimal_y).
 func Denoiser(scope *model.Scope, in Inputs) *graph.Node {
-	return YFromEpsGraph(Eps(scope, in), in.X, graph.InsertAxes(in.Alpha, -1), graph.InsertAxes(in.Sigma, -1))
+	return access.DenoiserFromEpsGraph(in.X, Eps(scope, in), in.Alpha, in.Sigma)
 }
 
 // TraceNet is the DF-TM network t_θ(x_t, t) [B] (paper Algorithm tnet), trained
@@ -239,16 +241,21 @@ func CentredTraceNet(scope *model.Scope, in Inputs) *graph.Node {
 	return graph.Add(skip, graph.Reshape(trunk(net, in, 1, nil, true), b))
 }
 
-// GuidedEps is classifier-free guidance (Ho & Salimans 2022):
-// ε̃ = (1 + w) ε_θ(x, c) − w ε_θ(x, ∅), with ∅ the null class K. w = 0 is
-// the conditional prediction.
-func GuidedEps(scope *model.Scope, in Inputs, w float64) *graph.Node {
-	cond := Eps(scope, in)
-	if w == 0 {
-		return cond
-	}
+// GuidedEps is classifier-free guidance (Ho & Salimans 2022) in the
+// repository's one scale convention (access.GuidedEpsGraph), per row,
+//
+//	ε̃ = ε_θ(x, ∅) + s (ε_θ(x, c) − ε_θ(x, ∅))   [B, d],
+//
+// for the scales s [B] and ∅ the null class K (ParamNumClasses): s = 1 is
+// the conditional prediction, s = 0 the unconditional one. Both
+// predictions come from one pass over 2B rows.
+func GuidedEps(scope *model.Scope, in Inputs, scale *graph.Node) *graph.Node {
 	k := model.GetParamOr(scope, ParamNumClasses, 0)
-	null := in
-	null.Class = graph.AddScalar(graph.ZerosLike(in.Class), float64(k))
-	return graph.Sub(graph.MulScalar(cond, 1+w), graph.MulScalar(Eps(scope, null), w))
+	null := graph.AddScalar(graph.ZerosLike(in.Class), float64(k))
+	rows := in.X.Shape().Dimensions[0]
+	twice := func(a, b *graph.Node) *graph.Node { return graph.Concatenate([]*graph.Node{a, b}, 0) }
+	e := Eps(scope, Inputs{X: twice(in.X, in.X), Alpha: twice(in.Alpha, in.Alpha), Sigma: twice(in.Sigma, in.Sigma), Class: twice(in.Class, null)})
+	cond := graph.Slice(e, graph.AxisRange(0, rows))
+	uncond := graph.Slice(e, graph.AxisRange(rows, 2*rows))
+	return access.GuidedEpsGraph(cond, uncond, scale)
 }

@@ -68,7 +68,9 @@ func ParseParameterisation(s string) (Parameterisation, error) {
 	return 0, fmt.Errorf("models: parameterisation %q, want eps, y, v or edm", s)
 }
 
-// Conversions on scalars (float64), used by tests and host code.
+// Conversions between the parameterisations on scalars (float64), the
+// oracle of the graph ones; the Tweedie conversions ε ↔ ȳ ↔ score are
+// dfx/score's (host) and dfx/access's (graph).
 
 // EpsFrom converts an output in parameterisation p at x to ε.
 func EpsFrom(p Parameterisation, out, x, alpha, sigma float64) float64 {
@@ -99,12 +101,6 @@ func FromEps(p Parameterisation, eps, x, alpha, sigma float64) float64 {
 	return eps
 }
 
-// ScoreFromEps is ∇log q_t = −ε/σ.
-func ScoreFromEps(eps, sigma float64) float64 { return -eps / sigma }
-
-// EpsFromScore is ε = −σ ∇log q_t.
-func EpsFromScore(score, sigma float64) float64 { return -sigma * score }
-
 // Graph versions: alpha and sigma broadcast against x (e.g. [B,1] against [B,d]).
 
 // EpsFromGraph converts a network output in parameterisation p to ε.
@@ -123,14 +119,4 @@ func EpsFromGraph(p Parameterisation, out, x, alpha, sigma *graph.Node) *graph.N
 		return graph.Add(graph.Mul(a, x), graph.Mul(b, out))
 	}
 	return out
-}
-
-// YFromEpsGraph is the denoiser ȳ = (x − σ ε)/α.
-func YFromEpsGraph(eps, x, alpha, sigma *graph.Node) *graph.Node {
-	return graph.Div(graph.Sub(x, graph.Mul(sigma, eps)), alpha)
-}
-
-// ScoreFromEpsGraph is −ε/σ.
-func ScoreFromEpsGraph(eps, sigma *graph.Node) *graph.Node {
-	return graph.Neg(graph.Div(eps, sigma))
 }

@@ -9,8 +9,10 @@ import (
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
+	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 )
 
 func TestParameterisationsRoundTripThroughEpsAndScoreForEverySchedule(t *testing.T) {
@@ -40,7 +42,11 @@ func TestParameterisationsRoundTripThroughEpsAndScoreForEverySchedule(t *testing
 			if yy := FromEps(PredictY, eps, x, a, sg); math.Abs(yy-y) > 1e-9*(1+math.Abs(y))*(1+sg/a) {
 				t.Errorf("%s: y = %g, want %g", s.Name(), yy, y)
 			}
-			if e := EpsFromScore(ScoreFromEps(eps, sg), sg); math.Abs(e-eps) > 1e-12*(1+math.Abs(eps)) {
+			c := schedule.Coefficients{T: tm, Alpha: a, Sigma: sg}
+			sc, e := new(mat.Dense), new(mat.Dense)
+			score.ScoreFromEps(sc, c, mat.NewDense(1, 1, []float64{eps}))
+			score.EpsFromScore(e, c, sc)
+			if e := e.At(0, 0); math.Abs(e-eps) > 1e-12*(1+math.Abs(eps)) {
 				t.Errorf("%s: score round trip %g → %g", s.Name(), eps, e)
 			}
 		}
@@ -77,13 +83,15 @@ func TestGuidedEpsCombinesConditionalAndNullPredictions(t *testing.T) {
 	if _, err := tr.TrainSteps(3); err != nil {
 		t.Fatal(err)
 	}
+	// w is the guidance weight of ε̃ = (1 + w) ε_c − w ε_∅, i.e. the scale
+	// s = 1 + w of GuidedEps's convention ε_∅ + s (ε_c − ε_∅).
 	run := func(w float64, class int32) []float32 {
 		out := model.MustExecOnce(tr.Backend, ctx, func(ctx *model.Scope, x, a, s, c *graph.Node) *graph.Node {
 			in := Inputs{X: x, Alpha: a, Sigma: s, Class: c}
 			if w == 0 {
 				return Eps(ctx, in)
 			}
-			return GuidedEps(ctx, in, w)
+			return GuidedEps(ctx, in, graph.AddScalar(graph.ZerosLike(s), 1+w))
 		}, [][]float32{{0.3, -0.2}}, []float32{0.8}, []float32{0.6}, []int32{class})
 		return tensors.MustCopyFlatData[float32](out)
 	}

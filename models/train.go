@@ -15,6 +15,7 @@ import (
 	"github.com/gomlx/gomlx/support/exceptions"
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/internal/tensormat"
 )
 
 // Objective selects what a Trainer fits.
@@ -402,14 +403,7 @@ func (tr *Trainer) sampleTime(tMin, tMax float64, mode string) float64 {
 
 // tensor converts float64 host data to the trainer's dtype (scalar when no dims).
 func (tr *Trainer) tensor(v []float64, dims ...int) *tensors.Tensor {
-	if tr.dtype == dtypes.Float64 {
-		return tensors.FromFlatDataAndDimensions(append([]float64(nil), v...), dims...)
-	}
-	f := make([]float32, len(v))
-	for i, x := range v {
-		f[i] = float32(x)
-	}
-	return tensors.FromFlatDataAndDimensions(f, dims...)
+	return tensormat.FromFlat(tr.dtype, v, dims...)
 }
 
 // meanLoss reduces the per-sample losses the model function returns.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/dfx-lab/dfx/dfx/mixture"
@@ -29,14 +30,13 @@ var (
 // Solvers lists the solvers ParseSolver knows.
 var Solvers = []Solver{Euler, DDIM, Heun, RK4}
 
-// ParseSolver returns the solver with that name.
+// ParseSolver returns the solver with that name (any case).
 func ParseSolver(s string) (Solver, error) {
-	for _, v := range Solvers {
-		if strings.EqualFold(s, v.Name()) {
-			return v, nil
-		}
+	m, err := pfode.ParseMethod(strings.ToLower(s))
+	if err != nil || !slices.Contains(Solvers, m) {
+		return nil, fmt.Errorf("ot: unknown solver %q (euler, ddim, heun, rk4)", s)
 	}
-	return nil, fmt.Errorf("ot: unknown solver %q (euler, ddim, heun, rk4)", s)
+	return m, nil
 }
 
 // Rule is how the matrix A is carried along a chain (see the package doc).

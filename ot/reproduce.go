@@ -8,12 +8,7 @@ import (
 )
 
 // For is Quick or Full.
-func For(p report.Profile) Config {
-	if p == report.Quick {
-		return Quick()
-	}
-	return Full()
-}
+func For(p report.Profile) Config { return report.Pick(p, Quick, Full) }
 
 func init() {
 	report.Register(report.Experiment{

@@ -15,6 +15,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/internal/stats"
 	"github.com/dfx-lab/dfx/models"
 )
 
@@ -221,7 +222,7 @@ func (m *accessMethods) compare(s schedule.Schedule, tm float64, y [][]float64, 
 		}
 		var rel float64
 		for q := range cfg.Queries {
-			rel += relNorm(got.RawRowView(q), exact.MatVec.RawRowView(q)) / float64(cfg.Queries)
+			rel += stats.RelNorm(got.RawRowView(q), exact.MatVec.RawRowView(q)) / float64(cfg.Queries)
 		}
 		rows = append(rows, AccessRow{tm, sg, "matvec", op.Name(), rel, el / time.Duration(cfg.Queries), float64(el) / float64(vjpTime)})
 	}
@@ -236,15 +237,6 @@ func timed(f func() error) (time.Duration, error) {
 	start := time.Now()
 	err := f()
 	return time.Since(start), err
-}
-
-func relNorm(got, want []float64) float64 {
-	var num, den float64
-	for i := range want {
-		num += (got[i] - want[i]) * (got[i] - want[i])
-		den += want[i] * want[i]
-	}
-	return math.Sqrt(num / den)
 }
 
 // denseOf copies rows into a [len(rows), d] matrix.

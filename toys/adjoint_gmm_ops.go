@@ -12,6 +12,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/internal/stats"
 )
 
 // gmmVJPSeeds is the number of seeds (the first ones) at which the VJP
@@ -44,7 +45,7 @@ func scoreState(mix mixture.Mixture, net *access.Net, guides map[string]adjoint.
 		cs, rs := make([]float64, b), make([]float64, b)
 		for i := range b {
 			cs[i] = cosine(gr.Grad.RawRowView(i), ref.Grad.RawRowView(i))
-			rs[i] = relNorm(gr.Grad.RawRowView(i), ref.Grad.RawRowView(i))
+			rs[i] = stats.RelNorm(gr.Grad.RawRowView(i), ref.Grad.RawRowView(i))
 		}
 		row.Cos[m], row.RelErr[m] = meanSE(cs), meanSE(rs)
 	}
@@ -96,7 +97,7 @@ func scoreState(mix mixture.Mixture, net *access.Net, guides map[string]adjoint.
 		score.EpsFromScore(&want, st.At, ex.Score) // the exact ε = −σ ∇log q
 		er := make([]float64, b)
 		for i := range b {
-			er[i] = relNorm(eps.RawRowView(i), want.RawRowView(i))
+			er[i] = stats.RelNorm(eps.RawRowView(i), want.RawRowView(i))
 		}
 		row.NetEpsRelErr = meanSE(er)
 	}

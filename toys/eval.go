@@ -2,6 +2,7 @@ package toys
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"time"
 
@@ -78,27 +79,23 @@ func (ev *evaluator) row(t float64, withNLL bool) (Row, error) {
 			if len(ev.nets) == 0 {
 				continue
 			}
-			n := ev.nets[k]
-			eps, vjp, err := n.EpsAndTraceVJP(x, t)
+			n, c := ev.nets[k], ev.at(t)
+			eps, err := n.net.EpsAt(c, x)
+			if err != nil {
+				return row, fmt.Errorf("toys: score network: %w", err)
+			}
+			trs, err := n.traces(c, x, MethodVJP, MethodDFTM, MethodDFTMC)
 			if err != nil {
 				return row, err
 			}
-			dftm, err := n.TraceDFTM(x, t)
+			tnet, err := n.net.TAt(c, x)
 			if err != nil {
-				return row, err
+				return row, fmt.Errorf("toys: DF-TM network: %w", err)
 			}
-			tnet, err := n.TNet(x, t)
-			if err != nil {
-				return row, err
+			for _, m := range []string{MethodDFTMC, MethodVJP, MethodDFTM} {
+				trErr[m] = append(trErr[m], RelErr(trs[m], ex.Trace))
 			}
-			dftmc, err := n.TraceDFTMC(x, t)
-			if err != nil {
-				return row, err
-			}
-			trErr[MethodDFTMC] = append(trErr[MethodDFTMC], RelErr(dftmc, ex.Trace))
-			trErr[MethodVJP] = append(trErr[MethodVJP], RelErr(vjp, ex.Trace))
-			trErr[MethodDFTM] = append(trErr[MethodDFTM], RelErr(dftm, ex.Trace))
-			score.ScoreFromEps(eps, ev.at(t), eps)
+			score.ScoreFromEps(eps, c, eps)
 			scoreErr = append(scoreErr, RelL2(eps, ex.Score))
 			for i := range tnet {
 				tnet[i] *= float64(d)
@@ -215,19 +212,11 @@ func (ev *evaluator) heatFields() ([]HeatField, error) {
 		}
 		traces[MethodExact] = ex.Trace
 		if len(ev.nets) > 0 {
-			_, vjp, err := ev.nets[0].EpsAndTraceVJP(x, t)
+			learned, err := ev.nets[0].traces(ev.at(t), x, MethodVJP, MethodDFTM, MethodDFTMC)
 			if err != nil {
 				return nil, err
 			}
-			dftm, err := ev.nets[0].TraceDFTM(x, t)
-			if err != nil {
-				return nil, err
-			}
-			dftmc, err := ev.nets[0].TraceDFTMC(x, t)
-			if err != nil {
-				return nil, err
-			}
-			traces[MethodVJP], traces[MethodDFTM], traces[MethodDFTMC] = vjp, dftm, dftmc
+			maps.Copy(traces, learned)
 		}
 		hf := HeatField{T: t, Xs: axis, Ys: axis, Fields: map[string][][]float64{}}
 		for m, tr := range traces {
@@ -268,7 +257,7 @@ func (ev *evaluator) timing() ([]Timing, error) {
 			struct {
 				name string
 				fn   func() error
-			}{"score network forward (ε̂ only)", func() error { _, err := n.Eps(x, t); return err }},
+			}{"score network forward (ε̂ only)", func() error { _, err := n.net.EpsAt(ev.at(t), x); return err }},
 			struct {
 				name string
 				fn   func() error
@@ -276,11 +265,17 @@ func (ev *evaluator) timing() ([]Timing, error) {
 			struct {
 				name string
 				fn   func() error
-			}{MethodDFTM + " (ε̂ and t_θ forward, access.DFTM)", func() error { _, err := n.TraceDFTM(x, t); return err }},
+			}{MethodDFTM + " (ε̂ and t_θ forward, access.DFTM)", func() error { _, err := n.dftm.Trace(ev.at(t), x); return err }},
 			struct {
 				name string
 				fn   func() error
-			}{MethodDFTMC + " (ours; ν_θ forward, access.DFTMCentred)", func() error { _, err := n.TraceDFTMC(x, t); return err }})
+			}{MethodDFTMC + " (ours; ν_θ forward, access.DFTMCentred)", func() error {
+				est, err := n.Trace(MethodDFTMC)
+				if err == nil {
+					_, err = est.Trace(ev.at(t), x)
+				}
+				return err
+			}})
 	}
 	var out []Timing
 	for _, f := range fns {

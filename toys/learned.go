@@ -16,10 +16,11 @@ import (
 )
 
 // Networks is a trained pair, the score network ε̂_θ and the DF-TM network
-// t_θ of models, evaluated in float32 on a GoMLX backend through dfx/access:
-// ε̂_θ and t_θ by the host wrappers of access.Net (models.NewAccessNet), the
-// traces by VJPTrace (eq. nll_VJP, d VJPs), DFTM (eq. trace_appro, one
-// forward pass of each network) and DFTMCentred (ours).
+// t_θ of models, evaluated in float32 on a GoMLX backend through dfx/access
+// at schedule.Coefficients, like every model: the network as a score.Model
+// (Model), its traces as score.TraceEstimators (Trace) — VJPTrace (eq.
+// nll_VJP, d VJPs), DFTM (eq. trace_appro, one forward pass of each
+// network) and DFTMCentred (ours).
 type Networks struct {
 	Schedule schedule.Schedule
 	Seed     uint64
@@ -52,102 +53,48 @@ func newNetworks(backend compute.Backend, s schedule.Schedule, seed uint64, stor
 	return n, nil
 }
 
-// at is the schedule's coefficients at t.
-func (n *Networks) at(t float64) (schedule.Coefficients, error) {
-	c, err := schedule.At(n.Schedule, t)
-	if err != nil {
-		return c, fmt.Errorf("toys: %w", err)
+// Trace is the trace estimator of a learned method: MethodVJP (d VJPs,
+// access.VJPTrace), MethodDFTM (access.DFTM) or MethodDFTMC (ours,
+// access.DFTMCentred).
+func (n *Networks) Trace(method string) (score.TraceEstimator, error) {
+	switch method {
+	case MethodVJP:
+		return n.vjp, nil
+	case MethodDFTM:
+		return n.dftm, nil
+	case MethodDFTMC:
+		if n.dftmc == nil {
+			return nil, fmt.Errorf("toys: no centred DF-TM network")
+		}
+		return n.dftmc, nil
 	}
-	return c, nil
+	return nil, fmt.Errorf("toys: no learned trace %q", method)
 }
 
-// Eps is ε̂_θ(x, t) [B, d].
-func (n *Networks) Eps(x *mat.Dense, t float64) (*mat.Dense, error) {
-	c, err := n.at(t)
-	if err != nil {
-		return nil, err
+// traces are the learned methods' traces at (c, x), one estimator after the
+// other in the order given.
+func (n *Networks) traces(c schedule.Coefficients, x *mat.Dense, methods ...string) (map[string][]float64, error) {
+	out := map[string][]float64{}
+	for _, m := range methods {
+		est, err := n.Trace(m)
+		if err != nil {
+			return nil, err
+		}
+		if out[m], err = est.Trace(c, x); err != nil {
+			return nil, fmt.Errorf("toys: %s trace: %w", m, err)
+		}
 	}
-	eps, err := n.net.EpsAt(c, x)
-	if err != nil {
-		return nil, fmt.Errorf("toys: score network: %w", err)
-	}
-	return eps, nil
-}
-
-// EpsAndTraceVJP is ε̂_θ and the VJP trace (1/σ) Σ_i ∂ε̂_i/∂x_i (eq. nll_VJP).
-func (n *Networks) EpsAndTraceVJP(x *mat.Dense, t float64) (*mat.Dense, []float64, error) {
-	eps, err := n.Eps(x, t)
-	if err != nil {
-		return nil, nil, err
-	}
-	tr, err := n.trace(n.vjp, x, t)
-	if err != nil {
-		return nil, nil, fmt.Errorf("toys: VJP trace: %w", err)
-	}
-	return eps, tr, nil
-}
-
-// TNet is the DF-TM network's output t_θ(x, t) ≈ E[‖x₀‖² | x_t]/d [B].
-func (n *Networks) TNet(x *mat.Dense, t float64) ([]float64, error) {
-	c, err := n.at(t)
-	if err != nil {
-		return nil, err
-	}
-	tn, err := n.net.TAt(c, x)
-	if err != nil {
-		return nil, fmt.Errorf("toys: DF-TM network: %w", err)
-	}
-	return tn, nil
-}
-
-// TraceDFTM is the DF-TM trace (eq. trace_appro) by access.DFTM.
-func (n *Networks) TraceDFTM(x *mat.Dense, t float64) ([]float64, error) {
-	tr, err := n.trace(n.dftm, x, t)
-	if err != nil {
-		return nil, fmt.Errorf("toys: DF-TM trace: %w", err)
-	}
-	return tr, nil
-}
-
-// TraceDFTMC is the centred DF-TM trace (ours) (d/σ²)(1 − ν_θ) by
-// access.DFTMCentred.
-func (n *Networks) TraceDFTMC(x *mat.Dense, t float64) ([]float64, error) {
-	if n.dftmc == nil {
-		return nil, fmt.Errorf("toys: no centred DF-TM network")
-	}
-	tr, err := n.trace(n.dftmc, x, t)
-	if err != nil {
-		return nil, fmt.Errorf("toys: centred DF-TM trace: %w", err)
-	}
-	return tr, nil
-}
-
-func (n *Networks) trace(est score.TraceEstimator, x *mat.Dense, t float64) ([]float64, error) {
-	c, err := n.at(t)
-	if err != nil {
-		return nil, err
-	}
-	return est.Trace(c, x)
+	return out, nil
 }
 
 // Model is the score network with the trace of a method (MethodVJP,
 // MethodDFTM, MethodDFTMC) as a score.Model, for the likelihood ODE.
 func (n *Networks) Model(method string) (score.Model, error) {
-	m := access.NetModel{Net: n.net}
-	switch method {
-	case MethodVJP:
-		m.Trace = n.vjp
-	case MethodDFTM:
-		m.Trace = n.dftm
-	case MethodDFTMC:
-		if n.dftmc == nil {
-			return nil, fmt.Errorf("toys: no centred DF-TM network")
-		}
-		m.Trace = n.dftmc
-	default:
-		return nil, fmt.Errorf("toys: no learned trace %q", method)
+	tr, err := n.Trace(method)
+	if err != nil {
+		return nil, err
 	}
-	return m, nil
+	return access.NetModel{Net: n.net, Trace: tr}, nil
 }
 
 // Sample draws m points by Heun steps of the PF-ODE with the learned score

@@ -9,12 +9,7 @@ import (
 )
 
 // For is Quick or Full.
-func For(p report.Profile) Config {
-	if p == report.Quick {
-		return Quick()
-	}
-	return Full()
-}
+func For(p report.Profile) Config { return report.Pick(p, Quick, Full) }
 
 // OthersFor is OthersQuick or OthersFull.
 func OthersFor(p report.Profile, dataset string) Config {
@@ -25,27 +20,16 @@ func OthersFor(p report.Profile, dataset string) Config {
 }
 
 // FieldsFor is FieldsQuick or FieldsFull.
-func FieldsFor(p report.Profile) FieldsConfig {
-	if p == report.Quick {
-		return FieldsQuick()
-	}
-	return FieldsFull()
-}
+func FieldsFor(p report.Profile) FieldsConfig { return report.Pick(p, FieldsQuick, FieldsFull) }
 
 // AccessPlaneFor is AccessPlaneQuick or AccessPlaneFull.
 func AccessPlaneFor(p report.Profile) AccessConfig {
-	if p == report.Quick {
-		return AccessPlaneQuick()
-	}
-	return AccessPlaneFull()
+	return report.Pick(p, AccessPlaneQuick, AccessPlaneFull)
 }
 
 // AdjointGMMFor is AdjointGMMQuick or AdjointGMMFull.
 func AdjointGMMFor(p report.Profile) AdjointGMMConfig {
-	if p == report.Quick {
-		return AdjointGMMQuick()
-	}
-	return AdjointGMMFull()
+	return report.Pick(p, AdjointGMMQuick, AdjointGMMFull)
 }
 
 // DensityFor is DensityQuick or DensityFull.

@@ -105,15 +105,12 @@ func runNLL(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // solverByName maps --solver to a fixed-step tableau (nil for dopri5).
 func solverByName(name string) (pfode.Method, bool, error) {
-	switch strings.ToLower(name) {
-	case "dopri5":
+	m, err := pfode.ParseMethod(strings.ToLower(name))
+	switch {
+	case err == nil && m == pfode.Dopri5:
 		return nil, true, nil
-	case "euler":
-		return likelihood.Euler, false, nil
-	case "heun":
-		return likelihood.Heun, false, nil
-	case "rk4":
-		return likelihood.RK4, false, nil
+	case err == nil && m != pfode.DDIM:
+		return m, false, nil
 	}
 	return nil, false, fmt.Errorf("unknown --solver %q (want dopri5, euler, heun, rk4)", name)
 }

@@ -69,11 +69,8 @@ var (
 		C:    []float64{0, 1.0 / 5, 3.0 / 10, 4.0 / 5, 8.0 / 9, 1, 1}, P: 5, FSAL: true}
 )
 
-// Methods lists the fixed-step methods ParseMethod knows.
-var Methods = []Method{Euler, Heun, RK4, DDIM}
-
-// ParseMethod returns the fixed-step method of that name
-// (euler, heun, rk4, ddim, dopri5).
+// ParseMethod returns the method of that name (euler, heun, rk4, ddim,
+// dopri5); callers that take only some of them check the one returned.
 func ParseMethod(name string) (Method, error) {
 	for _, m := range []Method{Euler, Heun, RK4, DDIM, Dopri5} {
 		if m.Name() == name {

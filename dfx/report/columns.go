@@ -38,6 +38,9 @@ type Column struct {
 	// SEKey or holds a FloatSE cell; it is empty where a cell has no
 	// error.
 	SEKey string
+	// SEFormat is the verb of a FloatSE cell's error in Markdown and HTML,
+	// e.g. "%.2g" beside a Format of "%.4g" (Format's verb when empty).
+	SEFormat string
 	// Blank is what Markdown and HTML show for a missing value (None, or a
 	// Float or FloatSE whose value is NaN); "–" when empty. CSV writes an
 	// empty field for None and "NaN" for NaN.
@@ -117,7 +120,11 @@ func (c Cell) show(col Column) string {
 			return blank
 		}
 		before, verb, after := splitVerb(f)
-		return fmt.Sprintf(before+verb+" ± "+verb+after, scale*c.v, scale*c.se)
+		seVerb := verb
+		if col.SEFormat != "" {
+			seVerb = col.SEFormat
+		}
+		return fmt.Sprintf(before+verb+" ± "+seVerb+after, scale*c.v, scale*c.se)
 	case intCell:
 		return strconv.Itoa(c.n)
 	case durationCell:

@@ -32,6 +32,19 @@ func TestColumnFormatsScaleBlankAndSEKey(t *testing.T) {
 	}
 }
 
+// TestSEFormatShowsTheErrorInItsOwnPrecision: a FloatSE's mean in
+// Format's verb, its error in SEFormat's, CSV in full precision.
+func TestSEFormatShowsTheErrorInItsOwnPrecision(t *testing.T) {
+	tab := &Table{Columns: []Column{{Name: "reward (mean ± SE)", Key: "reward", Format: "%.4g", SEFormat: "%.2g"}}}
+	tab.Add(FloatSE(-0.000364321, 0.000181234))
+	if md := tab.Markdown(); !strings.Contains(md, "| -0.0003643 ± 0.00018 |") {
+		t.Errorf("markdown:\n%s", md)
+	}
+	if got, want := tab.CSV(), "reward,reward_se\n-0.000364321,0.000181234\n"; got != want {
+		t.Errorf("csv %q, want %q", got, want)
+	}
+}
+
 // TestSectionsViewsAndHiddenColumns: one typed table shows some columns in
 // Markdown (in Show's order), others in a View section, more rows in a
 // Section, and CSV writes every column but the NoCSV one, and every row,

@@ -28,6 +28,15 @@ func ParseProfile(s string) (Profile, error) {
 	return "", fmt.Errorf("profile %q, want %q or %q", s, Full, Quick)
 }
 
+// Pick is the configuration of profile p: quick() under Quick, full()
+// otherwise. Each experiment package's XFor(p) is Pick(p, XQuick, XFull).
+func Pick[C any](p Profile, quick, full func() C) C {
+	if p == Quick {
+		return quick()
+	}
+	return full()
+}
+
 // Settings is what an experiment may need to know of its surroundings.
 // No experiment reads the environment: the caller fills these in — the
 // CLI from its flags and DFX_* variables, a notebook through dfx/notebook,

@@ -52,3 +52,14 @@ func LogSumExp(v []float64) float64 {
 	}
 	return mx + math.Log(s)
 }
+
+// RelNorm is the relative Euclidean error ‖a − b‖/‖b‖ of a against the
+// reference b (same length), the sums taken in index order.
+func RelNorm(a, b []float64) float64 {
+	var num, den float64
+	for i := range b {
+		num += (a[i] - b[i]) * (a[i] - b[i])
+		den += b[i] * b[i]
+	}
+	return math.Sqrt(num / den)
+}
