@@ -42,7 +42,7 @@ func TestUpdateIndexReplacesOnlyTheExperimentsSection(t *testing.T) {
 // experiments, lists each with its doc in -h, and `all` leaves out the
 // standalone ones.
 func TestTheCLIRunsTheRegistry(t *testing.T) {
-	want := []string{"access", "adjoint", "fields", "mnist", "mnist-ablation", "mnist-baselines", "mnist-candidates",
+	want := []string{"access", "adjoint", "density", "fields", "mnist", "mnist-ablation", "mnist-baselines", "mnist-candidates", "mnist-density",
 		"mnist-exact-model", "mnist-model", "ot", "toys", "toys-others"}
 	if got := experimentNames(); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("registered %v, want %v", got, want)
