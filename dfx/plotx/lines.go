@@ -27,6 +27,14 @@ type Series struct {
 	// in a Note.
 	Lo, Hi []float64
 	Bars   bool
+	// XLo and XHi, when set (one per point), are an interval around X,
+	// drawn as horizontal error bars: for a point whose x is itself a
+	// mean (e.g. Y against X, both means over samples).
+	XLo, XHi []float64
+	// NoLine draws the points alone (they are marked even without
+	// Points): for values per category (see NominalX), where a line
+	// between neighbours would mean nothing.
+	NoLine bool
 	// Dashes and Shape, when set, give the line a dash pattern and its
 	// points a glyph of their own, so that curves lying on each other stay
 	// visible (see Distinct).
@@ -49,35 +57,88 @@ func Distinct(series []Series) []Series {
 	return series
 }
 
-// interval draws s's Lo–Hi interval (points with a non-finite or, on a log
-// axis, non-positive end are left out) in colour col.
-func interval(p *plot.Plot, s Series, logY bool, col color.Color) error {
-	if s.Lo == nil && s.Hi == nil {
+// intervals are points with the distances from each to the two ends of
+// its interval, for gonum's error bars (as YErrorer and XErrorer).
+type intervals struct {
+	plotter.XYs
+	below, above []float64
+}
+
+func (v intervals) YError(i int) (float64, float64) { return v.below[i], v.above[i] }
+func (v intervals) XError(i int) (float64, float64) { return v.below[i], v.above[i] }
+
+// checkInterval reports whether lo and hi are unset or one value per x.
+func checkInterval(s Series, name string, lo, hi []float64) error {
+	if lo == nil && hi == nil {
 		return nil
 	}
-	if len(s.Lo) != len(s.X) || len(s.Hi) != len(s.X) {
-		return fmt.Errorf("series %q has %d x, %d lo and %d hi values", s.Name, len(s.X), len(s.Lo), len(s.Hi))
+	if len(lo) != len(s.X) || len(hi) != len(s.X) {
+		return fmt.Errorf("series %q has %d x, %d %s-lo and %d %s-hi values", s.Name, len(s.X), len(lo), name, len(hi), name)
+	}
+	return nil
+}
+
+// interval draws s's Lo–Hi interval as a band or vertical bars, and its
+// XLo–XHi interval as horizontal bars, in colour col. A point with a
+// non-finite coordinate or end, an end that is non-positive on a log axis,
+// or (for bars) an interval that does not hold the point is left out.
+func interval(p *plot.Plot, s Series, logX, logY bool, col color.Color) error {
+	if err := checkInterval(s, "y", s.Lo, s.Hi); err != nil {
+		return err
+	}
+	if err := checkInterval(s, "x", s.XLo, s.XHi); err != nil {
+		return err
+	}
+	ok := func(k int) bool {
+		return finite(s.X[k]) && finite(s.Y[k]) && (!logX || s.X[k] > 0) && (!logY || s.Y[k] > 0)
+	}
+	if s.XLo != nil {
+		var v intervals
+		for k, x := range s.X {
+			l, h := s.XLo[k], s.XHi[k]
+			if ok(k) && finite(l) && finite(h) && (!logX || l > 0) && l <= x && x <= h {
+				v.XYs, v.below, v.above = append(v.XYs, plotter.XY{X: x, Y: s.Y[k]}), append(v.below, x-l), append(v.above, h-x)
+			}
+		}
+		if len(v.XYs) > 0 {
+			b, err := plotter.NewXErrorBars(v)
+			if err != nil {
+				return err
+			}
+			b.Color, b.Width = col, 1
+			p.Add(b)
+		}
+	}
+	if s.Lo == nil {
+		return nil
+	}
+	if s.Bars {
+		var v intervals
+		for k, y := range s.Y {
+			l, h := s.Lo[k], s.Hi[k]
+			if ok(k) && finite(l) && finite(h) && (!logY || l > 0) && l <= y && y <= h {
+				v.XYs, v.below, v.above = append(v.XYs, plotter.XY{X: s.X[k], Y: y}), append(v.below, y-l), append(v.above, h-y)
+			}
+		}
+		if len(v.XYs) > 0 {
+			b, err := plotter.NewYErrorBars(v)
+			if err != nil {
+				return err
+			}
+			b.Color, b.Width = col, 1
+			p.Add(b)
+		}
+		return nil
 	}
 	var lo, hi plotter.XYs
 	for k, x := range s.X {
 		l, h := s.Lo[k], s.Hi[k]
-		if !finite(x) || !finite(l) || !finite(h) || (logY && l <= 0) || l > h {
+		if !finite(x) || !finite(l) || !finite(h) || (logX && x <= 0) || (logY && l <= 0) || l > h {
 			continue
 		}
 		lo, hi = append(lo, plotter.XY{X: x, Y: l}), append(hi, plotter.XY{X: x, Y: h})
 	}
 	if len(lo) == 0 {
-		return nil
-	}
-	if s.Bars {
-		for k := range lo {
-			bar, err := plotter.NewLine(plotter.XYs{lo[k], hi[k]})
-			if err != nil {
-				return err
-			}
-			bar.Color, bar.Width = col, 1
-			p.Add(bar)
-		}
 		return nil
 	}
 	band := append(plotter.XYs{}, hi...)
@@ -145,17 +206,23 @@ func LogLines(title, xlabel, ylabel string, logX, logY bool, series ...Series) (
 		l.Color = plotutil.Color(i)
 		l.Width = 1.5
 		l.Dashes = s.Dashes
-		if err := interval(p, s, logY, l.Color); err != nil {
+		if err := interval(p, s, logX, logY, l.Color); err != nil {
 			return nil, fmt.Errorf("plotx: line plot %q: series %d: %w", title, i, err)
 		}
-		p.Add(l)
-		var thumbs []plot.Thumbnailer = []plot.Thumbnailer{l}
-		if s.Points {
+		var thumbs []plot.Thumbnailer
+		if !s.NoLine {
+			p.Add(l)
+			thumbs = append(thumbs, l)
+		}
+		if s.Points || s.NoLine {
 			sc, err := plotter.NewScatter(xys)
 			if err != nil {
 				return nil, fmt.Errorf("plotx: line plot %q: series %d (%q): %w", title, i, s.Name, err)
 			}
 			sc.GlyphStyle = draw.GlyphStyle{Color: l.Color, Radius: 2, Shape: draw.CircleGlyph{}}
+			if s.NoLine {
+				sc.GlyphStyle.Radius = 3
+			}
 			if s.Shape != nil {
 				sc.GlyphStyle.Radius, sc.GlyphStyle.Shape = 3.5, s.Shape
 			}
@@ -171,3 +238,14 @@ func LogLines(title, xlabel, ylabel string, logX, logY bool, series ...Series) (
 }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// NominalX labels p's x axis with names at x = 0, 1, …, len(names)−1, for
+// series whose X are category indices (drawn with NoLine), and leaves half
+// a category of room at each end. Call it after Lines.
+func NominalX(p *plot.Plot, names ...string) {
+	if len(names) == 0 {
+		return
+	}
+	p.NominalX(names...)
+	p.X.Min, p.X.Max = math.Min(p.X.Min, -0.5), math.Max(p.X.Max, float64(len(names))-0.5)
+}

@@ -2,7 +2,9 @@ package plotx
 
 import (
 	"bytes"
+	"fmt"
 	"image"
+	"image/color"
 	_ "image/png"
 	"math"
 	"testing"
@@ -212,6 +214,76 @@ func TestLinesDrawIntervalsAndRefuseMismatchedOnes(t *testing.T) {
 	}
 	if _, err := Lines("i", "x", "y", Series{X: x, Y: y, Lo: []float64{1}, Hi: []float64{1}}); err == nil {
 		t.Error("an interval of the wrong length was accepted")
+	}
+	if _, err := Lines("i", "x", "y", Series{X: x, Y: y, XLo: []float64{1}, XHi: []float64{1}}); err == nil {
+		t.Error("an x interval of the wrong length was accepted")
+	}
+}
+
+func TestXIntervalsWidenTheXAxisAndSkipPointsOutsideThem(t *testing.T) {
+	x, y := []float64{1, 2, 3}, []float64{1, 2, 3}
+	p, err := Lines("i", "x", "y", Series{X: x, Y: y, XLo: []float64{0.25, 1.5, 2.5}, XHi: []float64{1.5, 2.5, 4}, Lo: []float64{0, 1, 2}, Hi: []float64{2, 3, 4}, Bars: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.X.Min > 0.25 || p.X.Max < 4 { // x bars are drawn: the axis covers them
+		t.Errorf("x axis [%g, %g] does not cover the x intervals [0.25, 4]", p.X.Min, p.X.Max)
+	}
+	if p.Y.Min > 0 || p.Y.Max < 4 {
+		t.Errorf("y axis [%g, %g] does not cover the y intervals [0, 4]", p.Y.Min, p.Y.Max)
+	}
+	// an interval that does not hold its point is not a bar around it
+	p, err = Lines("i", "x", "y", Series{X: x, Y: y, XLo: []float64{-5, 1.5, 2.5}, XHi: []float64{-4, 2.5, 3.5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.X.Min < 0 {
+		t.Errorf("x axis starts at %g: the interval [−5, −4] around x = 1 was drawn", p.X.Min)
+	}
+}
+
+// TestNoLineDrawsPointsAlone: half-way between two points of a NoLine series
+// the data area shows no curve's colour; with a line it does.
+func TestNoLineDrawsPointsAlone(t *testing.T) {
+	mid := func(noLine bool) color.Color {
+		p, err := Lines("", "x", "y", Series{X: []float64{0, 1}, Y: []float64{0, 1}, NoLine: noLine})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := Bytes(p, 300, 200, "png")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dc := p.DataCanvas(drawCanvas(vg.Rectangle{Max: vg.Point{X: 300, Y: 200}}))
+		px, py := dc.X(p.X.Norm(0.5)), dc.Y(p.Y.Norm(0.5))
+		return decodePNG(t, b).At(int(px*96/72), int((200-py)*96/72))
+	}
+	red := func(c color.Color) bool { r, g, _, _ := c.RGBA(); return r>>8 > 150 && g>>8 < 150 }
+	if c := mid(false); !red(c) {
+		t.Fatalf("with a line: %v half-way, want the first series' colour (the test cannot see lines)", c)
+	}
+	if c := mid(true); red(c) {
+		t.Errorf("NoLine: %v half-way, want no curve there", c)
+	}
+}
+
+func TestNominalXLabelsCategoriesWithRoomAtTheEnds(t *testing.T) {
+	p, err := Lines("", "sampler", "reward", Series{X: []float64{0, 1, 2}, Y: []float64{1, 3, 2}, NoLine: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	NominalX(p, "a", "b", "c")
+	if p.X.Min > -0.5 || p.X.Max < 2.5 {
+		t.Errorf("x axis [%g, %g], want half a category beyond [0, 2]", p.X.Min, p.X.Max)
+	}
+	var got []string
+	for _, tk := range p.X.Tick.Marker.Ticks(p.X.Min, p.X.Max) {
+		if tk.Label != "" {
+			got = append(got, fmt.Sprintf("%g:%s", tk.Value, tk.Label))
+		}
+	}
+	if want := "[0:a 1:b 2:c]"; fmt.Sprint(got) != want {
+		t.Errorf("x ticks %v, want %s", got, want)
 	}
 }
 
