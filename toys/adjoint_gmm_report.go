@@ -4,10 +4,7 @@ import (
 	"fmt"
 
 	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/dfx-lab/dfx/dfx/plotx"
 	"github.com/dfx-lab/dfx/dfx/report"
@@ -146,34 +143,17 @@ func (r *AdjointGMMResult) hsFigure(format string) ([]byte, error) {
 
 func (r *AdjointGMMResult) rewardFigure(format string) ([]byte, error) {
 	var names []string
-	errs := make(errXYs, len(r.Rewards))
+	s := plotx.Series{NoLine: true, Bars: true}
 	for i, w := range r.Rewards {
 		names = append(names, w.Method)
-		errs[i] = errXYPoint{float64(i), w.Reward.Mean, w.Reward.SE}
+		s.X, s.Y = append(s.X, float64(i)), append(s.Y, w.Reward.Mean)
+		s.Lo, s.Hi = append(s.Lo, w.Reward.Mean-w.Reward.SE), append(s.Hi, w.Reward.Mean+w.Reward.SE)
 	}
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("reward of each sampler (d = %d, %d seeds; bars: ± 1 standard error)", r.Config.Dim, r.Config.Seeds)
-	p.X.Label.Text, p.Y.Label.Text = "sampler", "mean reward −½‖x₀ − target‖²"
-	p.Add(plotter.NewGrid())
-	sc, err := plotter.NewScatter(errs)
+	p, err := plotx.Lines(fmt.Sprintf("reward of each sampler (d = %d, %d seeds; bars: ± 1 standard error)", r.Config.Dim, r.Config.Seeds),
+		"sampler", "mean reward −½‖x₀ − target‖²", s)
 	if err != nil {
 		return nil, err
 	}
-	sc.GlyphStyle = draw.GlyphStyle{Color: plotutil.Color(0), Radius: 3, Shape: draw.CircleGlyph{}}
-	yb, err := plotter.NewYErrorBars(errs)
-	if err != nil {
-		return nil, err
-	}
-	yb.Color = plotutil.Color(0)
-	p.Add(sc, yb)
-	p.NominalX(names...)
-	p.Y.Tick.Marker = plotx.Ticks{}
+	plotx.NominalX(p, names...)
 	return plotx.Bytes(p, 8*vg.Inch, 4*vg.Inch, format)
 }
-
-type errXYPoint struct{ x, y, e float64 }
-type errXYs []errXYPoint
-
-func (e errXYs) Len() int                        { return len(e) }
-func (e errXYs) XY(i int) (float64, float64)     { return e[i].x, e[i].y }
-func (e errXYs) YError(i int) (float64, float64) { return e[i].e, e[i].e }
