@@ -6,8 +6,6 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
 	"github.com/dfx-lab/dfx/dfx/plotx"
@@ -179,7 +177,6 @@ func (r *AdjointResult) curveFigure(format string, byTime bool) ([]byte, error) 
 	var ps []*plot.Plot
 	for _, reward := range r.Config.Rewards {
 		var series []plotx.Series
-		var bars []errXY
 		type curve struct {
 			op, name string
 			s        float64
@@ -189,8 +186,7 @@ func (r *AdjointResult) curveFigure(format string, byTime bool) ([]byte, error) 
 			curves = append(curves, curve{OperatorDFEA, fmt.Sprintf("DF-EA at its own best, %g", own), own})
 		}
 		for _, c := range curves {
-			var xs, ys []float64
-			var eb errXY
+			s := plotx.Series{Name: c.name, Points: true, Bars: true}
 			for _, n := range r.Config.Guided {
 				run := r.RunAt(reward, c.op, n, c.s)
 				if run == nil {
@@ -200,11 +196,10 @@ func (r *AdjointResult) curveFigure(format string, byTime bool) ([]byte, error) 
 				if byTime {
 					x = run.PerSample
 				}
-				xs, ys = append(xs, x), append(ys, run.Mean)
-				eb = append(eb, errPoint{x: x, y: run.Mean, ye: run.SE})
+				s.X, s.Y = append(s.X, x), append(s.Y, run.Mean)
+				s.Lo, s.Hi = append(s.Lo, run.Mean-run.SE), append(s.Hi, run.Mean+run.SE)
 			}
-			series = append(series, plotx.Series{Name: c.name, X: xs, Y: ys, Points: true})
-			bars = append(bars, eb)
+			series = append(series, s)
 		}
 		series = append(series, plotx.Series{Name: fmt.Sprintf("VJP's best strength %g; bars ± 1 SE", r.Strength[reward]), Note: true})
 		xl := "guided steps (ending at step " + fmt.Sprint(r.Config.WindowEnd) + " of " + fmt.Sprint(r.Config.Steps) + ")"
@@ -214,14 +209,6 @@ func (r *AdjointResult) curveFigure(format string, byTime bool) ([]byte, error) 
 		p, err := plotx.Lines(reward+" reward", xl, "reward (higher is better)", series...)
 		if err != nil {
 			return nil, err
-		}
-		for i, eb := range bars {
-			yb, err := plotter.NewYErrorBars(eb)
-			if err != nil {
-				return nil, err
-			}
-			yb.Color = plotutil.Color(i)
-			p.Add(yb)
 		}
 		ps = append(ps, p)
 	}

@@ -9,7 +9,6 @@ import (
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -305,38 +304,25 @@ func (r *Result) guidanceFigure(format string) ([]byte, error) {
 	}
 	var ps []*plot.Plot
 	for k, proto := range []string{"paper protocol (Euler 10, first step left out)", fmt.Sprintf("Heun %d steps from t₁", r.Config.BPDSteps)} {
-		var xs, ys, xe, ye []float64
+		pts := plotx.Series{Name: "guidance scales", Points: true, Bars: true}
 		var labels []string
 		for _, row := range r.Guidance.Rows {
 			y, e := row.PaperBPD, row.PaperSE
 			if k == 1 {
 				y, e = row.ConvBPD, row.ConvSE
 			}
-			xs, ys, xe, ye = append(xs, row.LogProb), append(ys, y), append(xe, row.LogProbSE), append(ye, e)
+			pts.X, pts.XLo, pts.XHi = append(pts.X, row.LogProb), append(pts.XLo, row.LogProb-row.LogProbSE), append(pts.XHi, row.LogProb+row.LogProbSE)
+			pts.Y, pts.Lo, pts.Hi = append(pts.Y, y), append(pts.Lo, y-e), append(pts.Hi, y+e)
 			labels = append(labels, fmt.Sprintf("s=%g", row.Scale))
 		}
 		p, err := plotx.Lines("NLL vs classifier log p(c|x): "+proto, "mean classifier log p(c | x) (CLIP-score stand-in)", "mean NLL (bits/dim, DF-TM)",
-			plotx.Series{Name: "guidance scales", X: xs, Y: ys, Points: true}, plotx.Series{Name: "bars: ± 1 standard error", Note: true},
+			pts, plotx.Series{Name: "bars: ± 1 standard error", Note: true},
 			plotx.Series{Name: fmt.Sprintf("s = %g … %g along the curve", r.Guidance.Rows[0].Scale, r.Guidance.Rows[len(r.Guidance.Rows)-1].Scale), Note: true},
 			plotx.Series{Name: "(labelled where there is room)", Note: true})
 		if err != nil {
 			return nil, err
 		}
-		errs := make(errXY, len(xs))
-		for i := range xs {
-			errs[i] = errPoint{xs[i], ys[i], xe[i], ye[i]}
-		}
-		yb, err := plotter.NewYErrorBars(errs)
-		if err != nil {
-			return nil, err
-		}
-		xb, err := plotter.NewXErrorBars(errs)
-		if err != nil {
-			return nil, err
-		}
-		yb.Color, xb.Color = plotutil.Color(0), plotutil.Color(0)
-		p.Add(yb, xb)
-		labs, _, err := placeLabels(p, errs, labels, 8*vg.Inch, 4*vg.Inch)
+		labs, _, err := placeLabels(p, pts, labels, 8*vg.Inch, 4*vg.Inch)
 		if err != nil {
 			return nil, err
 		}
@@ -350,24 +336,34 @@ func (r *Result) guidanceFigure(format string) ([]byte, error) {
 // right, left, above or below it, wherever the label overlaps no label already placed, no point
 // and no error bar, and stays inside the data area (measured on a w×h canvas);
 // points in order, a point with no room stays unlabelled. It returns the
-// labels to add and how many were placed.
+// labels to add and how many were placed. The points and their bars are
+// those of pts (X, Y, and the intervals XLo–XHi and Lo–Hi when set).
 //
 // The data area is measured on the plot alone; in TilesBytes, plot.Align
 // may make it a little smaller, so the gaps are generous.
-func placeLabels(p *plot.Plot, pts errXY, labels []string, w, h vg.Length) ([]plot.Plotter, int, error) {
+func placeLabels(p *plot.Plot, pts plotx.Series, labels []string, w, h vg.Length) ([]plot.Plotter, int, error) {
 	dc := p.DataCanvas(draw.New(vgimg.New(w, h)))
 	at := func(x, y float64) vg.Point { return vg.Point{X: dc.X(p.X.Norm(x)), Y: dc.Y(p.Y.Norm(y))} }
-	px := func(i int) vg.Point { return at(pts[i].x, pts[i].y) }
+	px := func(i int) vg.Point { return at(pts.X[i], pts.Y[i]) }
+	ends := func(lo, hi []float64, i int, v float64) (float64, float64) {
+		if lo == nil {
+			return v, v
+		}
+		return lo[i], hi[i]
+	}
 	sty := plot.New().X.Tick.Label // a plain text style of the plot's font
 	sty.Font.Size = vg.Points(8)
 	sty.XAlign, sty.YAlign = draw.XLeft, draw.YBottom
 	const gap, dot = vg.Length(4), vg.Length(3)
 	var placed []vg.Rectangle // obstacles: points and their bars, then labels
-	for i, q := range pts {
+	for i, x := range pts.X {
+		y := pts.Y[i]
 		placed = append(placed, vg.Rectangle{Min: px(i).Sub(vg.Point{X: dot, Y: dot}), Max: px(i).Add(vg.Point{X: dot, Y: dot})})
-		lo, hi := at(q.x-q.xe, q.y), at(q.x+q.xe, q.y)
+		xl, xh := ends(pts.XLo, pts.XHi, i, x)
+		lo, hi := at(xl, y), at(xh, y)
 		placed = append(placed, vg.Rectangle{Min: vg.Point{X: lo.X, Y: lo.Y - dot}, Max: vg.Point{X: hi.X, Y: hi.Y + dot}})
-		lo, hi = at(q.x, q.y-q.ye), at(q.x, q.y+q.ye)
+		yl, yh := ends(pts.Lo, pts.Hi, i, y)
+		lo, hi = at(x, yl), at(x, yh)
 		placed = append(placed, vg.Rectangle{Min: vg.Point{X: lo.X - dot, Y: lo.Y}, Max: vg.Point{X: hi.X + dot, Y: hi.Y}})
 	}
 	overlaps := func(a, b vg.Rectangle) bool {
@@ -396,7 +392,7 @@ func placeLabels(p *plot.Plot, pts errXY, labels []string, w, h vg.Length) ([]pl
 				continue
 			}
 			placed = append(placed, r)
-			lab, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: pts[i].x, Y: pts[i].y}}, Labels: []string{l}})
+			lab, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: pts.X[i], Y: pts.Y[i]}}, Labels: []string{l}})
 			if err != nil {
 				return nil, 0, err
 			}
@@ -408,21 +404,6 @@ func placeLabels(p *plot.Plot, pts errXY, labels []string, w, h vg.Length) ([]pl
 		}
 	}
 	return out, shown, nil
-}
-
-type errPoint struct{ x, y, xe, ye float64 }
-type errXY []errPoint
-
-func (e errXY) Len() int                        { return len(e) }
-func (e errXY) XY(i int) (float64, float64)     { return e[i].x, e[i].y }
-func (e errXY) YError(i int) (float64, float64) { return e[i].ye, e[i].ye }
-func (e errXY) XError(i int) (float64, float64) { return e[i].xe, e[i].xe }
-func xysOf(x, y []float64) plotter.XYs {
-	o := make(plotter.XYs, len(x))
-	for i := range x {
-		o[i] = plotter.XY{X: x[i], Y: y[i]}
-	}
-	return o
 }
 
 // fig2Figure: the per-class rows of samples ordered by NLL.
