@@ -79,69 +79,46 @@ func tiles(plots [][]*plot.Plot, size vg.Length, format string) ([]byte, error) 
 // versus t for each learned method, with a band of ± one standard deviation
 // over seeds, on a log scale.
 func (r *Result) errorFigure(format string) ([]byte, error) {
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Fisher-trace relative error, %s, %s", r.Config.Dataset, r.Schedule.Name())
-	p.X.Label.Text, p.Y.Label.Text = "t", "relative error of tr F (%)"
-	p.Y.Scale = plot.LogScale{}
+	var series []plotx.Series
 	for k, m := range []string{MethodVJP, MethodDFTM, MethodDFTMC} {
-		col := plotutil.Color(k)
-		var line, upper, lower plotter.XYs
+		ours := plotx.Series{Name: m + " (ours)", Points: true, Color: plotutil.Color(k)}
+		if m == MethodDFTMC {
+			ours.Name = m + " (ours, centred)"
+		}
 		for _, row := range r.Curve {
 			s := row.TraceErr[m]
 			if !(s.Mean > 0) {
 				continue
 			}
-			line = append(line, plotter.XY{X: row.T, Y: 100 * s.Mean})
-			upper = append(upper, plotter.XY{X: row.T, Y: 100 * (s.Mean + s.Std)})
-			lower = append(lower, plotter.XY{X: row.T, Y: 100 * math.Max(s.Mean-s.Std, s.Mean/10)})
+			// the band's lower end stops at a tenth of the mean: a log axis has no 0
+			ours.X, ours.Y = append(ours.X, row.T), append(ours.Y, 100*s.Mean)
+			ours.Lo, ours.Hi = append(ours.Lo, 100*math.Max(s.Mean-s.Std, s.Mean/10)), append(ours.Hi, 100*(s.Mean+s.Std))
 		}
-		if len(line) == 0 {
+		if len(ours.X) == 0 {
 			continue
 		}
-		band := append(plotter.XYs{}, upper...)
-		for i := len(lower) - 1; i >= 0; i-- {
-			band = append(band, lower[i])
-		}
-		poly, err := plotter.NewPolygon(band)
-		if err != nil {
-			return nil, err
-		}
-		c := color.NRGBAModel.Convert(col).(color.NRGBA)
-		c.A = 60
-		poly.Color, poly.LineStyle.Width = c, 0
-		l, pts, err := plotter.NewLinePoints(line)
-		if err != nil {
-			return nil, err
-		}
-		l.Color, pts.Color = col, col
-		p.Add(poly, l, pts)
-		if m == MethodDFTMC {
-			p.Legend.Add(m+" (ours, centred)", l, pts)
-			continue // beyond the paper: no paper points
-		}
-		p.Legend.Add(m+" (ours)", l, pts)
-		if !r.hasPaper() {
-			continue
+		series = append(series, ours)
+		if m == MethodDFTMC || !r.hasPaper() {
+			continue // DF-TM-c is beyond the paper: no paper points
 		}
 		// the paper's points (chessboard, VE)
-		var paper plotter.XYs
+		paper := plotx.Series{Name: m + " (paper)", NoLine: true, Shape: draw.CrossGlyph{}, Color: ours.Color}
 		lo, _ := r.Schedule.Interval()
 		for i, t := range paperTimes {
-			paper = append(paper, plotter.XY{X: math.Max(t, lo), Y: PaperTable2[m][i]})
+			paper.X, paper.Y = append(paper.X, math.Max(t, lo)), append(paper.Y, PaperTable2[m][i])
 		}
-		sc, err := plotter.NewScatter(paper)
-		if err != nil {
-			return nil, err
-		}
-		sc.Color, sc.Shape = col, draw.CrossGlyph{}
-		sc.Radius = vg.Points(4)
-		p.Add(sc)
-		p.Legend.Add(m+" (paper)", sc)
+		series = append(series, paper)
+	}
+	if len(series) == 0 {
+		return nil, fmt.Errorf("toys: relerr_vs_t: no positive trace error to draw")
 	}
 	if len(r.Config.EvalSeeds)*max(len(r.Config.TrainSeeds), 1) > 1 {
-		p.Legend.Add("bands: ± 1 sd over seeds")
+		series = append(series, plotx.Series{Name: "bands: ± 1 sd over seeds", Note: true})
 	}
-	plotx.Readable(p)
+	p, err := plotx.LogLines(fmt.Sprintf("Fisher-trace relative error, %s, %s", r.Config.Dataset, r.Schedule.Name()), "t", "relative error of tr F (%)", false, true, series...)
+	if err != nil {
+		return nil, err
+	}
 	return plotx.Bytes(p, 7.5*vg.Inch, 4.5*vg.Inch, format)
 }
 

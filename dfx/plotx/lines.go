@@ -40,6 +40,10 @@ type Series struct {
 	// visible (see Distinct).
 	Dashes []vg.Length
 	Shape  draw.GlyphDrawer
+	// Color, when set, replaces the series' colour in plotutil's order:
+	// for points that belong with another curve (e.g. a paper's values
+	// beside ours).
+	Color color.Color
 }
 
 // Distinct gives every drawn series (not the notes) its own dash pattern
@@ -204,6 +208,9 @@ func LogLines(title, xlabel, ylabel string, logX, logY bool, series ...Series) (
 			return nil, fmt.Errorf("plotx: line plot %q: series %d (%q): %w", title, i, s.Name, err)
 		}
 		l.Color = plotutil.Color(i)
+		if s.Color != nil {
+			l.Color = s.Color
+		}
 		l.Width = 1.5
 		l.Dashes = s.Dashes
 		if err := interval(p, s, logX, logY, l.Color); err != nil {

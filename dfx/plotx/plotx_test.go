@@ -242,28 +242,40 @@ func TestXIntervalsWidenTheXAxisAndSkipPointsOutsideThem(t *testing.T) {
 	}
 }
 
+// midPixel is the colour half-way between the two points (0, 0) and (1, 1)
+// of s, drawn by Lines on a 300×200 PNG.
+func midPixel(t *testing.T, s Series) color.Color {
+	t.Helper()
+	s.X, s.Y = []float64{0, 1}, []float64{0, 1}
+	p, err := Lines("", "x", "y", s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Bytes(p, 300, 200, "png")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc := p.DataCanvas(drawCanvas(vg.Rectangle{Max: vg.Point{X: 300, Y: 200}}))
+	px, py := dc.X(p.X.Norm(0.5)), dc.Y(p.Y.Norm(0.5))
+	return decodePNG(t, b).At(int(px*96/72), int((200-py)*96/72))
+}
+
 // TestNoLineDrawsPointsAlone: half-way between two points of a NoLine series
 // the data area shows no curve's colour; with a line it does.
 func TestNoLineDrawsPointsAlone(t *testing.T) {
-	mid := func(noLine bool) color.Color {
-		p, err := Lines("", "x", "y", Series{X: []float64{0, 1}, Y: []float64{0, 1}, NoLine: noLine})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := Bytes(p, 300, 200, "png")
-		if err != nil {
-			t.Fatal(err)
-		}
-		dc := p.DataCanvas(drawCanvas(vg.Rectangle{Max: vg.Point{X: 300, Y: 200}}))
-		px, py := dc.X(p.X.Norm(0.5)), dc.Y(p.Y.Norm(0.5))
-		return decodePNG(t, b).At(int(px*96/72), int((200-py)*96/72))
-	}
 	red := func(c color.Color) bool { r, g, _, _ := c.RGBA(); return r>>8 > 150 && g>>8 < 150 }
-	if c := mid(false); !red(c) {
+	if c := midPixel(t, Series{}); !red(c) {
 		t.Fatalf("with a line: %v half-way, want the first series' colour (the test cannot see lines)", c)
 	}
-	if c := mid(true); red(c) {
+	if c := midPixel(t, Series{NoLine: true}); red(c) {
 		t.Errorf("NoLine: %v half-way, want no curve there", c)
+	}
+}
+
+func TestSeriesColorReplacesTheDefaultColour(t *testing.T) {
+	r, g, b, _ := midPixel(t, Series{Color: color.NRGBA{B: 255, A: 255}}).RGBA()
+	if !(b>>8 > 150 && r>>8 < 100 && g>>8 < 100) {
+		t.Errorf("a blue series is drawn as (%d, %d, %d)", r>>8, g>>8, b>>8)
 	}
 }
 
