@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 	"time"
 
@@ -671,17 +670,4 @@ func networkOf(c *models.Checkpoint, where string) (*model.Store, *TrainRecord, 
 		return nil, nil, fmt.Errorf("mnist: %s: %w", where, err)
 	}
 	return store, &rec, nil
-}
-
-// Committed lists the names of the compiled-in checkpoints.
-func Committed() []string {
-	var out []string
-	ents, _ := committed.ReadDir("checkpoints")
-	for _, e := range ents {
-		if n, ok := strings.CutSuffix(e.Name(), ".dfxckpt"); ok {
-			out = append(out, n)
-		}
-	}
-	sort.Strings(out)
-	return out
 }

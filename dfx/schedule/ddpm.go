@@ -47,15 +47,6 @@ func ScaledLinearBetas(betaStart, betaEnd float64, k int) []float64 {
 	return out
 }
 
-// LinearBetas is DDPM's original table β_k = linspace(βstart, βend, K).
-func LinearBetas(betaStart, betaEnd float64, k int) []float64 {
-	out := make([]float64, k)
-	for i := range out {
-		out[i] = betaStart + (betaEnd-betaStart)*float64(i)/float64(k-1)
-	}
-	return out
-}
-
 // K is the number of discrete steps.
 func (d *DDPM) K() int { return len(d.Betas) }
 
