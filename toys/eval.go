@@ -12,6 +12,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/internal/stats"
 )
 
 // Names of the trace methods.
@@ -164,18 +165,14 @@ func mean(v []float64) float64 {
 	return s / float64(len(v))
 }
 
+// stat is the mean and sample standard deviation of v over seeds; with one
+// seed the spread is 0 (errCell then shows the mean alone).
 func stat(v []float64) Stat {
-	if len(v) == 0 {
-		return Stat{math.NaN(), math.NaN()}
+	m, sd := stats.MeanSD(v)
+	if len(v) == 1 {
+		sd = 0
 	}
-	m, ss := mean(v), 0.0
-	for _, x := range v {
-		ss += (x - m) * (x - m)
-	}
-	if len(v) > 1 {
-		ss /= float64(len(v) - 1)
-	}
-	return Stat{m, math.Sqrt(ss)}
+	return Stat{m, sd}
 }
 
 // HeatField holds the normalised trace fields σ² tr F / d of each method on

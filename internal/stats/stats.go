@@ -27,6 +27,30 @@ func MeanSE(v []float64) (mean, se float64) {
 	return mean, math.Sqrt(ss / (n - 1) / n)
 }
 
+// MeanSD is the mean of v and its sample standard deviation s, s² the
+// unbiased sample variance: the spread of the values, where MeanSE gives
+// the uncertainty of their mean. NaN as in MeanSE (no values; fewer than
+// two for s). The sums are taken in index order (as RelNorm's), so the
+// toys' committed tables keep their bits; MeanSE's mean is floats.Sum's.
+func MeanSD(v []float64) (mean, sd float64) {
+	if len(v) == 0 {
+		return math.NaN(), math.NaN()
+	}
+	n := float64(len(v))
+	for _, x := range v {
+		mean += x
+	}
+	mean /= n
+	if len(v) < 2 {
+		return mean, math.NaN()
+	}
+	var ss float64
+	for _, x := range v {
+		ss += (x - mean) * (x - mean)
+	}
+	return mean, math.Sqrt(ss / (n - 1))
+}
+
 // Estimate is a mean with its standard error (MeanSE), as a value.
 type Estimate struct{ Mean, SE float64 }
 

@@ -21,6 +21,21 @@ func TestMeanSE(t *testing.T) {
 	}
 }
 
+// TestMeanSD: the mean and s of a small sample by hand, √n times MeanSE's
+// standard error; NaN below two values as in MeanSE.
+func TestMeanSD(t *testing.T) {
+	m, sd := MeanSD([]float64{1, 2, 3, 6})
+	if m != 3 || math.Abs(sd-math.Sqrt(14.0/3)) > 1e-15 {
+		t.Errorf("MeanSD = %g ± %g, want 3 ± %g", m, sd, math.Sqrt(14.0/3))
+	}
+	if m, sd := MeanSD([]float64{5}); m != 5 || !math.IsNaN(sd) {
+		t.Errorf("one value: %g ± %g, want 5 ± NaN", m, sd)
+	}
+	if m, sd := MeanSD(nil); !math.IsNaN(m) || !math.IsNaN(sd) {
+		t.Errorf("no values: %g ± %g", m, sd)
+	}
+}
+
 // TestLogSumExp: exact on small values, no overflow on large ones, −Inf
 // when every term is −Inf or there is none.
 func TestLogSumExp(t *testing.T) {
