@@ -42,6 +42,7 @@ type DensityExpConfig struct {
 	Untils             []float64
 	Traces             []string
 	UntilTraces        []string
+	GridTraces         []string // network traces drawn as sample grids
 	// RefSamples unguided network samples give the network's levels
 	// (ReferenceLevels, with RefTrace); MixtureDraws exact draws of q_t
 	// at each of MixtureTimes times give the mixture's.
@@ -57,14 +58,14 @@ func DensityExpFull(dir string) DensityExpConfig {
 	return DensityExpConfig{Profile: "full", Dir: dir, Mixture: *SkipOptions(), Samples: 16, Steps: 100,
 		Offsets: []float64{-300, -100, 100, 300}, Quantiles: []float64{0.05, 0.5, 0.95}, Gain: 10,
 		Untils: []float64{0.02, 0.05, 0.1, 0.2}, Traces: []string{"df-tm", "df-tm-c", "hutchinson:4", "hutchinson:16"}, UntilTraces: []string{"df-tm", "df-tm-c"},
-		RefSamples: 64, RefTrace: "hutchinson:16", MixtureDraws: 1000, MixtureTimes: 41, MeasureRTol: 1e-3, MeasureProbes: 16, Seed: 1}
+		GridTraces: []string{"df-tm-c", "hutchinson:16"}, RefSamples: 64, RefTrace: "hutchinson:16", MixtureDraws: 1000, MixtureTimes: 41, MeasureRTol: 1e-3, MeasureProbes: 16, Seed: 1}
 }
 
 func DensityExpQuick(dir string) DensityExpConfig {
 	return DensityExpConfig{Profile: "quick", Dir: dir, Mixture: mixture.FitOptions{Components: 2, PerClass: true, Rank: 2, Shrink: 0.2, Idle: 1e-4, Iters: 2, Seed: 1},
 		Samples: 2, Steps: 64, Offsets: []float64{300}, Quantiles: []float64{0.5}, Gain: 10,
 		Untils: []float64{0.2}, Traces: []string{"df-tm", "df-tm-c"}, UntilTraces: []string{"df-tm"},
-		RefSamples: 4, RefTrace: "hutchinson:1", MixtureDraws: 20, MixtureTimes: 5, MeasureRTol: 1e-2, MeasureProbes: 1, Seed: 1}
+		GridTraces: []string{"df-tm-c"}, RefSamples: 4, RefTrace: "hutchinson:1", MixtureDraws: 20, MixtureTimes: 5, MeasureRTol: 1e-2, MeasureProbes: 1, Seed: 1}
 }
 
 // DensityExpRow is one model, trace and target.

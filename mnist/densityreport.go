@@ -3,6 +3,7 @@ package mnist
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strings"
 
 	"gonum.org/v1/gonum/mat"
@@ -25,8 +26,8 @@ func (r *DensityExpResult) Report() (*report.Report, error) {
 			fmt.Sprintf("**Network** (%s): steered and tracked with each trace; its levels come from the reference route (%s); the achieved bpd is measured independently by dopri5 (rtol %g; the solver error column is the largest change against rtol %g) with Hutchinson-%d, from t_min. ", r.NetworkAbout, r.Levels["network"].How, c.MeasureRTol, 10*c.MeasureRTol, c.MeasureProbes) +
 			"bpd = −log q_{t_min}(x)/(784 ln 2) + 7 of the sample (a continuous point, so no dequantisation). 'tracked' is the bpd the guide's own ℓ says; its distance to 'achieved' is the trace estimator's integrated error. Ink: mean intensity in [0, 1]; frame: rms of the 2-pixel border; detail: mean |difference| of neighbouring pixels.",
 		Caption: "density guidance on MNIST: achieved bpd against quantile and offset targets, per trace estimator, with ink, border and detail of the images and the cost per sample",
-		Columns: []report.Column{{Name: "model"}, {Name: "trace"}, {Name: "target"}, {Name: "level [bpd]", Key: "level_bpd", Format: "%.4f", Blank: "–"},
-			{Name: "achieved [bpd]", Key: "achieved_bpd", Format: "%.4f"}, {Name: "tracked [bpd]", Key: "tracked_bpd", Format: "%.4f"}, {Name: "|miss| [bpd]", Key: "abs_miss_bpd", Format: "%.4f", Blank: "–"}, {Name: "solver error [bpd]", Key: "solver_err_bpd", Format: "%.1e"},
+		Columns: []report.Column{{Name: "model"}, {Name: "trace"}, {Name: "target"}, {Name: "level [bpd]", Key: "level_bpd", Format: "%.5g", Blank: "–"},
+			{Name: "achieved [bpd]", Key: "achieved_bpd", Format: "%.5g", SEFormat: "%.2g"}, {Name: "tracked [bpd]", Key: "tracked_bpd", Format: "%.5g", SEFormat: "%.2g"}, {Name: "|miss| [bpd]", Key: "abs_miss_bpd", Format: "%.3g", SEFormat: "%.2g", Blank: "–"}, {Name: "solver error [bpd]", Key: "solver_err_bpd", Format: "%.1e"},
 			{Name: "ink", Format: "%.3f"}, {Name: "frame rms", Key: "frame_rms", Format: "%.3f"}, {Name: "detail", Format: "%.4f"}, {Name: "λ limited", Key: "limited", Format: "%.3f"},
 			{Name: "time / sample", Key: "per_sample", Unit: "s"}, {Name: "NFE"}}}
 	for _, w := range r.Rows {
@@ -52,16 +53,11 @@ func (r *DensityExpResult) Report() (*report.Report, error) {
 type gridKey struct{ model, trace string }
 
 // gridKeys are the (model, trace) pairs drawn as sample grids: the mixture
-// and the first network trace.
+// and the network with each of GridTraces.
 func (r *DensityExpResult) gridKeys() []gridKey {
-	var out []gridKey
-	for _, w := range r.Rows {
-		if w.Model == "mixture" && len(out) == 0 {
-			out = append(out, gridKey{w.Model, w.Trace})
-		}
-		if w.Model == "network" && w.Trace == r.Config.Traces[0] {
-			return append(out, gridKey{w.Model, w.Trace})
-		}
+	out := []gridKey{{"mixture", "exact"}}
+	for _, tr := range r.Config.GridTraces {
+		out = append(out, gridKey{"network", tr})
 	}
 	return out
 }
@@ -74,7 +70,7 @@ func (r *DensityExpResult) samplesFigure(k gridKey, format string) ([]byte, erro
 			continue
 		}
 		rows = append(rows, w.Grid)
-		labels = append(labels, fmt.Sprintf("%s: %.3f bpd", w.Target, w.Achieved.Mean))
+		labels = append(labels, fmt.Sprintf("%s: %.4g bpd", w.Target, w.Achieved.Mean))
 	}
 	if len(rows) == 0 {
 		return nil, fmt.Errorf("mnist: no samples of %s/%s", k.model, k.trace)
@@ -91,31 +87,66 @@ func (r *DensityExpResult) samplesFigure(k gridKey, format string) ([]byte, erro
 	return plotx.Bytes(p, vg.Length(len(rows[0]))*0.6*vg.Inch+2.6*vg.Inch, vg.Length(len(rows))*0.6*vg.Inch+1.1*vg.Inch, format)
 }
 
+// levelsFigure has one panel per model (the mixture's and the network's
+// levels lie bpd apart). A panel's y axis spans its levels with a margin:
+// a method whose points fall outside is not drawn there but named in the
+// legend with its range ("off scale"), so one exploding trace does not
+// flatten the others.
 func (r *DensityExpResult) levelsFigure(format string) ([]byte, error) {
-	var ss []plotx.Series
-	diag := plotx.Series{Name: "achieved = level"}
-	seen := map[string]bool{}
-	for _, w := range r.Rows {
-		key := w.Model + ", " + w.Trace
-		if seen[key] || math.IsNaN(w.Level) {
+	var plots []*plot.Plot
+	for _, model := range []string{"mixture", "network"} {
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, v := range r.Rows {
+			if v.Model == model && !math.IsNaN(v.Level) {
+				lo, hi = math.Min(lo, v.Level), math.Max(hi, v.Level)
+			}
+		}
+		if math.IsInf(lo, 0) {
 			continue
 		}
-		seen[key] = true
-		s := plotx.Series{Name: key, Bars: true}
-		for _, v := range r.Rows {
-			if v.Model == w.Model && v.Trace == w.Trace && !math.IsNaN(v.Level) && !strings.Contains(v.Target, "until") {
+		ylo, yhi := lo-0.5, hi+1.5
+		diag := plotx.Series{Name: "achieved = level"}
+		var ss, notes []plotx.Series
+		seen := map[string]bool{}
+		for _, w := range r.Rows {
+			if w.Model != model || seen[w.Trace] || math.IsNaN(w.Level) {
+				continue
+			}
+			seen[w.Trace] = true
+			s := plotx.Series{Name: w.Trace, Bars: true}
+			off := math.Inf(1)
+			for _, v := range r.Rows {
+				if v.Model != model || v.Trace != w.Trace || math.IsNaN(v.Level) || strings.Contains(v.Target, "until") {
+					continue
+				}
+				if a := v.Achieved.Mean; !(a >= ylo && a <= yhi) {
+					off = math.Min(off, a)
+					continue
+				}
 				s.X, s.Y = append(s.X, v.Level), append(s.Y, v.Achieved.Mean)
 				s.Lo, s.Hi = append(s.Lo, v.Achieved.Mean-v.Achieved.SE), append(s.Hi, v.Achieved.Mean+v.Achieved.SE)
 				diag.X, diag.Y = append(diag.X, v.Level), append(diag.Y, v.Level)
 			}
+			if len(s.X) > 0 {
+				ss = append(ss, s)
+			}
+			if !math.IsInf(off, 1) {
+				notes = append(notes, plotx.Series{Name: fmt.Sprintf("%s: off scale (achieved ≥ %.3g bpd), not drawn", w.Trace, off), Note: true})
+			}
 		}
-		ss = append(ss, s)
+		sort.Slice(diag.X, func(i, j int) bool { return diag.X[i] < diag.X[j] })
+		sort.Float64s(diag.Y)
+		ss = plotx.Distinct(append([]plotx.Series{diag}, ss...))
+		ss = append(append(ss, notes...), plotx.Series{Name: fmt.Sprintf("bars: ± 1 SE over %d samples", r.Config.Samples), Note: true})
+		p, err := plotx.Lines(fmt.Sprintf("%s: achieved against asked", model), "level asked [bpd at t_min]", "achieved [bpd, measured]", ss...)
+		if err != nil {
+			return nil, err
+		}
+		p.Y.Min, p.Y.Max = ylo, yhi
+		plots = append(plots, p)
 	}
-	ss = plotx.Distinct(append([]plotx.Series{diag}, ss...))
-	ss = append(ss, plotx.Series{Name: fmt.Sprintf("bars: ± 1 SE over %d samples", r.Config.Samples), Note: true})
-	p, err := plotx.Lines("MNIST density guidance: achieved against asked", "level asked [bpd at t_min]", "achieved [bpd, measured]", ss...)
-	if err != nil {
-		return nil, err
+	if len(plots) == 0 {
+		return nil, fmt.Errorf("mnist: no quantile targets to draw")
 	}
-	return plotx.TilesBytes([]*plot.Plot{p}, 1, 8*vg.Inch, 5*vg.Inch, format)
+	return plotx.TilesBytes(plots, len(plots), 7*vg.Inch, 4.5*vg.Inch, format)
 }
