@@ -102,26 +102,47 @@ func (r *DensityResult) levelRows(d int, m string) []DensityRow {
 	return out
 }
 
+// levelsFigure has one panel per dimension; a panel's y axis spans its
+// levels with a margin of a quarter of their range, and a method whose
+// points fall outside is named in the legend (off scale), not drawn, so
+// that one diverging trace (DF-TM at small t) does not flatten the rest.
 func (r *DensityResult) levelsFigure(format string) ([]byte, error) {
 	var plots []*plot.Plot
 	for _, d := range r.Config.Dims {
-		var ss []plotx.Series
+		lo, hi := math.Inf(1), math.Inf(-1)
 		diag := plotx.Series{Name: "achieved = level"}
+		for _, w := range r.levelRows(d, DensityExact) {
+			lo, hi = math.Min(lo, w.Level), math.Max(hi, w.Level)
+			diag.X, diag.Y = append(diag.X, w.Level), append(diag.Y, w.Level)
+		}
+		margin := math.Max(0.25*(hi-lo), 0.5)
+		ylo, yhi := lo-margin, hi+margin
+		var ss, notes []plotx.Series
 		for _, m := range r.methods(d) {
 			s := plotx.Series{Name: m, Bars: true}
+			off := math.Inf(1)
 			for _, w := range r.levelRows(d, m) {
+				if a := w.Achieved.Mean; !(a >= ylo && a <= yhi) {
+					off = math.Min(off, a)
+					continue
+				}
 				s.X, s.Y = append(s.X, w.Level), append(s.Y, w.Achieved.Mean)
 				s.Lo, s.Hi = append(s.Lo, w.Achieved.Mean-w.Achieved.SE), append(s.Hi, w.Achieved.Mean+w.Achieved.SE)
-				diag.X, diag.Y = append(diag.X, w.Level), append(diag.Y, w.Level)
 			}
-			ss = append(ss, s)
+			if len(s.X) > 0 {
+				ss = append(ss, s)
+			}
+			if !math.IsInf(off, 1) {
+				notes = append(notes, plotx.Series{Name: fmt.Sprintf("%s: off scale (down to %.3g), not drawn", m, off), Note: true})
+			}
 		}
 		ss = plotx.Distinct(append([]plotx.Series{diag}, ss...))
-		ss = append(ss, plotx.Series{Name: fmt.Sprintf("bars: ± 1 SE over %d samples", r.Config.Samples), Note: true})
+		ss = append(append(ss, notes...), plotx.Series{Name: fmt.Sprintf("bars: ± 1 SE over %d samples", r.Config.Samples), Note: true})
 		p, err := plotx.Lines(fmt.Sprintf("density guidance to quantiles of log q_t (d = %d)", d), fmt.Sprintf("level asked: quantile of log q_t at t = %g", r.Config.TMin), "achieved exact log q (mean)", ss...)
 		if err != nil {
 			return nil, err
 		}
+		p.Y.Min, p.Y.Max = ylo, yhi
 		plots = append(plots, p)
 	}
 	return plotx.TilesBytes(plots, len(plots), 6*vg.Inch, 4.5*vg.Inch, format)
