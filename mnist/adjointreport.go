@@ -244,11 +244,7 @@ func (r *AdjointResult) samplesFigure(format string) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		var yt []plot.Tick
-		for i, l := range labels {
-			yt = append(yt, plot.Tick{Value: float64(len(labels)-1-i) + 0.5, Label: l})
-		}
-		p.Y.Tick.Marker = plot.ConstantTicks(yt)
+		LabelRows(p, labels)
 		ps = append(ps, p)
 	}
 	w := max(vg.Length(k)*0.62*vg.Inch+2.2*vg.Inch, 6*vg.Inch)

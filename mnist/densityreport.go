@@ -79,11 +79,7 @@ func (r *DensityExpResult) samplesFigure(k gridKey, format string) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
-	var yt []plot.Tick
-	for i, l := range labels {
-		yt = append(yt, plot.Tick{Value: float64(len(labels)-1-i) + 0.5, Label: l})
-	}
-	p.Y.Tick.Marker = plot.ConstantTicks(yt)
+	LabelRows(p, labels)
 	return plotx.Bytes(p, vg.Length(len(rows[0]))*0.6*vg.Inch+2.6*vg.Inch, vg.Length(len(rows))*0.6*vg.Inch+1.1*vg.Inch, format)
 }
 

@@ -10,7 +10,6 @@ import (
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat"
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 
 	"github.com/dfx-lab/dfx/dfx/access"
@@ -332,11 +331,7 @@ func imageRow(title, xlabel string, rowNames []string, rows [][]*mat.Dense, valu
 	if err != nil {
 		return nil, err
 	}
-	var ticks []plot.Tick // rows named by rowNames, top row first
-	for i, name := range rowNames {
-		ticks = append(ticks, plot.Tick{Value: float64(len(rowNames)-1-i) + 0.5, Label: name})
-	}
-	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
+	LabelRows(p, rowNames)
 	w := max(vg.Length(len(rows[0]))*0.62*vg.Inch+1.5*vg.Inch, 4*vg.Inch)
 	return plotx.Bytes(p, w, vg.Length(float64(len(rows))*0.62*gridStripScale)*vg.Inch+1.2*vg.Inch, format)
 }

@@ -606,22 +606,24 @@ func (r *Result) scaleGridFigure(format string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var xt, yt []plot.Tick
+	var xt []plot.Tick
+	var names []string
 	for c := range len(rows[0]) {
 		xt = append(xt, plot.Tick{Value: float64(c) + 0.5, Label: fmt.Sprint(c)})
 	}
-	for i, row := range r.Guidance.Rows {
-		yt = append(yt, plot.Tick{Value: float64(len(rows)-1-i) + 0.5, Label: fmt.Sprint(row.Scale)})
+	for _, row := range r.Guidance.Rows {
+		names = append(names, fmt.Sprint(row.Scale))
 	}
-	p.X.Tick.Marker, p.Y.Tick.Marker = plot.ConstantTicks(xt), plot.ConstantTicks(yt)
+	p.X.Tick.Marker = plot.ConstantTicks(xt)
+	LabelRows(p, names)
 	return plotx.Bytes(p, 10*0.55*vg.Inch+1.3*vg.Inch, vg.Length(len(rows))*0.55*vg.Inch+1.1*vg.Inch, format)
 }
 
-// LabelRows labels the rows of an ImageGrid plot with the given classes.
-func LabelRows(p *plot.Plot, classes []int) {
+// LabelRows names the rows of an ImageGrid plot, top row first.
+func LabelRows(p *plot.Plot, names []string) {
 	var yt []plot.Tick
-	for i, c := range classes {
-		yt = append(yt, plot.Tick{Value: float64(len(classes)-1-i) + 0.5, Label: fmt.Sprint(c)})
+	for i, n := range names {
+		yt = append(yt, plot.Tick{Value: float64(len(names)-1-i) + 0.5, Label: n})
 	}
 	p.Y.Tick.Marker = plot.ConstantTicks(yt)
 }

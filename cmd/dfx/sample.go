@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"gonum.org/v1/gonum/mat"
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 
 	"github.com/dfx-lab/dfx/dfx/adjoint"
@@ -221,11 +220,7 @@ func writeSamples(x *mat.Dense, g sampleGrid, pngOut, npyOut string) error {
 		if err != nil {
 			return err
 		}
-		var yt []plot.Tick
-		for i, l := range g.rows {
-			yt = append(yt, plot.Tick{Value: float64(len(g.rows)-1-i) + 0.5, Label: l})
-		}
-		p.Y.Tick.Marker = plot.ConstantTicks(yt)
+		mnist.LabelRows(p, g.rows)
 		w := max(vg.Length(g.n)*0.55*vg.Inch+1.3*vg.Inch+vg.Length(g.labelWidth())*0.08*vg.Inch, vg.Length(len([]rune(g.title)))*0.085*vg.Inch)
 		raw, err := plotx.Bytes(p, w, vg.Length(len(g.rows))*0.55*vg.Inch+1.1*vg.Inch, "png")
 		if err != nil {
