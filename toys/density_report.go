@@ -166,7 +166,7 @@ func (r *DensityResult) costFigure(format string) ([]byte, error) {
 		}
 		ss = plotx.Distinct(ss)
 		ss = append(ss, plotx.Series{Name: "mean over the quantile levels", Note: true})
-		p, err := plotx.LogLines(fmt.Sprintf("accuracy and cost of the trace (d = %d)", d), "time per guided sample [s]", "mean |achieved − level| [nats]", true, false, ss...)
+		p, err := plotx.LogLines(fmt.Sprintf("accuracy and cost of the trace (d = %d)", d), "time per guided sample [s]", "mean |achieved − level| [nats]", true, true, ss...)
 		if err != nil {
 			return nil, err
 		}
