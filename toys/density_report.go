@@ -91,11 +91,12 @@ func (r *DensityResult) methods(d int) []string {
 	return out
 }
 
-// levelRows are the quantile-target rows of method m in dimension d.
+// levelRows are the quantile-target rows of method m in dimension d,
+// guided to t_min (the "until" rows stop early and are left out).
 func (r *DensityResult) levelRows(d int, m string) []DensityRow {
 	var out []DensityRow
 	for _, w := range r.Rows {
-		if w.Dim == d && w.Method == m && strings.HasPrefix(w.Target, "q=") {
+		if w.Dim == d && w.Method == m && strings.HasPrefix(w.Target, "q=") && !strings.Contains(w.Target, "until") {
 			out = append(out, w)
 		}
 	}
