@@ -30,9 +30,28 @@ import (
 // trace (d vector-Jacobian products per point).
 var DensityTraces = []string{"df-tm", "df-tm-c", "hutchinson:K", "vjp"}
 
+// CheckTrace checks a trace name (one of DensityTraces) without a network:
+// it returns Hutchinson's K (0 for the others).
+func CheckTrace(name string) (int, error) {
+	switch {
+	case name == "df-tm" || name == "df-tm-c" || name == "vjp":
+		return 0, nil
+	case strings.HasPrefix(name, "hutchinson:"):
+		k, err := strconv.Atoi(strings.TrimPrefix(name, "hutchinson:"))
+		if err == nil && k >= 1 && k <= 1024 {
+			return k, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown trace %q (want df-tm, df-tm-c, vjp or hutchinson:K with K in 1…1024)", name)
+}
+
 // TraceModel is the unconditional network with the named trace estimator
 // as a score.Model (one of DensityTraces; seed seeds Hutchinson's probes).
 func (n *Networks) TraceModel(name string, seed uint64) (score.Model, error) {
+	k, err := CheckTrace(name)
+	if err != nil {
+		return nil, fmt.Errorf("mnist: %w", err)
+	}
 	switch {
 	case name == "df-tm" || name == "df-tm-c":
 		f, err := newFused(n.Net)
@@ -50,18 +69,14 @@ func (n *Networks) TraceModel(name string, seed uint64) (score.Model, error) {
 			return nil, err
 		}
 		return access.NetModel{Net: n.Net, Trace: est}, nil
-	case strings.HasPrefix(name, "hutchinson:"):
-		k, err := strconv.Atoi(strings.TrimPrefix(name, "hutchinson:"))
-		if err != nil || k < 1 || k > 1024 {
-			return nil, fmt.Errorf("mnist: trace %q: want hutchinson:K with K in 1…1024", name)
-		}
+	case k > 0:
 		est, err := access.NewHutchinson(n.Net, k, access.Rademacher, seed)
 		if err != nil {
 			return nil, err
 		}
 		return access.NetModel{Net: n.Net, Trace: est}, nil
 	}
-	return nil, fmt.Errorf("mnist: unknown trace %q (want one of %v)", name, DensityTraces)
+	return nil, fmt.Errorf("mnist: unknown trace %q", name)
 }
 
 // DensityConfig is how DensitySample integrates: RK4 with Steps steps

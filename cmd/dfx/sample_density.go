@@ -85,16 +85,10 @@ func (d *sampleDensityFlags) check(fs *flag.FlagSet, guide string) (*sampleDensi
 
 // validTrace checks a -trace name without building it.
 func validTrace(name string) error {
-	switch {
-	case name == "df-tm" || name == "df-tm-c" || name == "vjp":
-		return nil
-	case strings.HasPrefix(name, "hutchinson:"):
-		var k int
-		if _, err := fmt.Sscanf(strings.TrimPrefix(name, "hutchinson:"), "%d", &k); err == nil && k >= 1 && k <= 1024 && fmt.Sprint(k) == strings.TrimPrefix(name, "hutchinson:") {
-			return nil
-		}
+	if _, err := mnist.CheckTrace(name); err != nil {
+		return fmt.Errorf("unknown --trace %q (want df-tm, df-tm-c, vjp or hutchinson:K with K in 1…1024)", name)
 	}
-	return fmt.Errorf("unknown --trace %q (want df-tm, df-tm-c, vjp or hutchinson:K with K in 1…1024)", name)
+	return nil
 }
 
 func (s *sampleDensity) String() string {
