@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"os"
 	"time"
 
 	"github.com/gomlx/compute"
@@ -45,11 +46,24 @@ type ModelEvalConfig struct {
 	Steps    int
 	Scales   []float64
 	Seed     uint64
+	// Work, when set, is a folder that keeps the expensive parts: the
+	// likelihood (likelihood.json, saved after every batch, so that a run
+	// resumes where an earlier one stopped) and the samples of each scale
+	// (samples_s<scale>.idx, 8-bit IDX). A part found there, made with the
+	// same settings, is read instead of computed: the likelihood and the
+	// samples can be computed on a GPU machine and measured here.
+	Work string
+	// Parts are the parts to compute (ParseModelParts; nil: all). Without
+	// PartQuality the samples are drawn (and kept in Work) but not
+	// measured: the classifier and the training images are not needed.
+	Parts map[string]bool
 }
+
+func (c ModelEvalConfig) part(p string) bool { return c.Parts == nil || c.Parts[p] }
 
 // ModelEvalFull and ModelEvalQuick are the two profiles.
 func ModelEvalFull(dir, name string) ModelEvalConfig {
-	return ModelEvalConfig{Profile: "full", Dir: dir, Name: name, Images: 1000, RTol: 1e-4, Probes: 4, PerClass: 1000, Steps: 50, Scales: []float64{1, 2}, Seed: 1}
+	return ModelEvalConfig{Profile: "full", Dir: dir, Name: name, Images: 1000, RTol: 1e-3, Probes: 4, PerClass: 1000, Steps: 50, Scales: []float64{1, 2}, Seed: 1}
 }
 
 func ModelEvalQuick(dir, name string) ModelEvalConfig {
@@ -68,7 +82,11 @@ type ModelEvalResult struct {
 	// on the same images (nil without a skip).
 	BPD, Coarse, Mixture []float64
 	NFE                  int // model evaluations per batch at RTol (mean)
-	Quality              []ModelQuality
+	// Where the likelihood was computed (machine, backend, seconds): here,
+	// or on the machine that wrote Config.Work's likelihood.json.
+	LikelihoodMachine string
+	LikelihoodSeconds float64
+	Quality           []ModelQuality
 }
 
 // ModelQuality is the quality of one set of samples.
@@ -118,47 +136,87 @@ func RunModelEval(ctx context.Context, cfg ModelEvalConfig, log io.Writer) (*Mod
 		return nil, err
 	}
 	res.Trace = trace.Name()
+	if cfg.part(PartLikelihood) {
+		if err := res.likelihood(ctx, backend, store, net, trace, skip, log); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.part(PartSamples) {
+		if err := res.samples(backend, store, skip, cfg, log); err != nil {
+			return nil, err
+		}
+	}
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+// likelihood computes (or reads from Config.Work, and completes) the test
+// bpd at RTol and 10·RTol, batch by batch, and the skip mixture's exact bpd.
+func (res *ModelEvalResult) likelihood(ctx context.Context, backend compute.Backend, store *model.Store, net *access.Net, trace score.TraceEstimator, skip *mixture.Gaussian, log io.Writer) error {
+	cfg := res.Config
 	x, err := TestImages(cfg.Images)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if skip != nil {
 		if res.Mixture, err = mixtureBPDAt(skip, x); err != nil {
-			return nil, err
+			return err
 		}
 	}
+	digest, err := models.NetworkDigest(store, models.ScoreScope)
+	if err != nil {
+		return err
+	}
+	w, err := loadLikelihood(cfg.Work, &likelihoodWork{Network: cfg.Name, Digest: digest, Images: cfg.Images, RTol: cfg.RTol, Probes: cfg.Probes, Seed: cfg.Seed,
+		Trace: trace.Name(), Machine: Machine(), Backend: backend.Name()})
+	if err != nil {
+		return err
+	}
+	if n := len(w.BPD); n > 0 {
+		fmt.Fprintf(log, "mnist-model: %d of %d images read from %s (%s, %s, %.0f s)\n", n, cfg.Images, cfg.Work, w.Machine, w.Backend, w.Seconds)
+	}
 	const batch = 50
-	for lo := 0; lo < cfg.Images; lo += batch {
+	for lo := len(w.BPD); lo < cfg.Images; lo = len(w.BPD) {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
+		t0 := time.Now()
 		hi := min(lo+batch, cfg.Images)
 		rows := x.Slice(lo, hi, 0, Dim).(*mat.Dense)
 		for i, rtol := range []float64{cfg.RTol, 10 * cfg.RTol} {
 			r, err := likelihood.LogProb(rows, access.NetModel{Net: net, Trace: trace}, likelihood.Config{Schedule: Schedule(), RTol: rtol})
 			if err != nil {
-				return nil, err
+				return err
 			}
 			bpd, err := likelihood.BitsPerDim(r.LogProb, Dim, &Quant)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if i == 0 {
-				res.BPD = append(res.BPD, bpd...)
-				res.NFE += r.Evals
+				w.BPD = append(w.BPD, bpd...)
+				w.NFE = append(w.NFE, r.Evals)
 			} else {
-				res.Coarse = append(res.Coarse, bpd...)
+				w.Coarse = append(w.Coarse, bpd...)
 			}
 		}
-		m, se := stats.MeanSE(res.BPD)
+		if w.Machine != Machine() || w.Backend != backend.Name() { // completed here: say both
+			w.Machine, w.Backend = w.Machine+" and "+Machine(), w.Backend+" and "+backend.Name()
+		}
+		w.Seconds += time.Since(t0).Seconds()
+		if err := saveLikelihood(cfg.Work, w); err != nil {
+			return err
+		}
+		m, se := stats.MeanSE(w.BPD)
 		fmt.Fprintf(log, "mnist-model: %d/%d images: %.4f ± %.4f bpd\n", hi, cfg.Images, m, se)
 	}
-	res.NFE /= (cfg.Images + batch - 1) / batch
-	if err := res.samples(backend, store, skip, cfg, log); err != nil {
-		return nil, err
+	res.BPD, res.Coarse = w.BPD, w.Coarse
+	for _, e := range w.NFE {
+		res.NFE += e
 	}
-	res.Seconds = time.Since(start).Seconds()
-	return res, nil
+	res.NFE /= max(1, len(w.NFE))
+	res.LikelihoodMachine = fmt.Sprintf("%s, %s backend", w.Machine, w.Backend)
+	res.LikelihoodSeconds = w.Seconds
+	return nil
 }
 
 // evalTrace is Hutchinson with cfg.Probes probes on the network, or, when
@@ -204,17 +262,25 @@ func mixtureBPDAt(g *mixture.Gaussian, x *mat.Dense) ([]float64, error) {
 // samples draws PerClass samples per digit from the network at each scale
 // and from the skip mixture, and measures them.
 func (res *ModelEvalResult) samples(backend compute.Backend, store *model.Store, skip *mixture.Gaussian, cfg ModelEvalConfig, log io.Writer) error {
-	cst, _, err := LoadNetwork(cfg.Dir, "classifier")
-	if err != nil {
-		return err
+	var ref *QualityRef
+	if cfg.part(PartQuality) {
+		cst, _, err := LoadNetwork(cfg.Dir, "classifier")
+		if err != nil {
+			return err
+		}
+		cls, err := models.NewClassifier(backend, cst, Dim)
+		if err != nil {
+			return err
+		}
+		if ref, err = NewQualityRef(cls, min(10000, 100*cfg.PerClass)); err != nil {
+			return err
+		}
 	}
-	cls, err := models.NewClassifier(backend, cst, Dim)
-	if err != nil {
-		return err
-	}
-	ref, err := NewQualityRef(cls, min(10000, 100*cfg.PerClass))
-	if err != nil {
-		return err
+	measure := func(x *mat.Dense, class []int) (*Quality, error) {
+		if ref == nil {
+			return &Quality{N: len(class), ClassifierAgree: math.NaN(), KNNAgree: math.NaN(), FD: math.NaN(), NearestMedian: math.NaN(), Copies: math.NaN(), FrameRMS: FrameRMS(x)}, nil
+		}
+		return ref.Measure(x, class)
 	}
 	n := 10 * cfg.PerClass
 	class := make([]int, n)
@@ -227,12 +293,31 @@ func (res *ModelEvalResult) samples(backend compute.Backend, store *model.Store,
 		for i := range scale {
 			scale[i] = s
 		}
-		x, err := nets.Sample(SampleConfig{Steps: cfg.Steps, Seed: cfg.Seed}, class, scale)
+		x, err := loadSamples(cfg.Work, s, n)
 		if err != nil {
 			return err
 		}
-		x = Clip(x)
-		q, err := ref.Measure(x, class)
+		if x != nil {
+			fmt.Fprintf(log, "mnist-model: %d samples at scale %g read from %s\n", n, s, samplesPath(cfg.Work, s))
+		} else {
+			t0 := time.Now()
+			if x, err = nets.Sample(SampleConfig{Steps: cfg.Steps, Seed: cfg.Seed}, class, scale); err != nil {
+				return err
+			}
+			fmt.Fprintf(log, "mnist-model: %d samples at scale %g drawn in %.0f s\n", n, s, time.Since(t0).Seconds())
+			if x, err = eightBit(Clip(x)); err != nil {
+				return err
+			}
+			if cfg.Work != "" {
+				if err := os.MkdirAll(cfg.Work, 0o755); err != nil {
+					return err
+				}
+				if err := WriteImagesIDX(samplesPath(cfg.Work, s), x); err != nil {
+					return err
+				}
+			}
+		}
+		q, err := measure(x, class)
 		if err != nil {
 			return err
 		}
@@ -249,8 +334,11 @@ func (res *ModelEvalResult) samples(backend compute.Backend, store *model.Store,
 			}
 			x.Slice(c*cfg.PerClass, (c+1)*cfg.PerClass, 0, Dim).(*mat.Dense).Copy(smp)
 		}
-		x = Clip(x)
-		q, err := ref.Measure(x, class)
+		x, err := eightBit(Clip(x))
+		if err != nil {
+			return err
+		}
+		q, err := measure(x, class)
 		if err != nil {
 			return err
 		}
@@ -262,6 +350,33 @@ func (res *ModelEvalResult) samples(backend compute.Backend, store *model.Store,
 // Report implements report.Result.
 func (r *ModelEvalResult) Report() (*report.Report, error) {
 	c := r.Config
+	rep := &report.Report{Name: "mnist-model", Title: "The MNIST ε-network: test likelihood and samples"}
+	if len(r.BPD) > 0 {
+		rep.Tables = append(rep.Tables, r.likelihoodTable())
+	}
+	if c.part(PartQuality) && len(r.Quality) > 0 {
+		rep.Tables = append(rep.Tables, r.qualityTable())
+	}
+	for i, s := range r.Quality {
+		title := fmt.Sprintf("%s, guidance scale %g, DDIM %d", c.Name, s.Scale, c.Steps)
+		if math.IsNaN(s.Scale) {
+			title = "its skip mixture, exact samples"
+		}
+		grid := s.Grid
+		rep.Figures = append(rep.Figures, &report.Figure{Name: fmt.Sprintf("samples_%d.png", i+1), Caption: "samples: " + title + " (one row per digit; 8-bit pixels, as measured)",
+			Render: func(format string) ([]byte, error) {
+				p, err := ImageGrid("samples: "+title, "sample", "digit (row)", grid, nil)
+				if err != nil {
+					return nil, err
+				}
+				return plotx.Bytes(p, vg.Length(max(len(grid[0]), 9))*0.55*vg.Inch+1.3*vg.Inch, 10*0.55*vg.Inch+1.1*vg.Inch, format)
+			}})
+	}
+	return rep, nil
+}
+
+func (r *ModelEvalResult) likelihoodTable() *report.Table {
+	c := r.Config
 	m, se := stats.MeanSE(r.BPD)
 	diffs := make([]float64, len(r.BPD))
 	for i := range diffs {
@@ -269,8 +384,8 @@ func (r *ModelEvalResult) Report() (*report.Report, error) {
 	}
 	solverErr, _ := stats.MeanSE(diffs)
 	t := &report.Table{Name: "likelihood",
-		Title: fmt.Sprintf("## Test likelihood of the ε-network %s\n\nMeasured on %s, %s profile; `dfx reproduce mnist-model` in %.0f s. The first %d test images, dequantised (seed 2; the bpd is an upper bound): PF-ODE from t_min by dopri5 at rtol %g (%d model evaluations per batch of 50), trace %s. Solver error: the mean |Δbpd| per image against rtol %g. The skip mixture's bpd is exact (log q at t_min in closed form) on the same images; the difference is paired.",
-			r.About, r.Machine, c.Profile, r.Seconds, c.Images, c.RTol, r.NFE, r.Trace, 10*c.RTol),
+		Title: fmt.Sprintf("## Test likelihood of the ε-network %s\n\n%s profile of `dfx reproduce mnist-model`; the likelihood computed on %s in %.0f s. The first %d test images, dequantised (seed 2; the bpd is an upper bound): PF-ODE from t_min by dopri5 at rtol %g (%d model evaluations per batch of 50), trace %s. Solver error: the mean |Δbpd| per image against rtol %g. The skip mixture's bpd is exact (log q at t_min in closed form) on the same images; the difference is paired.",
+			r.About, c.Profile, r.LikelihoodMachine, r.LikelihoodSeconds, c.Images, c.RTol, r.NFE, r.Trace, 10*c.RTol),
 		Caption: "test bpd of the ε-network and of its skip mixture on the same images",
 		Columns: []report.Column{{Name: "model"}, {Name: "test bpd", Format: "%.4f"}, {Name: "± SE", Format: "%.4f"}, {Name: "solver error (mean |Δ|)", Format: "%.4f"}}, Align: "lrrr"}
 	t.Add(report.Text("ε-network "+c.Name), report.Float(m), report.Float(se), report.Float(solverErr))
@@ -284,8 +399,13 @@ func (r *ModelEvalResult) Report() (*report.Report, error) {
 		// a signed difference in a column of bpd: its sign is shown, its value stays a number in CSV
 		t.Add(report.Text("mixture − network (paired; positive: the network is better)"), report.Text(fmt.Sprintf("%+.4f", dm)), report.Float(ds), report.None())
 	}
+	return t
+}
+
+func (r *ModelEvalResult) qualityTable() *report.Table {
+	c := r.Config
 	q := &report.Table{Name: "samples",
-		Title:   fmt.Sprintf("## Samples of the ε-network\n\n%d per digit, DDIM with %d steps (seed %d), classifier-free guidance scale s (1: the conditional model); the skip mixture's exact samples beside them. Measures as in mnist-baselines: classifier and 5-NN agreement with the requested digit, the rms intensity of the 2-pixel frame (test images ≈ 0.029), the Fréchet distance in the classifier's features to the test images, the median distance to the nearest training image and the fraction of near-copies.", c.PerClass, c.Steps, c.Seed),
+		Title:   fmt.Sprintf("## Samples of the ε-network\n\nMeasured on %s. %d per digit, DDIM with %d steps (seed %d), classifier-free guidance scale s (1: the conditional model); the skip mixture's exact samples beside them; all rounded to 8-bit pixels. Measures as in mnist-baselines: classifier and 5-NN agreement with the requested digit, the rms intensity of the 2-pixel frame (test images ≈ 0.029), the Fréchet distance in the classifier's features to the test images, the median distance to the nearest training image and the fraction of near-copies.", r.Machine, c.PerClass, c.Steps, c.Seed),
 		Caption: "sample quality of the ε-network and of its skip mixture",
 		Columns: []report.Column{{Name: "samples"}, {Name: "s"}, {Name: "classifier agreement", Format: "%.1f%%", Scale: 100}, {Name: "k-NN agreement", Format: "%.1f%%", Scale: 100},
 			{Name: "frame rms", Format: "%.3f"}, {Name: "Fréchet distance", Format: "%.1f"}, {Name: "median nearest distance", Format: "%.2f"}, {Name: "near-copies", Format: "%.2f%%", Scale: 100}}, Align: "lrrrrrrr"}
@@ -297,21 +417,13 @@ func (r *ModelEvalResult) Report() (*report.Report, error) {
 		q.Add(report.Text(s.Source), sc, report.Float(s.Q.ClassifierAgree), report.Float(s.Q.KNNAgree),
 			report.Float(s.Q.FrameRMS), report.Float(s.Q.FD), report.Float(s.Q.NearestMedian), report.Float(s.Q.Copies))
 	}
-	rep := &report.Report{Name: "mnist-model", Title: "The MNIST ε-network: test likelihood and samples", Tables: []*report.Table{t, q}}
-	for i, s := range r.Quality {
-		title := fmt.Sprintf("%s, guidance scale %g, DDIM %d", c.Name, s.Scale, c.Steps)
-		if math.IsNaN(s.Scale) {
-			title = "its skip mixture, exact samples"
-		}
-		grid := s.Grid
-		rep.Figures = append(rep.Figures, &report.Figure{Name: fmt.Sprintf("samples_%d.png", i+1), Caption: "samples: " + title + " (one row per digit; intensities clipped to [−1, 1])",
-			Render: func(format string) ([]byte, error) {
-				p, err := ImageGrid("samples: "+title, "sample", "digit (row)", grid, nil)
-				if err != nil {
-					return nil, err
-				}
-				return plotx.Bytes(p, vg.Length(max(len(grid[0]), 9))*0.55*vg.Inch+1.3*vg.Inch, 10*0.55*vg.Inch+1.1*vg.Inch, format)
-			}})
-	}
-	return rep, nil
+	return q
+}
+
+// eightBit is x rounded to 8-bit pixels (Quantize8) and scaled back to
+// [−1, 1]: samples are measured as they are stored (IDX, PNG), whether
+// drawn here or read from a work folder.
+func eightBit(x *mat.Dense) (*mat.Dense, error) {
+	b, _ := x.Dims()
+	return (&Set{Images: &Images{N: b, Rows: 28, Cols: 28, Pixels: Quantize8(x)}, Labels: make([]uint8, b)}).Scaled(0, b)
 }

@@ -113,6 +113,25 @@ func LoadNetworks(backend compute.Backend, dir string) (*Networks, error) {
 	return nets, nil
 }
 
+// OpenEps loads the ε-network name alone (LoadNetwork: dir/name.dfxckpt,
+// else the committed one) on backend, for what needs no DF-TM network or
+// classifier: GuidedEps, CFGModel, Sample and SampleRows. Its Net,
+// Classifier and Records are nil.
+func OpenEps(backend compute.Backend, dir, name string) (*Networks, error) {
+	spec, err := SpecByName(name)
+	if err != nil {
+		return nil, err
+	}
+	if spec.Scope != models.ScoreScope {
+		return nil, fmt.Errorf("mnist: %s is not an ε-network", name)
+	}
+	store, _, err := LoadNetwork(dir, name)
+	if err != nil {
+		return nil, err
+	}
+	return &Networks{Backend: backend, Store: store}, nil
+}
+
 // GuidedEps is classifier-free guidance (models.GuidedEps) with
 // per-row scale and class: ε̃ = ε(x, ∅) + s (ε(x, c) − ε(x, ∅)) [B, d] at the
 // coefficients at, one forward pass of 2B rows (s = 1 is the conditional

@@ -62,21 +62,17 @@ func trunk() map[string]any {
 const dftmEMA = 0.99
 
 // Specs lists the MNIST networks in training order (each one's Needs comes
-// before it).
+// before it). The ε-network is the candidate eps-gmm-patch's design (a
+// Gaussian-mixture skip and a patch-network residual, README "The
+// ε-network"); t_θ and ν_θ start from its skip mixture's exact values
+// (trace_skip). The committed eps, dftm and dftm-c were trained as
+// eps-gmm-patch, dftm-gmm-patch and dftm-c-gmm-patch (the same recipes
+// under the candidates' names; TrainRecord.Net says which).
 func Specs() []NetSpec {
-	with := func(m map[string]any, kv ...any) map[string]any {
-		for i := 0; i < len(kv); i += 2 {
-			m[kv[i].(string)] = kv[i+1]
-		}
-		return m
-	}
 	return []NetSpec{
-		{Name: "eps", About: "class-conditional ε-network (residual MLP, VP, null class for CFG)", Objective: models.DSM, Scope: models.ScoreScope,
-			Steps: 10000, Params: with(trunk(), models.ParamCosineSteps, 10000)},
-		{Name: "dftm", About: "DF-TM network t_θ (paper Algorithm tnet, target ‖x₀‖²/d)", Objective: models.DFTM, Scope: models.TraceScope,
-			Steps: 2000, Params: with(trunk(), models.ParamCosineSteps, 2000, models.ParamEMADecay, dftmEMA)},
-		{Name: "dftm-c", About: "centred DF-TM network ν_θ (target ‖ε̂_θ − ε‖²/d, frozen ε-network)", Objective: models.DFTMCentred, Scope: models.CentredTraceScope,
-			Needs: "eps", Steps: 2000, Params: with(trunk(), models.ParamCosineSteps, 2000, models.ParamEMADecay, dftmEMA)},
+		patchEps("eps"),
+		skipTrace("dftm", "eps"),
+		skipCentred("dftm-c", "eps"),
 		{Name: "classifier", About: "MNIST classifier (MLP 784-512-512-10, ±2 px shifts)", Objective: models.Classify, Scope: models.ClassifierScope,
 			Steps: 5000, Params: map[string]any{
 				models.ParamWidth: 512, models.ParamDepth: 2, models.ParamNumClasses: 10, models.ParamActivation: "relu",
@@ -84,6 +80,48 @@ func Specs() []NetSpec {
 				models.ParamEMADecay: 0.999, models.ParamClipNorm: 5.0, models.ParamSeed: 1, models.ParamShiftAugment: 2,
 			}},
 	}
+}
+
+// with sets the key–value pairs kv in m and returns it.
+func with(m map[string]any, kv ...any) map[string]any {
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i].(string)] = kv[i+1]
+	}
+	return m
+}
+
+// candidateBase are the hyperparameters of the ε-networks trained on
+// dequantised images.
+func candidateBase() map[string]any {
+	return with(trunk(), models.ParamDequantize, dequantLevel, models.ParamLearningRate, 5e-4, models.ParamWarmupSteps, 1000)
+}
+
+// patchEps is the ε-network of the committed set (named eps) and of the
+// candidate eps-gmm-patch: mixture skip plus patch-network residual.
+func patchEps(name string) NetSpec {
+	return NetSpec{Name: name, About: "class-conditional ε = ε_mix + residual: mixture skip (40 Gaussians per digit, rank 32) and a patch network (FiLM/LayerNorm blocks of width 256 shared over the 49 4×4 patches, each seeing its 12×12 neighbourhood of x and of the skip's x̂₀); log-SNR uniform (the likelihood weighting); half the batches unconditional, for the unconditional density; dequantised images",
+		Objective: models.DSM, Scope: models.ScoreScope, Steps: 8000, Skip: SkipOptions(),
+		Params: with(candidateBase(), models.ParamCosineSteps, 8000, models.ParamLearningRate, 3e-4, models.ParamWarmupSteps, 200,
+			models.ParamTimeSampling, "log-snr", models.ParamCFGDropout, 0.5, "/score/"+models.ParamParam, "eps", "/score/"+models.ParamArch, models.ArchPatch,
+			"/score/"+models.ParamWidth, 256, "/score/"+models.ParamDepth, 2, "/score/"+models.ParamEmbedWidth, 256, models.ParamZeroBias, true)}
+}
+
+// skipTrace is t_θ for the ε-network needs: its skip mixture's exact
+// E_mix[‖x₀‖² | x_t]/d plus a zero-initialised MLP residual.
+func skipTrace(name, needs string) NetSpec {
+	return NetSpec{Name: name, About: "DF-TM network t_θ (paper Algorithm tnet, target ‖x₀‖²/d): the skip mixture's exact E_mix[‖x₀‖² | x_t]/d plus a zero-initialised MLP residual (trace_skip), dequantised images",
+		Objective: models.DFTM, Scope: models.TraceScope, Needs: needs, Steps: 2000,
+		Params: with(trunk(), models.ParamDequantize, dequantLevel, models.ParamCosineSteps, 2000, models.ParamEMADecay, dftmEMA,
+			"/"+models.TraceScope+"/"+models.ParamTraceSkip, true)}
+}
+
+// skipCentred is ν_θ for the ε-network needs: its skip mixture's exact
+// (α²/σ²) tr Cov_mix[x₀ | x_t]/d plus a zero-initialised MLP residual.
+func skipCentred(name, needs string) NetSpec {
+	return NetSpec{Name: name, About: "centred DF-TM network ν_θ (target ‖ε̂_θ − ε‖²/d of the frozen ε-network): the skip mixture's exact (α²/σ²) tr Cov_mix[x₀ | x_t]/d plus a zero-initialised MLP residual (trace_skip), dequantised images",
+		Objective: models.DFTMCentred, Scope: models.CentredTraceScope, Needs: needs, Steps: 2000,
+		Params: with(trunk(), models.ParamDequantize, dequantLevel, models.ParamCosineSteps, 2000, models.ParamEMADecay, dftmEMA,
+			"/"+models.CentredTraceScope+"/"+models.ParamTraceSkip, true)}
 }
 
 // SkipOptions is the mixture skip of the candidate ε-networks: 40
@@ -111,21 +149,11 @@ func skipOptionsV1() *mixture.FitOptions {
 // set (compared by test bpd at equal training time; `dfx train <name>`
 // trains one like any spec). They train on dequantised images.
 func Candidates() []NetSpec {
-	with := func(m map[string]any, kv ...any) map[string]any {
-		for i := 0; i < len(kv); i += 2 {
-			m[kv[i].(string)] = kv[i+1]
-		}
-		return m
-	}
-	base := func() map[string]any {
-		return with(trunk(), models.ParamDequantize, dequantLevel, models.ParamLearningRate, 5e-4, models.ParamWarmupSteps, 1000)
-	}
+	base := candidateBase
 	return []NetSpec{
-		{Name: "eps-gmm-patch", About: "ε = ε_mix + residual: mixture skip (40 Gaussians per digit, rank 32) and a patch network (FiLM/LayerNorm blocks of width 256 shared over the 49 4×4 patches, each seeing its 12×12 neighbourhood of x and of the skip's x̂₀); log-SNR uniform (the likelihood weighting); half the batches unconditional, for the unconditional density",
-			Objective: models.DSM, Scope: models.ScoreScope, Steps: 8000, Skip: SkipOptions(),
-			Params: with(base(), models.ParamCosineSteps, 8000, models.ParamLearningRate, 3e-4, models.ParamWarmupSteps, 200,
-				models.ParamTimeSampling, "log-snr", models.ParamCFGDropout, 0.5, "/score/"+models.ParamParam, "eps", "/score/"+models.ParamArch, models.ArchPatch,
-				"/score/"+models.ParamWidth, 256, "/score/"+models.ParamDepth, 2, "/score/"+models.ParamEmbedWidth, 256, models.ParamZeroBias, true)},
+		patchEps("eps-gmm-patch"),
+		skipTrace("dftm-gmm-patch", "eps-gmm-patch"),
+		skipCentred("dftm-c-gmm-patch", "eps-gmm-patch"),
 		{Name: "eps-gmm-film", About: "ε = ε_mix + residual: mixture skip (10 Gaussians per digit, rank 64) and a FiLM/LayerNorm MLP 896×2 seeing x and the skip's x̂₀",
 			Objective: models.DSM, Scope: models.ScoreScope, Steps: 60000, Skip: skipOptionsV1(),
 			Params: with(base(), models.ParamCosineSteps, 60000, "/score/"+models.ParamParam, "eps", "/score/"+models.ParamArch, models.ArchFiLM,

@@ -136,11 +136,16 @@ func init() {
 		Doc:        "one ε-network (settings' Model, default eps, from NetsDir or the committed checkpoints; CLI: DFX_MNIST_MODEL, DFX_MNIST_NETS): converged test bpd beside its skip mixture's exact bpd on the same images, and the quality of its samples",
 		Standalone: true,
 		Check: func(s report.Settings) error {
-			if err := CheckData(); err != nil {
-				return err
+			if p, _ := ParseModelParts(s.ModelParts); p != nil && p[PartQuality] { // without quality: the test images alone
+				if err := CheckData(); err != nil {
+					return err
+				}
 			}
 			if _, err := SpecByName(modelName(s)); err != nil {
 				return fmt.Errorf("model: %w", err)
+			}
+			if _, err := ParseModelParts(s.ModelParts); err != nil {
+				return err
 			}
 			return nil
 		},
@@ -149,6 +154,11 @@ func init() {
 			if c.Profile == report.Quick {
 				cfg = ModelEvalQuick(c.Settings.NetsDir, modelName(c.Settings))
 			}
+			parts, err := ParseModelParts(c.Settings.ModelParts)
+			if err != nil {
+				return nil, err
+			}
+			cfg.Work, cfg.Parts = c.Settings.ModelWork, parts
 			return report.One(RunModelEval(ctx, cfg, c.LogWriter()))
 		},
 	})

@@ -86,8 +86,16 @@ func NetworkShapes(params *model.Store, d int, networks ...string) (map[string]s
 	if err != nil {
 		return nil, fmt.Errorf("models: building the networks' graph: %w", err)
 	}
+	// A trace network with the trace skip reads the ε-network's mixture: the
+	// mixture belongs to the ε-network (whose digest covers it, and which the
+	// trace network's provenance names), so the trace network's own
+	// variables, and its checkpoint, leave it out.
+	ownsMixture := slices.Contains(networks, ScoreScope) || slices.Contains(networks, MixtureScope)
 	out := map[string]shapes.Shape{}
 	for v := range fresh.IterVariables() {
+		if !ownsMixture && HasScope(v.Scope(), MixtureScope) {
+			continue
+		}
 		out[v.Path()] = v.Shape()
 	}
 	return out, nil

@@ -244,6 +244,24 @@ func SameTraining(a, b *Checkpoint) error {
 	return nil
 }
 
+// SameData checks that two checkpoints' networks were trained on the same
+// images (and schedule, where both have one), whatever their scaling and
+// dequantisation: a classifier of clean images beside a diffusion model of
+// the dequantised ones (both in [−1, 1]).
+func SameData(a, b *Checkpoint) error {
+	pa, pb := a.Header.Provenance, b.Header.Provenance
+	if pa == nil || pb == nil {
+		return fmt.Errorf("models: %w: %w", ErrNoProvenance, ErrCheckpoint)
+	}
+	switch {
+	case pa.Schedule != nil && pb.Schedule != nil && !pa.Schedule.Equal(pb.Schedule):
+		return fmt.Errorf("models: networks trained on different schedules (%v and %v): %w", pa.Schedule, pb.Schedule, ErrCheckpoint)
+	case pa.Data != pb.Data:
+		return fmt.Errorf("models: networks trained on different data (%q and %q): %w", pa.Data, pb.Data, ErrCheckpoint)
+	}
+	return nil
+}
+
 // CheckPair checks that trace (holding t_θ or ν_θ) was made for the
 // ε-network in eps: same training provenance, and trace's EpsNetwork equal
 // to eps's digest. A mismatched pair is an error wrapping ErrCheckpoint.

@@ -50,8 +50,12 @@ func envHint(name string, s report.Settings) string {
 			v = "DFX_MNIST_CANDIDATES=" + mnist.DefaultCandidatesDir + ", the default"
 		}
 		vars = append(vars, v)
-	case name == "mnist-model" && s.Model != "":
-		vars = append(vars, "DFX_MNIST_MODEL="+s.Model)
+	case name == "mnist-model":
+		for _, v := range [][2]string{{"DFX_MNIST_MODEL", s.Model}, {"DFX_MNIST_NETS", s.NetsDir}, {"DFX_MNIST_MODEL_PARTS", s.ModelParts}} {
+			if v[1] != "" {
+				vars = append(vars, v[0]+"="+v[1])
+			}
+		}
 	case image && s.NetsDir != "":
 		vars = append(vars, "DFX_MNIST_NETS="+s.NetsDir)
 	case s.Retrain && strings.HasPrefix(name, "toys"):

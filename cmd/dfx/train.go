@@ -52,7 +52,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		return code
 	}
-	if !isSet(fs, "val-every") && mnist.IsCandidate(spec.Name) {
+	if !isSet(fs, "val-every") && mnist.IsCandidate(spec.Name) && spec.Scope == models.ScoreScope {
 		*valEvery = min(1000, *steps)
 	}
 	if !isSet(fs, "log-every") {

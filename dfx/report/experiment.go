@@ -49,6 +49,12 @@ type Settings struct {
 	// Model is the ε-network mnist-model evaluates, a network or candidate
 	// name ("": eps).
 	Model string
+	// ModelWork is the folder where mnist-model keeps (and finds) its
+	// expensive parts, the likelihood and the samples ("": none kept).
+	ModelWork string
+	// ModelParts are the parts mnist-model computes: likelihood, samples,
+	// quality, comma-separated ("" or "all": all three).
+	ModelParts string
 	// CandidatesDir is the folder of candidate ε-networks' checkpoints or
 	// training states mnist-candidates reads ("": dfx-nets).
 	CandidatesDir string
