@@ -73,8 +73,9 @@ func loadCheckpointRaw(path string) (*models.Checkpoint, []byte, error) {
 }
 
 // TestCommittedNetworksCarryTheirProvenance: every committed network names
-// the VP schedule, the training set, its scaling, and t_θ/ν_θ the
-// committed ε-network.
+// the VP schedule, the training set, its scaling and dequantisation (its
+// spec's: the diffusion networks dequantised, the classifier not), and
+// t_θ/ν_θ the committed ε-network.
 func TestCommittedNetworksCarryTheirProvenance(t *testing.T) {
 	ckpts, where := map[string]*models.Checkpoint{}, map[string]string{}
 	for _, spec := range Specs() {
@@ -84,7 +85,11 @@ func TestCommittedNetworksCarryTheirProvenance(t *testing.T) {
 		}
 		ckpts[spec.Name], where[spec.Name] = c, w
 		p := c.Header.Provenance
-		if p.Scaling != TrainScaling || p.Dequantize != TrainDequantize || !strings.HasPrefix(p.Data, "idx train: 60000 images 28×28, pixels sha256:") {
+		scaling, dequant := TrainScaling, TrainDequantize
+		if dequantizes(spec) {
+			scaling, dequant = DequantScaling, DequantDequantize
+		}
+		if p.Scaling != scaling || p.Dequantize != dequant || !strings.HasPrefix(p.Data, "idx train: 60000 images 28×28, pixels sha256:") {
 			t.Errorf("%s: provenance %+v", spec.Name, *p)
 		}
 		if (p.EpsNetwork != "") != usesEps(spec) {

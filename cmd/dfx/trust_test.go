@@ -151,7 +151,9 @@ func TestTrustBadInputIsOneLineExitTwoBeforeAnyWork(t *testing.T) {
 		// networks: no fallback to the compiled-in ones
 		{"sample nets empty folder", cat(sp, "-nets", empty), nil, "has no eps network"},
 		{"sample nets flipped byte", cat(sp, "-nets", flipped), nil, "--nets"},
-		{"sample nets truncated", cat(sp, "-nets", truncated), nil, "--nets"},
+		{"sample nets truncated", cat(sp, "-steps", "10", "-guide", "class", "-nets", truncated), nil, "--nets"}, // guidance reads the classifier
+		{"sample model not an ε-network", cat(sp, "-model", "dftm"), nil, "not an ε-network"},
+		{"sample model with guidance", cat(sp, "-model", "eps-gmm-patch", "-guide", "class"), nil, "plain sampling"},
 		{"DFX_MNIST_NETS missing", []string{"reproduce", "-quick", "-out", filepath.Join(dir, "r3"), "mnist"}, []string{"DFX_MNIST_NETS=" + filepath.Join(dir, "none")}, "DFX_MNIST_NETS"},
 		{"DFX_MNIST_NETS empty", []string{"reproduce", "-quick", "-out", filepath.Join(dir, "r4"), "adjoint"}, []string{"DFX_MNIST_NETS=" + empty}, "has no eps network"},
 		{"train dftm-c without eps", []string{"train", "dftm-c", "-steps", "1", "-out", empty}, nil, "trains against the eps network"},

@@ -21,14 +21,18 @@ func (g *Gaussian) Eval(q Query) (*Result, error) {
 		return nil, err
 	}
 	res := newResult(q.Want, b, g.d)
-	nblocks := (b + gaussBlock - 1) / gaussBlock
+	// Blocks of at most gaussBlock rows, and at least two per worker so
+	// that a small batch (an ODE solve's 50 images) still uses every core.
+	procs := runtime.GOMAXPROCS(0)
+	blk := max(1, min(gaussBlock, (b+2*procs-1)/(2*procs)))
+	nblocks := (b + blk - 1) / blk
 	workers := 1
 	if nblocks > 1 {
-		workers = min(runtime.GOMAXPROCS(0), nblocks)
+		workers = min(procs, nblocks)
 	}
-	parallelRows(nblocks, workers, func(blk int) {
-		lo := blk * gaussBlock
-		g.evalBlock(q, c.Alpha, c.Sigma, lo, min(lo+gaussBlock, b), res)
+	parallelRows(nblocks, workers, func(i int) {
+		lo := i * blk
+		g.evalBlock(q, c.Alpha, c.Sigma, lo, min(lo+blk, b), res)
 	})
 	if err := checkFiniteResult(res); err != nil {
 		return nil, err
@@ -66,8 +70,9 @@ func (g *Gaussian) evalBlock(q Query, a, sigma float64, lo, hi int, res *Result)
 	if !e.needS && !e.needM {
 		return
 	}
+	e.activeComponents()
 	e.allocMoments()
-	for k := range e.kk {
+	for _, k := range e.active {
 		g.diff(e.dbuf, e.x, a, k)
 		if e.needS {
 			e.addComponentScore(k)
@@ -87,11 +92,11 @@ func (g *Gaussian) evalBlock(q Query, a, sigma float64, lo, hi int, res *Result)
 		}
 	}
 	if res.MatVec != nil {
-		g.matvec(q.V, lo, hi, e.logr, e.sks, e.cs, e.cp, res.MatVec)
+		g.matvec(q.V, lo, hi, e.active, e.logr, e.sks, e.cs, e.cp, res.MatVec)
 	}
 	if res.Fisher != nil {
 		for i := 0; i < e.nb; i++ {
-			res.Fisher[lo+i] = g.fullFisher(i, e.nb, e.logr, e.sks, e.cs, e.cp)
+			res.Fisher[lo+i] = g.fullFisher(i, e.nb, e.active, e.logr, e.sks, e.cs, e.cp)
 		}
 	}
 }
@@ -113,7 +118,13 @@ type gaussEval struct {
 	zs     [][]float64   // Z_k [nb, r_k]
 	logr   []float64     // [row, k]: log π_k N(x; αμ_k, C_k), then the responsibilities
 
-	score, sks []float64 // s [nb, d]; S_k [kk, nb, d] (or one at a time when !needDev)
+	// active are the components whose responsibility reaches negligible
+	// for some row of the block (activeComponents); at[k] is k's place in
+	// active (−1: left out).
+	active []int
+	at     []int
+
+	score, sks []float64 // s [nb, d]; S_k [len(active), nb, d] (or one at a time when !needDev)
 	ybar, m2   []float64 // ȳ [nb, d], E[‖x₀‖²|x] [nb]
 	trCinv     []float64 // tr C_k⁻¹
 	coef, out  []float64 // scratch [nb, d]
@@ -204,12 +215,41 @@ func (e *gaussEval) responsibilities() []float64 {
 	return logq
 }
 
+// negligible is the responsibility below which a component is left out of
+// a block's moments: its share of the score, the denoiser and the Fisher is
+// then at most r·(2|log r| + log-det spread)/d relative to the largest
+// terms (≈ 10⁻¹⁵ at r = 10⁻¹⁸), below float64 rounding.
+const negligible = 1e-18
+
+// activeComponents lists the components with a responsibility ≥ negligible
+// for some row of the block, and zeroes the others' responsibilities (so
+// that the moments are the sums over the listed components exactly).
+func (e *gaussEval) activeComponents() {
+	kk := e.kk
+	e.active, e.at = e.active[:0], make([]int, kk)
+	for k := range kk {
+		e.at[k] = -1
+		for i := 0; i < e.nb; i++ {
+			if !(e.logr[i*kk+k] < negligible) { // NaN stays in, to be reported
+				e.at[k] = len(e.active)
+				e.active = append(e.active, k)
+				break
+			}
+		}
+		if e.at[k] < 0 {
+			for i := 0; i < e.nb; i++ {
+				e.logr[i*kk+k] = 0
+			}
+		}
+	}
+}
+
 func (e *gaussEval) allocMoments() {
 	nb, d, kk := e.nb, e.d, e.kk
 	if e.needS {
 		e.score = make([]float64, nb*d)
 		if e.needDev {
-			e.sks = make([]float64, kk*nb*d)
+			e.sks = make([]float64, len(e.active)*nb*d)
 		} else {
 			e.sks = make([]float64, nb*d) // one S_k at a time
 		}
@@ -243,7 +283,8 @@ func (e *gaussEval) addComponentScore(k int) {
 	}
 	sk := e.sks[:nb*d]
 	if e.needDev {
-		sk = e.sks[k*nb*d : (k+1)*nb*d]
+		p := e.at[k]
+		sk = e.sks[p*nb*d : (p+1)*nb*d]
 	}
 	gemmFn(blas.NoTrans, blas.Trans, 1, general(nb, r, coef[:nb*r]), denseGeneral(g.u[k]), 0, general(nb, d, sk))
 	for i := 0; i < nb; i++ {
@@ -324,8 +365,8 @@ func (e *gaussEval) writeMoments(res *Result, lo int) {
 // deviations replaces every S_k by S_k − s.
 func (e *gaussEval) deviations() {
 	n := e.nb * e.d
-	for k := 0; k < e.kk; k++ {
-		sk := e.sks[k*n : (k+1)*n]
+	for p := range e.active {
+		sk := e.sks[p*n : (p+1)*n]
 		for i := range sk {
 			sk[i] -= e.score[i]
 		}
@@ -336,9 +377,9 @@ func (e *gaussEval) deviations() {
 func (e *gaussEval) trace(i int) float64 {
 	nb, d := e.nb, e.d
 	tr := 0.0
-	for k := 0; k < e.kk; k++ {
+	for p, k := range e.active {
 		w := e.logr[i*e.kk+k]
-		dev := e.sks[k*nb*d+i*d : k*nb*d+(i+1)*d]
+		dev := e.sks[p*nb*d+i*d : p*nb*d+(i+1)*d]
 		tr += w * (e.trCinv[k] - dot(dev, dev))
 	}
 	return tr
@@ -363,7 +404,7 @@ func (g *Gaussian) diff(dst []float64, x *mat.Dense, a float64, k int) {
 }
 
 // matvec sets rows [lo, hi) of out to F v = Σ_k r_k [C_k⁻¹ v − dev_k (dev_k·v)].
-func (g *Gaussian) matvec(vm *mat.Dense, lo, hi int, resp, devs []float64, cs [][]float64, cp []componentAt, out *mat.Dense) {
+func (g *Gaussian) matvec(vm *mat.Dense, lo, hi int, active []int, resp, devs []float64, cs [][]float64, cp []componentAt, out *mat.Dense) {
 	d, kk, nb := g.d, g.Components(), hi-lo
 	v := make([]float64, nb*d)
 	for i := 0; i < nb; i++ {
@@ -372,7 +413,7 @@ func (g *Gaussian) matvec(vm *mat.Dense, lo, hi int, resp, devs []float64, cs []
 	acc := make([]float64, nb*d)
 	proj := make([]float64, nb*d)
 	back := make([]float64, nb*d)
-	for k := 0; k < kk; k++ {
+	for p, k := range active {
 		r := g.Rank(k)
 		c := cp[k]
 		gemmFn(blas.NoTrans, blas.NoTrans, 1, general(nb, d, v), denseGeneral(g.u[k]), 0, general(nb, r, proj[:nb*r]))
@@ -388,7 +429,7 @@ func (g *Gaussian) matvec(vm *mat.Dense, lo, hi int, resp, devs []float64, cs []
 			for _, j := range g.idle[k] {
 				bi[j] += vi[j] * (c.idleInv - c.inv)
 			}
-			dev := devs[k*nb*d+i*d : k*nb*d+(i+1)*d]
+			dev := devs[p*nb*d+i*d : p*nb*d+(i+1)*d]
 			dv := dot(dev, vi)
 			for j := range ai {
 				ai[j] += w * (bi[j] + vi[j]*c.inv - dv*dev[j])
@@ -401,18 +442,18 @@ func (g *Gaussian) matvec(vm *mat.Dense, lo, hi int, resp, devs []float64, cs []
 }
 
 // fullFisher is row i's F as a d×d matrix.
-func (g *Gaussian) fullFisher(i, nb int, resp, devs []float64, cs [][]float64, cp []componentAt) *mat.SymDense {
+func (g *Gaussian) fullFisher(i, nb int, active []int, resp, devs []float64, cs [][]float64, cp []componentAt) *mat.SymDense {
 	d, kk := g.d, g.Components()
 	f := mat.NewSymDense(d, nil)
 	raw := f.RawSymmetric()
-	for k := 0; k < kk; k++ {
+	for p, k := range active {
 		w := resp[i*kk+k]
 		if w == 0 {
 			continue
 		}
 		r := g.Rank(k)
 		c := cp[k]
-		dev := devs[k*nb*d+i*d : k*nb*d+(i+1)*d]
+		dev := devs[p*nb*d+i*d : p*nb*d+(i+1)*d]
 		u := g.u[k]
 		for p := 0; p < d; p++ {
 			up := u.RawRowView(p)

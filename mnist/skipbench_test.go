@@ -1,0 +1,79 @@
+package mnist
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/dfx-lab/dfx/dfx/access"
+	"github.com/dfx-lab/dfx/dfx/mixture"
+	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/models"
+)
+
+// BenchmarkSkipMixtureTrace times the committed ε-network's skip mixture
+// (400 components of rank 32, d = 784) on what a likelihood solve asks of
+// it: score and exact Fisher trace of a batch of 50 test images at several
+// times (the host side of dfx nll --trace skip-hutchinson:K).
+func BenchmarkSkipMixtureTrace(b *testing.B) {
+	store, _, err := LoadNetwork("", "eps")
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, err := models.MixtureSkipOf(store)
+	if err != nil {
+		b.Fatal(err)
+	}
+	x0, err := TestImages(50)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, t := range []float64{0.001, 0.05, 0.3, 0.9} {
+		b.Run(fmt.Sprintf("t=%g", t), func(b *testing.B) {
+			c, _ := schedule.At(Schedule(), t)
+			x, _ := noisyQueries(c, x0, rand.New(rand.NewPCG(1, 1)))
+			q := mixture.Query{At: c, X: x, Want: mixture.Score | mixture.Trace}
+			for b.Loop() {
+				if _, err := g.Eval(q); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkLikelihoodEval times one evaluation of what mnist-model's
+// likelihood solve integrates, on 50 test images at t = 0.3: the committed
+// ε-network's score and its trace, the skip's exact trace plus Hutchinson-4
+// on the residual (access.ControlVariate).
+func BenchmarkLikelihoodEval(b *testing.B) {
+	backend, err := models.NewBackend()
+	if err != nil {
+		b.Fatal(err)
+	}
+	store, _, err := LoadNetwork("", "eps")
+	if err != nil {
+		b.Fatal(err)
+	}
+	net, err := models.NewAccessNet(backend, store, Schedule(), false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	trace, _, err := evalTrace(backend, store, net, ModelEvalConfig{Probes: 4, Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	x0, err := TestImages(50)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, _ := schedule.At(Schedule(), 0.3)
+	x, _ := noisyQueries(c, x0, rand.New(rand.NewPCG(1, 1)))
+	m := access.NetModel{Net: net, Trace: trace}
+	for b.Loop() {
+		if _, err := m.Eval(c, x, score.WantScore|score.WantTrace); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
