@@ -37,6 +37,9 @@ type CandidatesResult struct {
 func ReadCandidates(dir string) (*CandidatesResult, error) {
 	res := &CandidatesResult{Dir: dir, Protocol: ValidationProtocol()}
 	for _, spec := range Candidates() {
+		if spec.Scope != models.ScoreScope { // the candidates' t_θ, ν_θ: not compared here
+			continue
+		}
 		run := CandidateRun{Spec: spec}
 		c, err := models.ReadCheckpoint(weightsPath(dir, spec.Name))
 		if err == nil {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"time"
 
 	"github.com/gomlx/compute"
@@ -38,6 +37,7 @@ type ModelEvalConfig struct {
 	// (beside the skip's exact trace, access.ControlVariate) when the
 	// network has a mixture skip.
 	Images int
+	Batch  int // images per solve (0: 50)
 	RTol   float64
 	Probes int
 	// The samples: PerClass per digit, DDIM with Steps steps at each
@@ -60,6 +60,13 @@ type ModelEvalConfig struct {
 }
 
 func (c ModelEvalConfig) part(p string) bool { return c.Parts == nil || c.Parts[p] }
+
+func (c ModelEvalConfig) batch() int {
+	if c.Batch > 0 {
+		return c.Batch
+	}
+	return 50
+}
 
 // ModelEvalFull and ModelEvalQuick are the two profiles.
 func ModelEvalFull(dir, name string) ModelEvalConfig {
@@ -87,6 +94,8 @@ type ModelEvalResult struct {
 	LikelihoodMachine string
 	LikelihoodSeconds float64
 	Quality           []ModelQuality
+
+	digest string // the ε-network's (models.NetworkDigest)
 }
 
 // ModelQuality is the quality of one set of samples.
@@ -136,12 +145,15 @@ func RunModelEval(ctx context.Context, cfg ModelEvalConfig, log io.Writer) (*Mod
 		return nil, err
 	}
 	res.Trace = trace.Name()
+	if res.digest, err = models.NetworkDigest(store, models.ScoreScope); err != nil {
+		return nil, err
+	}
 	if cfg.part(PartLikelihood) {
 		if err := res.likelihood(ctx, backend, store, net, trace, skip, log); err != nil {
 			return nil, err
 		}
 	}
-	if cfg.part(PartSamples) {
+	if cfg.part(PartSamples) || cfg.part(PartQuality) { // quality alone measures the samples kept in Work
 		if err := res.samples(backend, store, skip, cfg, log); err != nil {
 			return nil, err
 		}
@@ -163,11 +175,8 @@ func (res *ModelEvalResult) likelihood(ctx context.Context, backend compute.Back
 			return err
 		}
 	}
-	digest, err := models.NetworkDigest(store, models.ScoreScope)
-	if err != nil {
-		return err
-	}
-	w, err := loadLikelihood(cfg.Work, &likelihoodWork{Network: cfg.Name, Digest: digest, Images: cfg.Images, RTol: cfg.RTol, Probes: cfg.Probes, Seed: cfg.Seed,
+	batch := cfg.batch()
+	w, err := loadLikelihood(cfg.Work, &likelihoodWork{Network: cfg.Name, Digest: res.digest, Images: cfg.Images, Batch: batch, RTol: cfg.RTol, Probes: cfg.Probes, Seed: cfg.Seed,
 		Trace: trace.Name(), Machine: Machine(), Backend: backend.Name()})
 	if err != nil {
 		return err
@@ -175,7 +184,6 @@ func (res *ModelEvalResult) likelihood(ctx context.Context, backend compute.Back
 	if n := len(w.BPD); n > 0 {
 		fmt.Fprintf(log, "mnist-model: %d of %d images read from %s (%s, %s, %.0f s)\n", n, cfg.Images, cfg.Work, w.Machine, w.Backend, w.Seconds)
 	}
-	const batch = 50
 	for lo := len(w.BPD); lo < cfg.Images; lo = len(w.BPD) {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -199,9 +207,7 @@ func (res *ModelEvalResult) likelihood(ctx context.Context, backend compute.Back
 				w.Coarse = append(w.Coarse, bpd...)
 			}
 		}
-		if w.Machine != Machine() || w.Backend != backend.Name() { // completed here: say both
-			w.Machine, w.Backend = w.Machine+" and "+Machine(), w.Backend+" and "+backend.Name()
-		}
+		w.addMachine(Machine(), backend.Name()) // completed here: say both
 		w.Seconds += time.Since(t0).Seconds()
 		if err := saveLikelihood(cfg.Work, w); err != nil {
 			return err
@@ -293,9 +299,13 @@ func (res *ModelEvalResult) samples(backend compute.Backend, store *model.Store,
 		for i := range scale {
 			scale[i] = s
 		}
-		x, err := loadSamples(cfg.Work, s, n)
+		want := samplesWork{Network: cfg.Name, Digest: res.digest, Scale: s, PerClass: cfg.PerClass, Steps: cfg.Steps, Seed: cfg.Seed}
+		x, err := loadSamples(cfg.Work, want)
 		if err != nil {
 			return err
+		}
+		if x == nil && !cfg.part(PartSamples) {
+			return fmt.Errorf("mnist-model: the quality part measures the samples of %s, which are not there: compute them (part samples) first", samplesPath(cfg.Work, s))
 		}
 		if x != nil {
 			fmt.Fprintf(log, "mnist-model: %d samples at scale %g read from %s\n", n, s, samplesPath(cfg.Work, s))
@@ -309,10 +319,8 @@ func (res *ModelEvalResult) samples(backend compute.Backend, store *model.Store,
 				return err
 			}
 			if cfg.Work != "" {
-				if err := os.MkdirAll(cfg.Work, 0o755); err != nil {
-					return err
-				}
-				if err := WriteImagesIDX(samplesPath(cfg.Work, s), x); err != nil {
+				want.Backend = backend.Name()
+				if err := saveSamples(cfg.Work, want, x); err != nil {
 					return err
 				}
 			}
@@ -369,7 +377,7 @@ func (r *ModelEvalResult) Report() (*report.Report, error) {
 				if err != nil {
 					return nil, err
 				}
-				return plotx.Bytes(p, vg.Length(max(len(grid[0]), 9))*0.55*vg.Inch+1.3*vg.Inch, 10*0.55*vg.Inch+1.1*vg.Inch, format)
+				return plotx.Bytes(p, vg.Length(len(grid[0]))*0.55*vg.Inch+1.3*vg.Inch, 10*0.55*vg.Inch+1.1*vg.Inch, format)
 			}})
 	}
 	return rep, nil
@@ -384,8 +392,8 @@ func (r *ModelEvalResult) likelihoodTable() *report.Table {
 	}
 	solverErr, _ := stats.MeanSE(diffs)
 	t := &report.Table{Name: "likelihood",
-		Title: fmt.Sprintf("## Test likelihood of the ε-network %s\n\n%s profile of `dfx reproduce mnist-model`; the likelihood computed on %s in %.0f s. The first %d test images, dequantised (seed 2; the bpd is an upper bound): PF-ODE from t_min by dopri5 at rtol %g (%d model evaluations per batch of 50), trace %s. Solver error: the mean |Δbpd| per image against rtol %g. The skip mixture's bpd is exact (log q at t_min in closed form) on the same images; the difference is paired.",
-			r.About, c.Profile, r.LikelihoodMachine, r.LikelihoodSeconds, c.Images, c.RTol, r.NFE, r.Trace, 10*c.RTol),
+		Title: fmt.Sprintf("## Test likelihood of the ε-network %s\n\n%s profile of `dfx reproduce mnist-model`; the likelihood computed on %s in %.0f s. The first %d test images, dequantised (seed 2; the bpd is an upper bound): PF-ODE from t_min by dopri5 at rtol %g (%d model evaluations per batch of %d), trace %s. Solver error: the mean |Δbpd| per image against rtol %g. The skip mixture's bpd is exact (log q at t_min in closed form) on the same images; the difference is paired.",
+			r.About, c.Profile, r.LikelihoodMachine, r.LikelihoodSeconds, c.Images, c.RTol, r.NFE, c.batch(), r.Trace, 10*c.RTol),
 		Caption: "test bpd of the ε-network and of its skip mixture on the same images",
 		Columns: []report.Column{{Name: "model"}, {Name: "test bpd", Format: "%.4f"}, {Name: "± SE", Format: "%.4f"}, {Name: "solver error (mean |Δ|)", Format: "%.4f"}}, Align: "lrrr"}
 	t.Add(report.Text("ε-network "+c.Name), report.Float(m), report.Float(se), report.Float(solverErr))
@@ -405,7 +413,7 @@ func (r *ModelEvalResult) likelihoodTable() *report.Table {
 func (r *ModelEvalResult) qualityTable() *report.Table {
 	c := r.Config
 	q := &report.Table{Name: "samples",
-		Title:   fmt.Sprintf("## Samples of the ε-network\n\nMeasured on %s. %d per digit, DDIM with %d steps (seed %d), classifier-free guidance scale s (1: the conditional model); the skip mixture's exact samples beside them; all rounded to 8-bit pixels. Measures as in mnist-baselines: classifier and 5-NN agreement with the requested digit, the rms intensity of the 2-pixel frame (test images ≈ 0.029), the Fréchet distance in the classifier's features to the test images, the median distance to the nearest training image and the fraction of near-copies.", r.Machine, c.PerClass, c.Steps, c.Seed),
+		Title:   fmt.Sprintf("## Samples of the ε-network\n\nMeasured on %s. %d per digit, DDIM with %d steps (seed %d), classifier-free guidance scale s (1: the conditional model); the skip mixture's exact samples beside them; all rounded to 8-bit pixels. Measures as in mnist-baselines: classifier and 5-NN agreement with the requested digit, the rms intensity of the 2-pixel frame (MNIST test images ≈ 0.029), the Fréchet distance in the classifier's features to the test images, the median distance to the nearest training image and the fraction of near-copies.", r.Machine, c.PerClass, c.Steps, c.Seed),
 		Caption: "sample quality of the ε-network and of its skip mixture",
 		Columns: []report.Column{{Name: "samples"}, {Name: "s"}, {Name: "classifier agreement", Format: "%.1f%%", Scale: 100}, {Name: "k-NN agreement", Format: "%.1f%%", Scale: 100},
 			{Name: "frame rms", Format: "%.3f"}, {Name: "Fréchet distance", Format: "%.1f"}, {Name: "median nearest distance", Format: "%.2f"}, {Name: "near-copies", Format: "%.2f%%", Scale: 100}}, Align: "lrrrrrrr"}

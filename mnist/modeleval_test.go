@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/gonum/mat"
 )
 
 // TestModelEvalQuick: the quick evaluation of the committed ε-network gives
@@ -54,7 +56,7 @@ func TestModelEvalWorkFolder(t *testing.T) {
 	}
 	work := t.TempDir()
 	cfg := ModelEvalQuick("", "eps")
-	cfg.Images, cfg.PerClass, cfg.Steps = 2, 1, 2
+	cfg.Images, cfg.Batch, cfg.PerClass, cfg.Steps = 2, 1, 1, 2 // batches of one image: the file can stop after the first
 	cfg.Work, cfg.Parts = work, map[string]bool{PartLikelihood: true, PartSamples: true}
 	first, err := RunModelEval(context.Background(), cfg, io.Discard)
 	if err != nil {
@@ -68,7 +70,8 @@ func TestModelEvalWorkFolder(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// read back, not recomputed: a value changed in the file comes back
+	// read back, not recomputed: a value changed in the file comes back, and
+	// an image taken out of it is computed again (a resumed run)
 	var w likelihoodWork
 	raw, err := os.ReadFile(filepath.Join(work, "likelihood.json"))
 	if err != nil {
@@ -77,9 +80,14 @@ func TestModelEvalWorkFolder(t *testing.T) {
 	if err := json.Unmarshal(raw, &w); err != nil {
 		t.Fatal(err)
 	}
-	w.BPD[0], w.Coarse[0] = 1.25, 1.5
-	first.BPD[0], first.Coarse[0] = 1.25, 1.5
+	w.BPD, w.Coarse = []float64{1.25}, []float64{1.5}
 	if err := saveLikelihood(work, &w); err != nil {
+		t.Fatal(err)
+	}
+	// samples read back, not redrawn: blank images planted in their place
+	blank := mat.NewDense(10*cfg.PerClass, Dim, nil)
+	blank.Apply(func(int, int, float64) float64 { return -1 }, blank)
+	if err := saveSamples(work, samplesWork{Network: "eps", Digest: first.digest, Scale: 1, PerClass: cfg.PerClass, Steps: cfg.Steps, Seed: cfg.Seed}, blank); err != nil {
 		t.Fatal(err)
 	}
 	again := cfg
@@ -88,13 +96,29 @@ func TestModelEvalWorkFolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range first.BPD {
-		if first.BPD[i] != second.BPD[i] || first.Coarse[i] != second.Coarse[i] {
-			t.Errorf("image %d: %g, %g computed; %g, %g read back", i, first.BPD[i], first.Coarse[i], second.BPD[i], second.Coarse[i])
-		}
+	if second.BPD[0] != 1.25 || second.Coarse[0] != 1.5 || second.BPD[1] != first.BPD[1] || second.Coarse[1] != first.Coarse[1] {
+		t.Errorf("resumed likelihood %v, %v; want [1.25 %g], [1.5 %g]", second.BPD, second.Coarse, first.BPD[1], first.Coarse[1])
 	}
-	if q := second.Quality[0].Q; math.IsNaN(q.ClassifierAgree) || q.FrameRMS != first.Quality[0].Q.FrameRMS {
-		t.Errorf("samples read back: %+v, drawn: %+v", q, first.Quality[0].Q)
+	if raw, err = os.ReadFile(filepath.Join(work, "likelihood.json")); err != nil || strings.Count(string(raw), Machine()) != 1 {
+		t.Errorf("the resumed likelihood.json names this machine other than once: %s", raw)
+	}
+	if q := second.Quality[0].Q; math.IsNaN(q.ClassifierAgree) || q.FrameRMS != 0 || first.Quality[0].Q.FrameRMS == 0 {
+		t.Errorf("planted blank samples read back with frame rms %g (drawn: %g)", q.FrameRMS, first.Quality[0].Q.FrameRMS)
+	}
+	quality := cfg
+	quality.Parts = map[string]bool{PartQuality: true}
+	if _, err := RunModelEval(context.Background(), quality, io.Discard); err != nil {
+		t.Errorf("quality alone on kept samples: %v", err)
+	}
+	quality.Work = t.TempDir()
+	if _, err := RunModelEval(context.Background(), quality, io.Discard); err == nil {
+		t.Error("quality alone without samples was accepted")
+	}
+	seed := cfg
+	seed.Seed++
+	seed.Parts = map[string]bool{PartSamples: true}
+	if _, err := RunModelEval(context.Background(), seed, io.Discard); err == nil || !strings.Contains(err.Error(), "samples_s1") {
+		t.Errorf("samples kept for another seed: %v", err)
 	}
 	other := cfg
 	other.RTol = 2 * cfg.RTol

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -54,6 +55,7 @@ type likelihoodWork struct {
 	Network string    `json:"network"`
 	Digest  string    `json:"digest"`
 	Images  int       `json:"images"`
+	Batch   int       `json:"batch"` // images per solve: a batch's Hutchinson probes depend on the rows' places in it
 	RTol    float64   `json:"rtol"`
 	Probes  int       `json:"probes"`
 	Seed    uint64    `json:"seed"`
@@ -66,13 +68,24 @@ type likelihoodWork struct {
 	Seconds float64   `json:"seconds"`
 }
 
-func (w *likelihoodWork) matches(o *likelihoodWork) error {
-	if w.Network != o.Network || w.Digest != o.Digest || w.Images != o.Images || w.RTol != o.RTol || w.Probes != o.Probes || w.Seed != o.Seed || w.Trace != o.Trace {
-		return fmt.Errorf("it was made for %s (digest %.12s) on %d images, rtol %g, %d probes, seed %d, trace %s; this run asks for %s (digest %.12s), %d, %g, %d, %d, %s",
-			o.Network, o.Digest, o.Images, o.RTol, o.Probes, o.Seed, o.Trace, w.Network, w.Digest, w.Images, w.RTol, w.Probes, w.Seed, w.Trace)
+// addMachine records that the likelihood was (also) computed on machine
+// with backend, once.
+func (w *likelihoodWork) addMachine(machine, backend string) {
+	if !slices.Contains(strings.Split(w.Machine, " and "), machine) {
+		w.Machine += " and " + machine
 	}
-	if len(o.BPD) != len(o.Coarse) || len(o.BPD) > o.Images {
-		return fmt.Errorf("it holds %d fine and %d coarse values for %d images: %w", len(o.BPD), len(o.Coarse), o.Images, models.ErrCheckpoint)
+	if !slices.Contains(strings.Split(w.Backend, " and "), backend) {
+		w.Backend += " and " + backend
+	}
+}
+
+func (w *likelihoodWork) matches(o *likelihoodWork) error {
+	if w.Network != o.Network || w.Digest != o.Digest || w.Images != o.Images || w.Batch != o.Batch || w.RTol != o.RTol || w.Probes != o.Probes || w.Seed != o.Seed || w.Trace != o.Trace {
+		return fmt.Errorf("it was made for %s (digest %.12s) on %d images in batches of %d, rtol %g, %d probes, seed %d, trace %s; this run asks for %s (digest %.12s), %d, %d, %g, %d, %d, %s",
+			o.Network, o.Digest, o.Images, o.Batch, o.RTol, o.Probes, o.Seed, o.Trace, w.Network, w.Digest, w.Images, w.Batch, w.RTol, w.Probes, w.Seed, w.Trace)
+	}
+	if len(o.BPD) != len(o.Coarse) || len(o.BPD) > o.Images || len(o.BPD)%o.Batch != 0 && len(o.BPD) != o.Images {
+		return fmt.Errorf("it holds %d fine and %d coarse values for %d images in batches of %d: %w", len(o.BPD), len(o.Coarse), o.Images, o.Batch, models.ErrCheckpoint)
 	}
 	for i := range o.BPD {
 		if math.IsNaN(o.BPD[i]) || math.IsInf(o.BPD[i], 0) || math.IsNaN(o.Coarse[i]) || math.IsInf(o.Coarse[i], 0) {
@@ -156,22 +169,111 @@ func WriteImagesIDX(path string, x *mat.Dense) error {
 	return atomicfile.WriteFile(path, buf.Bytes())
 }
 
-// loadSamples reads the samples kept in dir for scale s (nil when there are
-// none); a file of another size is an error.
-func loadSamples(dir string, s float64, n int) (*mat.Dense, error) {
+// samplesWork says what the samples of Work/samples_s<scale>.idx are
+// (Work/samples_s<scale>.json): a file made with other settings is refused.
+type samplesWork struct {
+	Network  string  `json:"network"`
+	Digest   string  `json:"digest"`
+	Scale    float64 `json:"scale"`
+	PerClass int     `json:"per_class"`
+	Steps    int     `json:"steps"`
+	Seed     uint64  `json:"seed"`
+	Machine  string  `json:"machine,omitempty"`
+	Backend  string  `json:"backend,omitempty"`
+}
+
+func samplesInfoPath(dir string, s float64) string {
+	return strings.TrimSuffix(samplesPath(dir, s), ".idx") + ".json"
+}
+
+// loadSamples reads the samples kept in dir for want's settings (nil when
+// there are none); samples made with other settings, or a file of another
+// size, are an error.
+func loadSamples(dir string, want samplesWork) (*mat.Dense, error) {
 	if dir == "" {
 		return nil, nil
 	}
-	path := samplesPath(dir, s)
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+	path, info := samplesPath(dir, want.Scale), samplesInfoPath(dir, want.Scale)
+	raw, err := os.ReadFile(info)
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(path); err == nil {
+			return nil, fmt.Errorf("mnist-model: %s has no %s saying what made it (remove it, or use another work folder): %w", path, info, ErrFormat)
+		}
 		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var got samplesWork
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&got); err != nil {
+		return nil, fmt.Errorf("mnist-model: %s: %v: %w", info, err, ErrFormat)
+	}
+	if got.Network != want.Network || got.Digest != want.Digest || got.Scale != want.Scale || got.PerClass != want.PerClass || got.Steps != want.Steps || got.Seed != want.Seed {
+		return nil, fmt.Errorf("mnist-model: %s holds samples of %s (digest %.12s), scale %g, %d per digit, %d steps, seed %d; this run asks for %s (digest %.12s), %g, %d, %d, %d (remove it, or use another work folder)",
+			path, got.Network, got.Digest, got.Scale, got.PerClass, got.Steps, got.Seed, want.Network, want.Digest, want.Scale, want.PerClass, want.Steps, want.Seed)
 	}
 	im, err := ReadImages(path)
 	if err != nil {
 		return nil, err
 	}
-	if im.N != n || im.Rows != 28 || im.Cols != 28 {
-		return nil, fmt.Errorf("mnist-model: %s holds %d images of %d×%d, this run draws %d of 28×28 (remove it, or use another work folder): %w", path, im.N, im.Rows, im.Cols, n, ErrFormat)
+	if n := 10 * want.PerClass; im.N != n || im.Rows != 28 || im.Cols != 28 {
+		return nil, fmt.Errorf("mnist-model: %s holds %d images of %d×%d, want %d of 28×28: %w", path, im.N, im.Rows, im.Cols, n, ErrFormat)
 	}
 	return (&Set{Images: im, Labels: make([]uint8, im.N)}).Scaled(0, im.N)
+}
+
+// saveSamples writes the samples x and what made them to dir.
+func saveSamples(dir string, w samplesWork, x *mat.Dense) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	w.Machine = Machine()
+	raw, err := json.MarshalIndent(w, "", " ")
+	if err != nil {
+		return err
+	}
+	if err := WriteImagesIDX(samplesPath(dir, w.Scale), x); err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(samplesInfoPath(dir, w.Scale), raw)
+}
+
+// CheckModelWork reads the files a work folder holds (likelihood.json,
+// samples_s*.json) strictly, so that a malformed one is reported before
+// any work; whether their settings match is checked when the run knows
+// its network.
+func CheckModelWork(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return fmt.Errorf("mnist-model: work folder %s is not a folder", dir)
+	}
+	strict := func(path string, v any) error {
+		raw, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(v); err != nil {
+			return fmt.Errorf("mnist-model: %s: %v: %w", path, err, ErrFormat)
+		}
+		return nil
+	}
+	if err := strict(filepath.Join(dir, "likelihood.json"), &likelihoodWork{}); err != nil {
+		return err
+	}
+	infos, _ := filepath.Glob(filepath.Join(dir, "samples_s*.json"))
+	for _, p := range infos {
+		if err := strict(p, &samplesWork{}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -378,7 +378,13 @@ func (r *trainRun) newStore(state *models.Checkpoint) (*model.Store, error) {
 			}
 			need = c
 		}
-		if err := models.CopyTrainable(r.store, need); err != nil {
+		var err error
+		if spec.Objective == models.DFTM { // t_θ reads its ε-network's mixture (trace skip), never its weights
+			err = models.CopyMixtureSkip(r.store, need)
+		} else {
+			err = models.CopyTrainable(r.store, need)
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -660,7 +666,7 @@ func loadCheckpoint(dir, name string) (*models.Checkpoint, string, error) {
 		where = "embedded:mnist/checkpoints/" + name + ".dfxckpt"
 		raw, err = committed.ReadFile("checkpoints/" + name + ".dfxckpt")
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, "", fmt.Errorf("mnist: no %s network: train it with `dfx train %s`: %w", name, name, err)
+			return nil, "", fmt.Errorf("mnist: no committed %s network: train it with `dfx train %s -out DIR` and name DIR: %w", name, name, models.ErrCheckpoint)
 		}
 	}
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/dfx-lab/dfx/dfx/report"
+	"github.com/dfx-lab/dfx/models"
 	"github.com/dfx-lab/dfx/toys"
 )
 
@@ -136,18 +137,27 @@ func init() {
 		Doc:        "one ε-network (settings' Model, default eps, from NetsDir or the committed checkpoints; CLI: DFX_MNIST_MODEL, DFX_MNIST_NETS): converged test bpd beside its skip mixture's exact bpd on the same images, and the quality of its samples",
 		Standalone: true,
 		Check: func(s report.Settings) error {
-			if p, _ := ParseModelParts(s.ModelParts); p != nil && p[PartQuality] { // without quality: the test images alone
+			parts, err := ParseModelParts(s.ModelParts)
+			if err != nil {
+				return err
+			}
+			if parts[PartQuality] { // the classifier's reference: both splits
 				if err := CheckData(); err != nil {
 					return err
 				}
+			} else if parts[PartLikelihood] { // the test images alone
+				if _, err := Load(Test); err != nil {
+					return err
+				}
 			}
-			if _, err := SpecByName(modelName(s)); err != nil {
+			spec, err := SpecByName(modelName(s))
+			if err != nil {
 				return fmt.Errorf("model: %w", err)
 			}
-			if _, err := ParseModelParts(s.ModelParts); err != nil {
-				return err
+			if spec.Scope != models.ScoreScope {
+				return fmt.Errorf("model: %s is not an ε-network", spec.Name)
 			}
-			return nil
+			return CheckModelWork(s.ModelWork)
 		},
 		Run: func(ctx context.Context, c report.Config) ([]report.Result, error) {
 			cfg := ModelEvalFull(c.Settings.NetsDir, modelName(c.Settings))

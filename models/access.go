@@ -59,6 +59,9 @@ func NewAccessNet(backend compute.Backend, store *model.Store, s schedule.Schedu
 	if err != nil {
 		return nil, err
 	}
+	if err := CheckMixtureSkip(store); err != nil {
+		return nil, err
+	}
 	for v := range store.IterVariables() {
 		if !v.HasValue() {
 			continue

@@ -101,6 +101,20 @@ func NetworkShapes(params *model.Store, d int, networks ...string) (map[string]s
 	return out, nil
 }
 
+// borrowsMixture reports whether one of nets is a trace network with the
+// trace skip and none of them owns the mixture (the score network).
+func borrowsMixture(store *model.Store, nets []string) bool {
+	if slices.Contains(nets, ScoreScope) {
+		return false
+	}
+	for _, n := range nets {
+		if (n == TraceScope || n == CentredTraceScope) && model.GetParamOr(store.RootScope().At("%s", n), ParamTraceSkip, false) {
+			return true
+		}
+	}
+	return false
+}
+
 // checkNetworkVariables checks that the checkpoint holds exactly the
 // network variables expected (no missing, unexpected or misshapen one)
 // among those under the networks' scopes, and the EMA copies of the
@@ -295,6 +309,13 @@ func verifyTrainer(c *Checkpoint) error {
 	expected, err := NetworkShapes(store, h.Dim, nets...)
 	if err != nil {
 		return fmt.Errorf("%v: %w", err, ErrCheckpoint)
+	}
+	if borrowsMixture(store, nets) { // a trace network's state holds the mixture it was trained beside
+		mix, err := NetworkShapes(store, h.Dim, MixtureScope)
+		if err != nil {
+			return fmt.Errorf("%v: %w", err, ErrCheckpoint)
+		}
+		maps.Copy(expected, mix)
 	}
 	var emaNets []string // the trained network has EMA copies and moments (a frozen score network has none)
 	if h.Step > 0 {

@@ -206,6 +206,26 @@ type mixtureTerms struct {
 	bsz, kk, r, d                       int
 }
 
+// CheckMixtureSkip reports a store whose networks read a mixture skip (the
+// ε-network's skip = mixture, or a trace network's trace_skip) but that
+// holds none: a trace network's checkpoint loaded without its ε-network,
+// whose mixture it borrows. Without the check the graph would create the
+// mixture's variables afresh.
+func CheckMixtureSkip(store *model.Store) error {
+	if HasNetwork(store, MixtureScope) {
+		return nil
+	}
+	if model.GetRootParamOr(store, ParamSkip, SkipNone) == SkipMixture {
+		return errors.New("models: skip = mixture but the store holds no mixture (SetMixtureSkip)")
+	}
+	for _, n := range []string{TraceScope, CentredTraceScope} {
+		if HasNetwork(store, n) && model.GetParamOr(store.RootScope().At("%s", n), ParamTraceSkip, false) {
+			return fmt.Errorf("models: the %s network starts from its ε-network's mixture skip (trace_skip), which this store lacks: load it beside its ε-network", n)
+		}
+	}
+	return nil
+}
+
 func mixtureTermsOf(scope *model.Scope, in Inputs) *mixtureTerms {
 	g := in.X.Graph()
 	kk := model.GetParamOr(scope, ParamMixtureComponents, 0)

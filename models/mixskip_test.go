@@ -3,6 +3,7 @@ package models
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/gomlx/gomlx/core/graph"
@@ -303,5 +304,30 @@ func TestTraceSkipNetworksStartExact(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestTraceSkipWithoutItsMixtureIsRefused: a trace network with the trace
+// skip, loaded without the ε-network whose mixture it borrows (its own
+// checkpoint does not hold it), is refused by NewAccessNet and the trainer's
+// checks instead of running on a freshly made mixture.
+func TestTraceSkipWithoutItsMixtureIsRefused(t *testing.T) {
+	g := skipMixture(t, 2)
+	full := NewStore()
+	full.SetParams(map[string]any{ParamDType: "float64", ParamNumClasses: 2, ParamWidth: 8, ParamDepth: 1, "/" + TraceScope + "/" + ParamTraceSkip: true})
+	if err := SetMixtureSkip(full, g); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckMixtureSkip(full); err != nil {
+		t.Fatalf("with its mixture: %v", err)
+	}
+	alone := NewStore()
+	alone.SetParams(map[string]any{ParamDType: "float64", ParamNumClasses: 2, ParamWidth: 8, ParamDepth: 1, "/" + TraceScope + "/" + ParamTraceSkip: true})
+	alone.RootScope().At(TraceScope).VariableWithValue("w", tensors.FromValue([]float64{1}))
+	if err := CheckMixtureSkip(alone); err == nil || !strings.Contains(err.Error(), "trace_skip") {
+		t.Errorf("t_θ with the trace skip and no mixture: %v", err)
+	}
+	if _, err := NewAccessNet(MustNewBackend(), alone, schedule.DefaultVP(), true); err == nil {
+		t.Error("NewAccessNet accepted t_θ without its mixture")
 	}
 }

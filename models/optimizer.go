@@ -1,6 +1,7 @@
 package models
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -158,11 +159,25 @@ func localCopy(v *model.Variable) (*tensors.Tensor, error) {
 // root skip parameters) and the hyperparameters scoped to its own network
 // (e.g. /score/width, /score/arch).
 func CopyTrainable(dst *model.Store, srcs ...*model.Store) error {
+	return copyNetworks(dst, false, srcs...)
+}
+
+// CopyMixtureSkip copies src's mixture skip alone (its variables, not
+// trainable, and its parameters) into dst: what t_θ with the trace skip
+// needs of its ε-network.
+func CopyMixtureSkip(dst, src *model.Store) error {
+	if !HasNetwork(src, MixtureScope) {
+		return errors.New("models: the ε-network holds no mixture skip to copy")
+	}
+	return copyNetworks(dst, true, src)
+}
+
+func copyNetworks(dst *model.Store, mixtureOnly bool, srcs ...*model.Store) error {
 	for _, src := range srcs {
 		scopes := map[string]bool{}
 		for v := range src.IterVariables() {
 			skip := HasScope(v.Scope(), MixtureScope) // a network's mixture skip goes with it
-			if !v.Trainable && !skip {
+			if !v.Trainable && !skip || mixtureOnly && !skip {
 				continue
 			}
 			if top := strings.SplitN(strings.TrimPrefix(v.Scope(), "/"), "/", 2)[0]; top != "" {
@@ -183,6 +198,8 @@ func CopyTrainable(dst *model.Store, srcs ...*model.Store) error {
 			case p == "/"+ParamSkip || p == "/"+ParamMixtureComponents || p == "/"+ParamMixtureRank:
 				dst.SetParam(p, val)
 			case len(top) == 2 && scopes[top[0]]: // scoped to a copied network
+				dst.SetParam(p, val)
+			case mixtureOnly && len(top) == 2 && top[0] == ScoreScope: // the skip's network's settings, which it is checked against
 				dst.SetParam(p, val)
 			}
 		}

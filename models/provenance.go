@@ -223,6 +223,13 @@ var TrainingOnlyParams = map[string]bool{
 	"/time_sampling": true, "/cfg_dropout": true, "/shift_augment": true, "/dequantize": true,
 }
 
+// InitOnlyParams are the hyperparameters (by store path) that only steer
+// how a network's weights start: trained networks that differ in them
+// compute the same functions of their weights. They are part of the
+// digests (unlike TrainingOnlyParams, which digests leave out), so that a
+// digest recorded once stays valid.
+var InitOnlyParams = map[string]bool{"/zero_bias": true}
+
 // SameTraining checks that two checkpoints' networks were trained on the
 // same schedule, data, scaling and dequantisation: networks that may be
 // combined. Both must carry provenance.

@@ -152,8 +152,8 @@ func prepareStore(store *model.Store, obj Objective) error {
 	if err := checkParams(store); err != nil {
 		return err
 	}
-	if model.GetRootParamOr(store, ParamSkip, SkipNone) == SkipMixture && !HasNetwork(store, MixtureScope) {
-		return errors.New("models: skip = mixture but the store holds no mixture (SetMixtureSkip)")
+	if err := CheckMixtureSkip(store); err != nil {
+		return err
 	}
 	for v := range store.IterVariables() { // a mixture skip is fitted, never trained
 		if HasScope(v.Scope(), MixtureScope) {

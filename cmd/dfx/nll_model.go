@@ -379,7 +379,10 @@ func readNetCheckpoints(paths []string, d int, s schedule.Schedule) (*model.Stor
 		}
 		if first != nil {
 			for _, key := range slices.Sorted(mapsKeys(first.Header.Params, c.Header.Params)) {
-				if a, b := first.Header.Params[key], c.Header.Params[key]; a != b && !models.TrainingOnlyParams[key] {
+				if ownSetting(key, first, c) {
+					continue
+				}
+				if a, b := first.Header.Params[key], c.Header.Params[key]; a != b && !models.TrainingOnlyParams[key] && !models.InitOnlyParams[key] {
 					return nil, nil, nil, fmt.Errorf("--checkpoint %s has %s=%q but %s has %q: networks of different architectures cannot be combined", p, key, b, paths[0], a)
 				}
 			}
@@ -398,6 +401,17 @@ func readNetCheckpoints(paths []string, d int, s schedule.Schedule) (*model.Stor
 		return nil, nil, nil, fmt.Errorf("--checkpoint: combining the files: %w", err)
 	}
 	return store, have, byNet, nil
+}
+
+// ownSetting reports whether key is scoped to a network that only one of
+// the two checkpoints holds (e.g. /dftm/trace_skip): a setting of that
+// network alone, which the other file need not share.
+func ownSetting(key string, a, b *models.Checkpoint) bool {
+	parts := strings.SplitN(strings.TrimPrefix(key, "/"), "/", 2)
+	if len(parts) != 2 {
+		return false
+	}
+	return slices.Contains(a.Header.Networks, parts[0]) != slices.Contains(b.Header.Networks, parts[0])
 }
 
 // mapsKeys iterates the union of the keys of a and b.

@@ -51,7 +51,7 @@ func envHint(name string, s report.Settings) string {
 		}
 		vars = append(vars, v)
 	case name == "mnist-model":
-		for _, v := range [][2]string{{"DFX_MNIST_MODEL", s.Model}, {"DFX_MNIST_NETS", s.NetsDir}, {"DFX_MNIST_MODEL_PARTS", s.ModelParts}} {
+		for _, v := range [][2]string{{"DFX_MNIST_MODEL", s.Model}, {"DFX_MNIST_NETS", s.NetsDir}, {"DFX_MNIST_MODEL_PARTS", s.ModelParts}, {"DFX_MNIST_MODEL_WORK", s.ModelWork}} {
 			if v[1] != "" {
 				vars = append(vars, v[0]+"="+v[1])
 			}
