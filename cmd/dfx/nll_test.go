@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -264,5 +266,44 @@ func TestNLLTakesTheScheduleFromTheCheckpoint(t *testing.T) {
 		if a.Points[i].NLL != b.Points[i].NLL {
 			t.Errorf("point %d: nll %g without --schedule, %g with --schedule ve", i, a.Points[i].NLL, b.Points[i].NLL)
 		}
+	}
+}
+
+// TestNLLCombinesTheCommittedTraceNetworks: the committed ε-network and
+// its ν_θ (whose checkpoint borrows the ε-network's mixture) combine in
+// dfx nll, the ν_θ file alone is refused with one line, and the trace it
+// gives is near the skip control variate's (the same images, same solve).
+func TestNLLCombinesTheCommittedTraceNetworks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the committed MNIST networks")
+	}
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "two.idx")
+	var b bytes.Buffer
+	for _, v := range []uint32{0x803, 2, 28, 28} {
+		_ = binary.Write(&b, binary.BigEndian, v)
+	}
+	for i := range 2 * 784 { // two blobs of ink on black
+		p := byte(0)
+		if r, c := i%784/28, i%28; (r-14)*(r-14)+(c-14-3*(i/784))*(c-14-3*(i/784)) < 30 {
+			p = 200
+		}
+		b.WriteByte(p)
+	}
+	if err := os.WriteFile(idx, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ck := filepath.Join("..", "..", "mnist", "checkpoints")
+	common := []string{"--points", idx, "--dequantize", "--rtol", "1e-2"}
+	nu := runNLLJSON(t, append([]string{"--checkpoint", filepath.Join(ck, "eps.dfxckpt"), "--checkpoint", filepath.Join(ck, "dftm-c.dfxckpt"), "--trace", "dftm-c"}, common...)...)
+	cv := runNLLJSON(t, append([]string{"--checkpoint", filepath.Join(ck, "eps.dfxckpt"), "--trace", "skip-hutchinson:4"}, common...)...)
+	for i := range nu.Points {
+		if d := math.Abs(nu.Points[i].BPD - cv.Points[i].BPD); !(d < 0.5) {
+			t.Errorf("image %d: %g bpd with ν_θ, %g with the skip control variate", i, nu.Points[i].BPD, cv.Points[i].BPD)
+		}
+	}
+	code, out, errOut := runCLI(append([]string{"nll", "--checkpoint", filepath.Join(ck, "dftm-c.dfxckpt"), "--trace", "dftm-c"}, common...)...)
+	if code != 2 || out != "" || strings.Count(errOut, "\n") != 1 {
+		t.Errorf("ν_θ alone: exit %d, stdout %q, stderr %q; want 2, nothing, one line", code, out, errOut)
 	}
 }
