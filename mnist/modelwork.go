@@ -103,18 +103,9 @@ func loadLikelihood(dir string, want *likelihoodWork) (*likelihoodWork, error) {
 		return want, nil
 	}
 	path := filepath.Join(dir, "likelihood.json")
-	raw, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return want, nil
-	}
-	if err != nil {
-		return nil, err
-	}
 	var got likelihoodWork
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&got); err != nil {
-		return nil, fmt.Errorf("mnist-model: %s: %v: %w", path, err, models.ErrCheckpoint)
+	if found, err := readStrict(path, &got); err != nil || !found {
+		return want, err
 	}
 	if err := want.matches(&got); err != nil {
 		return nil, fmt.Errorf("mnist-model: %s: %w (remove it, or use another work folder)", path, err)
@@ -194,21 +185,16 @@ func loadSamples(dir string, want samplesWork) (*mat.Dense, error) {
 		return nil, nil
 	}
 	path, info := samplesPath(dir, want.Scale), samplesInfoPath(dir, want.Scale)
-	raw, err := os.ReadFile(info)
-	if errors.Is(err, fs.ErrNotExist) {
+	var got samplesWork
+	found, err := readStrict(info, &got)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
 		if _, err := os.Stat(path); err == nil {
 			return nil, fmt.Errorf("mnist-model: %s has no %s saying what made it (remove it, or use another work folder): %w", path, info, ErrFormat)
 		}
 		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var got samplesWork
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&got); err != nil {
-		return nil, fmt.Errorf("mnist-model: %s: %v: %w", info, err, ErrFormat)
 	}
 	if got.Network != want.Network || got.Digest != want.Digest || got.Scale != want.Scale || got.PerClass != want.PerClass || got.Steps != want.Steps || got.Seed != want.Seed {
 		return nil, fmt.Errorf("mnist-model: %s holds samples of %s (digest %.12s), scale %g, %d per digit, %d steps, seed %d; this run asks for %s (digest %.12s), %g, %d, %d, %d (remove it, or use another work folder)",
@@ -252,19 +238,8 @@ func CheckModelWork(dir string) error {
 		return fmt.Errorf("mnist-model: work folder %s is not a folder", dir)
 	}
 	strict := func(path string, v any) error {
-		raw, err := os.ReadFile(path)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(v); err != nil {
-			return fmt.Errorf("mnist-model: %s: %v: %w", path, err, ErrFormat)
-		}
-		return nil
+		_, err := readStrict(path, v)
+		return err
 	}
 	if err := strict(filepath.Join(dir, "likelihood.json"), &likelihoodWork{}); err != nil {
 		return err
@@ -276,4 +251,22 @@ func CheckModelWork(dir string) error {
 		}
 	}
 	return nil
+}
+
+// readStrict decodes the JSON file path into v, refusing unknown fields;
+// found is false when there is no such file.
+func readStrict(path string, v any) (found bool, err error) {
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return true, fmt.Errorf("mnist-model: %s: %v: %w", path, err, ErrFormat)
+	}
+	return true, nil
 }

@@ -234,15 +234,11 @@ var InitOnlyParams = map[string]bool{"/zero_bias": true}
 // same schedule, data, scaling and dequantisation: networks that may be
 // combined. Both must carry provenance.
 func SameTraining(a, b *Checkpoint) error {
-	pa, pb := a.Header.Provenance, b.Header.Provenance
-	if pa == nil || pb == nil {
-		return fmt.Errorf("models: %w: %w", ErrNoProvenance, ErrCheckpoint)
+	if err := SameData(a, b); err != nil {
+		return err
 	}
+	pa, pb := a.Header.Provenance, b.Header.Provenance
 	switch {
-	case pa.Schedule != nil && pb.Schedule != nil && !pa.Schedule.Equal(pb.Schedule):
-		return fmt.Errorf("models: networks trained on different schedules (%v and %v): %w", pa.Schedule, pb.Schedule, ErrCheckpoint)
-	case pa.Data != pb.Data:
-		return fmt.Errorf("models: networks trained on different data (%q and %q): %w", pa.Data, pb.Data, ErrCheckpoint)
 	case pa.Scaling != pb.Scaling:
 		return fmt.Errorf("models: networks trained on differently scaled data (%q and %q): %w", pa.Scaling, pb.Scaling, ErrCheckpoint)
 	case pa.Dequantize != pb.Dequantize:
