@@ -160,13 +160,8 @@ func prepareStore(store *model.Store, obj Objective) error {
 			v.SetTrainable(false)
 		}
 	}
-	switch obj {
-	case DFTMCentred:
+	if obj == DFTMCentred {
 		return freezeScoreNetwork(store)
-	case DFTM: // t_θ never uses the score network; one copied in for its mixture skip (trace_skip) stays as it is
-		if HasNetwork(store, ScoreScope) {
-			return freezeScoreNetwork(store)
-		}
 	}
 	return nil
 }
