@@ -17,6 +17,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
 	"github.com/dfx-lab/dfx/internal/stats"
+	"github.com/dfx-lab/dfx/models"
 )
 
 // Density guidance on MNIST (issue 24): unconditional PF-ODE samples whose
@@ -26,9 +27,14 @@ import (
 
 // DensityTraces are the trace estimators density guidance can steer a
 // network with: DF-TM and centred DF-TM (one fused pass of ε_θ, t_θ, ν_θ),
-// Hutchinson with K Rademacher probes ("hutchinson:K") and the exact VJP
-// trace (d vector-Jacobian products per point).
-var DensityTraces = []string{"df-tm", "df-tm-c", "hutchinson:K", "vjp"}
+// Hutchinson with K Rademacher probes ("hutchinson:K"), for a network with
+// a mixture skip the skip's exact trace plus Hutchinson-K on the residual
+// ("skip-hutchinson:K", a control variate: the residual's variance alone),
+// and the exact VJP trace (d vector-Jacobian products per point).
+var DensityTraces = []string{"df-tm", "df-tm-c", "hutchinson:K", "skip-hutchinson:K", "vjp"}
+
+// TraceForms lists the trace names for messages.
+const TraceForms = "df-tm, df-tm-c, vjp, hutchinson:K or skip-hutchinson:K"
 
 // CheckTrace checks a trace name (one of DensityTraces) without a network:
 // it returns Hutchinson's K (0 for the others).
@@ -36,13 +42,14 @@ func CheckTrace(name string) (int, error) {
 	switch {
 	case name == "df-tm" || name == "df-tm-c" || name == "vjp":
 		return 0, nil
-	case strings.HasPrefix(name, "hutchinson:"):
-		k, err := strconv.Atoi(strings.TrimPrefix(name, "hutchinson:"))
+	case strings.HasPrefix(name, "hutchinson:") || strings.HasPrefix(name, "skip-hutchinson:"):
+		_, arg, _ := strings.Cut(name, ":")
+		k, err := strconv.Atoi(arg)
 		if err == nil && k >= 1 && k <= 1024 {
 			return k, nil
 		}
 	}
-	return 0, fmt.Errorf("unknown trace %q (want df-tm, df-tm-c, vjp or hutchinson:K with K in 1…1024)", name)
+	return 0, fmt.Errorf("unknown trace %q (want %s, with K in 1…1024)", name, TraceForms)
 }
 
 // TraceModel is the unconditional network with the named trace estimator
@@ -69,6 +76,15 @@ func (n *Networks) TraceModel(name string, seed uint64) (score.Model, error) {
 			return nil, err
 		}
 		return access.NetModel{Net: n.Net, Trace: est}, nil
+	case strings.HasPrefix(name, "skip-"):
+		if !models.HasNetwork(n.Store, models.MixtureScope) {
+			return nil, fmt.Errorf("mnist: trace %s needs an ε-network with a mixture skip; this one has none (use hutchinson:%d)", name, k)
+		}
+		cv, _, err := models.SkipControlVariate(n.Backend, n.Store, Schedule(), n.Net.DType, k, seed)
+		if err != nil {
+			return nil, err
+		}
+		return access.NetModel{Net: n.Net, Trace: cv}, nil
 	case k > 0:
 		est, err := access.NewHutchinson(n.Net, k, access.Rademacher, seed)
 		if err != nil {

@@ -229,26 +229,15 @@ func (res *ModelEvalResult) likelihood(ctx context.Context, backend compute.Back
 // it has a mixture skip, the skip's exact trace plus Hutchinson on the
 // residual (access.ControlVariate); it returns the skip too (nil: none).
 func evalTrace(backend compute.Backend, store *model.Store, net *access.Net, cfg ModelEvalConfig) (score.TraceEstimator, *mixture.Gaussian, error) {
-	hutch := func(n *access.Net) (score.TraceEstimator, error) {
-		return access.NewHutchinson(n, cfg.Probes, access.Rademacher, cfg.Seed)
-	}
 	if !models.HasNetwork(store, models.MixtureScope) {
-		t, err := hutch(net)
+		t, err := access.NewHutchinson(net, cfg.Probes, access.Rademacher, cfg.Seed)
 		return t, nil, err
 	}
-	skip, err := models.MixtureSkipOf(store)
+	cv, skip, err := models.SkipControlVariate(backend, store, Schedule(), net.DType, cfg.Probes, cfg.Seed)
 	if err != nil {
 		return nil, nil, err
 	}
-	rnet, err := models.ResidualAccessNetwork(store)
-	if err != nil {
-		return nil, nil, err
-	}
-	rt, err := hutch(access.NewNet(backend, store, Schedule(), net.DType, rnet))
-	if err != nil {
-		return nil, nil, err
-	}
-	return access.ControlVariate{Known: score.Exact{Mixture: skip}, Residual: rt}, skip, nil
+	return cv, skip, nil
 }
 
 // mixtureBPDAt is a mixture's exact bpd (log q at t_min) at the points x.

@@ -17,8 +17,12 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/internal/atomicfile"
-	"github.com/dfx-lab/dfx/models"
 )
+
+// ErrWork is wrapped by every error about a work folder (DFX_MNIST_MODEL_WORK,
+// DFX_MNIST_DENSITY_WORK) whose files are malformed or were made for
+// other settings.
+var ErrWork = errors.New("unusable work file")
 
 // The parts of RunModelEval that can run on another machine (a GPU) and be
 // read back: the test likelihood and the samples. ModelEvalConfig.Work is
@@ -81,15 +85,15 @@ func (w *likelihoodWork) addMachine(machine, backend string) {
 
 func (w *likelihoodWork) matches(o *likelihoodWork) error {
 	if w.Network != o.Network || w.Digest != o.Digest || w.Images != o.Images || w.Batch != o.Batch || w.RTol != o.RTol || w.Probes != o.Probes || w.Seed != o.Seed || w.Trace != o.Trace {
-		return fmt.Errorf("it was made for %s (digest %.12s) on %d images in batches of %d, rtol %g, %d probes, seed %d, trace %s; this run asks for %s (digest %.12s), %d, %d, %g, %d, %d, %s",
-			o.Network, o.Digest, o.Images, o.Batch, o.RTol, o.Probes, o.Seed, o.Trace, w.Network, w.Digest, w.Images, w.Batch, w.RTol, w.Probes, w.Seed, w.Trace)
+		return fmt.Errorf("it was made for %s (digest %.12s) on %d images in batches of %d, rtol %g, %d probes, seed %d, trace %s; this run asks for %s (digest %.12s), %d, %d, %g, %d, %d, %s: %w",
+			o.Network, o.Digest, o.Images, o.Batch, o.RTol, o.Probes, o.Seed, o.Trace, w.Network, w.Digest, w.Images, w.Batch, w.RTol, w.Probes, w.Seed, w.Trace, ErrWork)
 	}
 	if len(o.BPD) != len(o.Coarse) || len(o.BPD) > o.Images || len(o.BPD)%o.Batch != 0 && len(o.BPD) != o.Images {
-		return fmt.Errorf("it holds %d fine and %d coarse values for %d images in batches of %d: %w", len(o.BPD), len(o.Coarse), o.Images, o.Batch, models.ErrCheckpoint)
+		return fmt.Errorf("it holds %d fine and %d coarse values for %d images in batches of %d: %w", len(o.BPD), len(o.Coarse), o.Images, o.Batch, ErrWork)
 	}
 	for i := range o.BPD {
 		if math.IsNaN(o.BPD[i]) || math.IsInf(o.BPD[i], 0) || math.IsNaN(o.Coarse[i]) || math.IsInf(o.Coarse[i], 0) {
-			return fmt.Errorf("image %d has a non-finite bpd: %w", i, models.ErrCheckpoint)
+			return fmt.Errorf("image %d has a non-finite bpd: %w", i, ErrWork)
 		}
 	}
 	return nil
@@ -192,13 +196,13 @@ func loadSamples(dir string, want samplesWork) (*mat.Dense, error) {
 	}
 	if !found {
 		if _, err := os.Stat(path); err == nil {
-			return nil, fmt.Errorf("mnist-model: %s has no %s saying what made it (remove it, or use another work folder): %w", path, info, ErrFormat)
+			return nil, fmt.Errorf("mnist-model: %s has no %s saying what made it (remove it, or use another work folder): %w", path, info, ErrWork)
 		}
 		return nil, nil
 	}
 	if got.Network != want.Network || got.Digest != want.Digest || got.Scale != want.Scale || got.PerClass != want.PerClass || got.Steps != want.Steps || got.Seed != want.Seed {
-		return nil, fmt.Errorf("mnist-model: %s holds samples of %s (digest %.12s), scale %g, %d per digit, %d steps, seed %d; this run asks for %s (digest %.12s), %g, %d, %d, %d (remove it, or use another work folder)",
-			path, got.Network, got.Digest, got.Scale, got.PerClass, got.Steps, got.Seed, want.Network, want.Digest, want.Scale, want.PerClass, want.Steps, want.Seed)
+		return nil, fmt.Errorf("mnist-model: %s holds samples of %s (digest %.12s), scale %g, %d per digit, %d steps, seed %d; this run asks for %s (digest %.12s), %g, %d, %d, %d (remove it, or use another work folder): %w",
+			path, got.Network, got.Digest, got.Scale, got.PerClass, got.Steps, got.Seed, want.Network, want.Digest, want.Scale, want.PerClass, want.Steps, want.Seed, ErrWork)
 	}
 	im, err := ReadImages(path)
 	if err != nil {
@@ -266,7 +270,7 @@ func readStrict(path string, v any) (found bool, err error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return true, fmt.Errorf("mnist-model: %s: %v: %w", path, err, ErrFormat)
+		return true, fmt.Errorf("%s: %v: %w", path, err, ErrWork)
 	}
 	return true, nil
 }

@@ -80,14 +80,20 @@ func init() {
 		},
 	})
 	report.Register(report.Experiment{
-		Name:  "mnist-density",
-		Doc:   "density guidance on MNIST (issue 24): samples steered to quantile levels and offsets of their log-density, exactly on a fitted Gaussian mixture and on the networks with DF-TM, DF-TM-c and Hutchinson traces, achieved bpd measured independently",
-		Check: checkDataNets,
+		Name: "mnist-density",
+		Doc:  "density guidance on MNIST (issue 24): samples steered to quantile levels and offsets of their log-density, exactly on a fitted Gaussian mixture and on the networks with DF-TM, DF-TM-c and Hutchinson traces, achieved bpd measured independently",
+		Check: func(s report.Settings) error {
+			if err := checkDataNets(s); err != nil {
+				return err
+			}
+			return CheckDensityWork(s.DensityWork)
+		},
 		Run: func(ctx context.Context, c report.Config) ([]report.Result, error) {
 			cfg := DensityExpFull(c.Settings.NetsDir)
 			if c.Profile == report.Quick {
 				cfg = DensityExpQuick(c.Settings.NetsDir)
 			}
+			cfg.Work = c.Settings.DensityWork
 			return report.One(RunDensityExp(ctx, cfg, c.LogWriter()))
 		},
 	})

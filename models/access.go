@@ -11,7 +11,9 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 
 	"github.com/dfx-lab/dfx/dfx/access"
+	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 )
 
 // AccessNetwork is the networks of a store as dfx/access's model contract,
@@ -48,6 +50,27 @@ func ResidualAccessNetwork(store *model.Store) (access.Network, error) {
 		in := Inputs{X: x, Alpha: alpha, Sigma: sigma, Class: nullClass(scope, x)}
 		return graph.Sub(Eps(scope, in), MixtureEps(scope, in))
 	}}, nil
+}
+
+// SkipControlVariate is the Fisher trace of a store's ε-network with a
+// mixture skip as the skip's exact trace plus Hutchinson with k Rademacher
+// probes (seeded by seed) on the residual (access.ControlVariate): the
+// estimator's variance is the residual's alone. It returns the skip too.
+// The store is evaluated as given.
+func SkipControlVariate(backend compute.Backend, store *model.Store, s schedule.Schedule, dt dtypes.DType, k int, seed uint64) (access.ControlVariate, *mixture.Gaussian, error) {
+	rnet, err := ResidualAccessNetwork(store)
+	if err != nil {
+		return access.ControlVariate{}, nil, err
+	}
+	mix, err := MixtureSkipOf(store)
+	if err != nil {
+		return access.ControlVariate{}, nil, err
+	}
+	h, err := access.NewHutchinson(access.NewNet(backend, store, s, dt, rnet), k, access.Rademacher, seed)
+	if err != nil {
+		return access.ControlVariate{}, nil, err
+	}
+	return access.ControlVariate{Known: score.Exact{Mixture: mix}, Residual: h}, mix, nil
 }
 
 // NewAccessNet wraps a store's networks (AccessNetwork) as an access.Net in

@@ -247,3 +247,27 @@ func TestEveryBadInputIsOneLineExitTwoNothingOnStdout(t *testing.T) {
 		})
 	}
 }
+
+// A density work folder that is a file, or holds a corrupt density.json,
+// is refused before any work: exit 2, one line, nothing on stdout.
+func TestDensityWorkBadInput(t *testing.T) {
+	dir := t.TempDir()
+	aFile := filepath.Join(dir, "plain")
+	work := filepath.Join(dir, "work")
+	if err := os.WriteFile(aFile, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "density.json"), []byte(`{"settings":"x","rows":[`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ dir, want string }{{aFile, "not a folder"}, {work, "density.json"}} {
+		t.Setenv("DFX_MNIST_DENSITY_WORK", c.dir)
+		code, out, errOut := runCLI("reproduce", "mnist-density", "-quick", "-out", filepath.Join(dir, "out"))
+		if code != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.want) {
+			t.Errorf("DFX_MNIST_DENSITY_WORK=%s: exit %d, stdout %q, stderr %q; want 2, nothing, one line saying %q", c.dir, code, out, errOut, c.want)
+		}
+	}
+}

@@ -144,7 +144,7 @@ func (e inputError) Is(target error) bool { return target == errBadInput }
 // file, an unusable backend, or an error marked with badInput.
 func isBadInput(err error) bool {
 	return errors.Is(err, errBadInput) || errors.Is(err, models.ErrCheckpoint) ||
-		errors.Is(err, mnist.ErrFormat) || errors.Is(err, models.ErrBackend)
+		errors.Is(err, mnist.ErrFormat) || errors.Is(err, mnist.ErrWork) || errors.Is(err, models.ErrBackend)
 }
 
 // failErr is fail for bad input (isBadInput) and failRun for the rest.

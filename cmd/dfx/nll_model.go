@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/ml/model"
 	"gonum.org/v1/gonum/mat"
 
@@ -306,7 +305,7 @@ func loadNetModel(paths []string, tr traceSpec, d int, s schedule.Schedule, seed
 		nm.Trace, err = access.NewHutchPP(net, tr.k, seed)
 		rowsPer = tr.k
 	case "skip-hutchinson":
-		nm.Trace, err = skipControlVariate(backend, store, net, s, tr.k, seed)
+		nm.Trace, _, err = models.SkipControlVariate(backend, store, s, net.DType, tr.k, seed)
 		rowsPer = tr.k
 	case "dftm":
 		nm.Trace, err = access.NewDFTM(net)
@@ -326,25 +325,6 @@ func loadNetModel(paths []string, tr traceSpec, d int, s schedule.Schedule, seed
 			return rows*fd*8*4 + rows*(fd+width)*4*32
 		},
 		info: fmt.Sprintf("networks %s, trace %s", strings.Join(held, "+"), tr)}, nil
-}
-
-// skipControlVariate is the trace of an ε-network with a mixture skip as
-// the skip's exact trace plus Hutchinson with k probes on the residual
-// (access.ControlVariate).
-func skipControlVariate(backend compute.Backend, store *model.Store, net *access.Net, s schedule.Schedule, k int, seed uint64) (score.TraceEstimator, error) {
-	rnet, err := models.ResidualAccessNetwork(store)
-	if err != nil {
-		return nil, err
-	}
-	mix, err := models.MixtureSkipOf(store)
-	if err != nil {
-		return nil, err
-	}
-	h, err := access.NewHutchinson(access.NewNet(backend, store, s, net.DType, rnet), k, access.Rademacher, seed)
-	if err != nil {
-		return nil, err
-	}
-	return access.ControlVariate{Known: score.Exact{Mixture: mix}, Residual: h}, nil
 }
 
 // readNetCheckpoints reads the --checkpoint files (weights checkpoints for

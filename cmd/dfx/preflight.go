@@ -56,6 +56,11 @@ func envHint(name string, s report.Settings) string {
 				vars = append(vars, v[0]+"="+v[1])
 			}
 		}
+	case name == "mnist-density" && s.DensityWork != "":
+		vars = append(vars, "DFX_MNIST_DENSITY_WORK="+s.DensityWork)
+		if s.NetsDir != "" {
+			vars = append(vars, "DFX_MNIST_NETS="+s.NetsDir)
+		}
 	case image && s.NetsDir != "":
 		vars = append(vars, "DFX_MNIST_NETS="+s.NetsDir)
 	case s.Retrain && strings.HasPrefix(name, "toys"):

@@ -86,7 +86,7 @@ func (d *sampleDensityFlags) check(fs *flag.FlagSet, guide string) (*sampleDensi
 // validTrace checks a -trace name without building it.
 func validTrace(name string) error {
 	if _, err := mnist.CheckTrace(name); err != nil {
-		return fmt.Errorf("unknown --trace %q (want df-tm, df-tm-c, vjp or hutchinson:K with K in 1…1024)", name)
+		return fmt.Errorf("unknown --trace %q (want %s, with K in 1…1024)", name, mnist.TraceForms)
 	}
 	return nil
 }

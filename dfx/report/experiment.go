@@ -55,6 +55,9 @@ type Settings struct {
 	// ModelParts are the parts mnist-model computes: likelihood, samples,
 	// quality, comma-separated ("" or "all": all three).
 	ModelParts string
+	// DensityWork is the folder where mnist-density keeps (and finds) its
+	// finished rows and the network's levels ("": none kept).
+	DensityWork string
 	// CandidatesDir is the folder of candidate ε-networks' checkpoints or
 	// training states mnist-candidates reads ("": dfx-nets).
 	CandidatesDir string

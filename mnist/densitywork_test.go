@@ -1,0 +1,116 @@
+package mnist
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dfx-lab/dfx/dfx/pfode"
+	"github.com/dfx-lab/dfx/internal/stats"
+)
+
+// A kept row and the network's levels come back as they were (NaN, the
+// "no level" of an unguided row, included); a file made for other
+// settings or networks, a malformed one and a row kept twice are refused.
+func TestDensityWorkResumes(t *testing.T) {
+	dir := t.TempDir()
+	cfg := DensityExpQuick("")
+	keep, err := openDensityWork(dir, cfg, "score:abc", "Go Backend")
+	if err != nil {
+		t.Fatal(err)
+	}
+	grid := mat.NewDense(1, Dim, nil)
+	grid.Set(0, 3, 0.25)
+	rows := []DensityExpRow{
+		{Model: "network", Trace: "df-tm", Target: "none", Level: math.NaN(), LevelNats: math.NaN(), Achieved: stats.Estimate{Mean: 1.5, SE: 0.1},
+			Tracked: stats.Estimate{Mean: 1.4, SE: 0.2}, AbsMiss: stats.Estimate{Mean: math.NaN(), SE: math.NaN()}, Ink: 0.2, Frame: 0.03, Detail: 0.1,
+			PerSample: 1500 * time.Millisecond, NFE: 400, Grid: []*mat.Dense{grid}},
+		{Model: "network", Trace: "df-tm", Target: "q=0.5", Level: 1.2, LevelNats: -900, Achieved: stats.Estimate{Mean: 1.25, SE: 0.01},
+			Tracked: stats.Estimate{Mean: 1.2, SE: 0.01}, AbsMiss: stats.Estimate{Mean: 0.05, SE: 0.01}, SolverErr: 1e-3, Limited: 0.5, NFE: 400},
+	}
+	for _, w := range rows {
+		if err := keep.keep(w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := &pfode.Quantiles{Times: []float64{1, 0.5, 0.01}, Ps: []float64{0.5}, Values: [][]float64{{-1000}, {-900}, {-800}}, How: "test"}
+	if err := keep.keepLevels("network", q); err != nil {
+		t.Fatal(err)
+	}
+
+	again, err := openDensityWork(dir, cfg, "score:abc", "xla")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range rows {
+		got, ok := again.row(w.Model, w.Trace, w.Target)
+		if !ok {
+			t.Fatalf("row %s not kept", w.key())
+		}
+		same := func(a, b float64) bool { return a == b || math.IsNaN(a) && math.IsNaN(b) }
+		if !same(got.Level, w.Level) || !same(got.AbsMiss.Mean, w.AbsMiss.Mean) || got.Achieved != w.Achieved || got.PerSample != w.PerSample || got.NFE != w.NFE || len(got.Grid) != len(w.Grid) {
+			t.Errorf("row %s came back as %+v", w.key(), got)
+		}
+		for i := range w.Grid {
+			if !mat.Equal(got.Grid[i], w.Grid[i]) {
+				t.Errorf("row %s: grid image %d changed", w.key(), i)
+			}
+		}
+	}
+	if _, ok := again.row("network", "df-tm-c", "none"); ok {
+		t.Error("a row never kept was found")
+	}
+	gq, err := again.levels("network")
+	if err != nil || gq == nil || gq.Values[1][0] != -900 || gq.How != "test" {
+		t.Errorf("levels came back as %+v (%v)", gq, err)
+	}
+	if !strings.Contains(again.work.Backend, "Go Backend and xla") {
+		t.Errorf("backends %q: the second run's not added", again.work.Backend)
+	}
+
+	other := cfg
+	other.Samples++
+	if _, err := openDensityWork(dir, other, "score:abc", "Go Backend"); err == nil {
+		t.Error("a work file of other settings accepted")
+	}
+	if _, err := openDensityWork(dir, cfg, "score:def", "Go Backend"); err == nil {
+		t.Error("a work file of other networks accepted")
+	}
+	other = cfg
+	other.Work, other.Dir = "elsewhere", "nets"
+	if _, err := openDensityWork(dir, other, "score:abc", "Go Backend"); err != nil {
+		t.Errorf("the folders are not settings: %v", err)
+	}
+
+	path := filepath.Join(dir, densityWorkFile)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, bad := range map[string]string{
+		"truncated":     string(raw[:len(raw)/2]),
+		"unknown field": strings.Replace(string(raw), `"rows"`, `"rowz"`, 1),
+		"short grid":    strings.Replace(string(raw), `"grid":[[0,0,0,0.25,`, `"grid":[[0.25,`, 1),
+		"row twice":     strings.Replace(string(raw), `"target":"q=0.5"`, `"target":"none"`, 1),
+	} {
+		if bad == string(raw) {
+			t.Fatalf("%s: the corruption did not apply", name)
+		}
+		if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := openDensityWork(dir, cfg, "score:abc", "Go Backend"); err == nil {
+			t.Errorf("%s file accepted", name)
+		}
+		if name == "truncated" || name == "unknown field" {
+			if err := CheckDensityWork(dir); err == nil {
+				t.Errorf("CheckDensityWork: %s file accepted", name)
+			}
+		}
+	}
+}
