@@ -43,6 +43,9 @@ func TestDensityExperimentQuick(t *testing.T) {
 			t.Errorf("row %d: %s %+v read back as %s %+v", i, b.key(), b.Achieved, a.key(), a.Achieved)
 		}
 	}
+	if !strings.Contains(log.String(), "levels read from") {
+		t.Errorf("second run: the network's levels were recomputed (log %q)", log.String())
+	}
 	if q := again.Levels["network"]; q == nil || q.How != res.Levels["network"].How || q.Values[0][0] != res.Levels["network"].Values[0][0] {
 		t.Error("the network's levels were not read back")
 	}

@@ -13,20 +13,24 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/pfode"
+	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/internal/atomicfile"
 	"github.com/dfx-lab/dfx/internal/stats"
 	"github.com/dfx-lab/dfx/models"
 )
 
 // The MNIST density experiment keeps its work in DensityExpConfig.Work
-// (density.json): the network's reference levels and every finished row,
-// saved after each, so that a run of hours resumes where an earlier one
-// stopped, or reads rows computed on another machine (a GPU). The settings
-// and the networks' digests must match the run's for the file to be used.
+// (density-<profile>.json): the network's reference levels and every
+// finished row, saved after each, so that a run of hours resumes where an
+// earlier one stopped, or reads rows computed on another machine (a GPU).
+// The settings and the networks' digests must match the run's for the file
+// to be used. One run at a time per folder: two would each rewrite the
+// file with their own rows.
 
-const densityWorkFile = "density.json"
+// densityWorkFile is the work file of a profile.
+func densityWorkFile(profile string) string { return "density-" + profile + ".json" }
 
-// densityWork is Work/density.json.
+// densityWork is Work/density-<profile>.json.
 type densityWork struct {
 	Settings string                    `json:"settings"` // the configuration (Dir and Work left out), as JSON
 	Digest   string                    `json:"digest"`   // the ε-, t_θ- and ν_θ-networks' digests
@@ -44,60 +48,85 @@ type quantilesWork struct {
 	How    string      `json:"how"`
 }
 
-// densityRowWork is a DensityExpRow; NaN (no level) is null.
+// densityRowWork is a DensityExpRow. Every float is a wfloat, so that NaN
+// (no level) and an exploding trace's ±Inf survive the round trip.
 type densityRowWork struct {
 	Model     string      `json:"model"`
 	Trace     string      `json:"trace"`
 	Target    string      `json:"target"`
-	Level     *float64    `json:"level"`
-	LevelNats *float64    `json:"level_nats"`
-	Achieved  [2]*float64 `json:"achieved"`
-	Tracked   [2]*float64 `json:"tracked"`
-	AbsMiss   [2]*float64 `json:"abs_miss"`
-	Ink       float64     `json:"ink"`
-	Frame     float64     `json:"frame"`
-	Detail    float64     `json:"detail"`
-	Limited   float64     `json:"limited"`
-	SolverErr float64     `json:"solver_err"`
-	PerSample float64     `json:"per_sample_s"`
+	Level     wfloat      `json:"level"`
+	LevelNats wfloat      `json:"level_nats"`
+	Achieved  [2]wfloat   `json:"achieved"`
+	Tracked   [2]wfloat   `json:"tracked"`
+	AbsMiss   [2]wfloat   `json:"abs_miss"`
+	Ink       wfloat      `json:"ink"`
+	Frame     wfloat      `json:"frame"`
+	Detail    wfloat      `json:"detail"`
+	Limited   wfloat      `json:"limited"`
+	SolverErr wfloat      `json:"solver_err"`
+	PerSample int64       `json:"per_sample_ns"`
 	NFE       int         `json:"nfe"`
-	Grid      [][]float64 `json:"grid"` // the clipped samples drawn in the figure
+	Grid      [][]float64 `json:"grid,omitempty"` // the clipped samples drawn in the figure (rows of the grids only)
 }
 
-func nullable(v float64) *float64 {
-	if math.IsNaN(v) {
+// wfloat is a float64 whose NaN is null and whose infinities are the
+// strings "+Inf" and "-Inf" in JSON.
+type wfloat float64
+
+func (f wfloat) MarshalJSON() ([]byte, error) {
+	switch v := float64(f); {
+	case math.IsNaN(v):
+		return []byte("null"), nil
+	case math.IsInf(v, 1):
+		return []byte(`"+Inf"`), nil
+	case math.IsInf(v, -1):
+		return []byte(`"-Inf"`), nil
+	}
+	return json.Marshal(float64(f))
+}
+
+func (f *wfloat) UnmarshalJSON(b []byte) error {
+	switch string(b) {
+	case "null":
+		*f = wfloat(math.NaN())
+		return nil
+	case `"+Inf"`:
+		*f = wfloat(math.Inf(1))
+		return nil
+	case `"-Inf"`:
+		*f = wfloat(math.Inf(-1))
 		return nil
 	}
-	return &v
-}
-
-func unnull(p *float64) float64 {
-	if p == nil {
-		return math.NaN()
+	var v float64
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
 	}
-	return *p
+	*f = wfloat(v)
+	return nil
 }
 
 func (w DensityExpRow) key() string { return w.Model + "|" + w.Trace + "|" + w.Target }
 
-func rowToWork(w DensityExpRow) densityRowWork {
-	est := func(e stats.Estimate) [2]*float64 { return [2]*float64{nullable(e.Mean), nullable(e.SE)} }
-	out := densityRowWork{Model: w.Model, Trace: w.Trace, Target: w.Target, Level: nullable(w.Level), LevelNats: nullable(w.LevelNats),
-		Achieved: est(w.Achieved), Tracked: est(w.Tracked), AbsMiss: est(w.AbsMiss), Ink: w.Ink, Frame: w.Frame, Detail: w.Detail,
-		Limited: w.Limited, SolverErr: w.SolverErr, PerSample: w.PerSample.Seconds(), NFE: w.NFE}
+func rowToWork(w DensityExpRow, withGrid bool) densityRowWork {
+	est := func(e stats.Estimate) [2]wfloat { return [2]wfloat{wfloat(e.Mean), wfloat(e.SE)} }
+	out := densityRowWork{Model: w.Model, Trace: w.Trace, Target: w.Target, Level: wfloat(w.Level), LevelNats: wfloat(w.LevelNats),
+		Achieved: est(w.Achieved), Tracked: est(w.Tracked), AbsMiss: est(w.AbsMiss), Ink: wfloat(w.Ink), Frame: wfloat(w.Frame), Detail: wfloat(w.Detail),
+		Limited: wfloat(w.Limited), SolverErr: wfloat(w.SolverErr), PerSample: int64(w.PerSample), NFE: w.NFE}
 	for _, g := range w.Grid {
-		out.Grid = append(out.Grid, append([]float64(nil), g.RawRowView(0)...))
+		if withGrid {
+			out.Grid = append(out.Grid, append([]float64(nil), g.RawRowView(0)...))
+		}
 	}
 	return out
 }
 
 func (o densityRowWork) row() (DensityExpRow, error) {
-	est := func(e [2]*float64) stats.Estimate { return stats.Estimate{Mean: unnull(e[0]), SE: unnull(e[1])} }
-	w := DensityExpRow{Model: o.Model, Trace: o.Trace, Target: o.Target, Level: unnull(o.Level), LevelNats: unnull(o.LevelNats),
-		Achieved: est(o.Achieved), Tracked: est(o.Tracked), AbsMiss: est(o.AbsMiss), Ink: o.Ink, Frame: o.Frame, Detail: o.Detail,
-		Limited: o.Limited, SolverErr: o.SolverErr, PerSample: time.Duration(o.PerSample * float64(time.Second)), NFE: o.NFE}
-	if math.IsNaN(w.Achieved.Mean) || math.IsInf(w.Achieved.Mean, 0) || o.PerSample < 0 || o.NFE < 0 || len(o.Grid) > 64 {
-		return DensityExpRow{}, fmt.Errorf("row %s: achieved %v bpd, %g s, %d NFE, %d grid images: %w", w.key(), w.Achieved.Mean, o.PerSample, o.NFE, len(o.Grid), ErrWork)
+	est := func(e [2]wfloat) stats.Estimate { return stats.Estimate{Mean: float64(e[0]), SE: float64(e[1])} }
+	w := DensityExpRow{Model: o.Model, Trace: o.Trace, Target: o.Target, Level: float64(o.Level), LevelNats: float64(o.LevelNats),
+		Achieved: est(o.Achieved), Tracked: est(o.Tracked), AbsMiss: est(o.AbsMiss), Ink: float64(o.Ink), Frame: float64(o.Frame), Detail: float64(o.Detail),
+		Limited: float64(o.Limited), SolverErr: float64(o.SolverErr), PerSample: time.Duration(o.PerSample), NFE: o.NFE}
+	if o.PerSample < 0 || o.NFE < 0 || len(o.Grid) > 64 {
+		return DensityExpRow{}, fmt.Errorf("row %s: %d ns a sample, %d NFE, %d grid images: %w", w.key(), o.PerSample, o.NFE, len(o.Grid), ErrWork)
 	}
 	for i, g := range o.Grid {
 		if len(g) != Dim {
@@ -152,14 +181,21 @@ func networksDigest(n *Networks) (string, error) {
 // densityKeeper keeps the work of one run: the rows found, and the file
 // rewritten after every new row.
 type densityKeeper struct {
-	dir   string
-	work  densityWork
-	rows  map[string]DensityExpRow
-	start time.Time
-	base  float64 // seconds of earlier runs
+	dir, file string
+	work      densityWork
+	rows      map[string]DensityExpRow
+	start     time.Time
+	base      float64 // seconds of earlier runs
+	// machine and backend are this run's, added to the file's lists at
+	// its first save (a run that only reads computed nothing).
+	machine, backend string
+	added            bool
+	// grid says which rows' samples the figures draw (the others keep no
+	// grid).
+	grid func(model, trace string) bool
 }
 
-// openDensityWork reads dir's density.json for a run of cfg on networks of
+// openDensityWork reads dir's work file for a run of cfg on networks of
 // digest (a fresh keeper when there is none or dir is ""); a file made with
 // other settings or networks, or malformed, is an error, never silently
 // replaced.
@@ -168,21 +204,31 @@ func openDensityWork(dir string, cfg DensityExpConfig, digest, backend string) (
 	if err != nil {
 		return nil, err
 	}
-	k := &densityKeeper{dir: dir, rows: map[string]DensityExpRow{}, start: time.Now(),
-		work: densityWork{Settings: settings, Digest: digest, Levels: map[string]*quantilesWork{}, Machine: Machine(), Backend: backend}}
+	k := &densityKeeper{dir: dir, file: densityWorkFile(cfg.Profile), rows: map[string]DensityExpRow{}, start: time.Now(), machine: Machine(), backend: backend,
+		work: densityWork{Settings: settings, Digest: digest, Levels: map[string]*quantilesWork{}},
+		grid: func(model, trace string) bool { return model == "mixture" || slices.Contains(cfg.GridTraces, trace) }}
 	if dir == "" {
 		return k, nil
 	}
-	path := filepath.Join(dir, densityWorkFile)
+	path := filepath.Join(dir, k.file)
 	var got densityWork
-	found, err := readStrict(path, &got)
+	found, err := readStrict("mnist-density", path, &got)
 	if err != nil || !found {
 		return k, err
 	}
-	if got.Settings != settings || got.Digest != digest {
-		return nil, fmt.Errorf("mnist-density: %s was made with other settings or networks (digests %s; this run: %s) (remove it, or use another work folder): %w", path, got.Digest, digest, ErrWork)
+	if got.Digest != digest {
+		return nil, fmt.Errorf("mnist-density: %s was made with other networks (%s; this run: %s) (remove it, or use another work folder): %w", path, got.Digest, digest, ErrWork)
+	}
+	if got.Settings != settings {
+		return nil, fmt.Errorf("mnist-density: %s was made with other settings (%s; this run: %s) (remove it, or use another work folder): %w", path, got.Settings, settings, ErrWork)
+	}
+	if got.Levels == nil {
+		got.Levels = map[string]*quantilesWork{}
 	}
 	for name, q := range got.Levels {
+		if q == nil {
+			return nil, fmt.Errorf("mnist-density: %s: %s levels are null: %w", path, name, ErrWork)
+		}
 		if _, err := q.quantiles(); err != nil {
 			return nil, fmt.Errorf("mnist-density: %s: %s %w", path, name, err)
 		}
@@ -197,16 +243,9 @@ func openDensityWork(dir string, cfg DensityExpConfig, digest, backend string) (
 		}
 		k.rows[w.key()] = w
 	}
-	if got.Levels == nil {
-		got.Levels = map[string]*quantilesWork{}
+	if got.Seconds < 0 || math.IsNaN(got.Seconds) || math.IsInf(got.Seconds, 0) {
+		return nil, fmt.Errorf("mnist-density: %s: %g seconds: %w", path, got.Seconds, ErrWork)
 	}
-	addTo := func(list *string, v string) {
-		if !slices.Contains(strings.Split(*list, " and "), v) {
-			*list += " and " + v
-		}
-	}
-	addTo(&got.Machine, k.work.Machine)
-	addTo(&got.Backend, k.work.Backend)
 	k.work, k.base = got, got.Seconds
 	return k, nil
 }
@@ -233,7 +272,10 @@ func (k *densityKeeper) row(model, trace, target string) (DensityExpRow, bool) {
 
 func (k *densityKeeper) keep(w DensityExpRow) error {
 	k.rows[w.key()] = w
-	k.work.Rows = append(k.work.Rows, rowToWork(w))
+	if k.dir == "" {
+		return nil
+	}
+	k.work.Rows = append(k.work.Rows, rowToWork(w, k.grid(w.Model, w.Trace)))
 	return k.save()
 }
 
@@ -242,9 +284,31 @@ func (k *densityKeeper) elapsed() time.Duration {
 	return time.Duration(k.base*float64(time.Second)) + time.Since(k.start)
 }
 
+// where is the machines and backends that computed the kept work ("" when
+// none did yet).
+func (k *densityKeeper) where() string {
+	if k.work.Machine == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s, %s backend", k.work.Machine, k.work.Backend)
+}
+
 func (k *densityKeeper) save() error {
 	if k.dir == "" {
 		return nil
+	}
+	if !k.added {
+		k.added = true
+		add := func(list *string, v string) {
+			switch {
+			case *list == "":
+				*list = v
+			case !slices.Contains(strings.Split(*list, " and "), v):
+				*list += " and " + v
+			}
+		}
+		add(&k.work.Machine, k.machine)
+		add(&k.work.Backend, k.backend)
 	}
 	k.work.Seconds = k.elapsed().Seconds()
 	raw, err := json.Marshal(k.work)
@@ -254,19 +318,23 @@ func (k *densityKeeper) save() error {
 	if err := os.MkdirAll(k.dir, 0o755); err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(filepath.Join(k.dir, densityWorkFile), raw)
+	return atomicfile.WriteFile(filepath.Join(k.dir, k.file), raw)
 }
 
-// CheckDensityWork reads a work folder's density.json strictly, so that a
-// malformed one is reported before any work; whether it matches the run
+// CheckDensityWork reads a work folder's files strictly, so that a
+// malformed one is reported before any work; whether one matches the run
 // is checked when the run knows its networks.
 func CheckDensityWork(dir string) error {
 	if dir == "" {
 		return nil
 	}
 	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
-		return fmt.Errorf("mnist-density: work folder %s is not a folder", dir)
+		return fmt.Errorf("mnist-density: work folder %s is not a folder: %w", dir, ErrWork)
 	}
-	_, err := readStrict(filepath.Join(dir, densityWorkFile), &densityWork{})
-	return err
+	for _, p := range []report.Profile{report.Quick, report.Full} {
+		if _, err := readStrict("mnist-density", filepath.Join(dir, densityWorkFile(string(p))), &densityWork{}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package mnist
 
 import (
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -15,21 +16,29 @@ import (
 )
 
 // A kept row and the network's levels come back as they were (NaN, the
-// "no level" of an unguided row, included); a file made for other
-// settings or networks, a malformed one and a row kept twice are refused.
+// "no level" of an unguided row, and an exploding trace's ±Inf included);
+// the machines and the seconds add up over runs; a file made for other
+// settings or networks, a malformed one and a row kept twice are refused
+// as ErrWork (bad input).
 func TestDensityWorkResumes(t *testing.T) {
 	dir := t.TempDir()
 	cfg := DensityExpQuick("")
+	cfg.GridTraces = []string{"df-tm"}
 	keep, err := openDensityWork(dir, cfg, "score:abc", "Go Backend")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if keep.where() != "" {
+		t.Errorf("nothing computed yet, but the work says %q", keep.where())
 	}
 	grid := mat.NewDense(1, Dim, nil)
 	grid.Set(0, 3, 0.25)
 	rows := []DensityExpRow{
 		{Model: "network", Trace: "df-tm", Target: "none", Level: math.NaN(), LevelNats: math.NaN(), Achieved: stats.Estimate{Mean: 1.5, SE: 0.1},
 			Tracked: stats.Estimate{Mean: 1.4, SE: 0.2}, AbsMiss: stats.Estimate{Mean: math.NaN(), SE: math.NaN()}, Ink: 0.2, Frame: 0.03, Detail: 0.1,
-			PerSample: 1500 * time.Millisecond, NFE: 400, Grid: []*mat.Dense{grid}},
+			PerSample: 1234567891 * time.Nanosecond, NFE: 400, Grid: []*mat.Dense{grid}},
+		{Model: "network", Trace: "df-tm", Target: "offset -300", Level: math.NaN(), LevelNats: math.NaN(), Achieved: stats.Estimate{Mean: math.Inf(1), SE: math.NaN()},
+			Tracked: stats.Estimate{Mean: math.Inf(-1), SE: math.NaN()}, AbsMiss: stats.Estimate{Mean: math.NaN(), SE: math.NaN()}, Ink: math.NaN(), Detail: math.Inf(1), NFE: 400},
 		{Model: "network", Trace: "df-tm", Target: "q=0.5", Level: 1.2, LevelNats: -900, Achieved: stats.Estimate{Mean: 1.25, SE: 0.01},
 			Tracked: stats.Estimate{Mean: 1.2, SE: 0.01}, AbsMiss: stats.Estimate{Mean: 0.05, SE: 0.01}, SolverErr: 1e-3, Limited: 0.5, NFE: 400},
 	}
@@ -53,7 +62,8 @@ func TestDensityWorkResumes(t *testing.T) {
 			t.Fatalf("row %s not kept", w.key())
 		}
 		same := func(a, b float64) bool { return a == b || math.IsNaN(a) && math.IsNaN(b) }
-		if !same(got.Level, w.Level) || !same(got.AbsMiss.Mean, w.AbsMiss.Mean) || got.Achieved != w.Achieved || got.PerSample != w.PerSample || got.NFE != w.NFE || len(got.Grid) != len(w.Grid) {
+		if !same(got.Level, w.Level) || !same(got.AbsMiss.Mean, w.AbsMiss.Mean) || !same(got.Achieved.Mean, w.Achieved.Mean) || !same(got.Tracked.Mean, w.Tracked.Mean) ||
+			!same(got.Ink, w.Ink) || !same(got.Detail, w.Detail) || got.PerSample != w.PerSample || got.NFE != w.NFE || len(got.Grid) != len(w.Grid) {
 			t.Errorf("row %s came back as %+v", w.key(), got)
 		}
 		for i := range w.Grid {
@@ -62,6 +72,14 @@ func TestDensityWorkResumes(t *testing.T) {
 			}
 		}
 	}
+	if err := keep.keep(DensityExpRow{Model: "network", Trace: "hutchinson:4", Target: "none", Grid: []*mat.Dense{grid}}); err != nil {
+		t.Fatal(err)
+	}
+	if k, err := openDensityWork(dir, cfg, "score:abc", "Go Backend"); err != nil {
+		t.Fatal(err)
+	} else if w, ok := k.row("network", "hutchinson:4", "none"); !ok || len(w.Grid) != 0 {
+		t.Errorf("a row no figure draws kept %d grid images (found: %v)", len(w.Grid), ok)
+	}
 	if _, ok := again.row("network", "df-tm-c", "none"); ok {
 		t.Error("a row never kept was found")
 	}
@@ -69,17 +87,30 @@ func TestDensityWorkResumes(t *testing.T) {
 	if err != nil || gq == nil || gq.Values[1][0] != -900 || gq.How != "test" {
 		t.Errorf("levels came back as %+v (%v)", gq, err)
 	}
-	if !strings.Contains(again.work.Backend, "Go Backend and xla") {
-		t.Errorf("backends %q: the second run's not added", again.work.Backend)
+	if again.where() != keep.where() || again.base <= 0 {
+		t.Errorf("a run that only read: machines %q (the first run's: %q), %g s before it", again.where(), keep.where(), again.base)
+	}
+	if err := again.keep(DensityExpRow{Model: "network", Trace: "df-tm-c", Target: "none", Achieved: stats.Estimate{Mean: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(again.work.Backend, "Go Backend and xla") || again.work.Seconds < again.base {
+		t.Errorf("backends %q, %g s (%g before): the second run's not added", again.work.Backend, again.work.Seconds, again.base)
+	}
+	if _, err := openDensityWork(dir, cfg, "score:abc", "xla"); err != nil {
+		t.Fatal(err)
 	}
 
 	other := cfg
 	other.Samples++
-	if _, err := openDensityWork(dir, other, "score:abc", "Go Backend"); err == nil {
-		t.Error("a work file of other settings accepted")
+	if _, err := openDensityWork(dir, other, "score:abc", "Go Backend"); !errors.Is(err, ErrWork) {
+		t.Errorf("a work file of other settings: %v", err)
 	}
-	if _, err := openDensityWork(dir, cfg, "score:def", "Go Backend"); err == nil {
-		t.Error("a work file of other networks accepted")
+	if _, err := openDensityWork(dir, cfg, "score:def", "Go Backend"); !errors.Is(err, ErrWork) {
+		t.Errorf("a work file of other networks: %v", err)
+	}
+	full := DensityExpFull("")
+	if k, err := openDensityWork(dir, full, "score:abc", "Go Backend"); err != nil || len(k.rows) != 0 {
+		t.Errorf("the full profile read the quick profile's file: %v", err)
 	}
 	other = cfg
 	other.Work, other.Dir = "elsewhere", "nets"
@@ -87,7 +118,7 @@ func TestDensityWorkResumes(t *testing.T) {
 		t.Errorf("the folders are not settings: %v", err)
 	}
 
-	path := filepath.Join(dir, densityWorkFile)
+	path := filepath.Join(dir, densityWorkFile(cfg.Profile))
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -97,6 +128,8 @@ func TestDensityWorkResumes(t *testing.T) {
 		"unknown field": strings.Replace(string(raw), `"rows"`, `"rowz"`, 1),
 		"short grid":    strings.Replace(string(raw), `"grid":[[0,0,0,0.25,`, `"grid":[[0.25,`, 1),
 		"row twice":     strings.Replace(string(raw), `"target":"q=0.5"`, `"target":"none"`, 1),
+		"null levels":   strings.Replace(string(raw), `"network":{"times"`, `"network":null,"x":{"times"`, 1),
+		"trailing data": string(raw) + "{}",
 	} {
 		if bad == string(raw) {
 			t.Fatalf("%s: the corruption did not apply", name)
@@ -104,12 +137,12 @@ func TestDensityWorkResumes(t *testing.T) {
 		if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := openDensityWork(dir, cfg, "score:abc", "Go Backend"); err == nil {
-			t.Errorf("%s file accepted", name)
+		if _, err := openDensityWork(dir, cfg, "score:abc", "Go Backend"); !errors.Is(err, ErrWork) {
+			t.Errorf("%s file: %v", name, err)
 		}
-		if name == "truncated" || name == "unknown field" {
-			if err := CheckDensityWork(dir); err == nil {
-				t.Errorf("CheckDensityWork: %s file accepted", name)
+		if name == "truncated" || name == "unknown field" || name == "trailing data" {
+			if err := CheckDensityWork(dir); !errors.Is(err, ErrWork) {
+				t.Errorf("CheckDensityWork: %s file: %v", name, err)
 			}
 		}
 	}

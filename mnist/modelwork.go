@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -108,7 +109,7 @@ func loadLikelihood(dir string, want *likelihoodWork) (*likelihoodWork, error) {
 	}
 	path := filepath.Join(dir, "likelihood.json")
 	var got likelihoodWork
-	if found, err := readStrict(path, &got); err != nil || !found {
+	if found, err := readStrict("mnist-model", path, &got); err != nil || !found {
 		return want, err
 	}
 	if err := want.matches(&got); err != nil {
@@ -190,7 +191,7 @@ func loadSamples(dir string, want samplesWork) (*mat.Dense, error) {
 	}
 	path, info := samplesPath(dir, want.Scale), samplesInfoPath(dir, want.Scale)
 	var got samplesWork
-	found, err := readStrict(info, &got)
+	found, err := readStrict("mnist-model", info, &got)
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +243,7 @@ func CheckModelWork(dir string) error {
 		return fmt.Errorf("mnist-model: work folder %s is not a folder", dir)
 	}
 	strict := func(path string, v any) error {
-		_, err := readStrict(path, v)
+		_, err := readStrict("mnist-model", path, v)
 		return err
 	}
 	if err := strict(filepath.Join(dir, "likelihood.json"), &likelihoodWork{}); err != nil {
@@ -257,20 +258,35 @@ func CheckModelWork(dir string) error {
 	return nil
 }
 
-// readStrict decodes the JSON file path into v, refusing unknown fields;
-// found is false when there is no such file.
-func readStrict(path string, v any) (found bool, err error) {
-	raw, err := os.ReadFile(path)
+// maxWorkFile bounds the size of a work file read back (the largest, the
+// full density experiment's, is a few MB).
+const maxWorkFile = 256 << 20
+
+// readStrict decodes the JSON file path into v, refusing unknown fields,
+// trailing data and files over maxWorkFile; found is false when there is
+// no such file. who prefixes the messages.
+func readStrict(who, path string, v any) (found bool, err error) {
+	st, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
+	if st.Size() > maxWorkFile {
+		return true, fmt.Errorf("%s: %s is %d bytes, over the %d a work file may have: %w", who, path, st.Size(), maxWorkFile, ErrWork)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return false, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return true, fmt.Errorf("%s: %v: %w", path, err, ErrWork)
+		return true, fmt.Errorf("%s: %s: %v: %w", who, path, err, ErrWork)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return true, fmt.Errorf("%s: %s: data after the JSON value: %w", who, path, ErrWork)
 	}
 	return true, nil
 }

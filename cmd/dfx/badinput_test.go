@@ -1,10 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dfx-lab/dfx/mnist"
 )
 
 // TestEveryBadInputIsOneLineExitTwoNothingOnStdout runs every command with
@@ -248,7 +251,7 @@ func TestEveryBadInputIsOneLineExitTwoNothingOnStdout(t *testing.T) {
 	}
 }
 
-// A density work folder that is a file, or holds a corrupt density.json,
+// A density work folder that is a file, or holds a corrupt density-quick.json,
 // is refused before any work: exit 2, one line, nothing on stdout.
 func TestDensityWorkBadInput(t *testing.T) {
 	dir := t.TempDir()
@@ -260,14 +263,22 @@ func TestDensityWorkBadInput(t *testing.T) {
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(work, "density.json"), []byte(`{"settings":"x","rows":[`), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(work, "density-quick.json"), []byte(`{"settings":"x","rows":[`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct{ dir, want string }{{aFile, "not a folder"}, {work, "density.json"}} {
+	for _, c := range []struct{ dir, want string }{{aFile, "not a folder"}, {work, "density-quick.json"}} {
 		t.Setenv("DFX_MNIST_DENSITY_WORK", c.dir)
 		code, out, errOut := runCLI("reproduce", "mnist-density", "-quick", "-out", filepath.Join(dir, "out"))
 		if code != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.want) {
 			t.Errorf("DFX_MNIST_DENSITY_WORK=%s: exit %d, stdout %q, stderr %q; want 2, nothing, one line saying %q", c.dir, code, out, errOut, c.want)
 		}
+	}
+}
+
+// A work file made for other settings is found only once the run knows its
+// networks, after the checks: its error (mnist.ErrWork) is bad input too.
+func TestWorkErrorsAreBadInput(t *testing.T) {
+	if !isBadInput(fmt.Errorf("mnist-density: density-full.json was made with other networks: %w", mnist.ErrWork)) {
+		t.Error("mnist.ErrWork is not bad input")
 	}
 }
