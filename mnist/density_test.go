@@ -58,6 +58,14 @@ func TestDensityExperimentQuick(t *testing.T) {
 			t.Errorf("mixture %s: tracked %.5f bpd, exact %.5f", w.Target, w.Tracked.Mean, w.Achieved.Mean)
 		}
 	}
+	if len(res.Costs) != 1+len(cfg.Traces) {
+		t.Errorf("%d costs, want the mixture's and one per trace (%d)", len(res.Costs), len(cfg.Traces))
+	}
+	for _, k := range res.Costs {
+		if k.PerStep <= 0 || k.PerSample <= 0 || k.Rounds != cfg.CostRounds {
+			t.Errorf("cost %s %s: %v a step, %v a sample, %d rounds", k.Model, k.Trace, k.PerStep, k.PerSample, k.Rounds)
+		}
+	}
 	rep, err := res.Report()
 	if err != nil {
 		t.Fatal(err)

@@ -63,7 +63,12 @@ type DensityExpConfig struct {
 	RefTrace                               string
 	MeasureRTol                            float64
 	MeasureProbes                          int
-	Seed                                   uint64
+	// CostSteps RK4 steps of a batch of Samples, unguided (ℓ tracked),
+	// timed for the exact mixture and each network trace in CostRounds
+	// interleaved rounds after a warm-up: the cost table, measured apart
+	// from the rows, which may run on another machine or under load.
+	CostSteps, CostRounds int
+	Seed                  uint64
 }
 
 // DensityExpFull and DensityExpQuick are the two profiles. The full
@@ -77,14 +82,16 @@ func DensityExpFull(dir string) DensityExpConfig {
 	return DensityExpConfig{Profile: "full", Dir: dir, Mixture: *SkipOptions(), Samples: 16, Steps: 100,
 		Offsets: []float64{-300, -100, 100, 300}, Quantiles: []float64{0.05, 0.5, 0.95}, Gain: 10,
 		Untils: []float64{0.02, 0.05, 0.1, 0.2}, Traces: []string{"df-tm", "df-tm-c", "hutchinson:4", "hutchinson:16", "skip-hutchinson:4"}, UntilTraces: []string{"df-tm", "df-tm-c"},
-		GridTraces: []string{"df-tm-c", "skip-hutchinson:4"}, RefSamples: 64, RefTrace: "skip-hutchinson:4", MixtureDraws: 1000, MixtureTimes: 41, MeasureRTol: 1e-3, MeasureProbes: 4, Seed: 1}
+		GridTraces: []string{"df-tm-c", "skip-hutchinson:4"}, RefSamples: 64, RefTrace: "skip-hutchinson:4", MixtureDraws: 1000, MixtureTimes: 41, MeasureRTol: 1e-3, MeasureProbes: 4,
+		CostSteps: 10, CostRounds: 5, Seed: 1}
 }
 
 func DensityExpQuick(dir string) DensityExpConfig {
 	return DensityExpConfig{Profile: "quick", Dir: dir, Mixture: mixture.FitOptions{Components: 2, PerClass: true, Rank: 2, Shrink: 0.2, Idle: 1e-4, Iters: 2, Seed: 1},
 		Samples: 2, Steps: 64, Offsets: []float64{300}, Quantiles: []float64{0.5}, Gain: 10,
 		Untils: []float64{0.2}, Traces: []string{"df-tm", "df-tm-c"}, UntilTraces: []string{"df-tm"},
-		GridTraces: []string{"df-tm-c"}, RefSamples: 4, RefTrace: "hutchinson:1", MixtureDraws: 20, MixtureTimes: 5, MeasureRTol: 1e-2, MeasureProbes: 1, Seed: 1}
+		GridTraces: []string{"df-tm-c"}, RefSamples: 4, RefTrace: "hutchinson:1", MixtureDraws: 20, MixtureTimes: 5, MeasureRTol: 1e-2, MeasureProbes: 1,
+		CostSteps: 2, CostRounds: 1, Seed: 1}
 }
 
 // DensityExpRow is one model, trace and target.
@@ -104,6 +111,15 @@ type DensityExpRow struct {
 	Grid []*mat.Dense
 }
 
+// DensityCost is the cost of density-guided sampling with one trace: the
+// median over interleaved rounds of CostSteps RK4 steps of a batch.
+type DensityCost struct {
+	Model, Trace string
+	PerStep      time.Duration // one RK4 step (4 evaluations with the trace) of the batch
+	PerSample    time.Duration // PerStep × Steps / Samples: one sample's guided path
+	Rounds       int
+}
+
 // DensityExpResult is the result of RunDensityExp.
 type DensityExpResult struct {
 	Config       DensityExpConfig
@@ -114,6 +130,9 @@ type DensityExpResult struct {
 	Measure      string                      // the measurement's trace (skip-hutchinson:K or hutchinson:K)
 	Fallbacks    []string                    // skip-hutchinson traces run as hutchinson (no skip)
 	Levels       map[string]*pfode.Quantiles // "mixture", "network"
+	Costs        []DensityCost
+	CostMachine  string            // where and on which backend the cost table was measured
+	mix          *mixture.Gaussian // the fitted mixture (for the cost table)
 	Elapsed      time.Duration
 }
 
@@ -127,8 +146,8 @@ func BitsPerDim(logq float64) float64 {
 // RunDensityExp runs the experiment.
 func RunDensityExp(ctx context.Context, cfg DensityExpConfig, log io.Writer) (*DensityExpResult, error) {
 	start := time.Now()
-	if cfg.Samples < 2 || cfg.Steps < 1 || cfg.RefSamples < 2 || cfg.MixtureDraws < 2 || cfg.MixtureTimes < 2 {
-		return nil, fmt.Errorf("mnist: density experiment needs Samples, RefSamples, MixtureDraws, MixtureTimes ≥ 2 and Steps ≥ 1: %+v", cfg)
+	if cfg.Samples < 2 || cfg.Steps < 1 || cfg.RefSamples < 2 || cfg.MixtureDraws < 2 || cfg.MixtureTimes < 2 || cfg.CostSteps < 1 || cfg.CostRounds < 1 {
+		return nil, fmt.Errorf("mnist: density experiment needs Samples, RefSamples, MixtureDraws, MixtureTimes ≥ 2 and Steps, CostSteps, CostRounds ≥ 1: %+v", cfg)
 	}
 	res := &DensityExpResult{Config: cfg, Levels: map[string]*pfode.Quantiles{}}
 	nets, err := OpenNetworks(cfg.Dir)
@@ -152,6 +171,9 @@ func RunDensityExp(ctx context.Context, cfg DensityExpConfig, log io.Writer) (*D
 		return nil, err
 	}
 	if err := step("networks", func() error { return res.runNetworks(ctx, xT, nets, keep, log) }); err != nil {
+		return nil, err
+	}
+	if err := step("cost per guided path", func() error { return res.runCosts(ctx, xT, nets) }); err != nil {
 		return nil, err
 	}
 	res.Elapsed = time.Since(start)
@@ -200,6 +222,7 @@ func (r *DensityExpResult) runMixture(ctx context.Context, xT *mat.Dense, keep *
 	if err != nil {
 		return err
 	}
+	r.mix = g
 	if r.MixtureBPD, _, err = MixtureBPD(g, 1000); err != nil {
 		return err
 	}
@@ -345,6 +368,70 @@ func (r *DensityExpResult) runNetworks(ctx context.Context, xT *mat.Dense, nets 
 			fmt.Fprintf(log, "mnist-density: network %s %s: %.4f bpd (level %.4f, tracked %.4f)\n", tr, tg.name, row.Achieved.Mean, row.Level, row.Tracked.Mean)
 		}
 	}
+	return nil
+}
+
+// runCosts times CostSteps unguided RK4 steps (ℓ tracked) of the batch xT
+// for the exact mixture and each network trace, interleaved round by round
+// after a warm-up run of each.
+func (r *DensityExpResult) runCosts(ctx context.Context, xT *mat.Dense, nets *Networks) error {
+	cfg := r.Config
+	type timed struct {
+		model, trace string
+		m            score.Model
+		start        []float64
+	}
+	_, t1 := Schedule().Interval()
+	c1, err := schedule.At(Schedule(), t1)
+	if err != nil {
+		return err
+	}
+	e, err := r.mix.Eval(mixture.Query{At: c1, X: xT, Want: mixture.LogProb})
+	if err != nil {
+		return err
+	}
+	ms := []timed{{"mixture", "exact", score.Exact{Mixture: r.mix}, e.LogProb}}
+	hasSkip := models.HasNetwork(nets.Store, models.MixtureScope)
+	for _, tr := range cfg.Traces {
+		name := tr
+		if rest, ok := strings.CutPrefix(tr, "skip-"); ok && !hasSkip {
+			name = rest
+		}
+		m, err := nets.TraceModel(name, cfg.Seed+3)
+		if err != nil {
+			return err
+		}
+		ms = append(ms, timed{"network", tr, m, PriorStart(xT)})
+	}
+	times := make([][]float64, len(ms))
+	run := func(i int) (time.Duration, error) {
+		res, err := DensitySample(ctx, ms[i].m, nil, xT, ms[i].start, DensityConfig{Steps: cfg.CostSteps}, nil)
+		if err != nil {
+			return 0, err
+		}
+		return res.Time, nil
+	}
+	for i := range ms { // warm-up: compile
+		if _, err := run(i); err != nil {
+			return fmt.Errorf("%s %s: %w", ms[i].model, ms[i].trace, err)
+		}
+	}
+	for range cfg.CostRounds {
+		for i := range ms {
+			d, err := run(i)
+			if err != nil {
+				return err
+			}
+			times[i] = append(times[i], d.Seconds())
+		}
+	}
+	for i, m := range ms {
+		perStep := median(times[i]) / float64(cfg.CostSteps)
+		r.Costs = append(r.Costs, DensityCost{Model: m.model, Trace: m.trace, Rounds: len(times[i]),
+			PerStep:   time.Duration(perStep * float64(time.Second)),
+			PerSample: time.Duration(perStep * float64(cfg.Steps) / float64(cfg.Samples) * float64(time.Second))})
+	}
+	r.CostMachine = fmt.Sprintf("%s, %s backend", Machine(), nets.Backend.Name())
 	return nil
 }
 
