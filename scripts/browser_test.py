@@ -61,10 +61,13 @@ def wait_http(url, timeout, what):
 
 
 def expected_images(path):
-    """Images a notebook's outputs hold: image/png outputs and <img> in HTML outputs."""
+    """Images and tables a notebook's outputs hold: image/png outputs and <img> in HTML
+    outputs; <table> in HTML outputs, and pipe tables in Markdown-only outputs (which
+    the browser must render too)."""
     with open(path, encoding="utf-8") as f:
         nb = json.load(f)
-    n, outputs = 0, 0
+    n, tables, outputs = 0, 0, 0
+    text = lambda v: "".join(v) if isinstance(v, list) else v
     for cell in nb.get("cells", []):
         for out in cell.get("outputs", []):
             outputs += 1
@@ -72,10 +75,13 @@ def expected_images(path):
             if "image/png" in data or "image/svg+xml" in data:
                 n += 1
             elif "text/html" in data:
-                html = data["text/html"]
-                html = "".join(html) if isinstance(html, list) else html
+                html = text(data["text/html"])
                 n += len(re.findall(r"<img\b", html))
-    return n, outputs
+            if "text/html" in data:
+                tables += len(re.findall(r"<table\b", text(data["text/html"])))
+            elif "text/markdown" in data:
+                tables += len(re.findall(r"^\|[ :|-]*-[ :|-]*\|\s*$", text(data["text/markdown"]), re.M))
+    return n, tables, outputs
 
 
 class Page:
@@ -130,6 +136,7 @@ INSPECT = r"""
     loaded: !!(window.IPython && IPython.notebook && IPython.notebook._fully_loaded),
     outputs: document.querySelectorAll('.output_area').length,
     images: imgs.length,
+    tables: document.querySelectorAll('.output_area table').length,
     broken: imgs.filter(i => !(i.complete && i.naturalWidth > 0 && i.getBoundingClientRect().width > 0)).map(i => i.alt || i.src.slice(0, 40)),
     errors: [...document.querySelectorAll('.output_error, .output_stderr')].map(e => e.innerText.slice(0, 300)),
     height: document.querySelector('#notebook-container') ? document.querySelector('#notebook-container').scrollHeight : 0,
@@ -250,7 +257,7 @@ def main():
         for nb in nbs:
             name = os.path.basename(nb)
             start = time.time()
-            want, outputs = expected_images(nb)
+            want, want_tables, outputs = expected_images(nb)
             page.call("Emulation.setDeviceMetricsOverride", width=args.width, height=args.height, deviceScaleFactor=1, mobile=False)
             page.call("Page.navigate", url="http://127.0.0.1:%d/notebooks/notebooks/%s?token=%s" % (port, name, token))
             time.sleep(1)
@@ -262,6 +269,8 @@ def main():
                 problems.append("no outputs: the notebook was committed unexecuted")
             if got["images"] < want:
                 problems.append("%d of %d images shown" % (got["images"], want))
+            if got["tables"] < want_tables:
+                problems.append("%d of %d tables shown" % (got["tables"], want_tables))
             if got["broken"]:
                 problems.append("images not rendered: %s" % ", ".join(got["broken"]))
             for e in got["errors"]:
@@ -271,8 +280,8 @@ def main():
             with open(png, "wb") as f:
                 f.write(base64.b64decode(shot["data"]))
             status = "ok  " if not problems else "FAIL"
-            print("%s  %s: %d outputs, %d images rendered, screenshot %s (%.1fs)" % (
-                status, name, got["outputs"], got["images"], os.path.relpath(png, ROOT), time.time() - start))
+            print("%s  %s: %d outputs, %d images and %d tables rendered, screenshot %s (%.1fs)" % (
+                status, name, got["outputs"], got["images"], got["tables"], os.path.relpath(png, ROOT), time.time() - start))
             for p in problems:
                 print("      " + p)
             if problems:

@@ -145,8 +145,8 @@ func ShowCommitted(dir string, names ...string) {
 		switch filepath.Ext(n) {
 		case ".png":
 			display(map[protocol.MIMEType]any{protocol.MIMEImagePNG: data, protocol.MIMETextPlain: "figures/" + dir + "/" + n})
-		case ".md":
-			display(map[protocol.MIMEType]any{protocol.MIMETextMarkdown: string(data)})
+		case ".md": // HTML too: the classic notebook shows no Markdown output
+			display(map[protocol.MIMEType]any{protocol.MIMETextHTML: report.MarkdownHTML(string(data)), protocol.MIMETextMarkdown: string(data)})
 		default:
 			display(map[protocol.MIMEType]any{protocol.MIMETextPlain: string(data)})
 		}
@@ -171,13 +171,31 @@ const QuickEnv = "DFX_QUICK"
 // Profile is the notebooks' profile: report.Quick under DFX_QUICK=1,
 // report.Full otherwise.
 func Profile() report.Profile {
+	handed = report.Full
 	if os.Getenv(QuickEnv) == "1" {
-		return report.Quick
+		handed = report.Quick
 	}
-	return report.Full
+	return handed
 }
 
-func profileName() string { return string(Profile()) }
+// QuickProfile is report.Quick, for a cell that always runs the quick
+// profile (beside committed full results); the cell's progress line says
+// so.
+func QuickProfile() report.Profile {
+	handed = report.Quick
+	return handed
+}
+
+// handed is the profile the cell asked for (Profile or QuickProfile), ""
+// when it asked for none: the progress line names it.
+var handed report.Profile
+
+func profileName() string {
+	if handed == "" {
+		return string(Profile())
+	}
+	return string(handed)
+}
 
 // Settings are the experiments' settings in a notebook: the networks of
 // DFX_MNIST_NETS ("" : the committed ones); everything else at its default.
@@ -307,7 +325,8 @@ func Must(err error) {
 }
 
 // Markdown displays Markdown text (a heading, a note, a table a package
-// renders as Markdown).
+// renders as Markdown), as HTML too: the classic notebook shows no Markdown
+// output.
 func Markdown(md string) {
-	display(map[protocol.MIMEType]any{protocol.MIMETextMarkdown: md, protocol.MIMETextPlain: md})
+	display(map[protocol.MIMEType]any{protocol.MIMETextHTML: report.MarkdownHTML(md), protocol.MIMETextMarkdown: md, protocol.MIMETextPlain: md})
 }

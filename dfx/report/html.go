@@ -137,17 +137,29 @@ func (r *Report) HTML() (string, error) {
 	return b.String(), nil
 }
 
-// markdownHTML renders the small Markdown subset that report titles and
-// notes use: ATX headings, paragraphs, "-"/"*" lists, and inline `code`,
+// MarkdownHTML renders a Markdown file this package wrote (a table's
+// Markdown: its title, notes and pipe table) as an HTML fragment, for a
+// viewer that shows HTML but not Markdown.
+func MarkdownHTML(md string) string {
+	return `<div class="dfx-table">` + markdownHTML(md) + "</div>\n"
+}
+
+// markdownHTML renders the small Markdown subset that report titles,
+// notes and tables use: ATX headings, paragraphs, "-"/"*" lists, pipe
+// tables (a header row, a |---|---:| row, then rows), and inline `code`,
 // **bold**, *italic* and [links](url). Everything else is escaped text.
 func markdownHTML(md string) string {
 	var b strings.Builder
-	var para []string
+	var para, table []string
 	inList := false
 	flush := func() {
 		if len(para) > 0 {
 			fmt.Fprintf(&b, "<p>%s</p>\n", inlineHTML(strings.Join(para, " ")))
 			para = nil
+		}
+		if len(table) > 0 {
+			b.WriteString(pipeTableHTML(table))
+			table = nil
 		}
 	}
 	closeList := func() {
@@ -162,6 +174,12 @@ func markdownHTML(md string) string {
 		case s == "":
 			flush()
 			closeList()
+		case strings.HasPrefix(s, "|"):
+			if len(table) == 0 {
+				flush()
+				closeList()
+			}
+			table = append(table, s)
 		case strings.HasPrefix(s, "#"):
 			flush()
 			closeList()
@@ -183,12 +201,82 @@ func markdownHTML(md string) string {
 				b.WriteString(str[:i] + " " + inlineHTML(s) + "</li>\n")
 			}
 		default:
+			if len(table) > 0 {
+				flush()
+			}
 			closeList()
 			para = append(para, s)
 		}
 	}
 	flush()
 	closeList()
+	return b.String()
+}
+
+// pipeTableHTML renders a Markdown pipe table: the first row is the
+// header; a second row of dashes (":---", "---:", ":---:") sets the
+// alignment; cells are inline Markdown. Without that row every row is a
+// body row under no header.
+func pipeTableHTML(lines []string) string {
+	cells := func(line string) []string {
+		line = strings.TrimSpace(line)
+		line = strings.TrimPrefix(line, "|")
+		line = strings.TrimSuffix(line, "|")
+		out := strings.Split(line, "|")
+		for i := range out {
+			out[i] = strings.TrimSpace(out[i])
+		}
+		return out
+	}
+	isRule := func(cs []string) bool {
+		for _, c := range cs {
+			if strings.Trim(c, ":-") != "" || !strings.Contains(c, "-") {
+				return false
+			}
+		}
+		return len(cs) > 0
+	}
+	var b strings.Builder
+	b.WriteString("<table>\n")
+	var align []string
+	body := lines
+	if len(lines) >= 2 && isRule(cells(lines[1])) {
+		for _, c := range cells(lines[1]) {
+			switch {
+			case strings.HasPrefix(c, ":") && strings.HasSuffix(c, ":"):
+				align = append(align, ` style="text-align:center"`)
+			case strings.HasSuffix(c, ":"):
+				align = append(align, ` style="text-align:right;white-space:nowrap"`)
+			default:
+				align = append(align, ` style="text-align:left"`)
+			}
+		}
+		at := func(i int) string {
+			if i < len(align) {
+				return align[i]
+			}
+			return ""
+		}
+		b.WriteString("<thead><tr>")
+		for i, c := range cells(lines[0]) {
+			fmt.Fprintf(&b, "<th%s>%s</th>", at(i), inlineHTML(c))
+		}
+		b.WriteString("</tr></thead>\n")
+		body = lines[2:]
+	}
+	b.WriteString("<tbody>\n")
+	for _, l := range body {
+		b.WriteString("<tr>")
+		for i, c := range cells(l) {
+			a := ""
+			if i < len(align) {
+				a = align[i]
+			}
+			fmt.Fprintf(&b, "<td%s>%s</td>", a, inlineHTML(c))
+		}
+		b.WriteString("</tr>\n")
+	}
+	b.WriteString("</tbody>\n</table>\n")
 	return b.String()
 }
 

@@ -57,6 +57,9 @@ func TestMarkdownHTMLInline(t *testing.T) {
 		"# One\ntwo\nthree\n\nfour": "<h3>One</h3>\n<p>two three</p>\n<p>four</p>\n",
 		"- a\n  continued\n- b":     "<ul>\n<li>a continued</li>\n<li>b</li>\n</ul>\n",
 		"2 * 3 = 6, 4*5":            "<p>2 * 3 = 6, 4*5</p>\n",
+		"# T\n\n| a | b |\n| --- | ---: |\n| `x` | 1 |\nafter": "<h3>T</h3>\n<table>\n<thead><tr><th style=\"text-align:left\">a</th><th style=\"text-align:right;white-space:nowrap\">b</th></tr></thead>\n" +
+			"<tbody>\n<tr><td style=\"text-align:left\"><code>x</code></td><td style=\"text-align:right;white-space:nowrap\">1</td></tr>\n</tbody>\n</table>\n<p>after</p>\n",
+		"| a |\n## H": "<table>\n<tbody>\n<tr><td>a</td></tr>\n</tbody>\n</table>\n<h3>H</h3>\n",
 	} {
 		if got := markdownHTML(md); got != want {
 			t.Errorf("markdownHTML(%q) = %q, want %q", md, got, want)
