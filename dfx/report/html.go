@@ -218,15 +218,27 @@ func markdownHTML(md string) string {
 // alignment; cells are inline Markdown. Without that row every row is a
 // body row under no header.
 func pipeTableHTML(lines []string) string {
-	cells := func(line string) []string {
+	cells := func(line string) []string { // split on "|", not on an escaped "\|"
 		line = strings.TrimSpace(line)
 		line = strings.TrimPrefix(line, "|")
-		line = strings.TrimSuffix(line, "|")
-		out := strings.Split(line, "|")
-		for i := range out {
-			out[i] = strings.TrimSpace(out[i])
+		if strings.HasSuffix(line, "|") && !strings.HasSuffix(line, `\|`) {
+			line = line[:len(line)-1]
 		}
-		return out
+		var out []string
+		var cur strings.Builder
+		for i := 0; i < len(line); i++ {
+			switch {
+			case line[i] == '\\' && i+1 < len(line) && line[i+1] == '|':
+				cur.WriteByte('|')
+				i++
+			case line[i] == '|':
+				out = append(out, strings.TrimSpace(cur.String()))
+				cur.Reset()
+			default:
+				cur.WriteByte(line[i])
+			}
+		}
+		return append(out, strings.TrimSpace(cur.String()))
 	}
 	isRule := func(cs []string) bool {
 		for _, c := range cs {

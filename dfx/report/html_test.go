@@ -59,7 +59,8 @@ func TestMarkdownHTMLInline(t *testing.T) {
 		"2 * 3 = 6, 4*5":            "<p>2 * 3 = 6, 4*5</p>\n",
 		"# T\n\n| a | b |\n| --- | ---: |\n| `x` | 1 |\nafter": "<h3>T</h3>\n<table>\n<thead><tr><th style=\"text-align:left\">a</th><th style=\"text-align:right;white-space:nowrap\">b</th></tr></thead>\n" +
 			"<tbody>\n<tr><td style=\"text-align:left\"><code>x</code></td><td style=\"text-align:right;white-space:nowrap\">1</td></tr>\n</tbody>\n</table>\n<p>after</p>\n",
-		"| a |\n## H": "<table>\n<tbody>\n<tr><td>a</td></tr>\n</tbody>\n</table>\n<h3>H</h3>\n",
+		"| a |\n## H":        "<table>\n<tbody>\n<tr><td>a</td></tr>\n</tbody>\n</table>\n<h3>H</h3>\n",
+		"| \\|miss\\| | b |": "<table>\n<tbody>\n<tr><td>|miss|</td><td>b</td></tr>\n</tbody>\n</table>\n",
 	} {
 		if got := markdownHTML(md); got != want {
 			t.Errorf("markdownHTML(%q) = %q, want %q", md, got, want)
