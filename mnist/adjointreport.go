@@ -34,7 +34,7 @@ func (r *AdjointResult) Report() (*report.Report, error) {
 		prof = "quick profile (toy sizes; not the committed numbers)"
 	}
 	c := r.Config
-	where := fmt.Sprintf("Measured on %s, GoMLX backend %q, %s; `%s` in %.0f s. Sampler: DDIM, %d steps, guidance on steps [%d − n, %d), %d inner DDIM steps for x̂₀ with the discrete adjoint through them, normalised gradient, unconditional ε-network.",
+	where := fmt.Sprintf("Measured on %s, GoMLX backend %q, %s; the MNIST part of `%s` in %.0f s. Sampler: DDIM, %d steps, guidance on steps [%d − n, %d), %d inner DDIM steps for x̂₀ with the discrete adjoint through them, normalised gradient, unconditional ε-network.",
 		r.Machine, r.Backend, prof, adjointCommand, r.Elapsed.Seconds(), c.Steps, c.WindowEnd, c.WindowEnd, c.InnerSteps)
 	rep.Tables = append(rep.Tables, r.gridTable(where), r.curveTable(where), r.costTable(where))
 	if r.Exact != nil {

@@ -62,11 +62,12 @@ def wait_http(url, timeout, what):
 
 def expected_images(path):
     """Images and tables a notebook's outputs hold: image/png outputs and <img> in HTML
-    outputs; <table> in HTML outputs, and pipe tables in Markdown-only outputs (which
-    the browser must render too)."""
+    outputs; the tables of each output, as many as its HTML's <table> or its Markdown's
+    pipe tables, whichever is more (the browser must show them all); and the outputs
+    whose HTML lost a table its Markdown has."""
     with open(path, encoding="utf-8") as f:
         nb = json.load(f)
-    n, tables, outputs = 0, 0, 0
+    n, tables, outputs, lost = 0, 0, 0, []
     text = lambda v: "".join(v) if isinstance(v, list) else v
     for cell in nb.get("cells", []):
         for out in cell.get("outputs", []):
@@ -77,11 +78,16 @@ def expected_images(path):
             elif "text/html" in data:
                 html = text(data["text/html"])
                 n += len(re.findall(r"<img\b", html))
-            if "text/html" in data:
-                tables += len(re.findall(r"<table\b", text(data["text/html"])))
-            elif "text/markdown" in data:
-                tables += len(re.findall(r"^\|[ :|-]*-[ :|-]*\|\s*$", text(data["text/markdown"]), re.M))
-    return n, tables, outputs
+            in_md = len(RULE_ROW.findall(text(data["text/markdown"]))) if "text/markdown" in data else 0
+            in_html = len(re.findall(r"<table\b", text(data["text/html"]), re.I)) if "text/html" in data else 0
+            if "text/html" in data and in_html < in_md:
+                lost.append("an output's HTML has %d tables, its Markdown %d" % (in_html, in_md))
+            tables += max(in_html, in_md)
+    return n, tables, outputs, lost
+
+
+# a pipe table's rule row: "| --- | ---: |"
+RULE_ROW = re.compile(r"^\|(\s*:?-+:?\s*\|)+\s*$", re.M)
 
 
 class Page:
@@ -257,7 +263,7 @@ def main():
         for nb in nbs:
             name = os.path.basename(nb)
             start = time.time()
-            want, want_tables, outputs = expected_images(nb)
+            want, want_tables, outputs, lost = expected_images(nb)
             page.call("Emulation.setDeviceMetricsOverride", width=args.width, height=args.height, deviceScaleFactor=1, mobile=False)
             page.call("Page.navigate", url="http://127.0.0.1:%d/notebooks/notebooks/%s?token=%s" % (port, name, token))
             time.sleep(1)
@@ -269,6 +275,7 @@ def main():
                 problems.append("no outputs: the notebook was committed unexecuted")
             if got["images"] < want:
                 problems.append("%d of %d images shown" % (got["images"], want))
+            problems.extend(lost)
             if got["tables"] < want_tables:
                 problems.append("%d of %d tables shown" % (got["tables"], want_tables))
             if got["broken"]:

@@ -85,7 +85,7 @@ func Show(res report.Result, err error) {
 // to render fails the cell.
 func ShowReport(rep *report.Report) {
 	if current != nil {
-		current.finish(fmt.Sprintf("%s: computed in %s (%s profile)", rep.Name, since(current.start), profileName()))
+		current.finish(fmt.Sprintf("%s: computed in %s%s", rep.Name, since(current.start), profileNote()))
 	}
 	for _, t := range rep.Tables {
 		if !t.NoMarkdown {
@@ -187,14 +187,15 @@ func QuickProfile() report.Profile {
 }
 
 // handed is the profile the cell asked for (Profile or QuickProfile), ""
-// when it asked for none: the progress line names it.
+// when it asked for none: the progress line names it, and names none when
+// the cell built its configuration otherwise.
 var handed report.Profile
 
-func profileName() string {
+func profileNote() string {
 	if handed == "" {
-		return string(Profile())
+		return ""
 	}
-	return string(handed)
+	return " (" + string(handed) + " profile)"
 }
 
 // Settings are the experiments' settings in a notebook: the networks of
@@ -314,7 +315,7 @@ func finishProgress(err error) {
 		current.finish("failed after " + since(current.start))
 		return
 	}
-	current.finish(fmt.Sprintf("computed in %s (%s profile)", since(current.start), profileName()))
+	current.finish(fmt.Sprintf("computed in %s%s", since(current.start), profileNote()))
 }
 
 // Must fails the cell when err is not nil (see Fail).

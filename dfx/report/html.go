@@ -168,13 +168,17 @@ func markdownHTML(md string) string {
 			inList = false
 		}
 	}
-	for _, line := range strings.Split(md, "\n") {
+	lines := strings.Split(md, "\n")
+	for i, line := range lines {
 		s := strings.TrimSpace(line)
+		// a table starts at a "|" line followed by its rule row, and goes
+		// on while lines start with "|"
+		tableLine := strings.HasPrefix(s, "|") && (len(table) > 0 || i+1 < len(lines) && isTableRule(lines[i+1]))
 		switch {
 		case s == "":
 			flush()
 			closeList()
-		case strings.HasPrefix(s, "|"):
+		case tableLine:
 			if len(table) == 0 {
 				flush()
 				closeList()
@@ -213,10 +217,26 @@ func markdownHTML(md string) string {
 	return b.String()
 }
 
+// isTableRule reports whether line is a pipe table's rule row: "|" cells
+// of dashes, each with an optional leading or trailing colon.
+func isTableRule(line string) bool {
+	line = strings.TrimSpace(line)
+	if !strings.HasPrefix(line, "|") {
+		return false
+	}
+	cs := strings.Split(strings.Trim(line, "|"), "|")
+	for _, c := range cs {
+		c = strings.TrimSpace(c)
+		if strings.Trim(c, ":-") != "" || !strings.Contains(c, "-") {
+			return false
+		}
+	}
+	return len(cs) > 0
+}
+
 // pipeTableHTML renders a Markdown pipe table: the first row is the
-// header; a second row of dashes (":---", "---:", ":---:") sets the
-// alignment; cells are inline Markdown. Without that row every row is a
-// body row under no header.
+// header; the second, of dashes (":---", "---:", ":---:"), sets the
+// alignment; cells are inline Markdown.
 func pipeTableHTML(lines []string) string {
 	cells := func(line string) []string { // split on "|", not on an escaped "\|"
 		line = strings.TrimSpace(line)
@@ -240,19 +260,11 @@ func pipeTableHTML(lines []string) string {
 		}
 		return append(out, strings.TrimSpace(cur.String()))
 	}
-	isRule := func(cs []string) bool {
-		for _, c := range cs {
-			if strings.Trim(c, ":-") != "" || !strings.Contains(c, "-") {
-				return false
-			}
-		}
-		return len(cs) > 0
-	}
 	var b strings.Builder
 	b.WriteString("<table>\n")
 	var align []string
 	body := lines
-	if len(lines) >= 2 && isRule(cells(lines[1])) {
+	if len(lines) >= 2 && isTableRule(lines[1]) {
 		for _, c := range cells(lines[1]) {
 			switch {
 			case strings.HasPrefix(c, ":") && strings.HasSuffix(c, ":"):

@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/base64"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -59,8 +60,10 @@ func TestMarkdownHTMLInline(t *testing.T) {
 		"2 * 3 = 6, 4*5":            "<p>2 * 3 = 6, 4*5</p>\n",
 		"# T\n\n| a | b |\n| --- | ---: |\n| `x` | 1 |\nafter": "<h3>T</h3>\n<table>\n<thead><tr><th style=\"text-align:left\">a</th><th style=\"text-align:right;white-space:nowrap\">b</th></tr></thead>\n" +
 			"<tbody>\n<tr><td style=\"text-align:left\"><code>x</code></td><td style=\"text-align:right;white-space:nowrap\">1</td></tr>\n</tbody>\n</table>\n<p>after</p>\n",
-		"| a |\n## H":        "<table>\n<tbody>\n<tr><td>a</td></tr>\n</tbody>\n</table>\n<h3>H</h3>\n",
-		"| \\|miss\\| | b |": "<table>\n<tbody>\n<tr><td>|miss|</td><td>b</td></tr>\n</tbody>\n</table>\n",
+		"|Δ| is the change\n## H":           "<p>|Δ| is the change</p>\n<h3>H</h3>\n",
+		"- a\n  |x| is the norm\n- b":       "<ul>\n<li>a |x| is the norm</li>\n<li>b</li>\n</ul>\n",
+		"- a\n| h |\n| :---: |\n| c |":      "<ul>\n<li>a</li>\n</ul>\n<table>\n<thead><tr><th style=\"text-align:center\">h</th></tr></thead>\n<tbody>\n<tr><td style=\"text-align:center\">c</td></tr>\n</tbody>\n</table>\n",
+		"| \\|miss\\| | b |\n| --- | --- |": "<table>\n<thead><tr><th style=\"text-align:left\">|miss|</th><th style=\"text-align:left\">b</th></tr></thead>\n<tbody>\n</tbody>\n</table>\n",
 	} {
 		if got := markdownHTML(md); got != want {
 			t.Errorf("markdownHTML(%q) = %q, want %q", md, got, want)
@@ -91,4 +94,22 @@ func ExampleTable_HTML() {
 	// </tbody>
 	// </table>
 	// </div>
+}
+
+// What Table.Markdown writes, MarkdownHTML reads back: the same header and
+// cells (a "|" inside a cell included) as Table.HTML renders.
+func TestMarkdownHTMLReadsTableMarkdown(t *testing.T) {
+	tb := &Table{Title: "## T", Header: []string{"name", "a|b", "value"}, Align: "lcr",
+		Rows: [][]string{{"x", "p|q", "1.5"}, {"y", "`c`", "−2"}}, Notes: []string{"a note"}}
+	h := MarkdownHTML(tb.Markdown())
+	cellsOf := func(h string) []string {
+		return regexp.MustCompile(`<t[hd][^>]*>(.*?)</t[hd]>`).FindAllString(h, -1)
+	}
+	want, got := cellsOf(tb.HTML()), cellsOf(h)
+	if strings.Join(got, "") != strings.Join(want, "") {
+		t.Errorf("MarkdownHTML(Markdown()) cells\n%q\nTable.HTML cells\n%q", got, want)
+	}
+	if !strings.Contains(h, "<p>a note</p>") || !strings.Contains(h, "<h3>T</h3>") {
+		t.Errorf("title or note lost:\n%s", h)
+	}
 }
