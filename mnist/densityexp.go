@@ -286,17 +286,13 @@ func (r *DensityExpResult) runNetworks(ctx context.Context, xT *mat.Dense, nets 
 	if rec := nets.Records["eps"]; rec != nil {
 		r.NetworkAbout = fmt.Sprintf("ε-network %s: %d steps on %s", rec.Net, rec.Steps, rec.Machine)
 	}
-	// skip-hutchinson needs a mixture skip; without one it is hutchinson.
-	hasSkip := models.HasNetwork(nets.Store, models.MixtureScope)
 	traceName := func(name string) string {
-		if rest, ok := strings.CutPrefix(name, "skip-"); ok && !hasSkip {
-			if !slices.Contains(r.Fallbacks, name) {
-				r.Fallbacks = append(r.Fallbacks, name)
-				fmt.Fprintf(log, "mnist-density: the ε-network has no mixture skip: %s runs as %s\n", name, rest)
-			}
-			return rest
+		run := nets.runnableTrace(name)
+		if run != name && !slices.Contains(r.Fallbacks, name) {
+			r.Fallbacks = append(r.Fallbacks, name)
+			fmt.Fprintf(log, "mnist-density: the ε-network has no mixture skip: %s runs as %s\n", name, run)
 		}
-		return name
+		return run
 	}
 	refName := traceName(cfg.RefTrace)
 	q, err := keep.levels("network")
@@ -391,13 +387,8 @@ func (r *DensityExpResult) runCosts(ctx context.Context, xT *mat.Dense, nets *Ne
 		return err
 	}
 	ms := []timed{{"mixture", "exact", score.Exact{Mixture: r.mix}, e.LogProb}}
-	hasSkip := models.HasNetwork(nets.Store, models.MixtureScope)
 	for _, tr := range cfg.Traces {
-		name := tr
-		if rest, ok := strings.CutPrefix(tr, "skip-"); ok && !hasSkip {
-			name = rest
-		}
-		m, err := nets.TraceModel(name, cfg.Seed+3)
+		m, err := nets.TraceModel(nets.runnableTrace(tr), cfg.Seed+3)
 		if err != nil {
 			return err
 		}
@@ -433,6 +424,15 @@ func (r *DensityExpResult) runCosts(ctx context.Context, xT *mat.Dense, nets *Ne
 	}
 	r.CostMachine = fmt.Sprintf("%s, %s backend", Machine(), nets.Backend.Name())
 	return nil
+}
+
+// runnableTrace is the trace name runs as on these networks:
+// skip-hutchinson:K needs a mixture skip, and without one is hutchinson:K.
+func (n *Networks) runnableTrace(name string) string {
+	if rest, ok := strings.CutPrefix(name, "skip-"); ok && !models.HasNetwork(n.Store, models.MixtureScope) {
+		return rest
+	}
+	return name
 }
 
 // densityRow guides xT with model m to tg and measures the samples.

@@ -328,8 +328,8 @@ func CheckDensityWork(dir string) error {
 	if dir == "" {
 		return nil
 	}
-	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
-		return fmt.Errorf("mnist-density: work folder %s is not a folder: %w", dir, ErrWork)
+	if err := checkWorkDir("mnist-density", dir); err != nil {
+		return err
 	}
 	for _, p := range []report.Profile{report.Quick, report.Full} {
 		if _, err := readStrict("mnist-density", filepath.Join(dir, densityWorkFile(string(p))), &densityWork{}); err != nil {

@@ -239,8 +239,8 @@ func CheckModelWork(dir string) error {
 	if dir == "" {
 		return nil
 	}
-	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
-		return fmt.Errorf("mnist-model: work folder %s is not a folder", dir)
+	if err := checkWorkDir("mnist-model", dir); err != nil {
+		return err
 	}
 	strict := func(path string, v any) error {
 		_, err := readStrict("mnist-model", path, v)
@@ -256,6 +256,25 @@ func CheckModelWork(dir string) error {
 		}
 	}
 	return nil
+}
+
+// checkWorkDir checks, before any work, that a work folder is a folder
+// this process can write (it is made when missing), so that a run of hours
+// does not fail at its first save.
+func checkWorkDir(who, dir string) error {
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return fmt.Errorf("%s: work folder %s is not a folder: %w", who, dir, ErrWork)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("%s: work folder: %v: %w", who, err, ErrWork)
+	}
+	f, err := os.CreateTemp(dir, ".dfx-write-check-*")
+	if err != nil {
+		return fmt.Errorf("%s: work folder %s cannot be written: %v: %w", who, dir, err, ErrWork)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
 }
 
 // maxWorkFile bounds the size of a work file read back (the largest, the

@@ -251,7 +251,8 @@ func TestEveryBadInputIsOneLineExitTwoNothingOnStdout(t *testing.T) {
 	}
 }
 
-// A density work folder that is a file, or holds a corrupt density-quick.json,
+// A density work folder that is a file, cannot be made, or holds a corrupt
+// density-quick.json,
 // is refused before any work: exit 2, one line, nothing on stdout.
 func TestDensityWorkBadInput(t *testing.T) {
 	dir := t.TempDir()
@@ -266,7 +267,7 @@ func TestDensityWorkBadInput(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(work, "density-quick.json"), []byte(`{"settings":"x","rows":[`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct{ dir, want string }{{aFile, "not a folder"}, {work, "density-quick.json"}} {
+	for _, c := range []struct{ dir, want string }{{aFile, "not a folder"}, {filepath.Join(aFile, "sub"), "work folder"}, {work, "density-quick.json"}} {
 		t.Setenv("DFX_MNIST_DENSITY_WORK", c.dir)
 		code, out, errOut := runCLI("reproduce", "mnist-density", "-quick", "-out", filepath.Join(dir, "out"))
 		if code != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.want) {
