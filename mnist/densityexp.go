@@ -43,8 +43,15 @@ type DensityExpConfig struct {
 	// levels (density-<profile>.json, saved after each row; one run at a
 	// time): a run resumes there, and reads rows computed elsewhere with
 	// the same settings and networks ("": nothing kept).
-	Work    string `json:"-"`
-	Mixture mixture.FitOptions
+	Work string `json:"-"`
+	// Shard k of Shards (1 ≤ k ≤ Shards): the run computes only the rows
+	// whose position in table order is k−1 modulo Shards, keeps them in its
+	// own file of Work (density-<profile>.shard-k-of-n.json) and renders a
+	// partial report (its rows, no figures, no cost table), so that shards
+	// can run side by side on one folder; a run without shards then reads
+	// every file and writes the whole report. Shards 0: every row.
+	Shard, Shards int `json:"-"`
+	Mixture       mixture.FitOptions
 	// Samples per target, from the same noises; RK4 with Steps steps.
 	Samples, Steps int
 	// Offsets in nats per unit time; Quantiles of log q_t under q_t held
@@ -131,9 +138,11 @@ type DensityExpResult struct {
 	Fallbacks    []string                    // skip-hutchinson traces run as hutchinson (no skip)
 	Levels       map[string]*pfode.Quantiles // "mixture", "network"
 	Costs        []DensityCost
-	CostMachine  string            // where and on which backend the cost table was measured
-	mix          *mixture.Gaussian // the fitted mixture (for the cost table)
-	Elapsed      time.Duration
+	// Shard is "k/n" for a shard's partial result ("": the whole run).
+	Shard       string
+	CostMachine string            // where and on which backend the cost table was measured
+	mix         *mixture.Gaussian // the fitted mixture (for the cost table)
+	Elapsed     time.Duration
 }
 
 // BitsPerDim converts a log-density at t_min (nats) to bits per dimension
@@ -149,7 +158,16 @@ func RunDensityExp(ctx context.Context, cfg DensityExpConfig, log io.Writer) (*D
 	if cfg.Samples < 2 || cfg.Steps < 1 || cfg.RefSamples < 2 || cfg.MixtureDraws < 2 || cfg.MixtureTimes < 2 || cfg.CostSteps < 1 || cfg.CostRounds < 1 {
 		return nil, fmt.Errorf("mnist: density experiment needs Samples, RefSamples, MixtureDraws, MixtureTimes ≥ 2 and Steps, CostSteps, CostRounds ≥ 1: %+v", cfg)
 	}
+	if cfg.Shards < 0 || (cfg.Shards > 0 && (cfg.Shard < 1 || cfg.Shard > cfg.Shards)) {
+		return nil, fmt.Errorf("mnist: density experiment shard %d of %d: want 1 ≤ shard ≤ shards", cfg.Shard, cfg.Shards)
+	}
+	if cfg.Shards > 0 && cfg.Work == "" {
+		return nil, fmt.Errorf("mnist: a shard of the density experiment needs a work folder to keep its rows in: %w", ErrWork)
+	}
 	res := &DensityExpResult{Config: cfg, Levels: map[string]*pfode.Quantiles{}}
+	if cfg.Shards > 0 {
+		res.Shard = fmt.Sprintf("%d/%d", cfg.Shard, cfg.Shards)
+	}
 	nets, err := OpenNetworks(cfg.Dir)
 	if err != nil {
 		return nil, err
@@ -163,7 +181,7 @@ func RunDensityExp(ctx context.Context, cfg DensityExpConfig, log io.Writer) (*D
 		return nil, err
 	}
 	if n := len(keep.rows); n > 0 {
-		fmt.Fprintf(log, "mnist-density: %d rows read from %s (%s; %.0f s)\n", n, cfg.Work, keep.where(), keep.base)
+		fmt.Fprintf(log, "mnist-density: %d rows read from %s (%s; %.0f s)\n", n, cfg.Work, keep.where(), keep.readSeconds())
 	}
 	step := stepLogger(ctx, log, "mnist-density")
 	xT := InitialNoise(cfg.Seed, 0, cfg.Samples)
@@ -173,7 +191,9 @@ func RunDensityExp(ctx context.Context, cfg DensityExpConfig, log io.Writer) (*D
 	if err := step("networks", func() error { return res.runNetworks(ctx, xT, nets, keep, log) }); err != nil {
 		return nil, err
 	}
-	if err := step("cost per guided path", func() error { return res.runCosts(ctx, xT, nets) }); err != nil {
+	if res.Shard != "" {
+		fmt.Fprintf(log, "mnist-density: shard %s done; %d of its profile's rows are in %s (run without a shard to write the whole report)\n", res.Shard, len(keep.rows), cfg.Work)
+	} else if err := step("cost per guided path", func() error { return res.runCosts(ctx, xT, nets) }); err != nil {
 		return nil, err
 	}
 	res.Elapsed = time.Since(start)
@@ -262,8 +282,12 @@ func (r *DensityExpResult) runMixture(ctx context.Context, xT *mat.Dense, keep *
 		return e.LogProb, make([]float64, len(e.LogProb)), nil // closed form: no solver error
 	}
 	for _, tg := range cfg.targets(q, true) {
+		mine := keep.mine()
 		if row, ok := keep.row("mixture", "exact", tg.name); ok {
 			r.Rows = append(r.Rows, row)
+			continue
+		}
+		if !mine {
 			continue
 		}
 		row, err := densityRow(ctx, score.Exact{Mixture: g}, tg, xT, e.LogProb, cfg.Steps, measure)
@@ -348,8 +372,12 @@ func (r *DensityExpResult) runNetworks(ctx context.Context, xT *mat.Dense, nets 
 			withUntil = withUntil || u == tr
 		}
 		for _, tg := range cfg.targets(q, withUntil) {
+			mine := keep.mine()
 			if row, ok := keep.row("network", tr, tg.name); ok {
 				r.Rows = append(r.Rows, row)
+				continue
+			}
+			if !mine {
 				continue
 			}
 			row, err := densityRow(ctx, m, tg, xT, start, cfg.Steps, measure)

@@ -3,6 +3,7 @@ package mnist
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -58,6 +59,17 @@ func (r *DensityExpResult) Report() (*report.Report, error) {
 			rel = report.Float(float64(k.PerStep) / float64(ref))
 		}
 		cost.Add(report.Text(k.Model), report.Text(k.Trace), report.Duration(k.PerStep), report.Duration(k.PerSample), rel, report.Int(k.Rounds))
+	}
+	if r.Shard != "" {
+		// A shard's partial report: the rows in the folder so far, no
+		// figures, no cost table.
+		all := len(c.targets(r.Levels["mixture"], true))
+		for _, tr := range c.Traces {
+			all += len(c.targets(r.Levels["network"], slices.Contains(c.UntilTraces, tr)))
+		}
+		t.Title = fmt.Sprintf("# Density guidance on MNIST (%s profile): partial, shard %s\n\n%d of the %d rows are in the work folder; the run without a shard writes the whole report with its figures and cost table.\n\n", c.Profile, r.Shard, len(r.Rows), all) +
+			strings.SplitN(t.Title, "\n\n", 3)[2]
+		return &report.Report{Name: "mnist-density", Title: "Density guidance on MNIST (partial: shard " + r.Shard + ")", Tables: []*report.Table{t}}, nil
 	}
 	rep := &report.Report{Name: "mnist-density", Title: "Density guidance on MNIST", Tables: []*report.Table{t, cost},
 		Figures: []*report.Figure{{Name: "levels.png", Caption: "achieved bpd (measured) against the level asked, per model and trace (mean ± 1 SE)", Render: r.levelsFigure}}}

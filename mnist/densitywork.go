@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,11 +25,46 @@ import (
 // finished row, saved after each, so that a run of hours resumes where an
 // earlier one stopped, or reads rows computed on another machine (a GPU).
 // The settings and the networks' digests must match the run's for the file
-// to be used. One run at a time per folder: two would each rewrite the
-// file with their own rows.
+// to be used. One run at a time per file: two would each rewrite it with
+// their own rows. Shards (DensityExpConfig.Shard) each keep their own file
+// (density-<profile>.shard-k-of-n.json) and read the others', so that they
+// can run side by side; every run reads all of the profile's files.
 
 // densityWorkFile is the work file of a profile.
 func densityWorkFile(profile string) string { return "density-" + profile + ".json" }
+
+// densityShardFile is the work file of shard k of n of a profile: a shard
+// run (DensityExpConfig.Shard) keeps its rows there, so that shards can run
+// side by side in one folder; every run reads all of a profile's files.
+func densityShardFile(profile string, k, n int) string {
+	return fmt.Sprintf("density-%s.shard-%d-of-%d.json", profile, k, n)
+}
+
+// densityFiles is the profile's work files in dir: the main file first,
+// then the shards' in name order (those that exist).
+func densityFiles(dir, profile string) ([]string, error) {
+	shards, err := filepath.Glob(filepath.Join(dir, "density-"+profile+".shard-*-of-*.json"))
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(shards)
+	return append([]string{filepath.Join(dir, densityWorkFile(profile))}, shards...), nil
+}
+
+// ParseShard reads "k/n" (1 ≤ k ≤ n ≤ 64): shard k of n.
+func ParseShard(s string) (k, n int, err error) {
+	a, b, ok := strings.Cut(s, "/")
+	if ok {
+		k, err = strconv.Atoi(a)
+		if err == nil {
+			n, err = strconv.Atoi(b)
+		}
+	}
+	if !ok || err != nil || k < 1 || n < 1 || k > n || n > 64 {
+		return 0, 0, fmt.Errorf("shard %q: want k/n with 1 ≤ k ≤ n ≤ 64, e.g. 1/2", s)
+	}
+	return k, n, nil
+}
 
 // densityWork is Work/density-<profile>.json.
 type densityWork struct {
@@ -193,66 +229,150 @@ type densityKeeper struct {
 	// grid says which rows' samples the figures draw (the others keep no
 	// grid).
 	grid func(model, trace string) bool
+	// The other files of the folder (the main file or the shards' files
+	// other than this run's): their rows and levels are read, their
+	// seconds and machines counted, and they are never written.
+	otherLevels   map[string]*quantilesWork
+	otherSeconds  float64
+	otherMachines []string
+	otherBackends []string
+	// shard, shards: this run computes the rows whose position (in table
+	// order, counted by mine) is shard−1 modulo shards; 0: every row.
+	shard, shards, pos int
 }
 
-// openDensityWork reads dir's work file for a run of cfg on networks of
-// digest (a fresh keeper when there is none or dir is ""); a file made with
-// other settings or networks, or malformed, is an error, never silently
-// replaced.
+// mine reports whether the next row in table order is this run's to
+// compute, and counts it.
+func (k *densityKeeper) mine() bool {
+	p := k.pos
+	k.pos++
+	return k.shards == 0 || p%k.shards == k.shard-1
+}
+
+// openDensityWork reads dir's work files for a run of cfg on networks of
+// digest (a fresh keeper when there is none or dir is ""): this run's own
+// file (the main one, or its shard's) and every other file of the profile,
+// whose rows are read too. A file made with other settings or networks,
+// or malformed, is an error, never silently replaced.
 func openDensityWork(dir string, cfg DensityExpConfig, digest, backend string) (*densityKeeper, error) {
 	settings, err := densitySettings(cfg)
 	if err != nil {
 		return nil, err
 	}
 	k := &densityKeeper{dir: dir, file: densityWorkFile(cfg.Profile), rows: map[string]DensityExpRow{}, start: time.Now(), machine: Machine(), backend: backend,
-		work: densityWork{Settings: settings, Digest: digest, Levels: map[string]*quantilesWork{}},
-		grid: func(model, trace string) bool { return model == "mixture" || slices.Contains(cfg.GridTraces, trace) }}
+		work:        densityWork{Settings: settings, Digest: digest, Levels: map[string]*quantilesWork{}},
+		grid:        func(model, trace string) bool { return model == "mixture" || slices.Contains(cfg.GridTraces, trace) },
+		otherLevels: map[string]*quantilesWork{}, shard: cfg.Shard, shards: cfg.Shards}
+	if cfg.Shards > 0 {
+		k.file = densityShardFile(cfg.Profile, cfg.Shard, cfg.Shards)
+	}
 	if dir == "" {
 		return k, nil
 	}
-	path := filepath.Join(dir, k.file)
+	all, err := densityFiles(dir, cfg.Profile)
+	if err != nil {
+		return nil, err
+	}
+	// This run's own file first: its rows are the ones it writes back.
+	own := filepath.Join(dir, k.file)
+	files := []string{own}
+	for _, f := range all {
+		if f != own {
+			files = append(files, f)
+		}
+	}
+	for i, path := range files {
+		got, rows, found, err := readDensityWork(path, settings, digest)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			continue
+		}
+		if i == 0 {
+			k.work, k.base = *got, got.Seconds
+		} else {
+			k.otherSeconds += got.Seconds
+			k.otherMachines = appendNew(k.otherMachines, got.Machine)
+			k.otherBackends = appendNew(k.otherBackends, got.Backend)
+			for name, q := range got.Levels {
+				if k.otherLevels[name] == nil {
+					k.otherLevels[name] = q
+				}
+			}
+		}
+		for _, w := range rows {
+			if _, seen := k.rows[w.key()]; !seen {
+				k.rows[w.key()] = w
+			}
+		}
+	}
+	return k, nil
+}
+
+// appendNew adds the items of an " and "-joined list to list, each once.
+func appendNew(list []string, joined string) []string {
+	if joined == "" {
+		return list
+	}
+	for _, v := range strings.Split(joined, " and ") {
+		if !slices.Contains(list, v) {
+			list = append(list, v)
+		}
+	}
+	return list
+}
+
+// readDensityWork reads one work file strictly: its settings and networks
+// must be the run's, its levels and rows well formed, no row twice.
+func readDensityWork(path, settings, digest string) (*densityWork, []DensityExpRow, bool, error) {
 	var got densityWork
 	found, err := readStrict("mnist-density", path, &got)
 	if err != nil || !found {
-		return k, err
+		return nil, nil, found, err
 	}
 	if got.Digest != digest {
-		return nil, fmt.Errorf("mnist-density: %s was made with other networks (%s; this run: %s) (remove it, or use another work folder): %w", path, got.Digest, digest, ErrWork)
+		return nil, nil, true, fmt.Errorf("mnist-density: %s was made with other networks (%s; this run: %s) (remove it, or use another work folder): %w", path, got.Digest, digest, ErrWork)
 	}
 	if got.Settings != settings {
-		return nil, fmt.Errorf("mnist-density: %s was made with other settings (%s; this run: %s) (remove it, or use another work folder): %w", path, got.Settings, settings, ErrWork)
+		return nil, nil, true, fmt.Errorf("mnist-density: %s was made with other settings (%s; this run: %s) (remove it, or use another work folder): %w", path, got.Settings, settings, ErrWork)
 	}
 	if got.Levels == nil {
 		got.Levels = map[string]*quantilesWork{}
 	}
 	for name, q := range got.Levels {
 		if q == nil {
-			return nil, fmt.Errorf("mnist-density: %s: %s levels are null: %w", path, name, ErrWork)
+			return nil, nil, true, fmt.Errorf("mnist-density: %s: %s levels are null: %w", path, name, ErrWork)
 		}
 		if _, err := q.quantiles(); err != nil {
-			return nil, fmt.Errorf("mnist-density: %s: %s %w", path, name, err)
+			return nil, nil, true, fmt.Errorf("mnist-density: %s: %s %w", path, name, err)
 		}
 	}
+	var rows []DensityExpRow
+	seen := map[string]bool{}
 	for _, o := range got.Rows {
 		w, err := o.row()
 		if err != nil {
-			return nil, fmt.Errorf("mnist-density: %s: %w", path, err)
+			return nil, nil, true, fmt.Errorf("mnist-density: %s: %w", path, err)
 		}
-		if _, dup := k.rows[w.key()]; dup {
-			return nil, fmt.Errorf("mnist-density: %s: row %s twice: %w", path, w.key(), ErrWork)
+		if seen[w.key()] {
+			return nil, nil, true, fmt.Errorf("mnist-density: %s: row %s twice: %w", path, w.key(), ErrWork)
 		}
-		k.rows[w.key()] = w
+		seen[w.key()] = true
+		rows = append(rows, w)
 	}
 	if got.Seconds < 0 || math.IsNaN(got.Seconds) || math.IsInf(got.Seconds, 0) {
-		return nil, fmt.Errorf("mnist-density: %s: %g seconds: %w", path, got.Seconds, ErrWork)
+		return nil, nil, true, fmt.Errorf("mnist-density: %s: %g seconds: %w", path, got.Seconds, ErrWork)
 	}
-	k.work, k.base = got, got.Seconds
-	return k, nil
+	return &got, rows, true, nil
 }
 
 // levels returns the kept levels of name (nil: none kept).
 func (k *densityKeeper) levels(name string) (*pfode.Quantiles, error) {
 	q := k.work.Levels[name]
+	if q == nil {
+		q = k.otherLevels[name]
+	}
 	if q == nil {
 		return nil, nil
 	}
@@ -279,18 +399,29 @@ func (k *densityKeeper) keep(w DensityExpRow) error {
 	return k.save()
 }
 
-// elapsed is the computing time of this run and the earlier ones.
+// elapsed is the computing time of this run and the earlier ones, in
+// every file of the folder.
 func (k *densityKeeper) elapsed() time.Duration {
+	return time.Duration((k.base+k.otherSeconds)*float64(time.Second)) + time.Since(k.start)
+}
+
+// ownElapsed is the computing time kept in this run's own file.
+func (k *densityKeeper) ownElapsed() time.Duration {
 	return time.Duration(k.base*float64(time.Second)) + time.Since(k.start)
 }
 
-// where is the machines and backends that computed the kept work ("" when
-// none did yet).
+// readSeconds is the computing time of the earlier runs, in every file.
+func (k *densityKeeper) readSeconds() float64 { return k.base + k.otherSeconds }
+
+// where is the machines and backends that computed the kept work, in every
+// file of the folder ("" when none did yet).
 func (k *densityKeeper) where() string {
-	if k.work.Machine == "" {
+	machines := appendNew(appendNew(nil, k.work.Machine), strings.Join(k.otherMachines, " and "))
+	backends := appendNew(appendNew(nil, k.work.Backend), strings.Join(k.otherBackends, " and "))
+	if len(machines) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%s, %s backend", k.work.Machine, k.work.Backend)
+	return fmt.Sprintf("%s, %s backend", strings.Join(machines, " and "), strings.Join(backends, " and "))
 }
 
 func (k *densityKeeper) save() error {
@@ -310,7 +441,7 @@ func (k *densityKeeper) save() error {
 		add(&k.work.Machine, k.machine)
 		add(&k.work.Backend, k.backend)
 	}
-	k.work.Seconds = k.elapsed().Seconds()
+	k.work.Seconds = k.ownElapsed().Seconds()
 	raw, err := json.Marshal(k.work)
 	if err != nil {
 		return err
@@ -332,8 +463,14 @@ func CheckDensityWork(dir string) error {
 		return err
 	}
 	for _, p := range []report.Profile{report.Quick, report.Full} {
-		if _, err := readStrict("mnist-density", filepath.Join(dir, densityWorkFile(string(p))), &densityWork{}); err != nil {
+		files, err := densityFiles(dir, string(p))
+		if err != nil {
 			return err
+		}
+		for _, f := range files {
+			if _, err := readStrict("mnist-density", f, &densityWork{}); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -147,3 +147,105 @@ func TestDensityWorkResumes(t *testing.T) {
 		}
 	}
 }
+
+// Shards share one folder: each computes every n-th row (mine), keeps its
+// rows in its own file and never writes another's; every run reads all of
+// the profile's files (rows, levels, seconds and machines); a malformed
+// shard file is refused like the main one.
+func TestDensityWorkShards(t *testing.T) {
+	dir := t.TempDir()
+	cfg := DensityExpQuick("")
+	open := func(k, n int, backend string) *densityKeeper {
+		t.Helper()
+		c := cfg
+		c.Shard, c.Shards = k, n
+		keep, err := openDensityWork(dir, c, "score:abc", backend)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return keep
+	}
+	// Positions 0…4 of shard 2 of 3 are 1 and 4; without shards, all.
+	var got []int
+	s2 := open(2, 3, "Go Backend")
+	for p := range 5 {
+		if s2.mine() {
+			got = append(got, p)
+		}
+	}
+	if len(got) != 2 || got[0] != 1 || got[1] != 4 {
+		t.Errorf("shard 2 of 3 takes positions %v of 0…4, want [1 4]", got)
+	}
+	whole := open(0, 0, "Go Backend")
+	for p := range 5 {
+		if !whole.mine() {
+			t.Errorf("the run without shards skips position %d", p)
+		}
+	}
+
+	s1 := open(1, 2, "Go Backend")
+	if err := s1.keep(DensityExpRow{Model: "network", Trace: "df-tm", Target: "none", Achieved: stats.Estimate{Mean: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	q := &pfode.Quantiles{Times: []float64{1, 0.01}, Ps: []float64{0.5}, Values: [][]float64{{-1000}, {-800}}, How: "shard 1"}
+	if err := s1.keepLevels("network", q); err != nil {
+		t.Fatal(err)
+	}
+	s2 = open(2, 2, "xla")
+	if lv, err := s2.levels("network"); err != nil || lv == nil || lv.How != "shard 1" {
+		t.Errorf("shard 2 does not read shard 1's levels: %v, %v", lv, err)
+	}
+	if _, ok := s2.row("network", "df-tm", "none"); !ok {
+		t.Error("shard 2 does not read shard 1's row")
+	}
+	if err := s2.keep(DensityExpRow{Model: "network", Trace: "df-tm", Target: "offset +300", Achieved: stats.Estimate{Mean: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[int]string{1: "none", 2: "offset +300"} {
+		var w densityWork
+		if _, err := readStrict("test", filepath.Join(dir, densityShardFile(cfg.Profile, k, 2)), &w); err != nil {
+			t.Fatal(err)
+		}
+		if len(w.Rows) != 1 || w.Rows[0].Target != want {
+			t.Errorf("shard %d's file holds %d rows (%+v), want its own row %q only", k, len(w.Rows), w.Rows, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, densityWorkFile(cfg.Profile))); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a shard wrote the main file: %v", err)
+	}
+	all := open(0, 0, "Go Backend")
+	for _, tg := range []string{"none", "offset +300"} {
+		if _, ok := all.row("network", "df-tm", tg); !ok {
+			t.Errorf("the whole run does not read row %q", tg)
+		}
+	}
+	if w := all.where(); !strings.Contains(w, "Go Backend") || !strings.Contains(w, "xla") {
+		t.Errorf("the whole run's machines: %q, want both shards' backends", w)
+	}
+	if all.readSeconds() <= 0 || all.base != 0 {
+		t.Errorf("the whole run read %g s of earlier work (%g s in its own file)", all.readSeconds(), all.base)
+	}
+	if err := CheckDensityWork(dir); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, densityShardFile(cfg.Profile, 2, 2))
+	if err := os.WriteFile(path, []byte(`{"settings":`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openDensityWork(dir, cfg, "score:abc", "Go Backend"); !errors.Is(err, ErrWork) {
+		t.Errorf("a truncated shard file: %v", err)
+	}
+	if err := CheckDensityWork(dir); !errors.Is(err, ErrWork) {
+		t.Errorf("CheckDensityWork: a truncated shard file: %v", err)
+	}
+	for _, s := range []string{"1/2", "2/2", "64/64"} {
+		if _, _, err := ParseShard(s); err != nil {
+			t.Errorf("%q: %v", s, err)
+		}
+	}
+	for _, s := range []string{"", "1", "0/2", "3/2", "1/0", "-1/2", "1/65", "a/b", "1/2/3"} {
+		if _, _, err := ParseShard(s); err == nil {
+			t.Errorf("%q accepted", s)
+		}
+	}
+}

@@ -86,6 +86,14 @@ func init() {
 			if err := checkDataNets(s); err != nil {
 				return err
 			}
+			if s.DensityShard != "" {
+				if _, _, err := ParseShard(s.DensityShard); err != nil {
+					return err
+				}
+				if s.DensityWork == "" {
+					return fmt.Errorf("a shard (%s) needs a work folder to keep its rows in", s.DensityShard)
+				}
+			}
 			return CheckDensityWork(s.DensityWork)
 		},
 		Run: func(ctx context.Context, c report.Config) ([]report.Result, error) {
@@ -94,6 +102,12 @@ func init() {
 				cfg = DensityExpQuick(c.Settings.NetsDir)
 			}
 			cfg.Work = c.Settings.DensityWork
+			if c.Settings.DensityShard != "" {
+				var err error
+				if cfg.Shard, cfg.Shards, err = ParseShard(c.Settings.DensityShard); err != nil {
+					return nil, err
+				}
+			}
 			return report.One(RunDensityExp(ctx, cfg, c.LogWriter()))
 		},
 	})

@@ -252,8 +252,8 @@ func TestEveryBadInputIsOneLineExitTwoNothingOnStdout(t *testing.T) {
 }
 
 // A density work folder that is a file, cannot be made, or holds a corrupt
-// density-quick.json,
-// is refused before any work: exit 2, one line, nothing on stdout.
+// density-quick.json or shard file, and a bad DFX_MNIST_DENSITY_SHARD are
+// refused before any work: exit 2, one line, nothing on stdout.
 func TestDensityWorkBadInput(t *testing.T) {
 	dir := t.TempDir()
 	aFile := filepath.Join(dir, "plain")
@@ -272,6 +272,27 @@ func TestDensityWorkBadInput(t *testing.T) {
 		code, out, errOut := runCLI("reproduce", "mnist-density", "-quick", "-out", filepath.Join(dir, "out"))
 		if code != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.want) {
 			t.Errorf("DFX_MNIST_DENSITY_WORK=%s: exit %d, stdout %q, stderr %q; want 2, nothing, one line saying %q", c.dir, code, out, errOut, c.want)
+		}
+	}
+	// A malformed shard, a shard without a work folder, and a corrupt
+	// shard file.
+	good := filepath.Join(dir, "good")
+	if err := os.MkdirAll(good, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	shardFile := filepath.Join(dir, "shardwork")
+	if err := os.MkdirAll(shardFile, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(shardFile, "density-quick.shard-2-of-2.json"), []byte(`{"settings":`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ work, shard, want string }{{good, "3/2", "shard"}, {good, "x", "shard"}, {"", "1/2", "work folder"}, {shardFile, "1/2", "shard-2-of-2"}} {
+		t.Setenv("DFX_MNIST_DENSITY_WORK", c.work)
+		t.Setenv("DFX_MNIST_DENSITY_SHARD", c.shard)
+		code, out, errOut := runCLI("reproduce", "mnist-density", "-quick", "-out", filepath.Join(dir, "out"))
+		if code != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.want) {
+			t.Errorf("DFX_MNIST_DENSITY_WORK=%s DFX_MNIST_DENSITY_SHARD=%s: exit %d, stdout %q, stderr %q; want 2, nothing, one line saying %q", c.work, c.shard, code, out, errOut, c.want)
 		}
 	}
 }

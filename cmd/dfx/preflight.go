@@ -56,8 +56,11 @@ func envHint(name string, s report.Settings) string {
 				vars = append(vars, v[0]+"="+v[1])
 			}
 		}
-	case name == "mnist-density" && s.DensityWork != "":
+	case name == "mnist-density" && (s.DensityWork != "" || s.DensityShard != ""):
 		vars = append(vars, "DFX_MNIST_DENSITY_WORK="+s.DensityWork)
+		if s.DensityShard != "" {
+			vars = append(vars, "DFX_MNIST_DENSITY_SHARD="+s.DensityShard)
+		}
 		if s.NetsDir != "" {
 			vars = append(vars, "DFX_MNIST_NETS="+s.NetsDir)
 		}

@@ -38,7 +38,8 @@ var reproduceEnv = [][2]string{
 	{"DFX_MNIST_MODEL", "mnist-model: the ε-network to evaluate, a network or candidate name (default eps), read from DFX_MNIST_NETS or the committed checkpoints"},
 	{"DFX_MNIST_MODEL_WORK", "mnist-model: folder that keeps the likelihood (likelihood.json, saved every batch: a run resumes) and the samples (samples_s<scale>.idx); parts found there with the same settings are read, not recomputed (e.g. computed on a GPU machine)"},
 	{"DFX_MNIST_MODEL_PARTS", "mnist-model: the parts to compute, comma-separated likelihood,samples,quality (default all; without quality no classifier or training images are needed)"},
-	{"DFX_MNIST_DENSITY_WORK", "mnist-density: folder that keeps the network's levels and every finished row (density-<profile>.json, saved after each row: a run resumes; one run at a time per folder); rows found there with the same settings and networks are read, not recomputed (e.g. computed on a GPU machine)"},
+	{"DFX_MNIST_DENSITY_WORK", "mnist-density: folder that keeps the network's levels and every finished row (density-<profile>.json, saved after each row: a run resumes; one run at a time per file, see DFX_MNIST_DENSITY_SHARD); rows found there with the same settings and networks are read, not recomputed (e.g. computed on a GPU machine)"},
+	{"DFX_MNIST_DENSITY_SHARD", "mnist-density: k/n (with DFX_MNIST_DENSITY_WORK): compute only every n-th row, starting at the k-th, into the folder's density-<profile>.shard-k-of-n.json, and write a partial report, so that n runs share the rows side by side (one per core or machine); the run without it then reads every file and writes the whole report"},
 	{"DFX_MNIST_CANDIDATES", "mnist-candidates: folder of the candidate ε-networks' checkpoints or training states (default dfx-nets)"},
 	{"DFX_MNIST_DIR", "folder of the MNIST IDX files (default: the GoMNIST module's data folder)"},
 	{"DFX_MNIST_NETS", "mnist, adjoint: folder of the networks written by `dfx train`, holding all four; mnist-baselines: its classifier (default: the committed mnist/checkpoints, compiled in)"},
@@ -149,6 +150,7 @@ func reproduceSettings() (report.Settings, error) {
 		ModelWork:     os.Getenv("DFX_MNIST_MODEL_WORK"),
 		ModelParts:    os.Getenv("DFX_MNIST_MODEL_PARTS"),
 		DensityWork:   os.Getenv("DFX_MNIST_DENSITY_WORK"),
+		DensityShard:  os.Getenv("DFX_MNIST_DENSITY_SHARD"),
 		CandidatesDir: os.Getenv("DFX_MNIST_CANDIDATES"),
 		Retrain:       retrain,
 	}, nil

@@ -58,6 +58,10 @@ type Settings struct {
 	// DensityWork is the folder where mnist-density keeps (and finds) its
 	// finished rows and the network's levels ("": none kept).
 	DensityWork string
+	// DensityShard is "k/n" for a shard of mnist-density's rows (computed
+	// beside other shards on one DensityWork folder; a partial report), ""
+	// for the whole run.
+	DensityShard string
 	// CandidatesDir is the folder of candidate ε-networks' checkpoints or
 	// training states mnist-candidates reads ("": dfx-nets).
 	CandidatesDir string
