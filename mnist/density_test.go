@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/dfx-lab/dfx/dfx/pfode"
 	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
@@ -29,6 +31,7 @@ func TestDensityExperimentQuick(t *testing.T) {
 	// its own file, with a partial report); the whole run then reads every
 	// row and the network's levels instead of computing them.
 	computed := map[string]DensityExpRow{}
+	var levels1 *pfode.Quantiles
 	for k := 1; k <= 2; k++ {
 		c := cfg
 		c.Shard, c.Shards = k, 2
@@ -49,11 +52,37 @@ func TestDensityExperimentQuick(t *testing.T) {
 		for _, w := range part.Rows {
 			computed[w.key()] = w
 		}
+		if k == 1 {
+			levels1 = part.Levels["network"]
+		}
 	}
 	var log strings.Builder
 	res, err := RunDensityExp(context.Background(), cfg, &log)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Each shard's file holds exactly its rows: the positions k−1 mod 2
+	// of the table.
+	for k := 1; k <= 2; k++ {
+		var w densityWork
+		if _, err := readStrict("test", filepath.Join(cfg.Work, DensityShardFile(cfg.Profile, k, 2)), &w); err != nil {
+			t.Fatal(err)
+		}
+		var got, want []string
+		for _, o := range w.Rows {
+			got = append(got, o.Model+"|"+o.Trace+"|"+o.Target)
+		}
+		for p, row := range res.Rows {
+			if p%2 == k-1 {
+				want = append(want, row.key())
+			}
+		}
+		if strings.Join(got, ";") != strings.Join(want, ";") {
+			t.Errorf("shard %d/2 computed %q, want the rows at its positions %q", k, got, want)
+		}
+	}
+	if q, p := res.Levels["network"], levels1; q == nil || p == nil || q.How != p.How || q.Values[0][0] != p.Values[0][0] {
+		t.Error("the whole run's network levels are not shard 1's")
 	}
 	if want := fmt.Sprintf("%d rows read", len(res.Rows)); !strings.Contains(log.String(), want) || len(computed) != len(res.Rows) {
 		t.Errorf("the whole run: %d rows, the shards %d, log %q; want %s", len(res.Rows), len(computed), log.String(), want)

@@ -22,7 +22,7 @@ import (
 func (r *DensityExpResult) Report() (*report.Report, error) {
 	c := r.Config
 	t := &report.Table{Name: "mnist-density",
-		Title: fmt.Sprintf("# Density guidance on MNIST (%s profile)\n\nComputed on %s in %.0f s.\n\n", c.Profile, r.Machine, r.Elapsed.Seconds()) +
+		Title: fmt.Sprintf("# Density guidance on MNIST (%s profile)\n\nComputed on %s: %.0f s of computing, summed over the runs that made its rows.\n\n", c.Profile, r.Machine, r.Elapsed.Seconds()) +
 			"Unconditional PF-ODE samples (RK4, " + fmt.Sprint(c.Steps) + " steps from t = 1 to t_min, " + fmt.Sprint(c.Samples) + " samples per row from the same noises) steered by density guidance (dfx/pfode DensityGuide: u = v + λ s/‖s‖², d/dt log q_t(x_t) = −div v + λ) to a quantile level of log q_t (gain " + fmt.Sprint(c.Gain) + ") or by an offset in nats per unit time. " +
 			fmt.Sprintf("**Mixture**: the Gaussian mixture fitted to the dequantised training images (%d per digit, rank %d; exact test bpd %.4f on 1 000 images), an image-scale model whose log q_t and Fisher trace are exact: guided with its exact trace, levels from exact draws of q_t, bpd in closed form. ", c.Mixture.Components, c.Mixture.Rank, r.MixtureBPD) +
 			fmt.Sprintf("**Network** (%s): steered and tracked with each trace; its levels come from the reference route (%s); the achieved bpd is measured independently by dopri5 (rtol %g; the solver error column is the largest change against rtol %g) with the trace %s, from t_min%s. ", r.NetworkAbout, r.Levels["network"].How, c.MeasureRTol, 10*c.MeasureRTol, measureAbout(r.Measure), fallbackAbout(r.Fallbacks)) +
@@ -67,7 +67,7 @@ func (r *DensityExpResult) Report() (*report.Report, error) {
 		for _, tr := range c.Traces {
 			all += len(c.targets(r.Levels["network"], slices.Contains(c.UntilTraces, tr)))
 		}
-		t.Title = fmt.Sprintf("# Density guidance on MNIST (%s profile): partial, shard %s\n\n%d of the %d rows are in the work folder; the run without a shard writes the whole report with its figures and cost table.\n\n", c.Profile, r.Shard, len(r.Rows), all) +
+		t.Title = fmt.Sprintf("# Density guidance on MNIST (%s profile): partial, shard %s\n\nThis shard holds %d of the %d rows (its own and those it read from the work folder); the run without a shard writes the whole report with its figures and cost table.\n\n", c.Profile, r.Shard, len(r.Rows), all) +
 			strings.SplitN(t.Title, "\n\n", 3)[2]
 		return &report.Report{Name: "mnist-density", Title: "Density guidance on MNIST (partial: shard " + r.Shard + ")", Tables: []*report.Table{t}}, nil
 	}

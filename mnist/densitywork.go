@@ -1,8 +1,12 @@
 package mnist
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -33,22 +37,48 @@ import (
 // densityWorkFile is the work file of a profile.
 func densityWorkFile(profile string) string { return "density-" + profile + ".json" }
 
-// densityShardFile is the work file of shard k of n of a profile: a shard
+// DensityShardFile is the work file of shard k of n of a profile: a shard
 // run (DensityExpConfig.Shard) keeps its rows there, so that shards can run
 // side by side in one folder; every run reads all of a profile's files.
-func densityShardFile(profile string, k, n int) string {
+func DensityShardFile(profile string, k, n int) string {
 	return fmt.Sprintf("density-%s.shard-%d-of-%d.json", profile, k, n)
 }
 
 // densityFiles is the profile's work files in dir: the main file first,
-// then the shards' in name order (those that exist).
+// then the shards' that exist, by n and then k.
 func densityFiles(dir, profile string) ([]string, error) {
-	shards, err := filepath.Glob(filepath.Join(dir, "density-"+profile+".shard-*-of-*.json"))
-	if err != nil {
+	entries, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	slices.Sort(shards)
-	return append([]string{filepath.Join(dir, densityWorkFile(profile))}, shards...), nil
+	type shard struct {
+		k, n int
+		name string
+	}
+	var shards []shard
+	prefix := "density-" + profile + ".shard-"
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || e.IsDir() {
+			continue
+		}
+		var k, n int
+		if _, err := fmt.Sscanf(rest, "%d-of-%d.json", &k, &n); err != nil || e.Name() != DensityShardFile(profile, k, n) {
+			continue
+		}
+		shards = append(shards, shard{k, n, e.Name()})
+	}
+	slices.SortFunc(shards, func(a, b shard) int {
+		if a.n != b.n {
+			return a.n - b.n
+		}
+		return a.k - b.k
+	})
+	files := []string{filepath.Join(dir, densityWorkFile(profile))}
+	for _, sh := range shards {
+		files = append(files, filepath.Join(dir, sh.name))
+	}
+	return files, nil
 }
 
 // ParseShard reads "k/n" (1 ≤ k ≤ n ≤ 64): shard k of n.
@@ -239,6 +269,7 @@ type densityKeeper struct {
 	// shard, shards: this run computes the rows whose position (in table
 	// order, counted by mine) is shard−1 modulo shards; 0: every row.
 	shard, shards, pos int
+	profile            string
 }
 
 // mine reports whether the next row in table order is this run's to
@@ -262,9 +293,9 @@ func openDensityWork(dir string, cfg DensityExpConfig, digest, backend string) (
 	k := &densityKeeper{dir: dir, file: densityWorkFile(cfg.Profile), rows: map[string]DensityExpRow{}, start: time.Now(), machine: Machine(), backend: backend,
 		work:        densityWork{Settings: settings, Digest: digest, Levels: map[string]*quantilesWork{}},
 		grid:        func(model, trace string) bool { return model == "mixture" || slices.Contains(cfg.GridTraces, trace) },
-		otherLevels: map[string]*quantilesWork{}, shard: cfg.Shard, shards: cfg.Shards}
+		otherLevels: map[string]*quantilesWork{}, shard: cfg.Shard, shards: cfg.Shards, profile: cfg.Profile}
 	if cfg.Shards > 0 {
-		k.file = densityShardFile(cfg.Profile, cfg.Shard, cfg.Shards)
+		k.file = DensityShardFile(cfg.Profile, cfg.Shard, cfg.Shards)
 	}
 	if dir == "" {
 		return k, nil
@@ -296,6 +327,13 @@ func openDensityWork(dir string, cfg DensityExpConfig, digest, backend string) (
 			k.otherMachines = appendNew(k.otherMachines, got.Machine)
 			k.otherBackends = appendNew(k.otherBackends, got.Backend)
 			for name, q := range got.Levels {
+				prev := k.work.Levels[name]
+				if prev == nil {
+					prev = k.otherLevels[name]
+				}
+				if prev != nil && !sameLevels(prev, q) {
+					return nil, fmt.Errorf("mnist-density: %s: its %s levels differ from another file's of %s: the rows of one report must share one set of levels (let shard 1 find them before the others start, or remove the file): %w", path, name, dir, ErrWork)
+				}
 				if k.otherLevels[name] == nil {
 					k.otherLevels[name] = q
 				}
@@ -308,6 +346,48 @@ func openDensityWork(dir string, cfg DensityExpConfig, digest, backend string) (
 		}
 	}
 	return k, nil
+}
+
+// sameLevels reports whether two kept sets of levels are the same.
+func sameLevels(a, b *quantilesWork) bool {
+	return a.How == b.How && slices.Equal(a.Times, b.Times) && slices.Equal(a.Ps, b.Ps) &&
+		slices.EqualFunc(a.Values, b.Values, func(x, y []float64) bool { return slices.Equal(x, y) })
+}
+
+// awaitLevels waits until another file of the folder holds the levels of
+// name (a shard other than the first waits for shard 1's, so that every
+// shard steers to the same levels), reading the files every poll.
+func (k *densityKeeper) awaitLevels(ctx context.Context, name string, poll time.Duration, log io.Writer) (*pfode.Quantiles, error) {
+	settings, digest := k.work.Settings, k.work.Digest
+	told := false
+	for {
+		files, err := densityFiles(k.dir, k.profile)
+		if err != nil {
+			return nil, err
+		}
+		for _, path := range files {
+			if filepath.Base(path) == k.file {
+				continue
+			}
+			got, _, found, err := readDensityWork(path, settings, digest)
+			if err != nil {
+				return nil, err
+			}
+			if found && got.Levels[name] != nil {
+				k.otherLevels[name] = got.Levels[name]
+				return got.Levels[name].quantiles()
+			}
+		}
+		if !told {
+			fmt.Fprintf(log, "mnist-density: shard %d/%d waits for shard 1 to save the %s levels in %s\n", k.shard, k.shards, name, k.dir)
+			told = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(poll):
+		}
+	}
 }
 
 // appendNew adds the items of an " and "-joined list to list, each once.

@@ -1,7 +1,10 @@
 package mnist
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -153,7 +156,7 @@ func TestDensityWorkResumes(t *testing.T) {
 // the profile's files (rows, levels, seconds and machines); a malformed
 // shard file is refused like the main one.
 func TestDensityWorkShards(t *testing.T) {
-	dir := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "run[1] *?")
 	cfg := DensityExpQuick("")
 	open := func(k, n int, backend string) *densityKeeper {
 		t.Helper()
@@ -203,7 +206,7 @@ func TestDensityWorkShards(t *testing.T) {
 	}
 	for k, want := range map[int]string{1: "none", 2: "offset +300"} {
 		var w densityWork
-		if _, err := readStrict("test", filepath.Join(dir, densityShardFile(cfg.Profile, k, 2)), &w); err != nil {
+		if _, err := readStrict("test", filepath.Join(dir, DensityShardFile(cfg.Profile, k, 2)), &w); err != nil {
 			t.Fatal(err)
 		}
 		if len(w.Rows) != 1 || w.Rows[0].Target != want {
@@ -228,7 +231,53 @@ func TestDensityWorkShards(t *testing.T) {
 	if err := CheckDensityWork(dir); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, densityShardFile(cfg.Profile, 2, 2))
+	// A shard's file keeps its own seconds only.
+	var w1, w2 densityWork
+	if _, err := readStrict("test", filepath.Join(dir, DensityShardFile(cfg.Profile, 1, 2)), &w1); err != nil {
+		t.Fatal(err)
+	}
+	w1.Seconds = 1000
+	raw1, _ := json.Marshal(w1)
+	if err := os.WriteFile(filepath.Join(dir, DensityShardFile(cfg.Profile, 1, 2)), raw1, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s2 = open(2, 2, "xla")
+	if err := s2.keep(DensityExpRow{Model: "network", Trace: "df-tm", Target: "offset -300"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readStrict("test", filepath.Join(dir, DensityShardFile(cfg.Profile, 2, 2)), &w2); err != nil || w2.Seconds >= 1000 {
+		t.Errorf("shard 2's file keeps %g s (%v): it counted shard 1's 1000 s", w2.Seconds, err)
+	}
+	if all := open(0, 0, "Go Backend"); all.readSeconds() < 1000 {
+		t.Errorf("the whole run read %g s, want shard 1's 1000 s and shard 2's", all.readSeconds())
+	}
+	// A shard after the first waits for the first's levels; levels that
+	// differ between files are refused.
+	c3 := cfg
+	c3.Shard, c3.Shards = 3, 3
+	k3, err := openDensityWork(dir, c3, "score:abc", "Go Backend")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lv, err := k3.awaitLevels(context.Background(), "network", time.Millisecond, io.Discard); err != nil || lv.How != "shard 1" {
+		t.Errorf("awaitLevels: %v, %v; want shard 1's", lv, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	if _, err := k3.awaitLevels(ctx, "mixture", time.Millisecond, io.Discard); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("awaitLevels of levels no file has: %v, want to wait until cancelled", err)
+	}
+	cancel()
+	other := &pfode.Quantiles{Times: []float64{1, 0.01}, Ps: []float64{0.5}, Values: [][]float64{{-1000}, {-801}}, How: "shard 1"}
+	if err := k3.keepLevels("network", other); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openDensityWork(dir, cfg, "score:abc", "Go Backend"); !errors.Is(err, ErrWork) {
+		t.Errorf("two files with different levels: %v", err)
+	}
+	if err := os.Remove(filepath.Join(dir, DensityShardFile(cfg.Profile, 3, 3))); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, DensityShardFile(cfg.Profile, 2, 2))
 	if err := os.WriteFile(path, []byte(`{"settings":`), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -287,12 +287,19 @@ func TestDensityWorkBadInput(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(shardFile, "density-quick.shard-2-of-2.json"), []byte(`{"settings":`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct{ work, shard, want string }{{good, "3/2", "shard"}, {good, "x", "shard"}, {"", "1/2", "work folder"}, {shardFile, "1/2", "shard-2-of-2"}} {
+	// A shard writes no report: -out and other experiments are refused.
+	for _, c := range []struct {
+		work, shard, want string
+		args              []string
+	}{
+		{good, "3/2", "shard", nil}, {good, "x", "shard", nil}, {"", "1/2", "work folder", nil}, {shardFile, "1/2", "shard-2-of-2", nil},
+		{good, "1/2", "drop -out", []string{"-out", filepath.Join(dir, "out")}}, {good, "1/2", "alone", []string{"mnist"}},
+	} {
 		t.Setenv("DFX_MNIST_DENSITY_WORK", c.work)
 		t.Setenv("DFX_MNIST_DENSITY_SHARD", c.shard)
-		code, out, errOut := runCLI("reproduce", "mnist-density", "-quick", "-out", filepath.Join(dir, "out"))
+		code, out, errOut := runCLI(append([]string{"reproduce", "mnist-density", "-quick"}, c.args...)...)
 		if code != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.want) {
-			t.Errorf("DFX_MNIST_DENSITY_WORK=%s DFX_MNIST_DENSITY_SHARD=%s: exit %d, stdout %q, stderr %q; want 2, nothing, one line saying %q", c.work, c.shard, code, out, errOut, c.want)
+			t.Errorf("DFX_MNIST_DENSITY_WORK=%s DFX_MNIST_DENSITY_SHARD=%s %v: exit %d, stdout %q, stderr %q; want 2, nothing, one line saying %q", c.work, c.shard, c.args, code, out, errOut, c.want)
 		}
 	}
 }

@@ -39,7 +39,7 @@ var reproduceEnv = [][2]string{
 	{"DFX_MNIST_MODEL_WORK", "mnist-model: folder that keeps the likelihood (likelihood.json, saved every batch: a run resumes) and the samples (samples_s<scale>.idx); parts found there with the same settings are read, not recomputed (e.g. computed on a GPU machine)"},
 	{"DFX_MNIST_MODEL_PARTS", "mnist-model: the parts to compute, comma-separated likelihood,samples,quality (default all; without quality no classifier or training images are needed)"},
 	{"DFX_MNIST_DENSITY_WORK", "mnist-density: folder that keeps the network's levels and every finished row (density-<profile>.json, saved after each row: a run resumes; one run at a time per file, see DFX_MNIST_DENSITY_SHARD); rows found there with the same settings and networks are read, not recomputed (e.g. computed on a GPU machine)"},
-	{"DFX_MNIST_DENSITY_SHARD", "mnist-density: k/n (with DFX_MNIST_DENSITY_WORK): compute only every n-th row, starting at the k-th, into the folder's density-<profile>.shard-k-of-n.json, and write a partial report, so that n runs share the rows side by side (one per core or machine); the run without it then reads every file and writes the whole report"},
+	{"DFX_MNIST_DENSITY_SHARD", "mnist-density: k/n (with DFX_MNIST_DENSITY_WORK): compute only every n-th row, starting at the k-th, into the folder's density-<profile>.shard-k-of-n.json, and write no report (no -out; stdout names the file), so that n runs share the rows side by side (one per core or machine; shards after the first wait for the first's network levels); the run without it then reads every file and writes the whole report"},
 	{"DFX_MNIST_CANDIDATES", "mnist-candidates: folder of the candidate ε-networks' checkpoints or training states (default dfx-nets)"},
 	{"DFX_MNIST_DIR", "folder of the MNIST IDX files (default: the GoMNIST module's data folder)"},
 	{"DFX_MNIST_NETS", "mnist, adjoint: folder of the networks written by `dfx train`, holding all four; mnist-baselines: its classifier (default: the committed mnist/checkpoints, compiled in)"},
@@ -112,6 +112,18 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return failErr(stderr, "reproduce", err)
 	}
+	if settings.DensityShard != "" {
+		// A shard computes rows into the work folder and writes no report:
+		// its partial one would replace the whole report in -out, and
+		// shards side by side would race on -out and its index.
+		if len(names) != 1 || names[0] != "mnist-density" {
+			return fail(stderr, "reproduce", fmt.Errorf("DFX_MNIST_DENSITY_SHARD=%s is for `dfx reproduce mnist-density` alone (unset it for %s)", settings.DensityShard, strings.Join(names, ", ")))
+		}
+		if isSet(fs, "out") {
+			return fail(stderr, "reproduce", fmt.Errorf("DFX_MNIST_DENSITY_SHARD=%s: a shard writes no report, only its rows into DFX_MNIST_DENSITY_WORK; drop -out (the run without a shard writes the report)", settings.DensityShard))
+		}
+		return reproduceShard(ctx, settings, *quick, stdout, stderr)
+	}
 	if err := preflightReproduce(*out, names, settings); err != nil {
 		return failErr(stderr, "reproduce", err)
 	}
@@ -128,7 +140,7 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			if ctx.Err() != nil {
 				err = context.Canceled
 			}
-			return failRun(stderr, "reproduce "+n, err)
+			return failErr(stderr, "reproduce "+n, err) // a work file found unusable mid-run (mnist.ErrWork) is bad input
 		}
 		fmt.Fprintf(stderr, "reproduce %s done in %.1fs\n", n, time.Since(start).Seconds())
 		done = append(done, fmt.Sprintf("%s\t%s\t%.1fs", n, dir, time.Since(start).Seconds()))
@@ -212,4 +224,33 @@ func experimentNames() []string {
 		names = append(names, e.Name)
 	}
 	return names
+}
+
+// reproduceShard runs a shard of mnist-density (DFX_MNIST_DENSITY_SHARD):
+// the experiment's checks, then its rows into the work folder; stdout gets
+// the shard's work file.
+func reproduceShard(ctx context.Context, settings report.Settings, quick bool, stdout, stderr io.Writer) int {
+	e, _ := report.Lookup("mnist-density")
+	if err := checkBackend(); err != nil {
+		return failErr(stderr, "reproduce", err)
+	}
+	if err := e.Check(settings); err != nil {
+		return failErr(stderr, "reproduce", badInput(fmt.Errorf("mnist-density: %w%s", err, envHint("mnist-density", settings))))
+	}
+	profile := report.Full
+	if quick {
+		profile = report.Quick
+	}
+	start := time.Now()
+	fmt.Fprintf(stderr, "reproduce mnist-density (%s), shard %s → rows into %s\n", profile, settings.DensityShard, settings.DensityWork)
+	if _, err := e.Run(ctx, report.Config{Profile: profile, Settings: settings, Log: stderr}); err != nil {
+		if ctx.Err() != nil {
+			err = context.Canceled
+		}
+		return failErr(stderr, "reproduce mnist-density", err)
+	}
+	k, n, _ := mnist.ParseShard(settings.DensityShard)
+	fmt.Fprintf(stderr, "reproduce mnist-density shard %s done in %.1fs\n", settings.DensityShard, time.Since(start).Seconds())
+	fmt.Fprintln(stdout, filepath.Join(settings.DensityWork, mnist.DensityShardFile(string(profile), k, n)))
+	return 0
 }
