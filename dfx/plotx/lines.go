@@ -248,11 +248,17 @@ func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 // NominalX labels p's x axis with names at x = 0, 1, …, len(names)−1, for
 // series whose X are category indices (drawn with NoLine), and leaves half
-// a category of room at each end. Call it after Lines.
+// a category of room at each end, and 5 % of the y range above and below
+// (on a linear y axis), so that no marker sits on the frame. Call it after
+// Lines.
 func NominalX(p *plot.Plot, names ...string) {
 	if len(names) == 0 {
 		return
 	}
 	p.NominalX(names...)
 	p.X.Min, p.X.Max = math.Min(p.X.Min, -0.5), math.Max(p.X.Max, float64(len(names))-0.5)
+	if _, linear := p.Y.Scale.(plot.LinearScale); linear && p.Y.Max > p.Y.Min {
+		pad := 0.05 * (p.Y.Max - p.Y.Min)
+		p.Y.Min, p.Y.Max = p.Y.Min-pad, p.Y.Max+pad
+	}
 }

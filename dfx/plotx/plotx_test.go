@@ -288,6 +288,9 @@ func TestNominalXLabelsCategoriesWithRoomAtTheEnds(t *testing.T) {
 	if p.X.Min > -0.5 || p.X.Max < 2.5 {
 		t.Errorf("x axis [%g, %g], want half a category beyond [0, 2]", p.X.Min, p.X.Max)
 	}
+	if p.Y.Min > 0.9 || p.Y.Max < 3.1 {
+		t.Errorf("y axis [%g, %g], want 5 %% of the range beyond the markers' [1, 3]", p.Y.Min, p.Y.Max)
+	}
 	var got []string
 	for _, tk := range p.X.Tick.Marker.Ticks(p.X.Min, p.X.Max) {
 		if tk.Label != "" {
