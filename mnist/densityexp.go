@@ -85,9 +85,10 @@ type DensityExpConfig struct {
 // exact trace plus 4 Rademacher probes on the residual (the probes are
 // drawn once per sample and kept along its solve, as in FFJORD): on a CPU,
 // the exact trace (784 VJPs an evaluation) is out of reach, and
-// Hutchinson-16 costs four times as much. Its one-probe variance is below
-// Hutchinson's on the whole network at every time tested, 25× below
-// Hutchinson-16's at t = 0.3, but 2.4× above it at t = 0.05 and 0.8
+// Hutchinson-16 costs about three times as much. Its one-probe variance is
+// below Hutchinson's on the whole network at every time tested, and its
+// variance with 4 probes is 25× below Hutchinson-16's at t = 0.3, but 2.4×
+// above it at t = 0.05 and 0.8
 // (TestSkipHutchinsonVariance), so its integrated probe noise per sample
 // is stated beside the results (README), not assumed small.
 func DensityExpFull(dir string) DensityExpConfig {
