@@ -81,6 +81,19 @@ func TestDensityExperimentQuick(t *testing.T) {
 			t.Errorf("shard %d/2 computed %q, want the rows at its positions %q", k, got, want)
 		}
 	}
+	// The whole run computed no rows: its rows' time is the shards' kept
+	// seconds alone, and its own time went to the cost table.
+	var kept float64
+	for k := 1; k <= 2; k++ {
+		var w densityWork
+		if _, err := readStrict("test", filepath.Join(cfg.Work, DensityShardFile(cfg.Profile, k, 2)), &w); err != nil {
+			t.Fatal(err)
+		}
+		kept += w.Seconds
+	}
+	if got := res.RowTime.Seconds(); math.Abs(got-kept) > 1e-6 || res.CostTime <= 0 || res.Elapsed < res.RowTime+res.CostTime {
+		t.Errorf("row time %.3f s, want the shards' %.3f s; cost table %v; elapsed %v", got, kept, res.CostTime, res.Elapsed)
+	}
 	if q, p := res.Levels["network"], levels1; q == nil || p == nil || q.How != p.How || q.Values[0][0] != p.Values[0][0] {
 		t.Error("the whole run's network levels are not shard 1's")
 	}

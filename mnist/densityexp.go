@@ -148,7 +148,11 @@ type DensityExpResult struct {
 	Shard       string
 	CostMachine string            // where and on which backend the cost table was measured
 	mix         *mixture.Gaussian // the fitted mixture (for the cost table)
-	Elapsed     time.Duration
+	// Elapsed is the computing time of every run on the work folder and
+	// this one; RowTime the part that made rows (and levels): the earlier
+	// runs' and, if this run computed any, this run's up to its cost
+	// table; CostTime the cost table's.
+	Elapsed, RowTime, CostTime time.Duration
 }
 
 // BitsPerDim converts a log-density at t_min (nats) to bits per dimension
@@ -197,10 +201,17 @@ func RunDensityExp(ctx context.Context, cfg DensityExpConfig, log io.Writer) (*D
 	if err := step("networks", func() error { return res.runNetworks(ctx, xT, nets, keep, log) }); err != nil {
 		return nil, err
 	}
+	res.RowTime = time.Since(start)
+	if cfg.Work != "" {
+		res.RowTime = keep.rowTime()
+	}
+	costStart := time.Now()
 	if res.Shard != "" {
 		fmt.Fprintf(log, "mnist-density: shard %s done; %d of its profile's rows are in %s (run without a shard to write the whole report)\n", res.Shard, len(keep.rows), cfg.Work)
 	} else if err := step("cost per guided path", func() error { return res.runCosts(ctx, xT, nets) }); err != nil {
 		return nil, err
+	} else {
+		res.CostTime = time.Since(costStart)
 	}
 	res.Elapsed = time.Since(start)
 	res.Machine = fmt.Sprintf("%s, %s backend", Machine(), nets.Backend.Name())

@@ -22,11 +22,11 @@ import (
 func (r *DensityExpResult) Report() (*report.Report, error) {
 	c := r.Config
 	t := &report.Table{Name: "mnist-density",
-		Title: fmt.Sprintf("# Density guidance on MNIST (%s profile)\n\nComputed on %s: %.0f s of computing, summed over the runs that made its rows.\n\n", c.Profile, r.Machine, r.Elapsed.Seconds()) +
+		Title: fmt.Sprintf("# Density guidance on MNIST (%s profile)\n\nComputed on %s: %.0f s of computing for its rows, summed over the runs that made them%s.\n\n", c.Profile, r.Machine, r.RowTime.Seconds(), costTimeAbout(r.CostTime)) +
 			"Unconditional PF-ODE samples (RK4, " + fmt.Sprint(c.Steps) + " steps from t = 1 to t_min, " + fmt.Sprint(c.Samples) + " samples per row from the same noises) steered by density guidance (dfx/pfode DensityGuide: u = v + λ s/‖s‖², d/dt log q_t(x_t) = −div v + λ) to a quantile level of log q_t (gain " + fmt.Sprint(c.Gain) + ") or by an offset in nats per unit time. " +
 			fmt.Sprintf("**Mixture**: the Gaussian mixture fitted to the dequantised training images (%d per digit, rank %d; exact test bpd %.4f on 1 000 images), an image-scale model whose log q_t and Fisher trace are exact: guided with its exact trace, levels from exact draws of q_t, bpd in closed form. ", c.Mixture.Components, c.Mixture.Rank, r.MixtureBPD) +
 			fmt.Sprintf("**Network** (%s): steered and tracked with each trace; its levels come from the reference route (%s); the achieved bpd is measured independently by dopri5 (rtol %g; the solver error column is the largest change against rtol %g) with the trace %s, from t_min%s. ", r.NetworkAbout, r.Levels["network"].How, c.MeasureRTol, 10*c.MeasureRTol, measureAbout(r.Measure), fallbackAbout(r.Fallbacks)) +
-			"bpd = −log q_{t_min}(x)/(784 ln 2) + 7 of the sample (a continuous point, so no dequantisation). 'tracked' is the bpd the guide's own ℓ says; its distance to 'achieved' is the trace estimator's integrated error. Ink: mean intensity in [0, 1]; frame: rms of the 2-pixel border; detail: mean |difference| of neighbouring pixels.",
+			"bpd = −log q_{t_min}(x)/(784 ln 2) + 7 of the sample (a continuous point, so no dequantisation). 'tracked' is the bpd the guide's own ℓ says; on unguided and offset paths its distance to 'achieved' is the trace estimator's integrated error; under a level target it also holds what the guidance books but does not move (λ changes log p by λ only where the model's score is the gradient of its own PF-ODE density; scripts/density-miss.sh). Ink: mean intensity in [0, 1]; frame: rms of the 2-pixel border; detail: mean |difference| of neighbouring pixels.",
 		Caption: "density guidance on MNIST: achieved bpd against quantile and offset targets, per trace estimator, with ink, border and detail of the images and the cost per sample",
 		Columns: []report.Column{{Name: "model"}, {Name: "trace"}, {Name: "target"}, {Name: "level [bpd]", Key: "level_bpd", Format: "%.5g", Blank: "–"},
 			{Name: "achieved [bpd]", Key: "achieved_bpd", Format: "%.5g", SEFormat: "%.2g"}, {Name: "tracked [bpd]", Key: "tracked_bpd", Format: "%.5g", SEFormat: "%.2g"}, {Name: "|miss| [bpd]", Key: "abs_miss_bpd", Format: "%.3g", SEFormat: "%.2g", Blank: "–"}, {Name: "solver error [bpd]", Key: "solver_err_bpd", Format: "%.1e"},
@@ -164,6 +164,7 @@ func (r *DensityExpResult) levelsFigure(format string) ([]byte, error) {
 		}
 		sort.Slice(diag.X, func(i, j int) bool { return diag.X[i] < diag.X[j] })
 		sort.Float64s(diag.Y)
+		notes = append(notes, plotx.Coincident(ss, 0.01*(yhi-ylo))...) // one curve would hide the others
 		ss = plotx.Distinct(append([]plotx.Series{diag}, ss...))
 		ss = append(append(ss, notes...), plotx.Series{Name: fmt.Sprintf("bars: ± 1 SE over %d samples", r.Config.Samples), Note: true})
 		p, err := plotx.Lines(fmt.Sprintf("%s: achieved against asked", model), "level asked [bpd at t_min]", "achieved [bpd, measured]", ss...)
@@ -176,7 +177,16 @@ func (r *DensityExpResult) levelsFigure(format string) ([]byte, error) {
 	if len(plots) == 0 {
 		return nil, fmt.Errorf("mnist: no quantile targets to draw")
 	}
-	return plotx.TilesBytes(plots, len(plots), 7*vg.Inch, 4.5*vg.Inch, format)
+	return plotx.TilesBytes(plots, 1, 11*vg.Inch, 4*vg.Inch, format) // one above the other, wide: the legends are long
+}
+
+// costTimeAbout says how long the cost table took (nothing when none was
+// timed).
+func costTimeAbout(d time.Duration) string {
+	if d <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("; the cost table took %.0f s more, in the run that wrote this report", d.Seconds())
 }
 
 // measureAbout says what the measurement's trace is.

@@ -485,6 +485,16 @@ func (k *densityKeeper) elapsed() time.Duration {
 	return time.Duration((k.base+k.otherSeconds)*float64(time.Second)) + time.Since(k.start)
 }
 
+// rowTime is the computing time that made the folder's rows and levels:
+// the earlier runs' and, when this run kept something, this run's so far
+// (a run that only reads them and writes the report adds nothing).
+func (k *densityKeeper) rowTime() time.Duration {
+	if !k.added {
+		return time.Duration(k.readSeconds() * float64(time.Second))
+	}
+	return k.elapsed()
+}
+
 // ownElapsed is the computing time kept in this run's own file.
 func (k *densityKeeper) ownElapsed() time.Duration {
 	return time.Duration(k.base*float64(time.Second)) + time.Since(k.start)

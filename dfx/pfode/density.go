@@ -67,7 +67,10 @@ func (l Level) Rate(t, ell, _ float64) float64 {
 // becomes u = v + λ_eff s/‖s‖² with s = ∇log q_t(x) from the model, and the
 // carried log-density component (Carry LogDensity) the tracked ℓ − ℓ₀,
 // changing at the rate r + λ_eff, which is d/dt log q_t(x_t) exactly when
-// the model's trace is exact. λ = R − r is what the Target asks;
+// the model's trace is exact and its score is the gradient of the density
+// tracked (an exact mixture's is; a network's score need not be that of its
+// own PF-ODE density, and then ℓ books a change the samples do not get:
+// scripts/density-miss.sh). λ = R − r is what the Target asks;
 //
 //	λ_eff = λ / (1 + ρ⁴)^¼,   ρ = |λ| / (K ‖s‖²),   K = Cap · ½ g²(t),
 //

@@ -61,6 +61,55 @@ func Distinct(series []Series) []Series {
 	return series
 }
 
+// Coincident names the drawn series (not notes) that lie on each other: a
+// group of two or more with the same X whose Y differ from the group's
+// first series by at most tol at every point. It returns one legend note per group ("a, b and c lie on
+// each other (|ΔY| ≤ …)"), for a figure in which one curve hides others
+// even with Distinct's styles.
+func Coincident(series []Series, tol float64) []Series {
+	var notes []Series
+	used := make([]bool, len(series))
+	same := func(a, b Series) bool {
+		if len(a.X) == 0 || len(a.X) != len(b.X) || len(a.Y) != len(b.Y) {
+			return false
+		}
+		for i := range a.X {
+			if a.X[i] != b.X[i] || !(math.Abs(a.Y[i]-b.Y[i]) <= tol) {
+				return false
+			}
+		}
+		return true
+	}
+	for i, a := range series {
+		if used[i] || a.Note {
+			continue
+		}
+		names, gap := []string{a.Name}, 0.0
+		for j := i + 1; j < len(series); j++ {
+			if b := series[j]; !used[j] && !b.Note && same(a, b) {
+				used[j] = true
+				names = append(names, b.Name)
+				for k := range a.Y {
+					gap = math.Max(gap, math.Abs(a.Y[k]-b.Y[k]))
+				}
+			}
+		}
+		if len(names) < 2 {
+			continue
+		}
+		list := names[0]
+		for k, nm := range names[1:] {
+			if k == len(names)-2 {
+				list += " and " + nm
+			} else {
+				list += ", " + nm
+			}
+		}
+		notes = append(notes, Series{Name: fmt.Sprintf("%s lie on each other (|Δ| ≤ %.2g)", list, gap), Note: true})
+	}
+	return notes
+}
+
 // intervals are points with the distances from each to the two ends of
 // its interval, for gonum's error bars (as YErrorer and XErrorer).
 type intervals struct {

@@ -252,3 +252,24 @@ func TestDistinctGivesEachCurveItsOwnDashesAndGlyph(t *testing.T) {
 		t.Errorf("styles not distinct: %+v, %+v", ss[0], ss[2])
 	}
 }
+
+func TestCoincidentNamesCurvesOnEachOther(t *testing.T) {
+	ss := []Series{
+		{Name: "a", X: []float64{1, 2}, Y: []float64{1, 2}},
+		{Name: "b", X: []float64{1, 2}, Y: []float64{1.005, 2}},
+		{Name: "note", Note: true},
+		{Name: "c", X: []float64{1, 2}, Y: []float64{1, 2.5}},
+		{Name: "d", X: []float64{1, 2}, Y: []float64{0.998, 2.001}},
+		{Name: "e", X: []float64{1, 3}, Y: []float64{1, 2}},
+	}
+	notes := Coincident(ss, 0.01)
+	if len(notes) != 1 || !notes[0].Note || notes[0].Name != "a, b and d lie on each other (|Δ| ≤ 0.005)" {
+		t.Fatalf("notes %+v", notes)
+	}
+	if n := Coincident(ss, 0.001); len(n) != 0 {
+		t.Errorf("tolerance ignored: %+v", n)
+	}
+	if n := Coincident(ss[:2], 1); len(n) != 1 || n[0].Name != "a and b lie on each other (|Δ| ≤ 0.005)" {
+		t.Errorf("pair: %+v", n)
+	}
+}

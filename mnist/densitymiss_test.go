@@ -1,0 +1,269 @@
+package mnist
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"testing"
+
+	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dfx-lab/dfx/dfx/likelihood"
+	"github.com/dfx-lab/dfx/dfx/mixture"
+	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/internal/stats"
+	"github.com/dfx-lab/dfx/models"
+)
+
+// TestDensityMissDiagnosis looks for the cause of the full MNIST density
+// run's systematic level misses (README, "Density guidance"): with every
+// Hutchinson-type trace the samples guided to a network quantile level end
+// 0.07–0.8 bpd below it while the ℓ they track ends on it. It is a
+// diagnostic of the committed networks, minutes to an hour on the 2-core
+// VM, so it runs only when asked (scripts/density-miss.sh):
+//
+//	DFX_DENSITY_MISS=<work folder of mnist-density, or "none"> go test ./mnist -run TestDensityMissDiagnosis -v -timeout 3h
+//
+// On the first DFX_DENSITY_MISS_N (default 4) noises of the experiment,
+// guided to the median level with skip-hutchinson:4, it separates three
+// candidate causes:
+//   - the measurement: the achieved bpd at dopri5 rtol 10⁻³ (the run's)
+//     against 10⁻⁴, same probes;
+//   - RK4: the guided path with 100 steps (the run's) against 400;
+//   - the guide's premise: moving along s/‖s‖² by λ changes log p by λ only
+//     where s = ∇log p. For the network, p is the PF-ODE's own density
+//     (what the measurement integrates), whose gradient need not be the
+//     learned score. c = ∂_h log p(x + h s/‖s‖²) at h = 0 (central
+//     differences, same probes) is 1 where it is; the guide's tracked ℓ
+//     then overstates the change by (1 − c) λ. The same finite difference
+//     on the skip mixture with its exact trace (where c = 1) checks the
+//     method.
+//
+// And, guiding to the median with no guidance below t = u for a few u,
+// where in t the gap between tracked and achieved arises.
+func TestDensityMissDiagnosis(t *testing.T) {
+	work := os.Getenv("DFX_DENSITY_MISS")
+	if work == "" {
+		t.Skip("diagnostic of the MNIST density run (scripts/density-miss.sh): set DFX_DENSITY_MISS to its work folder or none")
+	}
+	n := 4
+	if s := os.Getenv("DFX_DENSITY_MISS_N"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 1 || v > 64 {
+			t.Fatalf("DFX_DENSITY_MISS_N=%q: want 1…64", s)
+		}
+		n = v
+	}
+	ctx := context.Background()
+	nets, err := OpenNetworks("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !models.HasNetwork(nets.Store, models.MixtureScope) {
+		t.Fatal("the committed ε-network has no mixture skip")
+	}
+	cfg := DensityExpFull("")
+	if work != "none" {
+		cfg.Work = work
+	}
+	digest, err := networksDigest(nets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep, err := openDensityWork(cfg.Work, cfg, digest, nets.Backend.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := keep.levels("network")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q == nil {
+		t.Logf("no levels in %q: computing them (%d reference samples, %s)", cfg.Work, cfg.RefSamples, cfg.RefTrace)
+		ref, err := nets.TraceModel(cfg.RefTrace, cfg.Seed+7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q, _, err = ReferenceLevels(ctx, ref, InitialNoise(cfg.Seed+1, 0, cfg.RefSamples), cfg.Quantiles, DensityConfig{Steps: cfg.Steps}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var median densityTarget
+	for _, tg := range cfg.targets(q, false) {
+		if tg.name == "q=0.5" {
+			median = tg
+		}
+	}
+	if median.target == nil {
+		t.Fatal("no median level")
+	}
+	const trace = "skip-hutchinson:4"
+	xT := InitialNoise(cfg.Seed, 0, n)
+	start := PriorStart(xT)
+	tMin, _ := Schedule().Interval()
+	c0, err := schedule.At(Schedule(), tMin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	measure := func(t *testing.T, x *mat.Dense, rtol float64) []float64 {
+		meas, err := nets.TraceModel(trace, cfg.Seed+11) // the same probes for every call
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := likelihood.LogProbContext(ctx, x, meas, likelihood.Config{Schedule: Schedule(), RTol: rtol})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.LogProb
+	}
+	bpd := func(v []float64) []float64 {
+		out := make([]float64, len(v))
+		for i, x := range v {
+			out[i] = BitsPerDim(x)
+		}
+		return out
+	}
+	row := func(name string, v []float64) string {
+		e := stats.EstimateOf(v)
+		s := fmt.Sprintf("%-34s %8.4f ± %.4f |", name, e.Mean, e.SE)
+		for _, x := range v {
+			s += fmt.Sprintf(" %8.4f", x)
+		}
+		return s
+	}
+	t.Logf("level (median, t_min): %.4f bpd; %d samples, guided and tracked with %s, measured with %s", BitsPerDim(median.level), n, trace, trace)
+	m, err := nets.TraceModel(trace, cfg.Seed+3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	guided := func(t *testing.T, steps int, until float64) *DensityRun {
+		run, err := DensitySample(ctx, m, median.target, xT, start, DensityConfig{Steps: steps, Until: until}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return run
+	}
+	t.Run("steps", func(t *testing.T) { // the measurement and RK4
+		for _, steps := range []int{100, 400} {
+			run := guided(t, steps, 0)
+			tr := bpd(run.Ell)
+			a3, a4 := bpd(measure(t, run.X, 1e-3)), bpd(measure(t, run.X, 1e-4))
+			gap := make([]float64, n)
+			floats.SubTo(gap, a4, tr)
+			t.Logf("RK4 %d steps (%v, λ limited %.3f, max |λ| %.3g):", steps, run.Time, float64(run.Guide.Limited)/float64(max(1, run.Guide.Evals)), run.Guide.MaxLambda)
+			t.Log(row("  tracked", tr))
+			t.Log(row("  achieved, dopri5 rtol 1e-3", a3))
+			t.Log(row("  achieved, dopri5 rtol 1e-4", a4))
+			t.Log(row("  achieved (1e-4) − tracked", gap))
+		}
+	})
+
+	t.Run("premise", func(t *testing.T) {
+		x100 := guided(t, 100, 0).X
+		// The guide's premise at the guided samples (100 steps): c along
+		// s/‖s‖² at t_min, from central differences of the measured log p.
+		fd := func(x *mat.Dense, s *mat.Dense, h float64, logp func(*mat.Dense) []float64) []float64 {
+			b, d := x.Dims()
+			xp, xm := mat.NewDense(b, d, nil), mat.NewDense(b, d, nil)
+			for i := range b {
+				sr := s.RawRowView(i)
+				n2 := floats.Dot(sr, sr)
+				floats.AddScaledTo(xp.RawRowView(i), x.RawRowView(i), h/n2, sr)
+				floats.AddScaledTo(xm.RawRowView(i), x.RawRowView(i), -h/n2, sr)
+			}
+			lp, lm := logp(xp), logp(xm)
+			c := make([]float64, b)
+			for i := range c {
+				c[i] = (lp[i] - lm[i]) / (2 * h)
+			}
+			return c
+		}
+		scoreAt := func(m score.Model, x *mat.Dense) *mat.Dense {
+			e, err := m.Eval(c0, x, score.WantScore)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := e.Fill(c0, x, score.WantScore); err != nil {
+				t.Fatal(err)
+			}
+			return e.Score
+		}
+		_, g, err := models.SkipControlVariate(nets.Backend, nets.Store, Schedule(), nets.Net.DType, 1, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exact := score.Exact{Mixture: g}
+		closed := func(x *mat.Dense) []float64 {
+			e, err := g.Eval(mixture.Query{At: c0, X: x, Want: mixture.LogProb})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return e.LogProb
+		}
+		byODE := func(rtol float64) func(*mat.Dense) []float64 {
+			return func(x *mat.Dense) []float64 {
+				res, err := likelihood.LogProbContext(ctx, x, exact, likelihood.Config{Schedule: Schedule(), RTol: rtol})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return res.LogProb
+			}
+		}
+		sMix := scoreAt(exact, x100)
+		// h is in nats: the change of log p the step would make were c = 1.
+		cClosed := fd(x100, sMix, 25, closed)
+		cODE := fd(x100, sMix, 25, byODE(1e-4))
+		t.Log("c = ∂_h log p(x + h s/‖s‖²), central differences at ±h nats, at the guided samples (t_min):")
+		t.Log(row("  skip mixture, closed form", cClosed))
+		t.Log(row("  skip mixture, its PF-ODE rtol 1e-4", cODE))
+		for i := range cClosed {
+			if math.Abs(cClosed[i]-1) > 0.01 || math.Abs(cODE[i]-1) > 0.05 {
+				t.Errorf("sample %d: the finite difference misses c = 1 on the exact mixture: closed form %.4f, PF-ODE %.4f", i, cClosed[i], cODE[i])
+			}
+		}
+		sNet := scoreAt(m, x100)
+		// The network's log p is measured with Hutchinson probes on the
+		// residual: the same probes on both sides of a difference, and other
+		// probe seeds and a larger step say whether c is the probes' noise.
+		for _, v := range []struct {
+			seed uint64
+			h    float64
+		}{{cfg.Seed + 11, 25}, {cfg.Seed + 12, 25}, {cfg.Seed + 13, 25}, {cfg.Seed + 11, 100}} {
+			cNet := fd(x100, sNet, v.h, func(x *mat.Dense) []float64 {
+				meas, err := nets.TraceModel(trace, v.seed)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res, err := likelihood.LogProbContext(ctx, x, meas, likelihood.Config{Schedule: Schedule(), RTol: 1e-4})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return res.LogProb
+			})
+			t.Log(row(fmt.Sprintf("  network, PF-ODE 1e-4, probes %d, h %g", v.seed, v.h), cNet))
+		}
+		cos := make([]float64, n)
+		for i := range cos {
+			a, b := sNet.RawRowView(i), sMix.RawRowView(i)
+			cos[i] = floats.Dot(a, b) / math.Sqrt(floats.Dot(a, a)*floats.Dot(b, b))
+		}
+		t.Log(row("  cos(network score, skip's score)", cos))
+	})
+
+	// Where in t the gap arises: the median level with no guidance below u.
+	t.Run("until", func(t *testing.T) {
+		for _, u := range []float64{0.002, 0.005, 0.02} {
+			run := guided(t, 100, u)
+			tr, a := bpd(run.Ell), bpd(measure(t, run.X, 1e-4))
+			gap := make([]float64, n)
+			floats.SubTo(gap, a, tr)
+			t.Logf("until %g:", u)
+			t.Log(row("  tracked", tr))
+			t.Log(row("  achieved (1e-4) − tracked", gap))
+		}
+	})
+}
