@@ -13,6 +13,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/internal/stats"
 	"github.com/dfx-lab/dfx/models"
 	"gonum.org/v1/gonum/mat"
 )
@@ -281,5 +282,32 @@ func TestSkipHutchinsonVariance(t *testing.T) {
 		if vc <= 0 || vp <= 0 {
 			t.Errorf("t = %.2f: a variance is not positive (%g, %g): the probes did not differ", tt, vp, vc)
 		}
+	}
+}
+
+// TestDensityAccuracy: the accuracy–cost table's accuracy columns average
+// the right rows (tracking: unguided and offsets; |miss|: quantile rows to
+// t_min, not the until rows nor another trace's).
+func TestDensityAccuracy(t *testing.T) {
+	nan := math.NaN()
+	row := func(trace, target string, level, ach, trk, miss float64) DensityExpRow {
+		return DensityExpRow{Model: "network", Trace: trace, Target: target, Level: level,
+			Achieved: stats.Estimate{Mean: ach}, Tracked: stats.Estimate{Mean: trk}, AbsMiss: stats.Estimate{Mean: miss}}
+	}
+	r := &DensityExpResult{Rows: []DensityExpRow{
+		row("a", "none", nan, 2.0, 2.1, nan),
+		row("a", "offset +300", nan, 1.5, 1.2, nan),
+		row("a", "q=0.5", 2.6, 2.8, 2.5, 0.2),
+		row("a", "q=0.95", 1.4, 2.2, 1.4, 0.8),
+		row("a", "q=0.5, until 0.1", 2.6, 2.4, 2.5, 9),
+		row("b", "none", nan, 2.0, 7.0, nan),
+		row("b", "q=0.5", 2.6, 2.8, 2.5, 5),
+	}}
+	track, miss := r.accuracy("network", "a")
+	if math.Abs(track-0.2) > 1e-12 || math.Abs(miss-0.5) > 1e-12 {
+		t.Errorf("trace a: tracking %g, |miss| %g; want 0.2, 0.5", track, miss)
+	}
+	if track, miss := r.accuracy("mixture", "a"); !math.IsNaN(track) || !math.IsNaN(miss) {
+		t.Errorf("no rows: %g, %g; want NaN", track, miss)
 	}
 }

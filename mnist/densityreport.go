@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
@@ -42,10 +43,11 @@ func (r *DensityExpResult) Report() (*report.Report, error) {
 			report.Float(w.Limited), report.Duration(w.PerSample), report.Int(w.NFE))
 	}
 	cost := &report.Table{Name: "mnist-density-cost",
-		Title: fmt.Sprintf("## Cost of density-guided sampling\n\nMeasured on %s, apart from the rows above (whose 'as run' times depend on the machine and its load): %d RK4 steps of a batch of %d from the same noises, ℓ tracked with each trace (a guided step evaluates the same score and trace), median of %d interleaved rounds after a warm-up run of each; per sample = per step × %d steps / %d samples. The measurement of the achieved bpd is not included.",
+		Title: fmt.Sprintf("## Accuracy and cost of density-guided sampling\n\nAccuracy from the rows above: 'tracking error' is the mean over the unguided and offset rows of |achieved − tracked| (row means, bpd), 'level |miss|' the mean over the quantile rows guided to t_min of the per-sample |miss|. Cost measured on %s, apart from the rows above (whose 'as run' times depend on the machine and its load): %d RK4 steps of a batch of %d from the same noises, ℓ tracked with each trace (a guided step evaluates the same score and trace), median of %d interleaved rounds after a warm-up run of each; per sample = per step × %d steps / %d samples. The measurement of the achieved bpd is not included.",
 			r.CostMachine, c.CostSteps, c.Samples, c.CostRounds, c.Steps, c.Samples),
-		Caption: "cost of density-guided sampling per trace estimator, timed in interleaved rounds",
-		Columns: []report.Column{{Name: "model"}, {Name: "trace"}, {Name: "per RK4 step (batch)", Key: "per_step", Unit: "s"}, {Name: "per sample", Key: "per_sample", Unit: "s"},
+		Caption: "accuracy (tracking error, level |miss|) and cost of density-guided sampling per trace estimator, timed in interleaved rounds",
+		Columns: []report.Column{{Name: "model"}, {Name: "trace"}, {Name: "tracking error [bpd]", Key: "tracking_err_bpd", Format: "%.3g", Blank: "–"}, {Name: "level |miss| [bpd]", Key: "level_miss_bpd", Format: "%.3g", Blank: "–"},
+			{Name: "per RK4 step (batch)", Key: "per_step", Unit: "s"}, {Name: "per sample", Key: "per_sample", Unit: "s"},
 			{Name: "× df-tm-c", Key: "vs_dftmc", Format: "%.3g", Blank: "–"}, {Name: "rounds"}}}
 	var ref time.Duration
 	for _, k := range r.Costs {
@@ -58,7 +60,8 @@ func (r *DensityExpResult) Report() (*report.Report, error) {
 		if ref > 0 {
 			rel = report.Float(float64(k.PerStep) / float64(ref))
 		}
-		cost.Add(report.Text(k.Model), report.Text(k.Trace), report.Duration(k.PerStep), report.Duration(k.PerSample), rel, report.Int(k.Rounds))
+		track, miss := r.accuracy(k.Model, k.Trace)
+		cost.Add(report.Text(k.Model), report.Text(k.Trace), orNone(track), orNone(miss), report.Duration(k.PerStep), report.Duration(k.PerSample), rel, report.Int(k.Rounds))
 	}
 	if r.Shard != "" {
 		// A shard's partial report: the rows in the folder so far, no
@@ -178,6 +181,38 @@ func (r *DensityExpResult) levelsFigure(format string) ([]byte, error) {
 		return nil, fmt.Errorf("mnist: no quantile targets to draw")
 	}
 	return plotx.TilesBytes(plots, 1, 11*vg.Inch, 4*vg.Inch, format) // one above the other, wide: the legends are long
+}
+
+// accuracy is a model and trace's mean |achieved − tracked| over its
+// unguided and offset rows and its mean per-sample |miss| over its quantile
+// rows guided to t_min (NaN where it has no such rows).
+func (r *DensityExpResult) accuracy(model, trace string) (track, miss float64) {
+	var ts, ms []float64
+	for _, w := range r.Rows {
+		switch {
+		case w.Model != model || w.Trace != trace || strings.Contains(w.Target, "until"):
+		case math.IsNaN(w.Level):
+			ts = append(ts, math.Abs(w.Achieved.Mean-w.Tracked.Mean))
+		default:
+			ms = append(ms, w.AbsMiss.Mean)
+		}
+	}
+	track, miss = math.NaN(), math.NaN()
+	if len(ts) > 0 {
+		track = floats.Sum(ts) / float64(len(ts))
+	}
+	if len(ms) > 0 {
+		miss = floats.Sum(ms) / float64(len(ms))
+	}
+	return track, miss
+}
+
+// orNone is v, or a blank cell when v is NaN.
+func orNone(v float64) report.Cell {
+	if math.IsNaN(v) {
+		return report.None()
+	}
+	return report.Float(v)
 }
 
 // costTimeAbout says how long the cost table took (nothing when none was
