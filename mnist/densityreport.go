@@ -145,13 +145,14 @@ func (r *DensityExpResult) levelsFigure(format string) ([]byte, error) {
 			}
 			seen[w.Trace] = true
 			s := plotx.Series{Name: w.Trace, Bars: true}
-			off := math.Inf(1)
+			off, nOff, total := math.Inf(1), 0, 0
 			for _, v := range r.Rows {
 				if v.Model != model || v.Trace != w.Trace || math.IsNaN(v.Level) || strings.Contains(v.Target, "until") {
 					continue
 				}
+				total++
 				if a := v.Achieved.Mean; !(a >= ylo && a <= yhi) {
-					off = math.Min(off, a)
+					off, nOff = math.Min(off, a), nOff+1
 					continue
 				}
 				s.X, s.Y = append(s.X, v.Level), append(s.Y, v.Achieved.Mean)
@@ -162,7 +163,7 @@ func (r *DensityExpResult) levelsFigure(format string) ([]byte, error) {
 				ss = append(ss, s)
 			}
 			if !math.IsInf(off, 1) {
-				notes = append(notes, plotx.Series{Name: fmt.Sprintf("%s: off scale (achieved ≥ %.3g bpd), not drawn", w.Trace, off), Note: true})
+				notes = append(notes, plotx.OffScale(w.Trace, nOff, total, fmt.Sprintf("achieved ≥ %.3g bpd", off)))
 			}
 		}
 		sort.Slice(diag.X, func(i, j int) bool { return diag.X[i] < diag.X[j] })

@@ -15,6 +15,13 @@
 set -euo pipefail
 work=${1:-none}
 sub=${2:-}
+case "$sub" in
+  ""|steps|premise|until) ;;
+  *) echo "density-miss.sh: subtest $sub: want steps, premise or until" >&2; exit 2 ;;
+esac
+if [ "$work" != none ] && [ ! -d "$work" ]; then
+  echo "density-miss.sh: work folder $work does not exist (give the mnist-density work folder, or none)" >&2; exit 2
+fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 export GOEXPERIMENT=simd
 cd "$root"

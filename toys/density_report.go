@@ -121,10 +121,10 @@ func (r *DensityResult) levelsFigure(format string) ([]byte, error) {
 		var ss, notes []plotx.Series
 		for _, m := range r.methods(d) {
 			s := plotx.Series{Name: m, Bars: true}
-			off := math.Inf(1)
-			for _, w := range r.levelRows(d, m) {
+			off, nOff, rows := math.Inf(1), 0, r.levelRows(d, m)
+			for _, w := range rows {
 				if a := w.Achieved.Mean; !(a >= ylo && a <= yhi) {
-					off = math.Min(off, a)
+					off, nOff = math.Min(off, a), nOff+1
 					continue
 				}
 				s.X, s.Y = append(s.X, w.Level), append(s.Y, w.Achieved.Mean)
@@ -134,7 +134,7 @@ func (r *DensityResult) levelsFigure(format string) ([]byte, error) {
 				ss = append(ss, s)
 			}
 			if !math.IsInf(off, 1) {
-				notes = append(notes, plotx.Series{Name: fmt.Sprintf("%s: off scale (down to %.3g), not drawn", m, off), Note: true})
+				notes = append(notes, plotx.OffScale(m, nOff, len(rows), fmt.Sprintf("down to %.3g", off)))
 			}
 		}
 		ss = plotx.Distinct(append([]plotx.Series{diag}, ss...))

@@ -63,9 +63,10 @@ func Distinct(series []Series) []Series {
 
 // Coincident names the drawn series (not notes) that lie on each other: a
 // group of two or more with the same X whose Y differ from the group's
-// first series by at most tol at every point. It returns one legend note per group ("a, b and c lie on
-// each other (|ΔY| ≤ …)"), for a figure in which one curve hides others
-// even with Distinct's styles.
+// first series by at most tol at every point. It returns one legend note
+// per group ("a, b and c lie on each other (|Δ| ≤ …)", the largest
+// difference from the first), for a figure in which one curve hides
+// others even with Distinct's styles.
 func Coincident(series []Series, tol float64) []Series {
 	var notes []Series
 	used := make([]bool, len(series))
@@ -108,6 +109,17 @@ func Coincident(series []Series, tol float64) []Series {
 		notes = append(notes, Series{Name: fmt.Sprintf("%s lie on each other (|Δ| ≤ %.2g)", list, gap), Note: true})
 	}
 	return notes
+}
+
+// OffScale is the legend note for a series with off of its total points
+// outside the axis range and not drawn, where says how far they lie (e.g.
+// "down to −7.41"): the whole series is named off scale only when every
+// point is.
+func OffScale(name string, off, total int, where string) Series {
+	if off >= total {
+		return Series{Name: fmt.Sprintf("%s: off scale (%s), not drawn", name, where), Note: true}
+	}
+	return Series{Name: fmt.Sprintf("%s: %d of %d points off scale (%s), not drawn", name, off, total, where), Note: true}
 }
 
 // intervals are points with the distances from each to the two ends of

@@ -273,3 +273,12 @@ func TestCoincidentNamesCurvesOnEachOther(t *testing.T) {
 		t.Errorf("pair: %+v", n)
 	}
 }
+
+func TestOffScaleCountsThePointsNotDrawn(t *testing.T) {
+	if n := OffScale("df-tm", 1, 3, "down to -7.41"); !n.Note || n.Name != "df-tm: 1 of 3 points off scale (down to -7.41), not drawn" {
+		t.Errorf("some points: %+v", n)
+	}
+	if n := OffScale("df-tm", 3, 3, "down to -7.41"); !n.Note || n.Name != "df-tm: off scale (down to -7.41), not drawn" {
+		t.Errorf("every point: %+v", n)
+	}
+}
