@@ -100,7 +100,7 @@ func RunAblation(ctx context.Context, cfg AblationConfig, log io.Writer) (*Ablat
 	if err != nil {
 		return nil, err
 	}
-	g, err := FitMixture(cfg.Fit)
+	g, err := FitMixtureContext(ctx, cfg.Fit)
 	if err != nil {
 		return nil, err
 	}

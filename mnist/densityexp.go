@@ -186,6 +186,15 @@ func RunDensityExp(ctx context.Context, cfg DensityExpConfig, log io.Writer) (*D
 	if err != nil {
 		return nil, err
 	}
+	own := densityWorkFile(cfg.Profile)
+	if cfg.Shards > 0 {
+		own = DensityShardFile(cfg.Profile, cfg.Shard, cfg.Shards)
+	}
+	lock, err := lockWork("mnist-density", cfg.Work, own)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Release()
 	keep, err := openDensityWork(cfg.Work, cfg, digest, nets.Backend.Name())
 	if err != nil {
 		return nil, err
@@ -255,7 +264,7 @@ func (cfg DensityExpConfig) targets(q *pfode.Quantiles, untils bool) []densityTa
 // exact score and trace.
 func (r *DensityExpResult) runMixture(ctx context.Context, xT *mat.Dense, keep *densityKeeper) error {
 	cfg := r.Config
-	g, err := FitMixture(cfg.Mixture)
+	g, err := FitMixtureContext(ctx, cfg.Mixture)
 	if err != nil {
 		return err
 	}

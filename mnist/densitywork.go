@@ -29,8 +29,9 @@ import (
 // finished row, saved after each, so that a run of hours resumes where an
 // earlier one stopped, or reads rows computed on another machine (a GPU).
 // The settings and the networks' digests must match the run's for the file
-// to be used. One run at a time per file: two would each rewrite it with
-// their own rows. Shards (DensityExpConfig.Shard) each keep their own file
+// to be used. One run at a time per file (lockWork): a second run on the
+// same file is refused at once, since two would each rewrite it with their
+// own rows. Shards (DensityExpConfig.Shard) each keep their own file
 // (density-<profile>.shard-k-of-n.json) and read the others', so that they
 // can run side by side; every run reads all of the profile's files.
 

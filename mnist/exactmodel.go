@@ -73,7 +73,7 @@ type ExactModelResult struct {
 // float32 denoiser; DF-EA's endpoint is the query's own x₀.
 func RunExactModel(ctx context.Context, cfg ExactModelConfig, log io.Writer) (*ExactModelResult, error) {
 	start := time.Now()
-	g, err := FitMixture(cfg.Fit)
+	g, err := FitMixtureContext(ctx, cfg.Fit)
 	if err != nil {
 		return nil, err
 	}

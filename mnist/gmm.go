@@ -1,6 +1,7 @@
 package mnist
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -15,6 +16,12 @@ import (
 // FitMixture fits a Gaussian mixture (mixture.Fit) to the 60 000
 // training images, dequantised with seed 1 and labelled by digit.
 func FitMixture(opt mixture.FitOptions) (*mixture.Gaussian, error) {
+	return FitMixtureContext(context.Background(), opt)
+}
+
+// FitMixtureContext is FitMixture that ctx cancels (mixture.FitContext:
+// within a fraction of a second of a fit of about a minute).
+func FitMixtureContext(ctx context.Context, opt mixture.FitOptions) (*mixture.Gaussian, error) {
 	set, err := Load(Train)
 	if err != nil {
 		return nil, err
@@ -27,7 +34,7 @@ func FitMixture(opt mixture.FitOptions) (*mixture.Gaussian, error) {
 	for i, l := range set.Labels {
 		labels[i] = int(l)
 	}
-	g, _, err := mixture.Fit(x, labels, opt)
+	g, _, err := mixture.FitContext(ctx, x, labels, opt)
 	if err != nil {
 		return nil, fmt.Errorf("mnist: fitting the mixture: %w", err)
 	}

@@ -148,6 +148,11 @@ func RunModelEval(ctx context.Context, cfg ModelEvalConfig, log io.Writer) (*Mod
 	if res.digest, err = models.NetworkDigest(store, models.ScoreScope); err != nil {
 		return nil, err
 	}
+	lock, err := lockWork("mnist-model", cfg.Work, "mnist-model")
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Release()
 	if cfg.part(PartLikelihood) {
 		if err := res.likelihood(ctx, backend, store, net, trace, skip, log); err != nil {
 			return nil, err

@@ -18,6 +18,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/internal/atomicfile"
+	"github.com/dfx-lab/dfx/internal/worklock"
 )
 
 // ErrWork is wrapped by every error about a work folder (DFX_MNIST_MODEL_WORK,
@@ -275,6 +276,24 @@ func checkWorkDir(who, dir string) error {
 	name := f.Name()
 	f.Close()
 	return os.Remove(name)
+}
+
+// lockWork keeps two runs off the work file name in dir: it takes the lock
+// .<name>.lock there (worklock) for the run, which Releases it when done.
+// Another run holding it is an ErrWork, said at once; dir "" keeps no work
+// and takes no lock (a nil Lock, whose Release is a no-op).
+func lockWork(who, dir, name string) (*worklock.Lock, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("%s: work folder: %v: %w", who, err, ErrWork)
+	}
+	l, err := worklock.Acquire(filepath.Join(dir, "."+name+".lock"))
+	if busy := (*worklock.BusyError)(nil); errors.As(err, &busy) {
+		return nil, fmt.Errorf("%s: %s is in use by %s: wait for it to end, or give this run another folder: %w", who, filepath.Join(dir, name), busy.Holder, ErrWork)
+	}
+	return l, err
 }
 
 // maxWorkFile bounds the size of a work file read back (the largest, the

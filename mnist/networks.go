@@ -267,9 +267,20 @@ func TrainingData(lowerEdges bool) ([][]float64, []int, error) {
 // TrainNetwork trains spec on the MNIST training set and writes its
 // weights checkpoint (EMA weights, with a TrainRecord) to
 // <Out>/<name>.dfxckpt; the trainer state is saved every SaveEvery steps for
-// Resume. ctx cancels between steps (the state is saved first).
+// Resume. ctx cancels the skip's fit, or a run between steps (saving the
+// state first). One run at a time trains a network into a state folder: a second
+// is refused at once (ErrWork), since both would rewrite the same state.
 func TrainNetwork(ctx context.Context, backend compute.Backend, spec NetSpec, opt TrainOptions) (*TrainRecord, error) {
-	run, err := newTrainRun(backend, spec, opt)
+	stateDir := opt.StateDir
+	if stateDir == "" {
+		stateDir = opt.Out
+	}
+	lock, err := lockWork("train "+spec.Name, stateDir, filepath.Base(statePath(stateDir, spec.Name)))
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Release()
+	run, err := newTrainRun(ctx, backend, spec, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -295,7 +306,7 @@ type trainRun struct {
 // newTrainRun builds the store (the networks it needs, the fitted or
 // restored skip), the trainer and its provenance, resuming from the saved
 // state with opt.Resume.
-func newTrainRun(backend compute.Backend, spec NetSpec, opt TrainOptions) (*trainRun, error) {
+func newTrainRun(ctx context.Context, backend compute.Backend, spec NetSpec, opt TrainOptions) (*trainRun, error) {
 	if opt.Out == "" {
 		return nil, errors.New("mnist: no output folder")
 	}
@@ -323,7 +334,7 @@ func newTrainRun(backend compute.Backend, spec NetSpec, opt TrainOptions) (*trai
 			return nil, err
 		}
 	}
-	need, err := r.newStore(state)
+	need, err := r.newStore(ctx, state)
 	if err != nil {
 		return nil, err
 	}
@@ -362,7 +373,7 @@ func newTrainRun(backend compute.Backend, spec NetSpec, opt TrainOptions) (*trai
 // newStore is the spec's store with the network it needs copied in and the
 // skip fitted (or taken from the saved state); it returns the needed
 // network's store (nil: none).
-func (r *trainRun) newStore(state *models.Checkpoint) (*model.Store, error) {
+func (r *trainRun) newStore(ctx context.Context, state *models.Checkpoint) (*model.Store, error) {
 	spec, opt := r.spec, r.opt
 	r.store = models.NewStore()
 	params := copyParams(spec.Params)
@@ -393,7 +404,7 @@ func (r *trainRun) newStore(state *models.Checkpoint) (*model.Store, error) {
 			if err := restoreSkip(r.store, state); err != nil {
 				return nil, fmt.Errorf("mnist: %s: %w", r.sp, err)
 			}
-		} else if err := fitSkip(r.store, spec, r.log); err != nil {
+		} else if err := fitSkip(ctx, r.store, spec, r.log); err != nil {
 			return nil, err
 		}
 	}
@@ -537,8 +548,8 @@ func (r *trainRun) finish() (*TrainRecord, error) {
 // dequantisation, seed 1: the same mixture on every run and on resume),
 // stores it as the network's skip and logs its exact test bpd on 1 000
 // dequantised test images.
-func fitSkip(store *model.Store, spec NetSpec, log io.Writer) error {
-	g, err := FitMixture(*spec.Skip)
+func fitSkip(ctx context.Context, store *model.Store, spec NetSpec, log io.Writer) error {
+	g, err := FitMixtureContext(ctx, *spec.Skip)
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,7 @@ import (
 const defaultTrainOut = "dfx-nets"
 
 const trainUsage = `usage: dfx train <network> [-steps N] [-out dfx-nets] [-resume | -force] [-save-every 500] [-val-every N]
-Trains one MNIST network with its fixed seed and writes its EMA weights to OUT/<network>.dfxckpt (atomically), with its loss curve, time and machine. The resumable trainer state is saved every -save-every steps and on SIGINT/SIGTERM to OUT/_<network>.state.dfxckpt; -resume continues from it, and a saved state is never replaced without -resume or -force. dftm and dftm-c train against OUT/eps.dfxckpt (t_θ reads its mixture skip, ν_θ its ε-network), which must exist. The committed checkpoints are rewritten only when asked by name: -out mnist/checkpoints (from the repository root). Use the networks with dfx sample -nets OUT or DFX_MNIST_NETS=OUT.`
+Trains one MNIST network with its fixed seed and writes its EMA weights to OUT/<network>.dfxckpt (atomically), with its loss curve, time and machine. The resumable trainer state is saved every -save-every steps and on SIGINT/SIGTERM to OUT/_<network>.state.dfxckpt; -resume continues from it, and a saved state is never replaced without -resume or -force. One run at a time trains a network into OUT: a second is refused at once (exit 2). dftm and dftm-c train against OUT/eps.dfxckpt (t_θ reads its mixture skip, ν_θ its ε-network), which must exist. The committed checkpoints are rewritten only when asked by name: -out mnist/checkpoints (from the repository root). Use the networks with dfx sample -nets OUT or DFX_MNIST_NETS=OUT.`
 
 func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var names []string

@@ -1,6 +1,7 @@
 package mixture
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -57,6 +58,13 @@ type FitInfo struct {
 // its weight is its share of the rows. labels (one per row, ≥ 0) is needed
 // only with PerClass.
 func Fit(data *mat.Dense, labels []int, opt FitOptions) (*Gaussian, *FitInfo, error) {
+	return FitContext(context.Background(), data, labels, opt)
+}
+
+// FitContext is Fit that ctx cancels: it is checked before every k-means
+// iteration and every component's covariance, so that a fit of a minute
+// stops within a fraction of a second, returning ctx's error.
+func FitContext(ctx context.Context, data *mat.Dense, labels []int, opt FitOptions) (*Gaussian, *FitInfo, error) {
 	if data == nil || data.IsEmpty() {
 		return nil, nil, fmt.Errorf("mixture: Fit: no data: %w", ErrInput)
 	}
@@ -86,12 +94,18 @@ func Fit(data *mat.Dense, labels []int, opt FitOptions) (*Gaussian, *FitInfo, er
 		for i, r := range rows {
 			x.SetRow(i, data.RawRowView(r))
 		}
-		assign, iters, inertia := kmeans(x, opt.Components, opt.Iters, opt.Seed+uint64(gi)*0x9e3779b97f4a7c15)
+		assign, iters, inertia, err := kmeans(ctx, x, opt.Components, opt.Iters, opt.Seed+uint64(gi)*0x9e3779b97f4a7c15)
+		if err != nil {
+			return nil, nil, err
+		}
 		info.Iterations = append(info.Iterations, iters)
 		info.Inertia = append(info.Inertia, inertia)
 		for c, m := range clusterMembers(assign, opt.Components) {
 			if len(m) == 0 { // re-seeded in the last iteration, left empty
 				continue
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, nil, err
 			}
 			comp, err := fitComponent(x, m, opt)
 			if err != nil {
@@ -307,8 +321,8 @@ func truncateRank(u *mat.Dense, lam []float64, active []int, d, r int) (*mat.Den
 // iters Lloyd iterations, squared distances as blocked products) and
 // returns each row's cluster, the iterations run and the final inertia
 // (mean squared distance, of the last assignment). An emptied cluster is re-seeded with the row
-// farthest from its mean.
-func kmeans(x *mat.Dense, k, iters int, seed uint64) ([]int, int, float64) {
+// farthest from its mean. ctx is checked before every iteration.
+func kmeans(ctx context.Context, x *mat.Dense, k, iters int, seed uint64) ([]int, int, float64, error) {
 	n, _ := x.Dims()
 	rng := rand.New(rand.NewPCG(seed, 0x6b6d65616e73))
 	norms := make([]float64, n)
@@ -322,6 +336,9 @@ func kmeans(x *mat.Dense, k, iters int, seed uint64) ([]int, int, float64) {
 	prod := make([]float64, n*k)
 	it := 0
 	for it = 1; it <= iters; it++ {
+		if err := ctx.Err(); err != nil {
+			return nil, 0, 0, err
+		}
 		assignNearest(x, cent, norms, prod, assign, best)
 		if moveCentres(x, cent, assign, best) == 0 {
 			break
@@ -332,7 +349,7 @@ func kmeans(x *mat.Dense, k, iters int, seed uint64) ([]int, int, float64) {
 	for _, v := range best {
 		inertia += v
 	}
-	return assign, it, inertia / float64(n)
+	return assign, it, inertia / float64(n), nil
 }
 
 // kmeansPlusPlus draws k initial centres from the rows of x: the first

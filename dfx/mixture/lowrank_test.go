@@ -1,6 +1,8 @@
 package mixture
 
 import (
+	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -303,6 +305,49 @@ func TestFitKeepsTheRankOnDegenerateClusters(t *testing.T) {
 			if want := (0.01 + 0.04 + 0.09) / 3; math.Abs(c.Rest-want) > 0.25*want {
 				t.Errorf("big component's rest variance %g, want ≈ %g", c.Rest, want)
 			}
+		}
+	}
+}
+
+// countdownCtx is a context whose Err turns Canceled after n calls.
+type countdownCtx struct {
+	context.Context
+	n, calls int
+}
+
+func (c *countdownCtx) Err() error {
+	c.calls++
+	if c.calls > c.n {
+		return context.Canceled
+	}
+	return nil
+}
+
+// TestFitContextStopsInsideTheFit: a context cancelled during the fit
+// (after its first few checks) stops it with the context's error, before
+// the k-means or the components are done; an uncancelled one fits.
+func TestFitContextStopsInsideTheFit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	n, d := 600, 4
+	x := mat.NewDense(n, d, nil)
+	for i := range n {
+		for j := range d {
+			x.Set(i, j, rng.NormFloat64()+float64(i%6))
+		}
+	}
+	opt := FitOptions{Components: 6, Iters: 25, Seed: 1}
+	whole := &countdownCtx{Context: context.Background(), n: 1 << 30}
+	g, info, err := FitContext(whole, x, nil, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := info.Iterations[0] + g.Components(); whole.calls != want {
+		t.Fatalf("a whole fit checked its context %d times, want %d: once per k-means iteration (%d) and per component (%d)", whole.calls, want, info.Iterations[0], g.Components())
+	}
+	for _, after := range []int{0, 1, whole.calls - 1} { // at the start, in the k-means, at the last component
+		ctx := &countdownCtx{Context: context.Background(), n: after}
+		if _, _, err := FitContext(ctx, x, nil, opt); !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled after %d of %d checks: %v, want context.Canceled", after, whole.calls, err)
 		}
 	}
 }
