@@ -17,14 +17,14 @@ export PATH := $(GOPATH_BIN):$(PATH)
 NB_FLAGS ?=
 
 .NOTPARALLEL:
-.PHONY: all build test setup setup-blas vet fmt-check gotest notebooks notebooks-exec browser-test browser-check reproduce bench bench-torch profile docker-test help
+.PHONY: all build test setup setup-blas vet fmt-check docker-context-check gotest notebooks notebooks-exec browser-test browser-check reproduce bench bench-torch profile docker-test help
 
 all: test
 
 help:
 	@echo "make build       bin/dfx, stamped with its commit (bin/dfx --version)"
 	@echo "make reproduce   regenerate figures/ and tables (go run ./cmd/dfx reproduce all)"
-	@echo "make test        set-up if needed, go vet, gofmt check, notebooks (DFX_QUICK=1), browser test, go test"
+	@echo "make test        set-up if needed, go vet, gofmt check, .dockerignore check, notebooks (DFX_QUICK=1), browser test, go test"
 	@echo "make setup       install Jupyter, GoNB (kernel 'gonb'), goimports, gopls, Chromium, OpenBLAS, NumPy when missing"
 	@echo "make setup-blas  install only libopenblas-dev and python3-numpy (for make bench, -tags openblas)"
 	@echo "make notebooks   run notebooks/*.ipynb headless into a temporary folder (quick mode; NB_FLAGS=--full for full)"
@@ -38,7 +38,7 @@ help:
 	@echo "make docker-test build the Dockerfile (buildah, stand-in base) and run every notebook inside the image (root)"
 
 # The Go tests run last so that their summary closes the output.
-test: setup vet fmt-check notebooks browser-check gotest
+test: setup vet fmt-check docker-context-check notebooks browser-check gotest
 
 setup:
 	@scripts/setup.sh
@@ -56,6 +56,14 @@ fmt-check:
 
 gotest:
 	CGO_ENABLED=0 $(GO) test -timeout 30m ./...
+
+# The committed notebooks and figures that .dockerignore would leave out of the
+# image (make docker-test refuses such an image after a build of minutes; this
+# says it in a second, with git's reading of the patterns).
+docker-context-check:
+	@out="$$(git ls-files -ci --exclude-from=.dockerignore -- notebooks figures 2>/dev/null)"; if [ -n "$$out" ]; then \
+	  echo ".dockerignore leaves committed files out of the image (add a ! exception):"; echo "$$out"; exit 1; \
+	else echo ".dockerignore keeps every committed notebook and figure"; fi
 
 notebooks:
 	@scripts/run-notebooks.sh $(NB_FLAGS)
