@@ -61,7 +61,9 @@ gotest:
 # image (make docker-test refuses such an image after a build of minutes; this
 # says it in a second, with git's reading of the patterns).
 docker-context-check:
-	@out="$$(git ls-files -ci --exclude-from=.dockerignore -- notebooks figures 2>/dev/null)"; if [ -n "$$out" ]; then \
+	@if ! git rev-parse --is-inside-work-tree >/dev/null 2>&1; then echo ".dockerignore check skipped: not a git checkout"; exit 0; fi; \
+	out="$$(git ls-files -ci --exclude-from=.dockerignore -- notebooks figures)" || { echo ".dockerignore check: git ls-files failed"; exit 1; }; \
+	if [ -n "$$out" ]; then \
 	  echo ".dockerignore leaves committed files out of the image (add a ! exception):"; echo "$$out"; exit 1; \
 	else echo ".dockerignore keeps every committed notebook and figure"; fi
 

@@ -132,7 +132,7 @@ func RunBaselines(ctx context.Context, cfg BaselineConfig, log io.Writer) (*Base
 			continue
 		}
 		rng := rand.New(rand.NewPCG(4, uint64(len(res.Rows))))
-		row, perClass, err := scoreBaseline(f, x, co, res.Ref, cfg.Samples, rng)
+		row, perClass, err := scoreBaseline(ctx, f, x, co, res.Ref, cfg.Samples, rng)
 		if err != nil {
 			return nil, err
 		}
@@ -181,10 +181,10 @@ func baselineQualityRef(cfg BaselineConfig) (*QualityRef, error) {
 // scoreBaseline fits one baseline, scores the test images x exactly at co
 // (t_min) and measures samples of it (n per class): its row and the
 // samples of each class.
-func scoreBaseline(f BaselineFit, x *mat.Dense, co schedule.Coefficients, ref *QualityRef, n int, rng *rand.Rand) (BaselineRow, []*mat.Dense, error) {
+func scoreBaseline(ctx context.Context, f BaselineFit, x *mat.Dense, co schedule.Coefficients, ref *QualityRef, n int, rng *rand.Rand) (BaselineRow, []*mat.Dense, error) {
 	row := BaselineRow{Name: f.Name}
 	t0 := time.Now()
-	g, err := FitMixture(f.Opt)
+	g, err := FitMixtureContext(ctx, f.Opt)
 	if err != nil {
 		return row, nil, fmt.Errorf("mnist: baseline %s: %w", f.Name, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -41,8 +42,9 @@ type DensityExpConfig struct {
 	Dir     string `json:"-"`
 	// Work is the folder that keeps the finished rows and the network's
 	// levels (density-<profile>.json, saved after each row; one run at a
-	// time per file): a run resumes there, and reads rows computed elsewhere
-	// with the same settings and networks ("": nothing kept).
+	// time per file, a second is refused): a run resumes there, and reads
+	// rows computed elsewhere with the same settings and networks ("":
+	// nothing kept).
 	Work string `json:"-"`
 	// Shard k of Shards (1 ≤ k ≤ Shards): the run computes only the rows
 	// whose position in table order is k−1 modulo Shards and keeps them in
@@ -190,7 +192,7 @@ func RunDensityExp(ctx context.Context, cfg DensityExpConfig, log io.Writer) (*D
 	if cfg.Shards > 0 {
 		own = DensityShardFile(cfg.Profile, cfg.Shard, cfg.Shards)
 	}
-	lock, err := lockWork("mnist-density", cfg.Work, own)
+	lock, err := lockWork("mnist-density", cfg.Work, own, filepath.Join(cfg.Work, own), log)
 	if err != nil {
 		return nil, err
 	}

@@ -83,10 +83,10 @@ type FitRecord struct {
 // FitMixtureCheckpoint fits opt to the training images (FitMixture) and
 // returns it as a checkpoint stamped with the data's provenance (the
 // dequantised training set; no schedule: q_0 needs none), with its exact
-// test bpd on testImages images (0: not measured).
-func FitMixtureCheckpoint(opt mixture.FitOptions, testImages int) (*models.Checkpoint, *FitRecord, error) {
+// test bpd on testImages images (0: not measured). ctx cancels the fit.
+func FitMixtureCheckpoint(ctx context.Context, opt mixture.FitOptions, testImages int) (*models.Checkpoint, *FitRecord, error) {
 	start := time.Now()
-	g, err := FitMixture(opt)
+	g, err := FitMixtureContext(ctx, opt)
 	if err != nil {
 		return nil, nil, err
 	}

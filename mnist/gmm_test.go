@@ -1,6 +1,7 @@
 package mnist
 
 import (
+	"context"
 	"math"
 	"path/filepath"
 	"testing"
@@ -19,7 +20,7 @@ func TestMixtureCheckpointRoundTrips(t *testing.T) {
 		t.Skip("fits a mixture to the MNIST training set")
 	}
 	opt := mixture.FitOptions{Components: 1, PerClass: true, Rank: 8, Shrink: 0.2, Idle: 1e-4, Seed: 1}
-	c, rec, err := FitMixtureCheckpoint(opt, 100)
+	c, rec, err := FitMixtureCheckpoint(context.Background(), opt, 100)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,8 @@ type ModelEvalConfig struct {
 	// resumes where an earlier one stopped) and the samples of each scale
 	// (samples_s<scale>.idx, 8-bit IDX). A part found there, made with the
 	// same settings, is read instead of computed: the likelihood and the
-	// samples can be computed on a GPU machine and measured here.
+	// samples can be computed on a GPU machine and measured here. One run
+	// at a time uses a folder (lockWork): a second is refused (ErrWork).
 	Work string
 	// Parts are the parts to compute (ParseModelParts; nil: all). Without
 	// PartQuality the samples are drawn (and kept in Work) but not
@@ -148,7 +149,7 @@ func RunModelEval(ctx context.Context, cfg ModelEvalConfig, log io.Writer) (*Mod
 	if res.digest, err = models.NetworkDigest(store, models.ScoreScope); err != nil {
 		return nil, err
 	}
-	lock, err := lockWork("mnist-model", cfg.Work, "mnist-model")
+	lock, err := lockWork("mnist-model", cfg.Work, modelWorkLock, "work folder "+cfg.Work, log)
 	if err != nil {
 		return nil, err
 	}

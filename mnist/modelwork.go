@@ -243,6 +243,9 @@ func CheckModelWork(dir string) error {
 	if err := checkWorkDir("mnist-model", dir); err != nil {
 		return err
 	}
+	if err := probeWork("mnist-model", dir, modelWorkLock, "work folder "+dir); err != nil {
+		return err
+	}
 	strict := func(path string, v any) error {
 		_, err := readStrict("mnist-model", path, v)
 		return err
@@ -278,11 +281,15 @@ func checkWorkDir(who, dir string) error {
 	return os.Remove(name)
 }
 
-// lockWork keeps two runs off the work file name in dir: it takes the lock
-// .<name>.lock there (worklock) for the run, which Releases it when done.
-// Another run holding it is an ErrWork, said at once; dir "" keeps no work
-// and takes no lock (a nil Lock, whose Release is a no-op).
-func lockWork(who, dir, name string) (*worklock.Lock, error) {
+// lockWork keeps two runs off the work file name in dir (what names it
+// in messages: the file, or the folder when the lock covers it all): it
+// takes the lock .<name>.lock there (worklock) for the run, which Releases
+// it when done. Another run holding it, or a lock that cannot be taken, is
+// an ErrWork, said at once; where files cannot be locked (a platform
+// without flock, a filesystem that refuses it) the run goes on unlocked,
+// saying so on log. dir "" keeps no work and takes no lock (a nil Lock,
+// whose Release is a no-op).
+func lockWork(who, dir, name, what string, log io.Writer) (*worklock.Lock, error) {
 	if dir == "" {
 		return nil, nil
 	}
@@ -290,11 +297,40 @@ func lockWork(who, dir, name string) (*worklock.Lock, error) {
 		return nil, fmt.Errorf("%s: work folder: %v: %w", who, err, ErrWork)
 	}
 	l, err := worklock.Acquire(filepath.Join(dir, "."+name+".lock"))
-	if busy := (*worklock.BusyError)(nil); errors.As(err, &busy) {
-		return nil, fmt.Errorf("%s: %s is in use by %s: wait for it to end, or give this run another folder: %w", who, filepath.Join(dir, name), busy.Holder, ErrWork)
+	var busy *worklock.BusyError
+	switch {
+	case err == nil:
+		return l, nil
+	case errors.As(err, &busy):
+		return nil, fmt.Errorf("%s: %s is in use by %s: wait for it to end, or give this run another folder: %w", who, what, busy.Holder, ErrWork)
+	case errors.Is(err, worklock.ErrUnsupported):
+		if log != nil {
+			fmt.Fprintf(log, "%s: %s is not locked (%v): nothing keeps a second run off it\n", who, what, err)
+		}
+		return nil, nil
 	}
-	return l, err
+	return nil, fmt.Errorf("%s: cannot lock %s: %v: %w", who, what, err, ErrWork)
 }
+
+// probeWork says, before a run starts, whether lockWork would refuse it
+// (another run holds the lock); the run itself takes the lock.
+func probeWork(who, dir, name, what string) error {
+	l, err := lockWork(who, dir, name, what, nil)
+	if err != nil {
+		return err
+	}
+	return l.Release()
+}
+
+// CheckTrainFree is an error (ErrWork) while another run trains the
+// network name into the state folder dir (TrainNetwork's lock), so that
+// `dfx train` says so before it looks at the saved state.
+func CheckTrainFree(dir, name string) error {
+	return probeWork("train "+name, dir, filepath.Base(statePath(dir, name)), statePath(dir, name))
+}
+
+// modelWorkLock names the lock of a whole mnist-model work folder.
+const modelWorkLock = "mnist-model"
 
 // maxWorkFile bounds the size of a work file read back (the largest, the
 // full density experiment's, is a few MB).

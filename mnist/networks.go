@@ -275,7 +275,7 @@ func TrainNetwork(ctx context.Context, backend compute.Backend, spec NetSpec, op
 	if stateDir == "" {
 		stateDir = opt.Out
 	}
-	lock, err := lockWork("train "+spec.Name, stateDir, filepath.Base(statePath(stateDir, spec.Name)))
+	lock, err := lockWork("train "+spec.Name, stateDir, filepath.Base(statePath(stateDir, spec.Name)), statePath(stateDir, spec.Name), opt.Log)
 	if err != nil {
 		return nil, err
 	}

@@ -4,21 +4,29 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/dfx-lab/dfx/internal/worklock"
 	"github.com/dfx-lab/dfx/models"
 )
 
 // TestSecondRunOnOneWorkFileIsRefused: while a run holds a work file's
 // lock (held here by lockWork, as a run takes it), the density experiment,
 // the model evaluation and training on that file are refused with ErrWork
-// before any work; a shard's own file is another lock; a released lock is
-// free again. Contexts are cancelled, so that a run that ignored the lock
-// would end at once with context.Canceled instead.
+// naming the holder, before any work, and so are the checks made before a
+// run (CheckModelWork, CheckTrainFree); a shard's own file is another
+// lock; each run gives its lock back when it returns. Contexts are
+// cancelled, so that a run that ignored the lock would end at once with
+// context.Canceled instead.
 func TestSecondRunOnOneWorkFileIsRefused(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads the committed networks")
+	}
+	if !worklock.Supported {
+		t.Skip("files cannot be locked on this platform")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -28,50 +36,81 @@ func TestSecondRunOnOneWorkFileIsRefused(t *testing.T) {
 			t.Errorf("%s while another run holds its work file: %v, want ErrWork naming the holder", what, err)
 		}
 	}
+	lock := func(dir, name string) *worklock.Lock {
+		t.Helper()
+		l, err := lockWork("test", dir, name, name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	released := func(what, dir, name string) { // the run gave its lock back
+		t.Helper()
+		// Release removes the lock file; a lock lost to the garbage
+		// collector's closing of its file would leave it.
+		if _, err := os.Stat(filepath.Join(dir, "."+name+".lock")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s did not Release its lock: its lock file is there (%v)", what, err)
+		}
+		l, err := lockWork("test", dir, name, name, nil)
+		if err != nil {
+			t.Errorf("%s kept its lock after it returned: %v", what, err)
+		}
+		l.Release()
+	}
 
 	work := t.TempDir()
 	cfg := DensityExpQuick("")
 	cfg.Work = work
-	held, err := lockWork("test", work, densityWorkFile(cfg.Profile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = RunDensityExp(ctx, cfg, io.Discard)
+	held := lock(work, densityWorkFile(cfg.Profile))
+	_, err := RunDensityExp(ctx, cfg, io.Discard)
 	refused("mnist-density", err)
 	shard := cfg
 	shard.Shard, shard.Shards = 1, 2
 	if _, err := RunDensityExp(ctx, shard, io.Discard); errors.Is(err, ErrWork) {
 		t.Errorf("a shard, whose file is its own, refused: %v", err)
 	}
+	released("a shard", work, DensityShardFile(cfg.Profile, 1, 2))
 	held.Release()
 	if _, err := RunDensityExp(ctx, cfg, io.Discard); errors.Is(err, ErrWork) {
 		t.Errorf("mnist-density after the lock was released: %v", err)
 	}
+	released("mnist-density", work, densityWorkFile(cfg.Profile))
 
 	me := ModelEvalQuick("", "eps")
 	me.Work = t.TempDir()
-	held, err = lockWork("test", me.Work, "mnist-model")
-	if err != nil {
-		t.Fatal(err)
-	}
+	held = lock(me.Work, modelWorkLock)
+	refused("CheckModelWork", CheckModelWork(me.Work))
 	_, err = RunModelEval(ctx, me, io.Discard)
 	refused("mnist-model", err)
 	held.Release()
+	if err := CheckModelWork(me.Work); err != nil {
+		t.Errorf("CheckModelWork of a free folder: %v", err)
+	}
+	if _, err := RunModelEval(ctx, me, io.Discard); errors.Is(err, ErrWork) {
+		t.Errorf("mnist-model after the lock was released: %v", err)
+	}
+	released("mnist-model", me.Work, modelWorkLock)
 
 	spec, err := SpecByName("classifier")
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := t.TempDir()
-	held, err = lockWork("test", out, "_classifier.state.dfxckpt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer held.Release()
+	state := filepath.Base(statePath(out, spec.Name))
+	held = lock(out, state)
+	refused("CheckTrainFree", CheckTrainFree(out, spec.Name))
 	backend, err := models.NewBackend()
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = TrainNetwork(ctx, backend, spec, TrainOptions{Out: out, Steps: 1})
 	refused("train", err)
+	held.Release()
+	if err := CheckTrainFree(out, spec.Name); err != nil {
+		t.Errorf("CheckTrainFree of a free folder: %v", err)
+	}
+	if _, err := TrainNetwork(ctx, backend, spec, TrainOptions{Out: out, Steps: 1}); errors.Is(err, ErrWork) {
+		t.Errorf("train after the lock was released: %v", err)
+	}
+	released("train", out, state)
 }

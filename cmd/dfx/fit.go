@@ -69,7 +69,7 @@ func runFit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if opt.Rank == 0 || opt.Rank == mnist.Dim {
 		opt.Idle = 0
 	}
-	c, rec, err := mnist.FitMixtureCheckpoint(opt, *test)
+	c, rec, err := mnist.FitMixtureCheckpoint(ctx, opt, *test)
 	if err != nil {
 		return failErr(stderr, "fit", err)
 	}

@@ -131,6 +131,9 @@ func preflightTrain(spec mnist.NetSpec, out string, resume, force bool) error {
 	}
 	probe.Close()
 	os.Remove(probe.Name())
+	if err := mnist.CheckTrainFree(out, spec.Name); err != nil { // before the saved state, which a running run rewrites
+		return err
+	}
 	state := filepath.Join(out, "_"+spec.Name+".state.dfxckpt")
 	_, statErr := os.Stat(state)
 	switch {

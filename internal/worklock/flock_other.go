@@ -1,14 +1,20 @@
-//go:build !unix
+//go:build !unix || solaris || aix
 
 package worklock
 
 import (
 	"errors"
 	"os"
+	"runtime"
 )
+
+// Supported says whether this platform locks files: not here (no flock),
+// so Acquire returns ErrUnsupported and runs are not kept apart.
+const Supported = false
+
+const platform = "no flock on " + runtime.GOOS
 
 var errWouldBlock = errors.New("would block")
 
-// lockFile cannot lock here: the lock file is made and removed, but two
-// runs are not kept apart.
-func lockFile(*os.File) error { return nil }
+func lockFile(*os.File) error    { return ErrUnsupported }
+func unsupported(err error) bool { return true }

@@ -1,4 +1,4 @@
-//go:build unix
+//go:build unix && !solaris && !aix
 
 package worklock
 
@@ -7,6 +7,11 @@ import (
 	"os"
 	"syscall"
 )
+
+// Supported says whether this platform locks files (flock(2)).
+const Supported = true
+
+const platform = "flock"
 
 var errWouldBlock = syscall.EWOULDBLOCK
 
@@ -18,4 +23,9 @@ func lockFile(f *os.File) error {
 			return err
 		}
 	}
+}
+
+// unsupported reports a filesystem that cannot flock.
+func unsupported(err error) bool {
+	return errors.Is(err, syscall.ENOLCK) || errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOSYS) || errors.Is(err, syscall.EINVAL)
 }

@@ -1,11 +1,16 @@
 // Package worklock keeps two runs off one work file. Acquire takes an
 // exclusive lock on a lock file beside the work (flock(2), never waiting):
 // a second run asking for the same lock, in this process or another, is
-// refused at once with ErrBusy, which names the holder's process id. The
-// kernel drops a lock when its holder ends, however it ends (a kill, a
-// crash, a power cut), so a stale lock never blocks a later run. Release
-// removes the lock file; one left by a killed process is taken over, and
-// then removed, by the next run.
+// refused at once with a *BusyError (ErrBusy), which names the holder's
+// process and host. The kernel drops a lock when its holder ends, however
+// it ends (a kill, a crash, a power cut), so a stale lock never blocks a
+// later run. Release removes the lock file; one left by a killed process
+// is taken over, and then removed, by the next run.
+//
+// Where files cannot be locked (Supported is false: Windows, Solaris, AIX,
+// wasm; or a filesystem that refuses flock, ErrUnsupported), runs are not
+// kept apart, and Acquire says so. On NFS, flock is emulated with POSIX
+// locks, which do not keep two runs of one process apart.
 package worklock
 
 import (
@@ -18,13 +23,17 @@ import (
 )
 
 // ErrBusy is matched (errors.Is) by the error of a lock another run
-// holds, a *BusyError.
+// holds.
 var ErrBusy = errors.New("held by another run")
+
+// ErrUnsupported is matched by the error of a lock this platform or
+// filesystem cannot take.
+var ErrUnsupported = errors.New("files cannot be locked here")
 
 // BusyError is Acquire's error while another run holds the lock.
 type BusyError struct {
 	Path   string // the lock file
-	Holder string // "process N" as its lock file says, else "another run"
+	Holder string // "process N on host H" as its lock file says, else "another run"
 }
 
 func (e *BusyError) Error() string        { return e.Path + " is held by " + e.Holder }
@@ -40,20 +49,33 @@ type Lock struct {
 // between opening and locking it (its holder releasing it meanwhile).
 const maxTries = 16
 
+// betweenOpenAndLock, when set (by tests), runs between opening the lock
+// file and locking it: where a holder's release can fall.
+var betweenOpenAndLock func()
+
 // Acquire takes the lock file path (made when missing, in a folder that
-// must exist) for this run, or fails at once: with ErrBusy while another
-// run holds it.
+// must exist) for this run, or fails at once: with a *BusyError while
+// another run holds it, ErrUnsupported where locks cannot be taken.
 func Acquire(path string) (*Lock, error) {
+	if !Supported {
+		return nil, fmt.Errorf("worklock: %s: %w (%s)", path, ErrUnsupported, platform)
+	}
 	for try := 0; try < maxTries; try++ {
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {
 			return nil, fmt.Errorf("worklock: %w", err)
 		}
+		if betweenOpenAndLock != nil {
+			betweenOpenAndLock()
+		}
 		if err := lockFile(f); err != nil {
 			holder := readHolder(f)
 			f.Close()
-			if errors.Is(err, errWouldBlock) {
+			switch {
+			case errors.Is(err, errWouldBlock):
 				return nil, &BusyError{Path: path, Holder: holder}
+			case unsupported(err):
+				return nil, fmt.Errorf("worklock: %s: %w (%v)", path, ErrUnsupported, err)
 			}
 			return nil, fmt.Errorf("worklock: %s: %w", path, err)
 		}
@@ -66,11 +88,11 @@ func Acquire(path string) (*Lock, error) {
 			continue
 		}
 		if err := f.Truncate(0); err == nil {
-			_, err = f.WriteAt([]byte("pid "+strconv.Itoa(os.Getpid())+"\n"), 0)
+			_, _ = f.WriteAt([]byte(holderLine()), 0)
 		}
 		return &Lock{f: f, path: path}, nil
 	}
-	return nil, fmt.Errorf("worklock: %s kept changing under %d tries to lock it: %w", path, maxTries, ErrBusy)
+	return nil, &BusyError{Path: path, Holder: fmt.Sprintf("runs that replaced it under %d tries to lock it", maxTries)}
 }
 
 // Release removes the lock file and gives the lock back; a nil or
@@ -88,18 +110,28 @@ func (l *Lock) Release() error {
 	return errClose
 }
 
-// readHolder is the holder's "pid N" as its lock file says it, bounded.
+// holderLine is what a holder writes into its lock file.
+func holderLine() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" || strings.ContainsAny(host, " \n") {
+		host = "?"
+	}
+	return "pid " + strconv.Itoa(os.Getpid()) + " host " + host + "\n"
+}
+
+// readHolder is the holder as its lock file says ("process N on host H"),
+// read bounded; "another run" when the file says nothing readable (a lock
+// taken by another tool, or not yet written).
 func readHolder(f *os.File) string {
-	buf := make([]byte, 64)
+	buf := make([]byte, 128)
 	n, err := f.ReadAt(buf, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return "another run"
 	}
-	s := strings.TrimSpace(string(buf[:n]))
-	if pid, ok := strings.CutPrefix(s, "pid "); ok {
-		if _, err := strconv.Atoi(pid); err == nil {
-			return "process " + pid
-		}
+	var pid int
+	var host string
+	if k, _ := fmt.Sscanf(string(buf[:n]), "pid %d host %s", &pid, &host); k == 2 && pid > 0 {
+		return fmt.Sprintf("process %d on host %s", pid, host)
 	}
 	return "another run"
 }

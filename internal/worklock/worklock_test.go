@@ -1,4 +1,4 @@
-//go:build unix
+//go:build unix && !solaris && !aix
 
 package worklock
 
@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestSecondAcquireIsRefusedUntilRelease(t *testing.T) {
@@ -19,11 +20,13 @@ func TestSecondAcquireIsRefusedUntilRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Acquire(path)
+	b, err := Acquire(path)
 	if !errors.Is(err, ErrBusy) {
+		b.Release()
 		t.Fatalf("second Acquire while held: %v, want ErrBusy", err)
 	}
-	if want := "process " + strconv.Itoa(os.Getpid()); !strings.Contains(err.Error(), want) {
+	host, _ := os.Hostname()
+	if want := "process " + strconv.Itoa(os.Getpid()) + " on host " + host; !strings.Contains(err.Error(), want) {
 		t.Errorf("refusal %q does not name the holder (%s)", err, want)
 	}
 	if err := a.Release(); err != nil {
@@ -32,7 +35,7 @@ func TestSecondAcquireIsRefusedUntilRelease(t *testing.T) {
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("lock file left after Release: %v", err)
 	}
-	b, err := Acquire(path)
+	b, err = Acquire(path)
 	if err != nil {
 		t.Fatalf("Acquire after Release: %v", err)
 	}
@@ -44,6 +47,41 @@ func TestSecondAcquireIsRefusedUntilRelease(t *testing.T) {
 	}
 }
 
+// TestReleaseBetweenOpenAndLockIsRetried: a holder that releases (removes
+// the file, then unlocks) after the next run opened the file but before it
+// locked it leaves that run a lock on a file no longer at the path; the
+// run must notice and lock the file that is there, so that a third run is
+// still refused.
+func TestReleaseBetweenOpenAndLockIsRetried(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ".work.lock")
+	a, err := Acquire(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opens := 0
+	betweenOpenAndLock = func() {
+		if opens++; opens == 1 {
+			a.Release()
+		}
+	}
+	b, err := Acquire(path)
+	betweenOpenAndLock = nil
+	if err != nil {
+		t.Fatalf("Acquire as the holder released: %v", err)
+	}
+	defer b.Release()
+	if opens != 2 {
+		t.Errorf("%d opens, want 2 (the file released under it, then the new one)", opens)
+	}
+	if c, err := Acquire(path); !errors.Is(err, ErrBusy) {
+		c.Release()
+		t.Errorf("a third run while the second holds the lock: %v, want ErrBusy (the second locked a removed file)", err)
+	}
+}
+
+// holder keeps the child's lock reachable until the process is killed.
+var holder *Lock
+
 // TestHolderProcess is the child of TestLockOfKilledProcessIsFree: it
 // takes the lock, says so, and waits to be killed.
 func TestHolderProcess(t *testing.T) {
@@ -51,17 +89,18 @@ func TestHolderProcess(t *testing.T) {
 	if path == "" {
 		t.Skip("the child process of TestLockOfKilledProcessIsFree")
 	}
-	if _, err := Acquire(path); err != nil {
+	var err error
+	if holder, err = Acquire(path); err != nil {
 		os.Stdout.WriteString("error " + err.Error() + "\n")
 		os.Exit(1)
 	}
 	os.Stdout.WriteString("held\n")
-	select {}
+	time.Sleep(time.Hour) // a timer, not select{}: the runtime would end a deadlocked process itself
 }
 
 func TestLockOfKilledProcessIsFree(t *testing.T) {
 	path := filepath.Join(t.TempDir(), ".work.lock")
-	child := exec.Command(os.Args[0], "-test.run=^TestHolderProcess$")
+	child := exec.Command(os.Args[0], "-test.run=^TestHolderProcess$", "-test.timeout=2h")
 	child.Env = append(os.Environ(), "WORKLOCK_HOLD="+path)
 	out, err := child.StdoutPipe()
 	if err != nil {
@@ -70,13 +109,15 @@ func TestLockOfKilledProcessIsFree(t *testing.T) {
 	if err := child.Start(); err != nil {
 		t.Fatal(err)
 	}
+	defer child.Process.Kill()
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil || line != "held\n" {
-		child.Process.Kill()
 		t.Fatalf("child: %q, %v", line, err)
 	}
-	_, err = Acquire(path)
-	if !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "process "+strconv.Itoa(child.Process.Pid)) {
+	time.Sleep(100 * time.Millisecond) // the child is still alive, and still holds it
+	l, err := Acquire(path)
+	if !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "process "+strconv.Itoa(child.Process.Pid)+" ") {
+		l.Release()
 		t.Errorf("Acquire while another process holds the lock: %v, want ErrBusy naming process %d", err, child.Process.Pid)
 	}
 	child.Process.Kill() // no Release: the kernel frees the lock, the file stays
@@ -84,7 +125,7 @@ func TestLockOfKilledProcessIsFree(t *testing.T) {
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("the killed holder's lock file: %v", err)
 	}
-	l, err := Acquire(path)
+	l, err = Acquire(path)
 	if err != nil {
 		t.Fatalf("Acquire after the holder was killed: %v", err)
 	}
@@ -94,8 +135,9 @@ func TestLockOfKilledProcessIsFree(t *testing.T) {
 }
 
 func TestAcquireInMissingFolderFails(t *testing.T) {
-	_, err := Acquire(filepath.Join(t.TempDir(), "no-such-folder", ".work.lock"))
+	l, err := Acquire(filepath.Join(t.TempDir(), "no-such-folder", ".work.lock"))
 	if err == nil || errors.Is(err, ErrBusy) {
+		l.Release()
 		t.Fatalf("Acquire in a missing folder: %v", err)
 	}
 }
