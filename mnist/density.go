@@ -125,8 +125,9 @@ func densityGrid(steps int) ([]float64, error) {
 // DensitySample integrates the density-guided PF-ODE of model m from the
 // points xT at T = 1, whose log q_1 (or its estimate, the prior's) is
 // start, to t_min, with target (nil: unguided, ℓ still tracked). obs, if
-// not nil, is called with the tracked ℓ at every grid time.
-func DensitySample(ctx context.Context, m score.Model, target pfode.DensityTarget, xT *mat.Dense, start []float64, cfg DensityConfig, obs func(t float64, ell []float64)) (*DensityRun, error) {
+// not nil, is called at every grid time with the tracked ℓ and the points
+// x_t [B, 784] (a view of the solver's state: copy what is kept).
+func DensitySample(ctx context.Context, m score.Model, target pfode.DensityTarget, xT *mat.Dense, start []float64, cfg DensityConfig, obs func(t float64, ell []float64, x *mat.Dense)) (*DensityRun, error) {
 	b, d := xT.Dims()
 	if cfg.Steps < 1 || len(start) != b {
 		return nil, fmt.Errorf("mnist: density sampling needs Steps ≥ 1 and one start value per point (%d steps, %d values, %d points)", cfg.Steps, len(start), b)
@@ -146,8 +147,8 @@ func DensitySample(ctx context.Context, m score.Model, target pfode.DensityTarge
 	}
 	var o pfode.Observer
 	if obs != nil {
-		obs(grid[0], ellOf(y))
-		o = func(_ int, t float64, y []float64) error { obs(t, ellOf(y)); return nil }
+		obs(grid[0], ellOf(y), sys.X(y))
+		o = func(_ int, t float64, y []float64) error { obs(t, ellOf(y), sys.X(y)); return nil }
 	}
 	t0 := time.Now()
 	st, err := pfode.Solve(ctx, sys, pfode.RK4, grid, y, o)
@@ -173,7 +174,7 @@ func PriorStart(xT *mat.Dense) []float64 {
 func ReferenceLevels(ctx context.Context, m score.Model, xT *mat.Dense, ps []float64, cfg DensityConfig) (*pfode.Quantiles, *DensityRun, error) {
 	var times []float64
 	var ells [][]float64
-	run, err := DensitySample(ctx, m, nil, xT, PriorStart(xT), DensityConfig{Steps: cfg.Steps}, func(t float64, ell []float64) {
+	run, err := DensitySample(ctx, m, nil, xT, PriorStart(xT), DensityConfig{Steps: cfg.Steps}, func(t float64, ell []float64, _ *mat.Dense) {
 		times, ells = append(times, t), append(ells, ell)
 	})
 	if err != nil {

@@ -44,8 +44,11 @@ import (
 //     on the skip mixture with its exact trace (where c = 1) checks the
 //     method.
 //
-// And, guiding to the median with no guidance below t = u for a few u,
-// where in t the gap between tracked and achieved arises.
+// Then the premise along the guided path ("along": c_t at t ≈ 0.3, 0.1,
+// 0.03, 0.01, 0.003 and t_min of the path, with the network's log q_t by its PF-ODE
+// from t, the exact mixture's closed form checking the finite difference at
+// each t). And, guiding to the median with no guidance below t = u for a
+// few u, where in t the gap between tracked and achieved arises.
 func TestDensityMissDiagnosis(t *testing.T) {
 	work := os.Getenv("DFX_DENSITY_MISS")
 	if work == "" {
@@ -150,6 +153,24 @@ func TestDensityMissDiagnosis(t *testing.T) {
 		}
 		return run
 	}
+	// fd is c = ∂_h log p(x + h s/‖s‖²) at h = 0 by central differences
+	// at ±h nats (the change of log p the step would make were c = 1).
+	fd := func(x *mat.Dense, s *mat.Dense, h float64, logp func(*mat.Dense) []float64) []float64 {
+		b, d := x.Dims()
+		xp, xm := mat.NewDense(b, d, nil), mat.NewDense(b, d, nil)
+		for i := range b {
+			sr := s.RawRowView(i)
+			n2 := floats.Dot(sr, sr)
+			floats.AddScaledTo(xp.RawRowView(i), x.RawRowView(i), h/n2, sr)
+			floats.AddScaledTo(xm.RawRowView(i), x.RawRowView(i), -h/n2, sr)
+		}
+		lp, lm := logp(xp), logp(xm)
+		c := make([]float64, b)
+		for i := range c {
+			c[i] = (lp[i] - lm[i]) / (2 * h)
+		}
+		return c
+	}
 	t.Run("steps", func(t *testing.T) { // the measurement and RK4
 		for _, steps := range []int{100, 400} {
 			run := guided(t, steps, 0)
@@ -169,22 +190,6 @@ func TestDensityMissDiagnosis(t *testing.T) {
 		x100 := guided(t, 100, 0).X
 		// The guide's premise at the guided samples (100 steps): c along
 		// s/‖s‖² at t_min, from central differences of the measured log p.
-		fd := func(x *mat.Dense, s *mat.Dense, h float64, logp func(*mat.Dense) []float64) []float64 {
-			b, d := x.Dims()
-			xp, xm := mat.NewDense(b, d, nil), mat.NewDense(b, d, nil)
-			for i := range b {
-				sr := s.RawRowView(i)
-				n2 := floats.Dot(sr, sr)
-				floats.AddScaledTo(xp.RawRowView(i), x.RawRowView(i), h/n2, sr)
-				floats.AddScaledTo(xm.RawRowView(i), x.RawRowView(i), -h/n2, sr)
-			}
-			lp, lm := logp(xp), logp(xm)
-			c := make([]float64, b)
-			for i := range c {
-				c[i] = (lp[i] - lm[i]) / (2 * h)
-			}
-			return c
-		}
 		scoreAt := func(m score.Model, x *mat.Dense) *mat.Dense {
 			e, err := m.Eval(c0, x, score.WantScore)
 			if err != nil {
@@ -245,6 +250,81 @@ func TestDensityMissDiagnosis(t *testing.T) {
 			cos[i] = floats.Dot(a, b) / math.Sqrt(floats.Dot(a, a)*floats.Dot(b, b))
 		}
 		t.Log(row("  cos(network score, skip's score)", cos))
+	})
+
+	// The premise along the guided path: c_t = ∂_h log q_t(x_t + h s_t/‖s_t‖²)
+	// at times t of the path (100 steps), with the network's log q_t by its
+	// PF-ODE from t (dopri5 rtol 1e-4, the same probes on both sides) and
+	// s_t its score there. The skip mixture's closed form at the same points,
+	// along its own score, checks the finite difference at every t.
+	t.Run("along", func(t *testing.T) {
+		want := []float64{0.3, 0.1, 0.03, 0.01, 0.003, tMin}
+		type point struct {
+			t float64
+			x *mat.Dense
+		}
+		var path []point
+		if _, err := DensitySample(ctx, m, median.target, xT, start, DensityConfig{Steps: 100}, func(tt float64, _ []float64, x *mat.Dense) {
+			path = append(path, point{tt, mat.DenseCopyOf(x)})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		_, g, err := models.SkipControlVariate(nets.Backend, nets.Store, Schedule(), nets.Net.DType, 1, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exact := score.Exact{Mixture: g}
+		t.Log("c_t = ∂_h log q_t(x_t + h s_t/‖s_t‖²) along the guided path (median level, skip-hutchinson:4, RK4 100 steps), h = 25 nats:")
+		for _, tw := range want {
+			best := path[0]
+			for _, p := range path { // the grid time nearest tw (in log t)
+				if math.Abs(math.Log(p.t/tw)) < math.Abs(math.Log(best.t/tw)) {
+					best = p
+				}
+			}
+			ct, err := schedule.At(Schedule(), best.t)
+			if err != nil {
+				t.Fatal(err)
+			}
+			scoreAt := func(m score.Model) *mat.Dense {
+				e, err := m.Eval(ct, best.x, score.WantScore)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := e.Fill(ct, best.x, score.WantScore); err != nil {
+					t.Fatal(err)
+				}
+				return e.Score
+			}
+			closed := func(x *mat.Dense) []float64 {
+				e, err := g.Eval(mixture.Query{At: ct, X: x, Want: mixture.LogProb})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return e.LogProb
+			}
+			cMix := fd(best.x, scoreAt(exact), 25, closed)
+			meas, err := nets.TraceModel(trace, cfg.Seed+11)
+			if err != nil {
+				t.Fatal(err)
+			}
+			byODE := func(x *mat.Dense) []float64 {
+				res, err := likelihood.LogProbContext(ctx, x, meas, likelihood.Config{Schedule: Schedule(), T0: best.t, RTol: 1e-4})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return res.LogProb
+			}
+			cNet := fd(best.x, scoreAt(m), 25, byODE)
+			t.Logf("t = %.4g:", best.t)
+			t.Log(row("  skip mixture, closed form", cMix))
+			t.Log(row("  network, PF-ODE from t, rtol 1e-4", cNet))
+			for i := range cMix {
+				if math.Abs(cMix[i]-1) > 0.01 {
+					t.Errorf("t = %.4g, sample %d: the finite difference misses c = 1 on the exact mixture: %.4f", best.t, i, cMix[i])
+				}
+			}
+		}
 	})
 
 	// Where in t the gap arises: the median level with no guidance below u.

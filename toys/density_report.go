@@ -103,10 +103,11 @@ func (r *DensityResult) levelRows(d int, m string) []DensityRow {
 	return out
 }
 
-// levelsFigure has one panel per dimension; a panel's y axis spans its
-// levels with a margin of a quarter of their range, and a method whose
-// points fall outside is named in the legend (off scale), not drawn, so
-// that one diverging trace (DF-TM at small t) does not flatten the rest.
+// levelsFigure has one panel per dimension, stacked, each wide enough for
+// its legend beside the plot; a panel's y axis spans its levels with a
+// margin of a quarter of their range, and a method's points that fall
+// outside are counted in the legend (k of n off scale), not drawn, so that
+// one diverging trace (DF-TM at small t) does not flatten the rest.
 func (r *DensityResult) levelsFigure(format string) ([]byte, error) {
 	var plots []*plot.Plot
 	for _, d := range r.Config.Dims {
@@ -146,7 +147,7 @@ func (r *DensityResult) levelsFigure(format string) ([]byte, error) {
 		p.Y.Min, p.Y.Max = ylo, yhi
 		plots = append(plots, p)
 	}
-	return plotx.TilesBytes(plots, len(plots), 6*vg.Inch, 4.5*vg.Inch, format)
+	return plotx.TilesBytes(plots, 1, 10*vg.Inch, 4*vg.Inch, format)
 }
 
 func (r *DensityResult) costFigure(format string) ([]byte, error) {
