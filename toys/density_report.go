@@ -150,6 +150,8 @@ func (r *DensityResult) levelsFigure(format string) ([]byte, error) {
 	return plotx.TilesBytes(plots, 1, 10*vg.Inch, 4*vg.Inch, format)
 }
 
+// costFigure has one panel per dimension, stacked: each method's mean
+// |miss| over the levels against its time per guided sample, log–log.
 func (r *DensityResult) costFigure(format string) ([]byte, error) {
 	var plots []*plot.Plot
 	for _, d := range r.Config.Dims {
@@ -167,12 +169,12 @@ func (r *DensityResult) costFigure(format string) ([]byte, error) {
 			ss = append(ss, plotx.Series{Name: m, X: []float64{cost}, Y: []float64{miss}, Points: true})
 		}
 		ss = plotx.Distinct(ss)
-		ss = append(ss, plotx.Series{Name: "mean over the quantile levels", Note: true})
-		p, err := plotx.LogLines(fmt.Sprintf("accuracy and cost of the trace (d = %d)", d), "time per guided sample [s]", "mean |achieved − level| [nats]", true, true, ss...)
+		p, err := plotx.LogLines(fmt.Sprintf("accuracy and cost of the trace (d = %d; |miss| averaged over the quantile levels)", d), "time per guided sample [s]", "|achieved − level| [nats]", true, true, ss...)
 		if err != nil {
 			return nil, err
 		}
+		plotx.Room(p)
 		plots = append(plots, p)
 	}
-	return plotx.TilesBytes(plots, len(plots), 6*vg.Inch, 4.5*vg.Inch, format)
+	return plotx.TilesBytes(plots, 1, 10*vg.Inch, 4*vg.Inch, format)
 }

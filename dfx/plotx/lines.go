@@ -323,3 +323,22 @@ func NominalX(p *plot.Plot, names ...string) {
 		p.Y.Min, p.Y.Max = p.Y.Min-pad, p.Y.Max+pad
 	}
 }
+
+// Room widens both axes of p by 5 % of their span at each end (of log10 of
+// it on a log axis), so that no marker sits on the frame: for scatter
+// plots whose extreme points would otherwise touch it. Call it after the
+// data are added.
+func Room(p *plot.Plot) {
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		if !(a.Max > a.Min) {
+			continue
+		}
+		if isLog(a.Scale) && a.Min > 0 {
+			f := math.Pow(a.Max/a.Min, 0.05)
+			a.Min, a.Max = a.Min/f, a.Max*f
+			continue
+		}
+		pad := 0.05 * (a.Max - a.Min)
+		a.Min, a.Max = a.Min-pad, a.Max+pad
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // gaussianField returns a grid and exp(−r²/2) with its gradient on it.
@@ -299,6 +301,39 @@ func TestNominalXLabelsCategoriesWithRoomAtTheEnds(t *testing.T) {
 	}
 	if want := "[0:a 1:b 2:c]"; fmt.Sprint(got) != want {
 		t.Errorf("x ticks %v, want %s", got, want)
+	}
+}
+
+// TestRoomPadsLinearAndLogAxes: Room leaves 5 % of each axis's span (of
+// its log on a log axis) beyond the extreme markers.
+func TestRoomPadsLinearAndLogAxes(t *testing.T) {
+	p, err := LogLines("", "time [s]", "miss", true, false, Series{X: []float64{0.001, 10}, Y: []float64{2, 4}, NoLine: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	Room(p)
+	// log x: 4 decades, 0.2 decade of room each side; linear y: 0.1.
+	if math.Abs(math.Log10(p.X.Min)+3.2) > 1e-9 || math.Abs(math.Log10(p.X.Max)-1.2) > 1e-9 {
+		t.Errorf("log x axis [%g, %g], want [10^-3.2, 10^1.2]", p.X.Min, p.X.Max)
+	}
+	if math.Abs(p.Y.Min-1.9) > 1e-9 || math.Abs(p.Y.Max-4.1) > 1e-9 {
+		t.Errorf("linear y axis [%g, %g], want [1.9, 4.1]", p.Y.Min, p.Y.Max)
+	}
+}
+
+// TestLogYLabelLeavesTheDataAreaItsHeight: on a log y axis a long label
+// does not shrink the data area from the top (gonum pads for a centred
+// label at the range's arithmetic middle, near the top of a log axis).
+func TestLogYLabelLeavesTheDataAreaItsHeight(t *testing.T) {
+	top := func(ylabel string) vg.Length {
+		p, err := LogLines("", "x", ylabel, true, true, Series{X: []float64{0.001, 0.1}, Y: []float64{0.0007, 1.4}, NoLine: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.DataCanvas(draw.New(vgimg.New(10*vg.Inch, 4*vg.Inch))).Max.Y
+	}
+	if short, long := top("y"), top("a label as long as many a figure's y label [nats]"); math.Abs(float64(short-long)) > 1 {
+		t.Errorf("data area top %v with a short y label, %v with a long one: want the same", short, long)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // minTicks is the fewest labelled ticks the tickers of this package put on
@@ -147,8 +148,11 @@ func isLog(s plot.Normalizer) bool {
 
 // Readable gives both axes of p tickers with at least minTicks labels
 // (logTicks on a log scale, Ticks otherwise) and moves a legend with
-// entries out of the data area (legendOutside). Call it after the axes'
-// scales are set and every legend entry is added.
+// entries out of the data area (legendOutside). A log y axis's label goes
+// to the axis's top end: gonum reserves room for a centred label at the
+// arithmetic middle of the range, which on a log axis lies near the top,
+// and shrinks the data area by up to the label's length. Call it after
+// the axes' scales are set and every legend entry is added.
 func Readable(p *plot.Plot) {
 	for _, a := range []*plot.Axis{&p.X, &p.Y} {
 		if isLog(a.Scale) {
@@ -156,6 +160,9 @@ func Readable(p *plot.Plot) {
 		} else {
 			a.Tick.Marker = Ticks{}
 		}
+	}
+	if isLog(p.Y.Scale) && p.Y.Label.Position == draw.PosCenter {
+		p.Y.Label.Position = draw.PosTop
 	}
 	legendOutside(p)
 }
