@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
@@ -200,10 +199,10 @@ func (r *DensityExpResult) accuracy(model, trace string) (track, miss float64) {
 	}
 	track, miss = math.NaN(), math.NaN()
 	if len(ts) > 0 {
-		track = floats.Sum(ts) / float64(len(ts))
+		track = mean(ts)
 	}
 	if len(ms) > 0 {
-		miss = floats.Sum(ms) / float64(len(ms))
+		miss = mean(ms)
 	}
 	return track, miss
 }
