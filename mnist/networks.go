@@ -21,6 +21,7 @@ import (
 
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/internal/outfile"
 	"github.com/dfx-lab/dfx/models"
 )
 
@@ -237,6 +238,19 @@ type TrainOptions struct {
 // statePath and weightsPath are the files of a network under a folder.
 func statePath(dir, name string) string   { return filepath.Join(dir, "_"+name+".state.dfxckpt") }
 func weightsPath(dir, name string) string { return filepath.Join(dir, name+".dfxckpt") }
+
+// WeightsPath is the file TrainNetwork writes the weights of network name
+// to in folder dir.
+func WeightsPath(dir, name string) string { return weightsPath(dir, name) }
+
+// StatePath is the file of network name's resumable training state in
+// folder dir.
+func StatePath(dir, name string) string { return statePath(dir, name) }
+
+// TrainProducer is the Producer recorded in the weights checkpoint of
+// network name written by TrainNetwork (dfx train): only a file with it
+// is replaced by a later training of the same network.
+func TrainProducer(name string) string { return "train " + name }
 
 // TrainingData is the 60 000 training images scaled to [−1, 1], as rows,
 // with their labels; with lowerEdges, 2p/256 − 1, the lower edges of the
@@ -532,10 +546,15 @@ func (r *trainRun) finish() (*TrainRecord, error) {
 	if err := models.Stamp(c, sched, r.tr.Provenance); err != nil {
 		return nil, err
 	}
+	c.Header.Producer = TrainProducer(spec.Name)
 	if err := os.MkdirAll(r.opt.Out, 0o755); err != nil {
 		return nil, err
 	}
-	if err := c.Write(weightsPath(r.opt.Out, spec.Name)); err != nil {
+	out := weightsPath(r.opt.Out, spec.Name)
+	if err := outfile.Check(out, models.ProducedBy(c.Header.Producer)); err != nil {
+		return nil, fmt.Errorf("mnist: %w", err)
+	}
+	if err := c.Write(out); err != nil {
 		return nil, err
 	}
 	_ = os.Remove(r.sp) // finished: the state is no longer needed

@@ -177,6 +177,9 @@ func init() {
 			if spec.Scope != models.ScoreScope {
 				return fmt.Errorf("model: %s is not an ε-network", spec.Name)
 			}
+			if _, _, err := loadCheckpoint(s.NetsDir, spec.Name); err != nil { // before -out is claimed
+				return err
+			}
 			return CheckModelWork(s.ModelWork)
 		},
 		Run: func(ctx context.Context, c report.Config) ([]report.Result, error) {

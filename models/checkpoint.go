@@ -85,6 +85,11 @@ type CheckpointHeader struct {
 	// Provenance is what the networks were trained on (nil only in a
 	// decoded version 2 file).
 	Provenance *Provenance `json:",omitempty"`
+	// Producer is the dfx command that wrote the file ("fit", "train eps"):
+	// a command replaces an existing checkpoint only if it is its own
+	// output (ProducedBy). Empty in files written before it was recorded,
+	// and by library code.
+	Producer string `json:",omitempty"`
 }
 
 // Version is the format version the checkpoint was decoded from (or will
@@ -232,6 +237,25 @@ func (c *Checkpoint) Write(path string) error {
 		return err
 	}
 	return atomicfile.WriteFile(path, raw)
+}
+
+// ProducedBy is the check that lets a command replace an existing file
+// (internal/outfile.Owned): nil when path is a valid checkpoint whose
+// Producer is producer.
+func ProducedBy(producer string) func(path string) error {
+	return func(path string) error {
+		c, err := ReadCheckpoint(path)
+		if err != nil {
+			return err
+		}
+		if c.Header.Producer != producer {
+			if c.Header.Producer == "" {
+				return fmt.Errorf("a checkpoint not written by dfx %s", producer)
+			}
+			return fmt.Errorf("a checkpoint written by dfx %s, not by dfx %s", c.Header.Producer, producer)
+		}
+		return nil
+	}
 }
 
 // MaxCheckpointBytes bounds what ReadCheckpoint reads from a file.

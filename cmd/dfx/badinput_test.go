@@ -172,7 +172,7 @@ func TestEveryBadInputIsOneLineExitTwoNothingOnStdout(t *testing.T) {
 		{"train zero save-every", []string{"train", "eps", "--save-every", "0", "-out", dir}, "", "--save-every must be"},
 		{"train log-every above steps", []string{"train", "eps", "--steps", "10", "--log-every", "20", "-out", dir}, "", "--log-every must be"},
 		{"train empty -out", []string{"train", "eps", "-out", ""}, "", "--out must name"},
-		{"train -out under a file", []string{"train", "eps", "-out", filepath.Join(aFile, "sub")}, "", "--out"},
+		{"train -out under a file", []string{"train", "eps", "-out", filepath.Join(aFile, "sub")}, "", "-out"},
 		{"train resume without state", []string{"train", "eps", "-resume", "-out", dir}, "", "no saved state"},
 		{"train extra argument", []string{"train", "eps", "more"}, "", "unexpected argument"},
 		// dfx sample

@@ -6,16 +6,20 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 
 	"github.com/dfx-lab/dfx/dfx/mixture"
+	"github.com/dfx-lab/dfx/internal/outfile"
 	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/models"
 )
 
 const fitUsage = `usage: dfx fit [-components 10] [-per-class=true] [-rank 64] [-idle 1e-4] [-shrink 0.2] [-floor 0] [-iters 25] [-seed 1] [-test 1000] -out FILE.dfxckpt
 Fits a Gaussian mixture to the training images of the IDX set in DFX_MNIST_DIR (default: MNIST), dequantised (seed 1): k-means (within each class with -per-class), each component's covariance shrunk toward its diagonal, kept full (-rank 0) or as rank r plus one variance for the rest with the idle pixels (variance < -idle) apart. Writes it as a checkpoint (atomically) that dfx ckpt verifies and dfx nll --gmm reads as an exact model (its score, Fisher and log q_t are in closed form at every t; --exact), and prints its exact bpd on the first -test dequantised test images.`
+
+// fitProducer is the Producer of dfx fit's checkpoints: the only existing
+// files that -out replaces.
+const fitProducer = "fit"
 
 func runFit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("fit", flag.ContinueOnError)
@@ -54,13 +58,8 @@ func runFit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case *test < 0 || *test > 10000:
 		return fail(stderr, "fit", fmt.Errorf("-test must be in [0, 10000], got %d", *test))
 	}
-	if err := checkOutFile("out", *out); err != nil {
+	if err := checkOutFile("out", *out, models.ProducedBy(fitProducer)); err != nil { // replace only dfx fit's own output
 		return failErr(stderr, "fit", err)
-	}
-	if _, err := os.Stat(*out); err == nil { // replace only a checkpoint dfx wrote
-		if _, err := models.ReadCheckpoint(*out); err != nil {
-			return fail(stderr, "fit", fmt.Errorf("-out %s exists and is not a dfx checkpoint (%v): dfx fit replaces only its own files", *out, err))
-		}
 	}
 	if err := checkMNISTData(); err != nil {
 		return failErr(stderr, "fit", err)
@@ -76,7 +75,12 @@ func runFit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := ctx.Err(); err != nil {
 		return failErr(stderr, "fit", err)
 	}
-	if err := c.Write(*out); err != nil {
+	c.Header.Producer = fitProducer
+	raw, err := c.Encode()
+	if err != nil {
+		return failErr(stderr, "fit", err)
+	}
+	if err := outfile.WriteAll([]outfile.File{{Path: *out, Data: raw, Owned: models.ProducedBy(fitProducer)}}); err != nil {
 		return failErr(stderr, "fit", err)
 	}
 	abs, _ := filepath.Abs(*out)

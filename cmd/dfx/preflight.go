@@ -3,10 +3,10 @@ package main
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/dfx-lab/dfx/dfx/report"
+	"github.com/dfx-lab/dfx/internal/outfile"
 	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/models"
 )
@@ -87,17 +87,16 @@ func checkMNISTData() error {
 	return nil
 }
 
-// checkOutFile checks an output file path before any work: a name of its
-// own (not a folder), in a folder that exists.
-func checkOutFile(flagName, p string) error {
+// checkOutFile checks, before any work, the output file that -flagName
+// names (internal/outfile's policy): a new regular file, or one that owned
+// says this command wrote, in an existing folder that is not a package's
+// source folder.
+func checkOutFile(flagName, p string, owned outfile.Owned) error {
 	if p == "" {
 		return nil
 	}
-	if st, err := os.Stat(p); err == nil && st.IsDir() {
-		return badInput(fmt.Errorf("-%s %s is a folder: give a file name, e.g. %s", flagName, p, filepath.Join(p, "samples."+flagName)))
-	}
-	if st, err := os.Stat(filepath.Dir(p)); err != nil || !st.IsDir() {
-		return badInput(fmt.Errorf("-%s %s: cannot write it, its folder does not exist", flagName, p))
+	if err := outfile.Check(p, owned); err != nil {
+		return badInput(fmt.Errorf("-%s %w", flagName, err))
 	}
 	return nil
 }

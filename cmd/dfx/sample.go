@@ -17,8 +17,8 @@ import (
 
 	"github.com/dfx-lab/dfx/dfx/adjoint"
 	"github.com/dfx-lab/dfx/dfx/plotx"
-	"github.com/dfx-lab/dfx/internal/atomicfile"
 	"github.com/dfx-lab/dfx/internal/input"
+	"github.com/dfx-lab/dfx/internal/outfile"
 	"github.com/dfx-lab/dfx/internal/progress"
 	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/models"
@@ -150,10 +150,11 @@ func checkSampleFlags(n, steps int, scale float64, pngOut, npyOut, nets string) 
 	if pngOut != "" && npyOut != "" && sameFile(pngOut, npyOut) {
 		return fmt.Errorf("-png and -npy name the same file %s: one would overwrite the other", pngOut)
 	}
-	for _, o := range []struct{ flag, path string }{{"png", pngOut}, {"npy", npyOut}} {
-		if err := checkOutFile(o.flag, o.path); err != nil {
-			return err
-		}
+	if err := checkOutFile("png", pngOut, outfile.PNGOwned); err != nil {
+		return err
+	}
+	if err := checkOutFile("npy", npyOut, outfile.NPYOwned); err != nil {
+		return err
 	}
 	if nets != "" {
 		if st, err := os.Stat(nets); err != nil || !st.IsDir() {
@@ -208,20 +209,16 @@ func sampleClasses(ctx context.Context, net *mnist.Networks, guide *sampleGuide,
 }
 
 // writeSamples renders the PNG grid and the .npy bytes first, then writes
-// each file atomically: a failure leaves neither a new file nor a path on
-// stdout; if the second write fails the first file is removed again.
+// both together (outfile.WriteAll): after a failure neither file has
+// changed and no path goes to stdout.
 func writeSamples(x *mat.Dense, g sampleGrid, pngOut, npyOut string) error {
-	type file struct {
-		path string
-		data []byte
-	}
-	var files []file
+	var files []outfile.File
 	if npyOut != "" {
 		var b bytes.Buffer
 		if err := input.WriteNPY(&b, x); err != nil {
 			return err
 		}
-		files = append(files, file{npyOut, b.Bytes()})
+		files = append(files, outfile.File{Path: npyOut, Data: b.Bytes(), Owned: outfile.NPYOwned})
 	}
 	if pngOut != "" {
 		var rows [][]*mat.Dense
@@ -242,17 +239,12 @@ func writeSamples(x *mat.Dense, g sampleGrid, pngOut, npyOut string) error {
 		if err != nil {
 			return err
 		}
-		files = append(files, file{pngOut, raw})
-	}
-	for i, f := range files {
-		if err := atomicfile.WriteFile(f.path, f.data); err != nil {
-			for _, done := range files[:i] {
-				os.Remove(done.path)
-			}
+		if raw, err = outfile.MarkPNG(raw); err != nil {
 			return err
 		}
+		files = append(files, outfile.File{Path: pngOut, Data: raw, Owned: outfile.PNGOwned})
 	}
-	return nil
+	return outfile.WriteAll(files)
 }
 
 // sampleGrid is how writeSamples lays out the PNG: len(rows) rows (their

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/dfx-lab/dfx/internal/outfile"
 	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/models"
 )
@@ -112,9 +113,13 @@ func trainHelp(stderr io.Writer) {
 }
 
 // preflightTrain checks everything dfx train needs before the data are
-// read: the output folder (writable, not / nor a source folder), the saved
-// state (present and valid with -resume; never replaced without -force),
-// the network the spec trains against, the backend and the data set.
+// read, and creates the output folder only when every check has passed (a
+// refused command creates nothing): the folder (writable, not / nor inside
+// a package's source folder), the weights file it will write (new, or its
+// own earlier output: internal/outfile), the saved state (present and
+// valid with -resume; never replaced without -force, and then only a
+// training state of this network), the network the spec trains against,
+// the backend and the data set.
 func preflightTrain(spec mnist.NetSpec, out string, resume, force bool) error {
 	if resume && force {
 		return badInput(errors.New("-resume and -force exclude each other: continue the saved state, or replace it"))
@@ -122,33 +127,20 @@ func preflightTrain(spec mnist.NetSpec, out string, resume, force bool) error {
 	if err := checkOutDir("out", out); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return badInput(fmt.Errorf("--out: %v", err))
-	}
-	probe, err := os.CreateTemp(out, ".tmp-probe-*")
-	if err != nil {
-		return badInput(fmt.Errorf("--out %s is not writable: %v", out, err))
-	}
-	probe.Close()
-	os.Remove(probe.Name())
-	if err := mnist.CheckTrainFree(out, spec.Name); err != nil { // before the saved state, which a running run rewrites
-		return err
-	}
-	state := filepath.Join(out, "_"+spec.Name+".state.dfxckpt")
-	_, statErr := os.Stat(state)
+	st, statErr := os.Stat(out)
 	switch {
-	case resume && statErr != nil:
-		return badInput(fmt.Errorf("--resume: no saved state: %v", statErr))
+	case statErr == nil && !st.IsDir():
+		return badInput(fmt.Errorf("-out %s is not a folder", out))
+	case statErr == nil:
+		if err := checkTrainFolder(spec, out, resume, force); err != nil {
+			return err
+		}
 	case resume:
-		c, err := models.ReadCheckpoint(state)
-		if err != nil {
-			return badInput(fmt.Errorf("--resume: %w", err))
+		return badInput(fmt.Errorf("-resume: no saved state: folder %s does not exist", out))
+	default:
+		if err := checkNewFolder(out); err != nil {
+			return err
 		}
-		if c.Header.Kind != models.KindTrainer || c.Header.Objective != spec.Objective.String() {
-			return badInput(fmt.Errorf("--resume: %s is a %q checkpoint of objective %q, not the training state of %s (%s)", state, c.Header.Kind, c.Header.Objective, spec.Name, spec.Objective))
-		}
-	case statErr == nil && !force:
-		return badInput(fmt.Errorf("%s holds a saved state of an earlier run: continue it with -resume, or replace it with -force", state))
 	}
 	if spec.Needs != "" {
 		if _, _, err := mnist.LoadNetwork(out, spec.Needs); err != nil {
@@ -158,5 +150,69 @@ func preflightTrain(spec mnist.NetSpec, out string, resume, force bool) error {
 	if err := checkBackend(); err != nil {
 		return err
 	}
-	return checkMNISTData()
+	if err := checkMNISTData(); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return badInput(fmt.Errorf("-out: %v", err))
+	}
+	return nil
+}
+
+// checkTrainFolder checks an existing output folder: no run training the
+// network in it, the weights file, and the saved state.
+func checkTrainFolder(spec mnist.NetSpec, out string, resume, force bool) error {
+	if err := mnist.CheckTrainFree(out, spec.Name); err != nil { // before the saved state, which a running run rewrites
+		return err
+	}
+	if err := checkOutFile("out", mnist.WeightsPath(out, spec.Name), models.ProducedBy(mnist.TrainProducer(spec.Name))); err != nil {
+		return err
+	}
+	state := mnist.StatePath(out, spec.Name)
+	_, statErr := os.Lstat(state)
+	switch {
+	case resume && statErr != nil:
+		return badInput(fmt.Errorf("--resume: no saved state: %v", statErr))
+	case resume:
+		if err := checkOutFile("out", state, trainingStateOf(spec)); err != nil {
+			return fmt.Errorf("--resume: %w", err)
+		}
+	case statErr == nil && !force:
+		return badInput(fmt.Errorf("%s holds a saved state of an earlier run: continue it with -resume, or replace it with -force", state))
+	case statErr == nil:
+		return checkOutFile("out", state, trainingStateOf(spec))
+	}
+	return nil
+}
+
+// trainingStateOf is the outfile.Owned of spec's saved training state: a
+// valid trainer checkpoint of spec's objective.
+func trainingStateOf(spec mnist.NetSpec) outfile.Owned {
+	return func(path string) error {
+		c, err := models.ReadCheckpoint(path)
+		if err != nil {
+			return err
+		}
+		if c.Header.Kind != models.KindTrainer || c.Header.Objective != spec.Objective.String() {
+			return fmt.Errorf("a %q checkpoint of objective %q, not the training state of %s (%s)", c.Header.Kind, c.Header.Objective, spec.Name, spec.Objective)
+		}
+		return nil
+	}
+}
+
+// checkNewFolder checks that the output folder out, which does not exist
+// yet, can be made: its nearest existing parent is a writable folder
+// outside any package's source folders.
+func checkNewFolder(out string) error {
+	parent := filepath.Dir(filepath.Clean(out))
+	for {
+		if _, err := os.Stat(parent); err == nil || filepath.Dir(parent) == parent {
+			break
+		}
+		parent = filepath.Dir(parent)
+	}
+	if err := outfile.CheckFolder(parent); err != nil {
+		return badInput(fmt.Errorf("-out %s: %w", out, err))
+	}
+	return nil
 }

@@ -24,15 +24,30 @@ const tmpMarker = ".tmp-p"
 const staleAge = 10 * time.Minute
 
 // Write creates path (and its parent folders) atomically from what fill writes.
-func Write(path string, fill func(w io.Writer) error) (err error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+func Write(path string, fill func(w io.Writer) error) error {
+	tmp, err := Stage(path, fill)
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
 		return fmt.Errorf("atomicfile: %w", err)
 	}
+	return nil
+}
+
+// Stage writes what fill writes to a synced temporary file beside path
+// (creating path's folders) and returns its name, for the caller to rename
+// over path, or to remove. A failed fill leaves no temporary file.
+func Stage(path string, fill func(w io.Writer) error) (_ string, err error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("atomicfile: %w", err)
+	}
 	CleanStale(dir)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+tmpMarker+strconv.Itoa(os.Getpid())+"-*")
+	f, err := os.CreateTemp(dir, TempPrefix(path)+"*")
 	if err != nil {
-		return fmt.Errorf("atomicfile: %w", err)
+		return "", fmt.Errorf("atomicfile: %w", err)
 	}
 	tmp := f.Name()
 	defer func() {
@@ -42,21 +57,25 @@ func Write(path string, fill func(w io.Writer) error) (err error) {
 		}
 	}()
 	if err = fill(f); err != nil {
-		return fmt.Errorf("atomicfile: writing %s: %w", path, err)
+		return "", fmt.Errorf("atomicfile: writing %s: %w", path, err)
 	}
 	if err = f.Sync(); err != nil {
-		return fmt.Errorf("atomicfile: %w", err)
+		return "", fmt.Errorf("atomicfile: %w", err)
 	}
 	if err = f.Close(); err != nil {
-		return fmt.Errorf("atomicfile: %w", err)
+		return "", fmt.Errorf("atomicfile: %w", err)
 	}
 	if err = os.Chmod(tmp, 0o644); err != nil {
-		return fmt.Errorf("atomicfile: %w", err)
+		return "", fmt.Errorf("atomicfile: %w", err)
 	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("atomicfile: %w", err)
-	}
-	return nil
+	return tmp, nil
+}
+
+// TempPrefix is the start of the name of every temporary file that
+// writes to path make (a staged file, a backup), so that CleanStale
+// recognises them.
+func TempPrefix(path string) string {
+	return "." + filepath.Base(path) + tmpMarker + strconv.Itoa(os.Getpid()) + "-"
 }
 
 // WriteFile is Write for a byte slice.
