@@ -66,6 +66,9 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err := checkSampleFlags(*n, *steps, *scale, *pngOut, *npyOut, *nets, netsFrom); err != nil {
 		return fail(stderr, "sample", err)
 	}
+	if isSet(fs, "model") && (gf.guide != "" || df.target != "") { // before their own checks: the conflict is the first thing to fix
+		return fail(stderr, "sample", errors.New("-model applies to plain sampling: -guide and -density use the committed set's eps (or -nets DIR's) with its DF-TM networks"))
+	}
 	guide, err := gf.check(fs, *steps)
 	if err != nil {
 		return fail(stderr, "sample", err)
@@ -73,9 +76,6 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	dens, err := df.check(fs, gf.guide)
 	if err != nil {
 		return fail(stderr, "sample", err)
-	}
-	if isSet(fs, "model") && (guide != nil || dens != nil) {
-		return fail(stderr, "sample", errors.New("-model applies to plain sampling: -guide and -density use the committed set's eps (or -nets DIR's) with its DF-TM networks"))
 	}
 	if isSet(fs, "model") {
 		if spec, err := mnist.SpecByName(*epsName); err != nil {
