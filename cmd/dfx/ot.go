@@ -321,7 +321,8 @@ func checkPublishedSolver(protocol, name string, sol ot.Solver) error {
 	}
 	for _, c := range tb.C {
 		if c > 0 && c < 1 {
-			return fmt.Errorf("--solver %s evaluates between the grid's times, where the published protocol's DDPM table is not defined (only at its 1000 nodes): use euler, ddim or heun", name)
+			return fmt.Errorf("--solver %s evaluates between the grid's times, where the published protocol's DDPM table "+
+				"is not defined (only at its 1000 nodes): use euler, ddim or heun", name)
 		}
 	}
 	return nil

@@ -23,7 +23,8 @@ type sampleDensityFlags struct {
 func densityFlags(fs *flag.FlagSet) *sampleDensityFlags {
 	d := &sampleDensityFlags{}
 	fs.StringVar(&d.target, "density", "", "density guidance of unconditional samples: offset:P (P nats of log q per unit time; > 0 raises it) or quantile:p (hold log q_t at its p-quantile under q_t)")
-	fs.StringVar(&d.trace, "trace", "df-tm-c", "trace of the diffusion Fisher density guidance steers and tracks with: "+strings.Join(mnist.DensityTraces, "|")+" (dfx nll's spellings dftm, dftm-c, dftmc too)")
+	fs.StringVar(&d.trace, "trace", "df-tm-c", "trace of the diffusion Fisher density guidance steers and tracks with: "+
+		strings.Join(mnist.DensityTraces, "|")+" (dfx nll's spellings dftm, dftm-c, dftmc too)")
 	fs.Float64Var(&d.until, "until", 0, "no density guidance below this t (in [0, 1))")
 	fs.Float64Var(&d.gain, "gain", 10, "quantile target: how fast a sample returns to the level (per unit time, finite ≥ 0)")
 	fs.IntVar(&d.ref, "ref", 64, "quantile target: unguided samples whose tracked log q gives the level, 2…4096")
