@@ -138,6 +138,42 @@ func CheckData() error {
 	return nil
 }
 
+// Count reads a split's image count from its IDX header and the count of
+// each label from its label file, without reading the pixels: what a
+// command checks its flags against before loading the set. Errors are
+// those Load would give for the files it reads.
+func Count(s Split) (n int, perLabel map[int]int, err error) {
+	if s != Train && s != Test {
+		return 0, nil, fmt.Errorf("mnist: split %q, want train or t10k", s)
+	}
+	dir, err := DataDir()
+	if err != nil {
+		return 0, nil, err
+	}
+	path := filepath.Join(dir, string(s)+"-images-idx3-ubyte.gz")
+	r, closeFn, err := open(path)
+	if err != nil {
+		return 0, nil, err
+	}
+	d, err := header(r, idxImages, 3)
+	closeFn()
+	if err != nil {
+		return 0, nil, fmt.Errorf("mnist: %s: %w", path, err)
+	}
+	l, err := ReadLabels(filepath.Join(dir, string(s)+"-labels-idx1-ubyte.gz"))
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(l) != d[0] {
+		return 0, nil, fmt.Errorf("mnist: %s: %d labels for %d images: %w", dir, len(l), d[0], ErrFormat)
+	}
+	perLabel = map[int]int{}
+	for _, v := range l {
+		perLabel[int(v)]++
+	}
+	return d[0], perLabel, nil
+}
+
 // Scaled returns rows [first, first+n) as x = p/127.5 − 1 ∈ [−1, 1], a [n, d] matrix.
 func (s *Set) Scaled(first, n int) (*mat.Dense, error) {
 	return s.rows(first, n, func(p uint8, _ int) float64 { return float64(p)/127.5 - 1 })

@@ -82,9 +82,12 @@ func densityFiles(dir, profile string) ([]string, error) {
 	return files, nil
 }
 
-// ParseShard reads "k/n" (1 ≤ k ≤ n ≤ 64): shard k of n.
+// ParseShard reads "k/n" (1 ≤ k ≤ n ≤ 64): shard k of n, both plain
+// decimal digits (no sign, space or base prefix).
 func ParseShard(s string) (k, n int, err error) {
 	a, b, ok := strings.Cut(s, "/")
+	digits := func(v string) bool { return v != "" && strings.Trim(v, "0123456789") == "" }
+	ok = ok && digits(a) && digits(b)
 	if ok {
 		k, err = strconv.Atoi(a)
 		if err == nil {

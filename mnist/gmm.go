@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/dfx-lab/dfx/dfx/likelihood"
@@ -76,8 +77,22 @@ type FitRecord struct {
 	Seconds    float64 // fit time
 	Machine    string
 	TestBPD    float64 // exact, on TestImages dequantised test images (MixtureBPD)
-	TestSE     float64
+	TestSE     float64 // NaN (undefined) from one image
 	TestImages int
+}
+
+// MarshalJSON leaves out an undefined TestSE (one test image), which JSON
+// cannot hold as a number.
+func (r FitRecord) MarshalJSON() ([]byte, error) {
+	type plain FitRecord
+	out := struct {
+		plain
+		TestSE *float64 `json:"TestSE,omitempty"`
+	}{plain: plain(r)}
+	if !math.IsNaN(r.TestSE) {
+		out.TestSE = &r.TestSE
+	}
+	return json.Marshal(out)
 }
 
 // FitMixtureCheckpoint fits opt to the training images (FitMixture) and

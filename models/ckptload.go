@@ -1,6 +1,7 @@
 package models
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -308,12 +309,12 @@ func verifyTrainer(c *Checkpoint) error {
 	nets := networksOf(obj)
 	expected, err := NetworkShapes(store, h.Dim, nets...)
 	if err != nil {
-		return fmt.Errorf("%v: %w", err, ErrCheckpoint)
+		return shapesErr("", err)
 	}
 	if borrowsMixture(store, nets) { // a trace network's state holds the mixture it was trained beside
 		mix, err := NetworkShapes(store, h.Dim, MixtureScope)
 		if err != nil {
-			return fmt.Errorf("%v: %w", err, ErrCheckpoint)
+			return shapesErr("", err)
 		}
 		maps.Copy(expected, mix)
 	}
@@ -412,6 +413,16 @@ func WeightsCheckpoint(store *model.Store, d int, networks []string, config []by
 	return c, nil
 }
 
+// shapesErr is an error of NetworkShapes as the checkpoint's fault
+// (ErrCheckpoint), except an unusable backend (ErrBackend), which is the
+// environment's: it is returned as it is.
+func shapesErr(prefix string, err error) error {
+	if errors.Is(err, ErrBackend) {
+		return err
+	}
+	return fmt.Errorf("%s%v: %w", prefix, err, ErrCheckpoint)
+}
+
 // LoadWeights reads a "weights" checkpoint (from a file, or decoded already
 // with DecodeCheckpoint) into a new store holding its parameters and exactly
 // the variables of its networks; anything missing, unexpected or misshapen
@@ -432,7 +443,7 @@ func LoadWeights(c *Checkpoint) (*model.Store, error) {
 	}
 	expected, err := NetworkShapes(store, c.Header.Dim, c.Header.Networks...)
 	if err != nil {
-		return nil, fmt.Errorf("models: checkpoint: %v: %w", err, ErrCheckpoint)
+		return nil, shapesErr("models: checkpoint: ", err)
 	}
 	if err := checkNetworkVariables(c, expected, c.Header.Networks, nil); err != nil {
 		return nil, fmt.Errorf("models: checkpoint: %w", err)

@@ -59,6 +59,9 @@ func runCkpt(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() != 1 {
 		return fail(stderr, "ckpt", fmt.Errorf("want one checkpoint file, got %d arguments", fs.NArg()))
 	}
+	if err := checkBackend(); err != nil { // Verify builds the networks' shapes with it
+		return fail(stderr, "ckpt", err)
+	}
 	path := fs.Arg(0)
 	c, err := models.ReadCheckpoint(path)
 	if err != nil {

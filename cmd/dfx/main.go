@@ -38,7 +38,7 @@ type command struct {
 
 var commands = map[string]command{
 	"analytic":  {"exact log q_t, score, denoiser, Fisher trace / matrix / products of a data mixture", runAnalytic},
-	"fit":       {"fit a Gaussian mixture to an IDX image set (exact model, ε-network skip): dfx fit [-components 10] [-per-class] [-rank 64] -out FILE", runFit},
+	"fit":       {"fit a Gaussian mixture to an IDX image set (exact model, ε-network skip): dfx fit [-components 40] [-per-class] [-rank 32] -out FILE", runFit},
 	"ckpt":      {"verify a checkpoint and list its variables and configuration: dfx ckpt [--json] FILE", runCkpt},
 	"nll":       {"negative log-likelihood −log q_s(x) of points by the PF-ODE (Gaussian mixture or trained network)", runNLL},
 	"ot":        {"numerical OT test of PF-ODE maps (paper Section 6)", runOT},
@@ -79,7 +79,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "dfx: unknown command %q (want one of %s)\n", args[0], strings.Join(commandNames(), ", "))
 		return 2
 	}
+	if _, err := tracebackEnv(); err != nil {
+		return fail(stderr, args[0], err)
+	}
 	return runGuarded(ctx, args[0], c, args[1:], stdout, stderr)
+}
+
+// tracebackEnv reads DFX_TRACEBACK: 1 re-raises an escaped panic (with its
+// trace); any other value than 1, 0 or unset is refused, not ignored.
+func tracebackEnv() (bool, error) {
+	switch v := os.Getenv("DFX_TRACEBACK"); v {
+	case "", "0":
+		return false, nil
+	case "1":
+		return true, nil
+	default:
+		return false, fmt.Errorf("DFX_TRACEBACK=%q, want 1, 0 or unset", v)
+	}
 }
 
 // runGuarded runs one command and turns a panic that escaped it into one
@@ -92,7 +108,7 @@ func runGuarded(ctx context.Context, name string, c command, args []string, stdo
 		if r == nil {
 			return
 		}
-		if os.Getenv("DFX_TRACEBACK") == "1" {
+		if tb, _ := tracebackEnv(); tb {
 			panic(r)
 		}
 		fmt.Fprintf(stderr, "dfx %s: internal error: %s (rerun with DFX_TRACEBACK=1 for the trace, and report it)\n", name, oneLine(fmt.Errorf("%v", r)))

@@ -262,9 +262,9 @@ func (a nllArgs) checkExact() error {
 	if a.gmm == "" {
 		return errors.New("--exact applies to --gmm (a network's log q needs the ODE)")
 	}
-	for _, f := range []string{"solver", "steps", "rtol", "atol", "solver-error"} {
+	for _, f := range []string{"solver", "steps", "rtol", "atol", "solver-error", "batch"} {
 		if a.set(f) {
-			return fmt.Errorf("--%s has no effect with --exact (no ODE is solved)", f)
+			return fmt.Errorf("--%s has no effect with --exact (no ODE is solved; it would be ignored)", f)
 		}
 	}
 	return nil

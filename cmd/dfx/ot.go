@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dfx-lab/dfx/dfx/mixture"
+	"github.com/dfx-lab/dfx/dfx/pfode"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/internal/input"
 	"github.com/dfx-lab/dfx/internal/progress"
@@ -63,6 +64,9 @@ func runOT(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	sol, err := ot.ParseSolver(*solverF)
 	if err != nil {
+		return bad(err)
+	}
+	if err := checkPublishedSolver(*protocol, *solverF, sol); err != nil {
 		return bad(err)
 	}
 	rules, err := parseRules(*matrix)
@@ -304,4 +308,22 @@ func otPath(fs *flag.FlagSet, protocol, schedName, gridKind string, s float64, s
 		return nil, nil, fmt.Errorf("unknown --protocol %q (paper, published)", protocol)
 	}
 	return path, grid, nil
+}
+
+// checkPublishedSolver refuses, before any chain runs, a solver that
+// evaluates between the grid's times under the published protocol, whose
+// DDPM table is defined at its 1000 nodes only (the run would fail at its
+// first intermediate stage).
+func checkPublishedSolver(protocol, name string, sol ot.Solver) error {
+	tb, ok := sol.(*pfode.Tableau)
+	if protocol != "published" || !ok {
+		return nil
+	}
+	for _, c := range tb.C {
+		if c > 0 && c < 1 {
+			return fmt.Errorf("--solver %s evaluates between the grid's times, where the published protocol's DDPM table "+
+				"is not defined (only at its 1000 nodes): use euler, ddim or heun", name)
+		}
+	}
+	return nil
 }

@@ -79,12 +79,18 @@ func envHint(name string, s report.Settings) string {
 // the GoMNIST module's data folder) and checks them.
 func checkMNISTData() error {
 	if err := mnist.CheckData(); err != nil {
-		if d := os.Getenv("DFX_MNIST_DIR"); d != "" {
-			return badInput(fmt.Errorf("DFX_MNIST_DIR=%s: %w", d, err))
-		}
-		return badInput(err)
+		return mnistDataErr(err)
 	}
 	return nil
+}
+
+// mnistDataErr marks an error reading the data set as bad input, naming
+// DFX_MNIST_DIR when it is set.
+func mnistDataErr(err error) error {
+	if d := os.Getenv("DFX_MNIST_DIR"); d != "" {
+		return badInput(fmt.Errorf("DFX_MNIST_DIR=%s: %w", d, err))
+	}
+	return badInput(err)
 }
 
 // checkOutFile checks, before any work, the output file that -flagName

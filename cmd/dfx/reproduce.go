@@ -156,6 +156,11 @@ func reproduceSettings() (report.Settings, error) {
 	if err != nil {
 		return report.Settings{}, err
 	}
+	if v := os.Getenv("DFX_MNIST_DENSITY_SHARD"); v != "" { // checked before any experiment's data or networks load
+		if _, _, err := mnist.ParseShard(v); err != nil {
+			return report.Settings{}, badInput(fmt.Errorf("DFX_MNIST_DENSITY_SHARD=%s: %w", v, err))
+		}
+	}
 	return report.Settings{
 		NetsDir:       os.Getenv("DFX_MNIST_NETS"),
 		Model:         os.Getenv("DFX_MNIST_MODEL"),

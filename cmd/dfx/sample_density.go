@@ -23,7 +23,8 @@ type sampleDensityFlags struct {
 func densityFlags(fs *flag.FlagSet) *sampleDensityFlags {
 	d := &sampleDensityFlags{}
 	fs.StringVar(&d.target, "density", "", "density guidance of unconditional samples: offset:P (P nats of log q per unit time; > 0 raises it) or quantile:p (hold log q_t at its p-quantile under q_t)")
-	fs.StringVar(&d.trace, "trace", "df-tm-c", "trace of the diffusion Fisher density guidance steers and tracks with: "+strings.Join(mnist.DensityTraces, "|"))
+	fs.StringVar(&d.trace, "trace", "df-tm-c", "trace of the diffusion Fisher density guidance steers and tracks with: "+
+		strings.Join(mnist.DensityTraces, "|")+" (dfx nll's spellings dftm, dftm-c, dftmc too)")
 	fs.Float64Var(&d.until, "until", 0, "no density guidance below this t (in [0, 1))")
 	fs.Float64Var(&d.gain, "gain", 10, "quantile target: how fast a sample returns to the level (per unit time, finite ≥ 0)")
 	fs.IntVar(&d.ref, "ref", 64, "quantile target: unguided samples whose tracked log q gives the level, 2…4096")
@@ -68,9 +69,11 @@ func (d *sampleDensityFlags) check(fs *flag.FlagSet, guide string) (*sampleDensi
 			}
 		}
 	}
-	if err := validTrace(d.trace); err != nil {
+	name, err := densityTrace(d.trace)
+	if err != nil {
 		return nil, err
 	}
+	d.trace = name
 	if err := finite("gain", d.gain, 0, true); err != nil {
 		return nil, err
 	}
@@ -83,12 +86,27 @@ func (d *sampleDensityFlags) check(fs *flag.FlagSet, guide string) (*sampleDensi
 	return &sampleDensity{kind: kind, value: v, flags: d}, nil
 }
 
-// validTrace checks a -trace name without building it.
-func validTrace(name string) error {
-	if _, err := mnist.CheckTrace(name); err != nil {
-		return fmt.Errorf("unknown --trace %q (want %s, with K in 1…1024)", name, mnist.TraceForms)
+// densityTrace reads a -trace name with dfx nll's parser (parseTrace), so
+// that both commands take the same spellings (dftm or df-tm, dftm-c,
+// df-tm-c or dftmc, any case), and returns its name in mnist.DensityTraces;
+// it builds nothing. Hutch++ is nll's alone.
+func densityTrace(v string) (string, error) {
+	unknown := fmt.Errorf("unknown --trace %q (want %s, with K in 1…1024)", v, mnist.TraceForms)
+	tr, err := parseTrace(v)
+	if err != nil {
+		return "", unknown
 	}
-	return nil
+	name := map[string]string{"dftm": "df-tm", "dftm-c": "df-tm-c", "vjp": "vjp"}[tr.kind]
+	switch tr.kind {
+	case "hutchinson", "skip-hutchinson":
+		name = fmt.Sprintf("%s:%d", tr.kind, tr.k)
+	case "hutchpp":
+		return "", fmt.Errorf("--trace %s: Hutch++ is a trace of dfx nll; density guidance takes %s", v, mnist.TraceForms)
+	}
+	if _, err := mnist.CheckTrace(name); err != nil {
+		return "", unknown
+	}
+	return name, nil
 }
 
 func (s *sampleDensity) String() string {

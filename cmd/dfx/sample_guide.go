@@ -29,7 +29,7 @@ func guideFlags(fs *flag.FlagSet) *sampleGuideFlags {
 	g := &sampleGuideFlags{}
 	fs.StringVar(&g.guide, "guide", "", "adjoint guidance towards a reward: "+strings.Join(guideRewards, "|")+" (default: none)")
 	fs.StringVar(&g.operator, "operator", mnist.OperatorDFEA, "Fisher product of the adjoint pass: dfea|vjp")
-	fs.StringVar(&g.window, "window", "", "guided outer steps FROM:TO, 0 ≤ FROM ≤ TO ≤ steps (default: 30%–70% of the steps, 15:35 of 50)")
+	fs.StringVar(&g.window, "window", "", "guided outer steps FROM:TO, 0 ≤ FROM < TO ≤ steps (default: 30%–70% of the steps, 15:35 of 50)")
 	fs.Float64Var(&g.strength, "strength", 0.2, "guidance step as a fraction of the noise's norm, finite ≥ 0")
 	fs.IntVar(&g.inner, "inner", 10, "DDIM steps of the inner solve that predicts x̂₀")
 	fs.IntVar(&g.target, "target", -1, "the class reward's digit 0…9 (default: each row's class)")
@@ -73,6 +73,11 @@ func (g *sampleGuideFlags) check(fs *flag.FlagSet, steps int) (*sampleGuide, err
 		if from, to, err = parseWindow(g.window, steps); err != nil {
 			return nil, err
 		}
+		if from == to { // guidance on no step would be plain sampling under a guided name
+			return nil, fmt.Errorf("--window %d:%d guides no step: give FROM < TO", from, to)
+		}
+	} else if from == to {
+		return nil, fmt.Errorf("--steps %d leaves the default guidance window (30%%–70%% of the steps) empty: give more --steps, or --window FROM:TO", steps)
 	}
 	if err := finite("strength", g.strength, 0, true); err != nil {
 		return nil, err
