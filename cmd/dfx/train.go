@@ -16,11 +16,11 @@ import (
 )
 
 // defaultTrainOut is dfx train's output folder when -out is not given: not
-// the committed mnist/checkpoints, which only an explicit -out rewrites.
+// the committed mnist/checkpoints, which dfx never writes over.
 const defaultTrainOut = "dfx-nets"
 
 const trainUsage = `usage: dfx train <network> [-steps N] [-out dfx-nets] [-resume | -force] [-save-every 500] [-val-every N]
-Trains one MNIST network with its fixed seed and writes its EMA weights to OUT/<network>.dfxckpt (atomically), with its loss curve, time and machine. The resumable trainer state is saved every -save-every steps and on SIGINT/SIGTERM to OUT/_<network>.state.dfxckpt; -resume continues from it, and a saved state is never replaced without -resume or -force. One run at a time trains a network into OUT: a second is refused at once (exit 2). dftm and dftm-c train against OUT/eps.dfxckpt (t_θ reads its mixture skip, ν_θ its ε-network), which must exist. The committed checkpoints are rewritten only when asked by name: -out mnist/checkpoints (from the repository root). Use the networks with dfx sample -nets OUT or DFX_MNIST_NETS=OUT.`
+Trains one MNIST network with its fixed seed and writes its EMA weights to OUT/<network>.dfxckpt (atomically), with its loss curve, time and machine. The resumable trainer state is saved every -save-every steps and on SIGINT/SIGTERM to OUT/_<network>.state.dfxckpt; -resume continues from it, and a saved state is never replaced without -resume or -force. One run at a time trains a network into OUT: a second is refused at once (exit 2). dftm and dftm-c train against OUT/eps.dfxckpt (t_θ reads its mixture skip, ν_θ its ε-network), which must exist. OUT/<network>.dfxckpt is replaced only if an earlier dfx train of the same network wrote it; dfx never writes over a committed file nor into a package's folders (to change a committed network, copy the new file into mnist/checkpoints by hand). Use the networks with dfx sample -nets OUT or DFX_MNIST_NETS=OUT.`
 
 func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var names []string
@@ -41,7 +41,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
 	steps := fs.Int("steps", spec.Steps, "training steps (the committed checkpoints use the default)")
-	out := fs.String("out", defaultTrainOut, "folder of the weights checkpoint and the resumable state (mnist/checkpoints: rewrite the committed ones)")
+	out := fs.String("out", defaultTrainOut, "folder of the weights checkpoint and the resumable state (created if missing)")
 	resume := fs.Bool("resume", false, "continue from OUT/_<network>.state.dfxckpt")
 	force := fs.Bool("force", false, "start afresh, replacing a saved state OUT/_<network>.state.dfxckpt")
 	saveEvery := fs.Int("save-every", 500, "steps between saves of the resumable state")
