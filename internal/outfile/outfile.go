@@ -62,7 +62,10 @@ func Check(path string, owned Owned) error {
 	if err := checkExisting(path, owned); err != nil {
 		return err
 	}
-	return checkWritable(dir)
+	if err := checkWritable(dir); err != nil {
+		return refuse("%s: %v", path, err)
+	}
+	return nil
 }
 
 // CheckFolder reports whether dfx may write new files into the existing
