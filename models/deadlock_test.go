@@ -3,6 +3,7 @@ package models
 import (
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -42,7 +43,14 @@ func TestResidualMLPForwardAndTrainStepFinishUnderADeadline(t *testing.T) {
 	within := func(what string, f func()) {
 		t.Helper()
 		limit := 15 * time.Minute
-		if d, err := time.ParseDuration(os.Getenv("DFX_TEST_WAIT")); err == nil && d > 0 {
+		if v := os.Getenv("DFX_TEST_WAIT"); v != "" {
+			d, err := time.ParseDuration(v)
+			if s, e := strconv.Atoi(v); e == nil {
+				d, err = time.Duration(s)*time.Second, nil
+			}
+			if err != nil || d <= 0 {
+				t.Fatalf("DFX_TEST_WAIT=%q: want seconds or a duration such as 30m", v)
+			}
 			limit = d
 		}
 		if d, ok := t.Deadline(); ok {

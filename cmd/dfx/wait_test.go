@@ -10,13 +10,20 @@ import (
 )
 
 // waitLimit is how long a test waits for a condition before it fails: long
-// enough for a loaded 2-core machine, overridable with DFX_TEST_WAIT (a Go
-// duration, e.g. 30m).
+// enough for a loaded 2-core machine; DFX_TEST_WAIT (seconds, or a duration
+// such as 30m) sets it.
 func waitLimit() time.Duration {
-	if d, err := time.ParseDuration(os.Getenv("DFX_TEST_WAIT")); err == nil && d > 0 {
+	v := os.Getenv("DFX_TEST_WAIT")
+	if v == "" {
+		return 15 * time.Minute
+	}
+	if s, err := strconv.Atoi(v); err == nil && s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	if d, err := time.ParseDuration(v); err == nil && d > 0 {
 		return d
 	}
-	return 15 * time.Minute
+	panic(fmt.Sprintf("DFX_TEST_WAIT=%q: want seconds or a duration such as 30m", v))
 }
 
 // waitFor polls cond until it holds, and fails the test naming what it
