@@ -41,6 +41,7 @@ import sys
 import tempfile
 import time
 
+sys.dont_write_bytecode = True  # no scripts/__pycache__ from the import below
 from browser_wait import Page, Timeout, stop, wait_for, wait_http
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
