@@ -3,6 +3,7 @@ package models
 import (
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -36,8 +37,26 @@ func TestResidualMLPForwardAndTrainStepFinishUnderADeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	within := func(what string, limit time.Duration, f func()) {
+	// A deadlock never ends; a slow run on a loaded machine does: the limit is
+	// generous (DFX_TEST_WAIT overrides it) but ends before the test binary's
+	// own deadline, so that this test's message is what is reported.
+	within := func(what string, f func()) {
 		t.Helper()
+		limit := 15 * time.Minute
+		if v := os.Getenv("DFX_TEST_WAIT"); v != "" {
+			d, err := time.ParseDuration(v)
+			if s, e := strconv.Atoi(v); e == nil {
+				d, err = time.Duration(s)*time.Second, nil
+			}
+			if err != nil || d <= 0 {
+				t.Fatalf("DFX_TEST_WAIT=%q: want seconds or a duration such as 30m", v)
+			}
+			limit = d
+		}
+		if d, ok := t.Deadline(); ok {
+			limit = min(limit, time.Until(d)*9/10)
+		}
+		start := time.Now()
 		done := make(chan struct{})
 		go func() { defer close(done); f() }()
 		select {
@@ -47,10 +66,11 @@ func TestResidualMLPForwardAndTrainStepFinishUnderADeadline(t *testing.T) {
 			if env := os.Getenv("GOMLX_BACKEND"); env != "" {
 				config = env + " (GOMLX_BACKEND)"
 			}
-			t.Fatalf("%s did not finish within %s: the backend's scheduler is deadlocked (config %s)", what, limit, config)
+			t.Fatalf("waited %s for %s to finish: the backend's scheduler is deadlocked (config %s), or the machine is very loaded (DFX_TEST_WAIT)",
+				time.Since(start).Round(time.Second), what, config)
 		}
 	}
-	within("2 training steps", 3*time.Minute, func() {
+	within("2 training steps", func() {
 		if _, err := tr.TrainSteps(2); err != nil {
 			t.Error(err)
 		}
@@ -59,7 +79,7 @@ func TestResidualMLPForwardAndTrainStepFinishUnderADeadline(t *testing.T) {
 	e := model.MustNewExec(tr.Backend, tr.Store, func(scope *model.Scope, in []*graph.Node) *graph.Node {
 		return Eps(scope, Inputs{X: in[0], Alpha: in[1], Sigma: in[2]})
 	})
-	within("20 forwards", 3*time.Minute, func() {
+	within("20 forwards", func() {
 		for range 20 {
 			e.MustCall(args[0], args[2], args[3])[0].MustFinalizeAll()
 		}

@@ -17,6 +17,12 @@ the set-up cell and the first dfx/notebook.Knobs cell of the OT notebook, waits 
 GoNB's widgets, picks another schedule, checks that the result is recomputed for
 it, presses Done, and checks that no error was shown (screenshot *-live.png).
 
+Every wait polls for what it waits for (the server answering, the page loaded,
+every image decoded, the widgets shown, the kernel idle) with one generous limit,
+20 min by default (DFX_TEST_WAIT: seconds, or 30m, 1h; scripts/browser_wait.py),
+and a wait that reaches it fails naming what it waited for: a loaded machine makes
+the check slower, not failed.
+
 Usage: browser_test.py [--out DIR] [--height PX] [--no-live] [NOTEBOOK.ipynb ...]
 Needs Debian's chromium and jupyter-notebook (make setup); uses tornado's
 websocket client (a Jupyter dependency), nothing else.
@@ -34,9 +40,9 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
-from tornado import ioloop, websocket
+sys.dont_write_bytecode = True  # no scripts/__pycache__ from the import below
+from browser_wait import Page, Timeout, stop, wait_for, wait_http
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -47,17 +53,6 @@ def free_port():
     port = s.getsockname()[1]
     s.close()
     return port
-
-
-def wait_http(url, timeout, what):
-    end = time.time() + timeout
-    while time.time() < end:
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                return r.read()
-        except OSError:
-            time.sleep(0.3)
-    raise RuntimeError("%s did not answer at %s within %ds" % (what, url, timeout))
 
 
 def expected_images(path):
@@ -90,131 +85,163 @@ def expected_images(path):
 RULE_ROW = re.compile(r"^\|(\s*:?-+:?\s*\|)+\s*$", re.M)
 
 
-class Page:
-    """A minimal Chrome DevTools Protocol client for one page."""
-
-    def __init__(self, ws_url):
-        self.loop = ioloop.IOLoop.current()
-        self.conn = self.loop.run_sync(lambda: websocket.websocket_connect(ws_url, max_message_size=256 << 20))
-        self.next_id = 0
-
-    def call(self, method, timeout=60, **params):
-        self.next_id += 1
-        mid = self.next_id
-        self.conn.write_message(json.dumps({"id": mid, "method": method, "params": params}))
-
-        async def reply():
-            while True:
-                msg = await self.conn.read_message()
-                if msg is None:
-                    raise RuntimeError("browser closed the connection")
-                m = json.loads(msg)
-                if m.get("id") == mid:
-                    if "error" in m:
-                        raise RuntimeError("%s: %s" % (method, m["error"]))
-                    return m.get("result", {})
-
-        return self.loop.run_sync(reply, timeout=timeout)
-
-    def js(self, expr, timeout=60):
-        r = self.call("Runtime.evaluate", timeout=timeout, expression=expr, returnByValue=True, awaitPromise=True)
-        if "exceptionDetails" in r:
-            raise RuntimeError("JavaScript failed: %s" % r["exceptionDetails"])
-        return r["result"].get("value")
-
-
-# Waits until the classic notebook has loaded and rendered every output and
-# every image has finished loading, then reports what the page shows.
+# What the page shows, read at once (the caller polls it until it is final).
 INSPECT = r"""
-(async () => {
-  const sleep = ms => new Promise(r => setTimeout(r, ms));
-  const t0 = Date.now();
-  while (!(window.IPython && IPython.notebook && IPython.notebook._fully_loaded) && Date.now() - t0 < 60000) await sleep(200);
-  let last = -1;
-  while (Date.now() - t0 < 60000) {
-    const n = document.querySelectorAll('.output_area').length;
-    if (n === last) break;
-    last = n; await sleep(700);
-  }
+(() => {
   const imgs = [...document.querySelectorAll('.output_area img')];
-  await Promise.all(imgs.map(i => i.complete ? null : new Promise(r => { i.onload = i.onerror = r; setTimeout(r, 10000); })));
   return {
-    loaded: !!(window.IPython && IPython.notebook && IPython.notebook._fully_loaded),
     outputs: document.querySelectorAll('.output_area').length,
     images: imgs.length,
+    pending: imgs.filter(i => !i.complete).length,
     tables: document.querySelectorAll('.output_area table').length,
     broken: imgs.filter(i => !(i.complete && i.naturalWidth > 0 && i.getBoundingClientRect().width > 0)).map(i => i.alt || i.src.slice(0, 40)),
     errors: [...document.querySelectorAll('.output_error, .output_stderr')].map(e => e.innerText.slice(0, 300)),
-    height: document.querySelector('#notebook-container') ? document.querySelector('#notebook-container').scrollHeight : 0,
   };
 })()
 """
 
 
-# Runs the set-up cell and the first Knobs cell in the live kernel, waits for
-# the widgets, picks the last option of the first drop-down list, waits for the
-# result to be recomputed with it, presses Done. Returns what it saw.
-LIVE = r"""
-(async () => {
-  const sleep = ms => new Promise(r => setTimeout(r, ms));
-  const until = async (f, ms) => { const t0 = Date.now(); while (!f() && Date.now() - t0 < ms) await sleep(300); return f(); };
-  const nb = () => IPython.notebook;
-  const out = {};
-  out.kernel = await until(() => window.IPython && nb() && nb()._fully_loaded && nb().kernel && nb().kernel.is_connected(), 90000);
-  if (!out.kernel) return out;
-  const cells = nb().get_cells();
+def inspect(page, name, want, want_tables, settle=30):
+    """What the loaded notebook shows once every image has loaded and every image
+    and table it holds is shown, or, when some are missing, once nothing has
+    changed for settle seconds (what is missing then is reported, not awaited)."""
+    state = {"last": None, "since": time.time()}
+
+    def final():
+        got = page.js(INSPECT)
+        key = (got["outputs"], got["images"], got["tables"], got["pending"])
+        if key != state["last"]:
+            state["last"], state["since"] = key, time.time()
+        state["got"] = got
+        if got["pending"]:
+            return None
+        if got["images"] >= want and got["tables"] >= want_tables:
+            return got
+        return got if time.time() - state["since"] > settle else None
+
+    return wait_for("%s to show its images and tables" % name, final, seen=lambda: json.dumps(state.get("got")))
+
+
+# The live check, in steps that each return at once; Python polls between them.
+LIVE_START = r"""
+(() => {
+  const nb = IPython.notebook, cells = nb.get_cells();
   const k = cells.findIndex(c => c.cell_type === 'code' && c.get_text().includes('NewKnobs()'));
-  out.knobCell = k;
-  if (k < 0) return out;
+  if (k < 0) return k;
   cells.forEach(c => { if (c.cell_type === 'code') c.clear_output(); });
   const setup = cells.findIndex(c => c.cell_type === 'code' && c.get_text().includes('notebook-setup.sh'));
-  nb().execute_cells(setup >= 0 ? [setup, k] : [k]);
-  const area = cells[k].output_area.element[0];
-  const live = () => area.querySelector('select:not([disabled])');
-  const failed = () => document.querySelector('.output_stderr, .output_error');
-  await until(() => (live() && area.querySelector('h4')) || failed(), 240000);
-  out.widgets = !!(live() && area.querySelector('h4'));
-  if (!out.widgets) { out.text = area.innerText.slice(0, 500); return out; }
-  const sel = live();
-  out.before = area.querySelector('h4').innerText;
+  window.__dfxArea = cells[k].output_area.element[0];
+  window.__dfxCell = cells[k].element[0];
+  nb.execute_cells(setup >= 0 ? [setup, k] : [k]);
+  return k;
+})()
+"""
+
+LIVE_STATE = r"""
+(() => {
+  const area = window.__dfxArea, h4 = area.querySelector('h4'), imgs = [...area.querySelectorAll('img')];
+  return {
+    widgets: !!(area.querySelector('select:not([disabled])') && h4),
+    kept: !!area.querySelector('select[disabled]'),
+    busy: !!IPython.notebook.kernel_busy,
+    failed: !!document.querySelector('.output_stderr, .output_error'),
+    heading: h4 ? h4.innerText : null,
+    text: area.innerText.slice(0, 500),
+    images: imgs.filter(i => i.complete && i.naturalWidth > 0).length,
+    pending: imgs.filter(i => !i.complete).length,
+    errors: [...document.querySelectorAll('.output_error, .output_stderr')].map(e => e.innerText.slice(0, 300)),
+  };
+})()
+"""
+
+LIVE_PICK = r"""
+(() => {
+  const sel = window.__dfxArea.querySelector('select:not([disabled])');
   const want = sel.options[sel.options.length - 1];
-  out.picked = want.text;
   sel.value = want.value;
   sel.dispatchEvent(new Event('change'));
-  out.recomputed = await until(() => (area.querySelector('h4') || {}).innerText !== out.before &&
-                                     ((area.querySelector('h4') || {}).innerText || '').includes(want.text), 120000);
-  out.after = (area.querySelector('h4') || {}).innerText;
-  const done = [...area.querySelectorAll('button')].find(b => b.innerText.trim() === 'Done');
+  return want.text;
+})()
+"""
+
+LIVE_DONE = r"""
+(() => {
+  const done = [...window.__dfxArea.querySelectorAll('button')].find(b => b.innerText.trim() === 'Done');
   if (done) done.click();
-  out.finished = await until(() => !nb().kernel_busy && area.querySelector('select[disabled]'), 60000);
-  out.errors = [...document.querySelectorAll('.output_error, .output_stderr')].map(e => e.innerText.slice(0, 300));
-  out.images = [...area.querySelectorAll('img')].filter(i => i.complete && i.naturalWidth > 0).length;
-  cells[k].element[0].scrollIntoView();
-  await sleep(500);
-  return out;
+  return !!done;
 })()
 """
 
 
 def live_knob(page, port, token, name):
-    page.call("Page.navigate", url="http://127.0.0.1:%d/notebooks/notebooks/%s?token=%s" % (port, name, token))
-    time.sleep(1)
-    got = page.js(LIVE, timeout=600)
+    """Runs the set-up cell and the first Knobs cell in the live kernel, waits for
+    the widgets, picks the last option of the first drop-down list, waits for the
+    result to be recomputed with it, presses Done. Returns the problems seen."""
     problems = []
-    if not got.get("kernel"):
-        problems.append("the gonb kernel did not start")
-    elif got.get("knobCell", -1) < 0:
-        problems.append("no Knobs cell")
-    elif not got.get("widgets"):
-        problems.append("no live widgets appeared: %s" % got.get("text", "").replace("\n", " | "))
-    elif not got.get("recomputed"):
-        problems.append("picking %r did not recompute the result (still %r)" % (got.get("picked"), got.get("after")))
-    elif not got.get("finished"):
-        problems.append("Done did not end the cell with the knobs kept at their values")
-    for e in got.get("errors") or []:
+    state = lambda: page.js(LIVE_STATE)
+    shown = lambda: "the cell shows %r" % state()["text"].replace("\n", " | ")
+    try:
+        page.open_notebook(port, token, name)
+        wait_for("the gonb kernel to connect", lambda: page.js("!!(IPython.notebook.kernel && IPython.notebook.kernel.is_connected())"))
+        if page.js(LIVE_START) < 0:
+            return ["no Knobs cell"]
+        got = wait_for("the Knobs cell's live widgets (the set-up cell builds the Go code first)",
+                       lambda: (lambda s: s if s["widgets"] or s["failed"] else None)(state()), seen=shown)
+        if not got["widgets"]:
+            problems.append("no live widgets appeared: %s" % got["text"].replace("\n", " | "))
+        else:
+            before, picked = got["heading"], page.js(LIVE_PICK)
+            wait_for("the result recomputed for %r (was %r)" % (picked, before),
+                     lambda: (lambda s: s["heading"] and s["heading"] != before and picked in s["heading"])(state()), seen=shown)
+            if not page.js(LIVE_DONE):
+                problems.append("no Done button")
+            got = wait_for("the cell to end after Done, the knobs kept at their values",
+                           lambda: (lambda s: s if not s["busy"] and s["kept"] and not s["pending"] else None)(state()), seen=shown)
+            if not got["images"]:
+                problems.append("the recomputed result shows no figure")
+        for e in state()["errors"]:
+            problems.append("error shown: %s" % e.strip().replace("\n", " | "))
+        page.js("window.__dfxCell.scrollIntoView(), true")
+        page.settled(name + ", live")
+    except Timeout as e:
+        problems.append(str(e))
+    return problems
+
+
+def check_static(page, port, token, nb, args):
+    """Opens one notebook as a reader would, prints what it shows and its problems,
+    writes its screenshot; returns the problems."""
+    name = os.path.basename(nb)
+    start = time.time()
+    want, want_tables, outputs, lost = expected_images(nb)
+    page.call("Emulation.setDeviceMetricsOverride", width=args.width, height=args.height, deviceScaleFactor=1, mobile=False)
+    problems = []
+    got = {"outputs": 0, "images": 0, "tables": 0, "broken": [], "errors": []}
+    try:
+        page.open_notebook(port, token, name)
+        got = inspect(page, name, want, want_tables)
+        page.settled(name)
+    except Timeout as e:
+        problems.append(str(e))
+    if outputs == 0:
+        problems.append("no outputs: the notebook was committed unexecuted")
+    if got["images"] < want:
+        problems.append("%d of %d images shown" % (got["images"], want))
+    problems.extend(lost)
+    if got["tables"] < want_tables:
+        problems.append("%d of %d tables shown" % (got["tables"], want_tables))
+    if got["broken"]:
+        problems.append("images not rendered: %s" % ", ".join(got["broken"]))
+    for e in got["errors"]:
         problems.append("error shown: %s" % e.strip().replace("\n", " | "))
-    if got.get("widgets") and not got.get("images"):
-        problems.append("the recomputed result shows no figure")
+    shot = page.call("Page.captureScreenshot", format="png")
+    png = os.path.join(args.out, name.replace(".ipynb", ".png"))
+    with open(png, "wb") as f:
+        f.write(base64.b64decode(shot["data"]))
+    print("%s  %s: %d outputs, %d images and %d tables rendered, screenshot %s (%.1fs)" % (
+        "ok  " if not problems else "FAIL", name, got["outputs"], got["images"], got["tables"], os.path.relpath(png, ROOT), time.time() - start))
+    for p in problems:
+        print("      " + p)
     return problems
 
 
@@ -251,48 +278,19 @@ def main():
     browser = None
     failed = []
     try:
-        wait_http("http://127.0.0.1:%d/api/status?token=%s" % (port, token), 60, "Jupyter")
+        wait_http("http://127.0.0.1:%d/api/status?token=%s" % (port, token), "Jupyter", server)
         dport = free_port()
         browser = subprocess.Popen([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                                     "--remote-debugging-port=%d" % dport, "--user-data-dir=" + os.path.join(work, "chrome"),
                                     "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        targets = json.loads(wait_http("http://127.0.0.1:%d/json/list" % dport, 60, "Chromium"))
-        page = Page([t for t in targets if t.get("type") == "page"][0]["webSocketDebuggerUrl"])
+        pages = lambda: [t for t in json.loads(wait_http("http://127.0.0.1:%d/json/list" % dport, "Chromium", browser))
+                         if t.get("type") == "page"]
+        page = Page(wait_for("Chromium to open its page", pages)[0]["webSocketDebuggerUrl"])
         page.call("Page.enable")
         os.makedirs(args.out, exist_ok=True)
         for nb in nbs:
-            name = os.path.basename(nb)
-            start = time.time()
-            want, want_tables, outputs, lost = expected_images(nb)
-            page.call("Emulation.setDeviceMetricsOverride", width=args.width, height=args.height, deviceScaleFactor=1, mobile=False)
-            page.call("Page.navigate", url="http://127.0.0.1:%d/notebooks/notebooks/%s?token=%s" % (port, name, token))
-            time.sleep(1)
-            got = page.js(INSPECT, timeout=120)
-            problems = []
-            if not got["loaded"]:
-                problems.append("the notebook did not load")
-            if outputs == 0:
-                problems.append("no outputs: the notebook was committed unexecuted")
-            if got["images"] < want:
-                problems.append("%d of %d images shown" % (got["images"], want))
-            problems.extend(lost)
-            if got["tables"] < want_tables:
-                problems.append("%d of %d tables shown" % (got["tables"], want_tables))
-            if got["broken"]:
-                problems.append("images not rendered: %s" % ", ".join(got["broken"]))
-            for e in got["errors"]:
-                problems.append("error shown: %s" % e.strip().replace("\n", " | "))
-            shot = page.call("Page.captureScreenshot", format="png")
-            png = os.path.join(args.out, name.replace(".ipynb", ".png"))
-            with open(png, "wb") as f:
-                f.write(base64.b64decode(shot["data"]))
-            status = "ok  " if not problems else "FAIL"
-            print("%s  %s: %d outputs, %d images and %d tables rendered, screenshot %s (%.1fs)" % (
-                status, name, got["outputs"], got["images"], got["tables"], os.path.relpath(png, ROOT), time.time() - start))
-            for p in problems:
-                print("      " + p)
-            if problems:
-                failed.append(name)
+            if check_static(page, port, token, nb, args):
+                failed.append(os.path.basename(nb))
         live = [nb for nb in nbs if os.path.basename(nb) == args.live_notebook]
         if live and not args.no_live:
             name = args.live_notebook
@@ -308,15 +306,13 @@ def main():
                 print("      " + p)
             if problems:
                 failed.append(name + " (live)")
+    except Timeout as e:
+        print("browser-test: %s" % e, file=sys.stderr)
+        return 1
     finally:
         if browser:
-            browser.terminate()
-            browser.wait(10)
-        server.terminate()
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
+            stop(browser)
+        stop(server)
         shutil.rmtree(work, ignore_errors=True)
     if failed:
         print("browser-test: %d of %d notebook(s) failed: %s" % (len(failed), len(nbs), " ".join(failed)), file=sys.stderr)

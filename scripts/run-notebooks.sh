@@ -20,6 +20,7 @@
 # GoNB reports failing cells as output streams, so nbconvert's exit status is not
 # enough: every executed notebook is inspected by scripts/check_notebook.py
 # (error outputs, anything on stderr, a Go cell without output).
+# A cell may run 30 min (quick) or 2 h (full); DFX_TEST_WAIT (seconds, or 45m, 2h) sets it.
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -32,7 +33,7 @@ for a in "$@"; do
     --inplace) inplace=1 ;;
     --exec) quick=0 inplace=1 ;;
     --keep) keep=1 ;;
-    -h|--help) sed -n '2,22p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h|--help) sed -n '2,23p' "${BASH_SOURCE[0]}"; exit 0 ;;
     -*) echo "run-notebooks: unknown flag $a" >&2; exit 2 ;;
     *) nbs+=("$a") ;;
   esac
@@ -59,9 +60,20 @@ export DFX_ROOT="$root"
 export DFX_NOTEBOOK_HEADLESS=1   # dfx/notebook: no browser, knobs at their defaults
 export GOEXPERIMENT=simd   # also in the gonb kernel's kernel.json (scripts/setup.sh)
 if [ "$quick" = 1 ]; then export DFX_QUICK=1; else unset DFX_QUICK; fi
-# a cell's time limit: the full mnist and adjoint runs take ≈ 6 min each on 2 cores
-timeout=600
-[ "$quick" = 1 ] || timeout=3600
+# A cell's time limit, generous for a loaded 2-core machine (the first Go cell builds the
+# module's packages; the full mnist and adjoint runs take ≈ 6 min each on an idle one);
+# DFX_TEST_WAIT (seconds, or 45m, 2h) sets it. The kernel's start and its last outputs
+# get the same limit: nbconvert's 60 s and 4 s defaults are waits a loaded machine misses.
+timeout=1800
+[ "$quick" = 1 ] || timeout=7200
+if [ -n "${DFX_TEST_WAIT:-}" ]; then
+  if ! [[ "$DFX_TEST_WAIT" =~ ^([0-9]+)(h|m|s)?$ ]]; then
+    echo "run-notebooks: DFX_TEST_WAIT=$DFX_TEST_WAIT: want seconds or a duration such as 45m" >&2; exit 2
+  fi
+  unit=1
+  case "${BASH_REMATCH[2]}" in h) unit=3600 ;; m) unit=60 ;; esac
+  timeout=$(( 10#${BASH_REMATCH[1]} * unit ))
+fi
 out="$(mktemp -d "${TMPDIR:-/tmp}/dfx-notebooks.XXXXXX")"
 [ "$keep" = 1 ] || trap 'rm -rf "$out"' EXIT
 
@@ -75,12 +87,16 @@ for nb in "${nbs[@]}"; do
   log="$out/${name%.ipynb}.log"
   if "$JUPYTER" nbconvert --to notebook --execute \
       --ExecutePreprocessor.kernel_name=gonb --ExecutePreprocessor.timeout="$timeout" \
+      --ExecutePreprocessor.startup_timeout="$timeout" --ExecutePreprocessor.iopub_timeout="$timeout" \
       --output-dir="$out" --output "$name" "$nb" >"$log" 2>&1 \
      && "$PY" "$here/check_notebook.py" $clean "$out/$name" "$name"; then
     echo "ok    $name ($(( $(date +%s) - start ))s)"
     if [ "$inplace" = 1 ]; then cp "$out/$name" "$nb"; fi
   else
     echo "FAIL  $name ($(( $(date +%s) - start ))s)"
+    if grep -qE 'timed out|TimeoutError' "$log"; then
+      echo "  $name: waited ${timeout}s for a cell or the kernel (DFX_TEST_WAIT raises the limit)"
+    fi
     if grep -q 'An error occurred while executing' "$log"; then
       # nbconvert stopped on a cell GoNB reported as failed (e.g. a compile error).
       sed -n '/An error occurred while executing/,$p' "$log" | head -n 40 | sed 's/^/  | /'
