@@ -24,6 +24,10 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// stopWallLimit bounds the wall time from SIGINT to exit: a prompt stop
+// needs under a second of CPU, so only a stop that blocks exceeds it.
+const stopWallLimit = time.Minute
+
 // interrupt starts dfx with args, sends SIGINT once the process has used
 // work of CPU time, and returns the exit code, stdout, stderr and the CPU
 // time the process used after the signal. Both are measured in CPU time, not
@@ -58,9 +62,16 @@ func interrupt(t *testing.T, work time.Duration, args ...string) (int, string, s
 		before, err = cpuTime(cmd.Process.Pid)
 		return err == nil && before >= work // an error: it has just ended, seen on the next poll
 	})
+	signalled := time.Now()
 	if !ended && cmd.Process.Signal(syscall.SIGINT) == nil {
 		select {
 		case waitErr = <-done:
+			// A stop that waits without computing (a blocked read, a
+			// sleep) costs no CPU: a wall-clock bound far above any
+			// machine's load catches it.
+			if wall := time.Since(signalled); wall > stopWallLimit {
+				t.Errorf("dfx took %v of wall time to end after SIGINT, want < %v", wall.Round(time.Second), stopWallLimit)
+			}
 		case <-time.After(waitLimit()):
 			_ = cmd.Process.Kill()
 			<-done
