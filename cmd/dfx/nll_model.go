@@ -323,8 +323,13 @@ func loadNetModel(paths []string, tr traceSpec, d int, s schedule.Schedule, seed
 		return nllModel{}, fmt.Errorf("--trace %s: %w", tr, err)
 	}
 	// the trace evaluated perCall points at a time, bounding a graph call's
-	// rows so that an interrupt is seen within a fraction of a second
-	nm.PerCall = max(1, min(access.DefaultMaxRows, access.PromptRows(d))/rowsPer)
+	// rows; VJP rows cost several forward passes, so their calls are kept
+	// short enough for an interrupt to be seen within a fraction of a second
+	rows := access.DefaultMaxRows
+	if tr.kind != "dftm" && tr.kind != "dftm-c" {
+		rows = min(rows, access.PromptRows(d))
+	}
+	nm.PerCall = max(1, rows/rowsPer)
 	width := float64(model.GetParamOr(store.Scope("/"), models.ParamWidth, 256))
 	fd := float64(d)
 	return nllModel{kind: "checkpoint", trace: tr.String(), model: nm,
