@@ -18,11 +18,12 @@ import (
 const DefaultMaxRows = 4096
 
 // promptElements bounds rows × d of one graph call where a run must stop
-// promptly: 16 rows of the MNIST ε-network (d = 784, with its
+// promptly: 28 rows of the MNIST ε-network (d = 784, with its
 // 400-component mixture skip) take a fraction of a second a VJP call on 2
-// CPU cores, where the 784 rows of one point's exact trace take seconds
-// (and no less in total: a VJP row costs more in a larger call).
-const promptElements = 16 * 784
+// CPU cores, where the 784 rows of one point's exact trace take seconds,
+// and cost about as much per row (16 rows a call cost more: calls that
+// small use the cores less well).
+const promptElements = 28 * 784
 
 // PromptRows is the rows of one graph call for points of dimension d that
 // keeps a call short enough to check for cancellation between calls (the
