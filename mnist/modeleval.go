@@ -262,7 +262,8 @@ func mixtureBPDAt(g *mixture.Gaussian, x *mat.Dense) ([]float64, error) {
 
 // samples draws PerClass samples per digit from the network at each scale
 // and from the skip mixture, and measures them.
-func (res *ModelEvalResult) samples(ctx context.Context, backend compute.Backend, store *model.Store, skip *mixture.Gaussian, cfg ModelEvalConfig, log io.Writer) error {
+func (res *ModelEvalResult) samples(ctx context.Context, backend compute.Backend, store *model.Store, skip *mixture.Gaussian,
+	cfg ModelEvalConfig, log io.Writer) error {
 	var ref *QualityRef
 	if cfg.part(PartQuality) {
 		cst, _, err := LoadNetwork(cfg.Dir, "classifier")

@@ -120,7 +120,8 @@ func TestSIGINTStopsLongMNISTWorkPromptly(t *testing.T) {
 	}{
 		// each class's DDIM run of 64 rows × 200 steps lasts far longer than the bound
 		{"plain sample", "sample", "mnist.(*Networks).SampleRows&" + executing, nil, []string{"-class", "3", "-n", "64", "-steps", "200", "-png", png}},
-		{"nll exact trace of the eps network", "nll", "access.(*vjpRunner).run&" + executing, nil, []string{"--checkpoint", eps, "--trace", "vjp", "--points", point}},
+		{"nll exact trace of the eps network", "nll", "access.(*vjpRunner).run&" + executing, nil,
+			[]string{"--checkpoint", eps, "--trace", "vjp", "--points", point}},
 		{"density sampling with the exact trace", "sample", "access.(*vjpRunner).run&" + executing, nil,
 			[]string{"-density", "offset:1", "-trace", "vjp", "-n", "2", "-png", png}},
 	} {
