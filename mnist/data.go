@@ -1,6 +1,7 @@
 package mnist
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -183,11 +184,24 @@ func (s *Set) Scaled(first, n int) (*mat.Dense, error) {
 // U[0, 1) drawn from seed: uniform dequantisation, under which a density's
 // bits per dimension bound the discrete data's (add 7 bits for [−1, 1]).
 func (s *Set) Dequantized(first, n int, seed uint64) (*mat.Dense, error) {
+	return s.DequantizedContext(context.Background(), first, n, seed)
+}
+
+// DequantizedContext is Dequantized that stops, with ctx's error, once ctx
+// is done: the 60 000 training images take seconds to draw.
+func (s *Set) DequantizedContext(ctx context.Context, first, n int, seed uint64) (*mat.Dense, error) {
 	rng := rand.New(rand.NewPCG(seed, 0x6d6e697374))
-	return s.rows(first, n, func(p uint8, _ int) float64 { return 2*(float64(p)+rng.Float64())/256 - 1 })
+	return s.rowsContext(ctx, first, n, func(p uint8, _ int) float64 { return 2*(float64(p)+rng.Float64())/256 - 1 })
 }
 
 func (s *Set) rows(first, n int, f func(uint8, int) float64) (*mat.Dense, error) {
+	return s.rowsContext(context.Background(), first, n, f)
+}
+
+// rowsContext maps the pixels of rows [first, first+n) by f, checking ctx
+// every rowsPerCheck rows.
+func (s *Set) rowsContext(ctx context.Context, first, n int, f func(uint8, int) float64) (*mat.Dense, error) {
+	const rowsPerCheck = 1024
 	if first < 0 || n < 1 || first+n > s.Images.N {
 		return nil, fmt.Errorf("mnist: rows [%d, %d) outside the %d images", first, first+n, s.Images.N)
 	}
@@ -197,8 +211,14 @@ func (s *Set) rows(first, n int, f func(uint8, int) float64) (*mat.Dense, error)
 	d := s.Images.Dim()
 	out := mat.NewDense(n, d, nil)
 	raw := out.RawMatrix().Data
-	for i, p := range s.Images.Pixels[first*d : (first+n)*d] {
-		raw[i] = f(p, i)
+	px := s.Images.Pixels[first*d : (first+n)*d]
+	for lo := 0; lo < len(px); lo += rowsPerCheck * d {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		for i := lo; i < min(lo+rowsPerCheck*d, len(px)); i++ {
+			raw[i] = f(px[i], i)
+		}
 	}
 	return out, nil
 }

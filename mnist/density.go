@@ -71,7 +71,7 @@ func (n *Networks) TraceModel(name string, seed uint64) (score.Model, error) {
 		}
 		return dynamics{f: f, kind: kind}, nil
 	case name == "vjp":
-		est, err := access.NewVJPTrace(n.Net, Dim)
+		est, err := access.NewVJPTrace(n.Net, access.PromptRows(Dim))
 		if err != nil {
 			return nil, err
 		}
@@ -132,7 +132,8 @@ func DensitySample(ctx context.Context, m score.Model, target pfode.DensityTarge
 	if cfg.Steps < 1 || len(start) != b {
 		return nil, fmt.Errorf("mnist: density sampling needs Steps ≥ 1 and one start value per point (%d steps, %d values, %d points)", cfg.Steps, len(start), b)
 	}
-	sys := pfode.New(schedule.Continuous{Schedule: Schedule()}, m, b, d, pfode.LogDensity)
+	// bound to ctx, an evaluation (e.g. d VJPs of an exact trace) stops inside too
+	sys := pfode.New(schedule.Continuous{Schedule: Schedule()}, score.WithContext(ctx, m), b, d, pfode.LogDensity)
 	gd := &pfode.DensityGuide{Target: target, Start: start, Until: cfg.Until}
 	sys.Guide = gd
 	y := sys.Init(xT, nil)

@@ -1,6 +1,7 @@
 package mnist
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/gomlx/compute/dtypes"
@@ -66,6 +67,12 @@ type dynamics struct {
 
 // Eval implements score.Model.
 func (d dynamics) Eval(c schedule.Coefficients, x *mat.Dense, want score.Want) (*score.Eval, error) {
+	return d.EvalContext(context.Background(), c, x, want)
+}
+
+// EvalContext implements score.ContextModel: a trace estimator's trace
+// stops between its graph calls once ctx is done.
+func (d dynamics) EvalContext(ctx context.Context, c schedule.Coefficients, x *mat.Dense, want score.Want) (*score.Eval, error) {
 	if want&score.WantFisher != 0 {
 		return nil, fmt.Errorf("mnist: the network model has no Fisher matrices")
 	}
@@ -77,7 +84,7 @@ func (d dynamics) Eval(c schedule.Coefficients, x *mat.Dense, want score.Want) (
 	case traceDFTMC:
 		tr = nu
 	case traceEstimator:
-		if tr, err = d.est.Trace(c, x); err != nil {
+		if tr, err = score.TraceContext(ctx, d.est, c, x); err != nil {
 			return nil, err
 		}
 	}
@@ -85,7 +92,7 @@ func (d dynamics) Eval(c schedule.Coefficients, x *mat.Dense, want score.Want) (
 	return ev, ev.Fill(c, x, want)
 }
 
-var _ score.Model = dynamics{}
+var _ score.ContextModel = dynamics{}
 
 // traces are the trace estimators the experiment compares, compiled once
 // per part on the unconditional network.

@@ -23,11 +23,14 @@ func FitMixture(opt mixture.FitOptions) (*mixture.Gaussian, error) {
 // FitMixtureContext is FitMixture that ctx cancels (mixture.FitContext:
 // within a fraction of a second of a fit of about a minute).
 func FitMixtureContext(ctx context.Context, opt mixture.FitOptions) (*mixture.Gaussian, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	set, err := Load(Train)
 	if err != nil {
 		return nil, err
 	}
-	x, err := set.Dequantized(0, set.Images.N, 1)
+	x, err := set.DequantizedContext(ctx, 0, set.Images.N, 1)
 	if err != nil {
 		return nil, err
 	}

@@ -109,7 +109,7 @@ func RunGuidance(ctx context.Context, nets *Networks, cfg Config, log io.Writer)
 			scale[i] = s
 		}
 		start := time.Now()
-		x, err := nets.Sample(SampleConfig{Steps: cfg.DDIMSteps, Seed: cfg.Seed}, class, scale)
+		x, err := nets.SampleContext(ctx, SampleConfig{Steps: cfg.DDIMSteps, Seed: cfg.Seed}, class, scale)
 		if err != nil {
 			return nil, err
 		}
@@ -176,7 +176,7 @@ func RunFig2(ctx context.Context, nets *Networks, cfg Config, train *Set) (*Fig2
 	for i := range class {
 		class[i], scale[i] = i/k, cfg.Fig2Scale
 	}
-	x, err := nets.Sample(SampleConfig{Steps: cfg.DDIMSteps, Seed: cfg.Seed + 1000}, class, scale)
+	x, err := nets.SampleContext(ctx, SampleConfig{Steps: cfg.DDIMSteps, Seed: cfg.Seed + 1000}, class, scale)
 	if err != nil {
 		return nil, err
 	}

@@ -160,7 +160,7 @@ func RunModelEval(ctx context.Context, cfg ModelEvalConfig, log io.Writer) (*Mod
 		}
 	}
 	if cfg.part(PartSamples) || cfg.part(PartQuality) { // quality alone measures the samples kept in Work
-		if err := res.samples(backend, store, skip, cfg, log); err != nil {
+		if err := res.samples(ctx, backend, store, skip, cfg, log); err != nil {
 			return nil, err
 		}
 	}
@@ -198,7 +198,7 @@ func (res *ModelEvalResult) likelihood(ctx context.Context, backend compute.Back
 		hi := min(lo+batch, cfg.Images)
 		rows := x.Slice(lo, hi, 0, Dim).(*mat.Dense)
 		for i, rtol := range []float64{cfg.RTol, 10 * cfg.RTol} {
-			r, err := likelihood.LogProb(rows, access.NetModel{Net: net, Trace: trace}, likelihood.Config{Schedule: Schedule(), RTol: rtol})
+			r, err := likelihood.LogProbContext(ctx, rows, access.NetModel{Net: net, Trace: trace}, likelihood.Config{Schedule: Schedule(), RTol: rtol})
 			if err != nil {
 				return err
 			}
@@ -262,7 +262,8 @@ func mixtureBPDAt(g *mixture.Gaussian, x *mat.Dense) ([]float64, error) {
 
 // samples draws PerClass samples per digit from the network at each scale
 // and from the skip mixture, and measures them.
-func (res *ModelEvalResult) samples(backend compute.Backend, store *model.Store, skip *mixture.Gaussian, cfg ModelEvalConfig, log io.Writer) error {
+func (res *ModelEvalResult) samples(ctx context.Context, backend compute.Backend, store *model.Store, skip *mixture.Gaussian,
+	cfg ModelEvalConfig, log io.Writer) error {
 	var ref *QualityRef
 	if cfg.part(PartQuality) {
 		cst, _, err := LoadNetwork(cfg.Dir, "classifier")
@@ -306,7 +307,7 @@ func (res *ModelEvalResult) samples(backend compute.Backend, store *model.Store,
 			fmt.Fprintf(log, "mnist-model: %d samples at scale %g read from %s\n", n, s, samplesPath(cfg.Work, s))
 		} else {
 			t0 := time.Now()
-			if x, err = nets.Sample(SampleConfig{Steps: cfg.Steps, Seed: cfg.Seed}, class, scale); err != nil {
+			if x, err = nets.SampleContext(ctx, SampleConfig{Steps: cfg.Steps, Seed: cfg.Seed}, class, scale); err != nil {
 				return err
 			}
 			fmt.Fprintf(log, "mnist-model: %d samples at scale %g drawn in %.0f s\n", n, s, time.Since(t0).Seconds())

@@ -1,6 +1,7 @@
 package mnist
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -207,6 +208,12 @@ type SampleConfig struct {
 // from its own stream, so a row does not depend on the batch it is in). It
 // returns the images at Final [B, d] (not clipped).
 func (n *Networks) Sample(cfg SampleConfig, class []int, scale []float64) (*mat.Dense, error) {
+	return n.SampleContext(context.Background(), cfg, class, scale)
+}
+
+// SampleContext is Sample that stops between DDIM steps, with ctx's error,
+// once ctx is done.
+func (n *Networks) SampleContext(ctx context.Context, cfg SampleConfig, class []int, scale []float64) (*mat.Dense, error) {
 	if cfg.Steps < 1 {
 		return nil, errors.New("mnist: DDIM needs ≥ 1 step")
 	}
@@ -221,7 +228,7 @@ func (n *Networks) Sample(cfg SampleConfig, class []int, scale []float64) (*mat.
 	out := mat.NewDense(b, Dim, nil)
 	for lo := 0; lo < b; lo += batch {
 		hi := min(lo+batch, b)
-		x, err := n.SampleRows(cfg, class, scale, lo, hi)
+		x, err := n.SampleRowsContext(ctx, cfg, class, scale, lo, hi)
 		if err != nil {
 			return nil, err
 		}
@@ -235,6 +242,12 @@ func (n *Networks) Sample(cfg SampleConfig, class []int, scale []float64) (*mat.
 // SampleRows is Sample for rows [lo, hi) of a run (the same images as
 // Sample gives for those rows).
 func (n *Networks) SampleRows(cfg SampleConfig, class []int, scale []float64, lo, hi int) (*mat.Dense, error) {
+	return n.SampleRowsContext(context.Background(), cfg, class, scale, lo, hi)
+}
+
+// SampleRowsContext is SampleRows that stops between DDIM steps, with
+// ctx's error, once ctx is done.
+func (n *Networks) SampleRowsContext(ctx context.Context, cfg SampleConfig, class []int, scale []float64, lo, hi int) (*mat.Dense, error) {
 	if cfg.Steps < 1 {
 		return nil, errors.New("mnist: DDIM needs ≥ 1 step")
 	}
@@ -262,6 +275,9 @@ func (n *Networks) SampleRows(cfg SampleConfig, class []int, scale []float64, lo
 		return schedule.Coefficients{T: t, Alpha: s.Alpha(t), Sigma: s.Sigma(t)}
 	}
 	for k := 0; k+1 < len(grid); k++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		c0, c1 := at(grid[k]), at(grid[k+1])
 		ev, err := m.Eval(c0, x, score.WantEps)
 		if err != nil {

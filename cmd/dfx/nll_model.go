@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,7 +45,13 @@ type countingModel struct {
 }
 
 func (c countingModel) Eval(at schedule.Coefficients, x *mat.Dense, want score.Want) (*score.Eval, error) {
-	ev, err := c.inner.Eval(at, x, want)
+	return c.EvalContext(context.Background(), at, x, want)
+}
+
+// EvalContext passes ctx on, so that the inner model can stop inside an
+// evaluation.
+func (c countingModel) EvalContext(ctx context.Context, at schedule.Coefficients, x *mat.Dense, want score.Want) (*score.Eval, error) {
+	ev, err := score.EvalContext(ctx, c.inner, at, x, want)
 	c.tick()
 	return ev, err
 }
@@ -296,7 +303,7 @@ func loadNetModel(paths []string, tr traceSpec, d int, s schedule.Schedule, seed
 	rowsPer := 1 // graph rows per point of one trace call
 	switch tr.kind {
 	case "vjp":
-		nm.Trace, err = access.NewVJPTrace(net, 0)
+		nm.Trace, err = access.NewVJPTrace(net, access.PromptRows(d))
 		rowsPer = d
 	case "hutchinson":
 		nm.Trace, err = access.NewHutchinson(net, tr.k, access.Rademacher, seed)
@@ -315,8 +322,14 @@ func loadNetModel(paths []string, tr traceSpec, d int, s schedule.Schedule, seed
 	if err != nil {
 		return nllModel{}, fmt.Errorf("--trace %s: %w", tr, err)
 	}
-	// the trace evaluated perCall points at a time (bounding a graph call's rows)
-	nm.PerCall = max(1, access.DefaultMaxRows/rowsPer)
+	// the trace evaluated perCall points at a time, bounding a graph call's
+	// rows; VJP rows cost several forward passes, so their calls are kept
+	// short enough for an interrupt to be seen within a fraction of a second
+	rows := access.DefaultMaxRows
+	if tr.kind != "dftm" && tr.kind != "dftm-c" {
+		rows = min(rows, access.PromptRows(d))
+	}
+	nm.PerCall = max(1, rows/rowsPer)
 	width := float64(model.GetParamOr(store.Scope("/"), models.ParamWidth, 256))
 	fd := float64(d)
 	return nllModel{kind: "checkpoint", trace: tr.String(), model: nm,

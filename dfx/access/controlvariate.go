@@ -1,6 +1,7 @@
 package access
 
 import (
+	"context"
 	"fmt"
 
 	"gonum.org/v1/gonum/mat"
@@ -27,11 +28,17 @@ func (cv ControlVariate) Name() string {
 
 // Trace implements score.TraceEstimator.
 func (cv ControlVariate) Trace(c schedule.Coefficients, x *mat.Dense) ([]float64, error) {
-	a, err := cv.Known.Trace(c, x)
+	return cv.TraceContext(context.Background(), c, x)
+}
+
+// TraceContext implements score.ContextTraceEstimator: each part stops
+// (inside, where it can) with ctx's error once ctx is done.
+func (cv ControlVariate) TraceContext(ctx context.Context, c schedule.Coefficients, x *mat.Dense) ([]float64, error) {
+	a, err := score.TraceContext(ctx, cv.Known, c, x)
 	if err != nil {
 		return nil, err
 	}
-	b, err := cv.Residual.Trace(c, x)
+	b, err := score.TraceContext(ctx, cv.Residual, c, x)
 	if err != nil {
 		return nil, err
 	}

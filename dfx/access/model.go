@@ -1,6 +1,7 @@
 package access
 
 import (
+	"context"
 	"fmt"
 
 	"gonum.org/v1/gonum/mat"
@@ -26,6 +27,13 @@ type NetModel struct {
 // Eval implements score.Model. The Fisher matrices are not available
 // (score.WantFisher is an error).
 func (m NetModel) Eval(c schedule.Coefficients, x *mat.Dense, want score.Want) (*score.Eval, error) {
+	return m.EvalContext(context.Background(), c, x, want)
+}
+
+// EvalContext implements score.ContextModel: the trace stops between its
+// calls (PerCall points, and inside an estimator that can) with ctx's
+// error once ctx is done.
+func (m NetModel) EvalContext(ctx context.Context, c schedule.Coefficients, x *mat.Dense, want score.Want) (*score.Eval, error) {
 	if want&score.WantFisher != 0 {
 		return nil, fmt.Errorf("access: a network model has no Fisher matrices (use a FisherOperator)")
 	}
@@ -38,7 +46,7 @@ func (m NetModel) Eval(c schedule.Coefficients, x *mat.Dense, want score.Want) (
 	}
 	ev := &score.Eval{Eps: eps}
 	if want&score.WantTrace != 0 {
-		if ev.Trace, err = TraceInChunks(m.Trace, c, x, m.PerCall); err != nil {
+		if ev.Trace, err = TraceInChunksContext(ctx, m.Trace, c, x, m.PerCall); err != nil {
 			return nil, err
 		}
 	}
@@ -51,14 +59,21 @@ func (m NetModel) Eval(c schedule.Coefficients, x *mat.Dense, want score.Want) (
 // TraceInChunks is est's trace of the rows of x, perCall rows a call (≤ 0:
 // all at once).
 func TraceInChunks(est score.TraceEstimator, c schedule.Coefficients, x *mat.Dense, perCall int) ([]float64, error) {
+	return TraceInChunksContext(context.Background(), est, c, x, perCall)
+}
+
+// TraceInChunksContext is TraceInChunks that stops between calls (and
+// inside one, where est is a score.ContextTraceEstimator) with ctx's error
+// once ctx is done.
+func TraceInChunksContext(ctx context.Context, est score.TraceEstimator, c schedule.Coefficients, x *mat.Dense, perCall int) ([]float64, error) {
 	b, d := x.Dims()
 	if perCall <= 0 || perCall >= b {
-		return est.Trace(c, x)
+		return score.TraceContext(ctx, est, c, x)
 	}
 	tr := make([]float64, 0, b)
 	for first := 0; first < b; first += perCall {
 		end := min(first+perCall, b)
-		part, err := est.Trace(c, mat.DenseCopyOf(x.Slice(first, end, 0, d)))
+		part, err := score.TraceContext(ctx, est, c, mat.DenseCopyOf(x.Slice(first, end, 0, d)))
 		if err != nil {
 			return nil, err
 		}

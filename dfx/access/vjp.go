@@ -1,6 +1,7 @@
 package access
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 
@@ -15,6 +16,19 @@ import (
 
 // DefaultMaxRows bounds the rows (queries × vectors) of one graph call.
 const DefaultMaxRows = 4096
+
+// promptElements bounds rows × d of one graph call where a run must stop
+// promptly: 28 rows of the MNIST ε-network (d = 784, with its
+// 400-component mixture skip) take a fraction of a second a VJP call on 2
+// CPU cores, where the 784 rows of one point's exact trace take seconds,
+// and cost about as much per row (16 rows a call cost more: calls that
+// small use the cores less well).
+const promptElements = 28 * 784
+
+// PromptRows is the rows of one graph call for points of dimension d that
+// keeps a call short enough to check for cancellation between calls (the
+// maxRows of NewVJPTrace, a bound on K × points for Hutchinson): ≥ 1.
+func PromptRows(d int) int { return max(1, promptElements/max(d, 1)) }
 
 // vjpRunner holds the compiled row-wise quadratic form and matvec of a Net.
 type vjpRunner struct {
@@ -44,11 +58,14 @@ func newVJPRunner(n *Net, maxRows int) (*vjpRunner, error) {
 
 // run evaluates the quadratic forms (quad) or matvecs of rows x[i], v[i]
 // [R, d] at one α, σ, in chunks of at most maxRows rows; it returns flat
-// outputs.
-func (r *vjpRunner) run(quad bool, x, v *mat.Dense, alpha, sigma float64) ([]float64, error) {
+// outputs, or ctx's error once ctx is done (checked before each chunk).
+func (r *vjpRunner) run(ctx context.Context, quad bool, x, v *mat.Dense, alpha, sigma float64) ([]float64, error) {
 	var out []float64
 	rows, d := x.Dims()
 	for start := 0; start < rows; start += r.maxRows {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		end := min(start+r.maxRows, rows)
 		e := r.mvec
 		if quad {
@@ -78,6 +95,12 @@ func NewVJPTrace(n *Net, maxRows int) (*VJPTrace, error) {
 func (*VJPTrace) Name() string { return "vjp-exact" }
 
 func (e *VJPTrace) Trace(c schedule.Coefficients, x *mat.Dense) ([]float64, error) {
+	return e.TraceContext(context.Background(), c, x)
+}
+
+// TraceContext is Trace that stops between graph calls (of maxRows rows),
+// with ctx's error, once ctx is done.
+func (e *VJPTrace) TraceContext(ctx context.Context, c schedule.Coefficients, x *mat.Dense) ([]float64, error) {
 	b, d, err := checkAt(c, x, nil)
 	if err != nil {
 		return nil, err
@@ -89,7 +112,7 @@ func (e *VJPTrace) Trace(c schedule.Coefficients, x *mat.Dense) ([]float64, erro
 			vs.Set(q*d+i, i, 1)
 		}
 	}
-	quads, err := e.r.run(true, xs, vs, c.Alpha, c.Sigma)
+	quads, err := e.r.run(ctx, true, xs, vs, c.Alpha, c.Sigma)
 	if err != nil {
 		return nil, err
 	}
@@ -151,6 +174,12 @@ func NewHutchinson(n *Net, k int, p Probe, seed uint64) (*Hutchinson, error) {
 func (h *Hutchinson) Name() string { return fmt.Sprintf("hutchinson-%d", h.K) }
 
 func (h *Hutchinson) Trace(c schedule.Coefficients, x *mat.Dense) ([]float64, error) {
+	return h.TraceContext(context.Background(), c, x)
+}
+
+// TraceContext is Trace that stops between graph calls, with ctx's error,
+// once ctx is done.
+func (h *Hutchinson) TraceContext(ctx context.Context, c schedule.Coefficients, x *mat.Dense) ([]float64, error) {
 	b, d, err := checkAt(c, x, nil)
 	if err != nil {
 		return nil, err
@@ -163,7 +192,7 @@ func (h *Hutchinson) Trace(c schedule.Coefficients, x *mat.Dense) ([]float64, er
 			h.Probe.sample(rng, vs.RawRowView(q*h.K+k))
 		}
 	}
-	quads, err := h.r.run(true, xs, vs, c.Alpha, c.Sigma)
+	quads, err := h.r.run(ctx, true, xs, vs, c.Alpha, c.Sigma)
 	if err != nil {
 		return nil, err
 	}
@@ -191,6 +220,12 @@ func NewHutchPP(n *Net, m int, seed uint64) (*HutchPP, error) {
 func (h *HutchPP) Name() string { return fmt.Sprintf("hutch++-%d", h.M) }
 
 func (h *HutchPP) Trace(c schedule.Coefficients, x *mat.Dense) ([]float64, error) {
+	return h.TraceContext(context.Background(), c, x)
+}
+
+// TraceContext is Trace that stops between graph calls, with ctx's error,
+// once ctx is done.
+func (h *HutchPP) TraceContext(ctx context.Context, c schedule.Coefficients, x *mat.Dense) ([]float64, error) {
 	b, d, err := checkAt(c, x, nil)
 	if err != nil {
 		return nil, err
@@ -204,7 +239,7 @@ func (h *HutchPP) Trace(c schedule.Coefficients, x *mat.Dense) ([]float64, error
 			Rademacher.sample(rng, vs.RawRowView(q*k+j))
 		}
 	}
-	ys, err := h.r.run(false, xs, vs, c.Alpha, c.Sigma) // F S, k vectors per query
+	ys, err := h.r.run(ctx, false, xs, vs, c.Alpha, c.Sigma) // F S, k vectors per query
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +266,7 @@ func (h *HutchPP) Trace(c schedule.Coefficients, x *mat.Dense) ([]float64, error
 			xs2.SetRow(base+k+i, tensormat.Row(x, q))
 		}
 	}
-	quads, err := h.r.run(true, xs2, vs2, c.Alpha, c.Sigma)
+	quads, err := h.r.run(ctx, true, xs2, vs2, c.Alpha, c.Sigma)
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +296,7 @@ func (m *VJPMatVec) Apply(s score.State, v *mat.Dense) (*mat.Dense, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := m.r.run(false, s.X, v, s.At.Alpha, s.At.Sigma)
+	out, err := m.r.run(context.Background(), false, s.X, v, s.At.Alpha, s.At.Sigma)
 	if err != nil {
 		return nil, err
 	}

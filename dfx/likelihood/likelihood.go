@@ -113,7 +113,9 @@ func LogProb(x *mat.Dense, m score.Model, cfg Config) (*Result, error) {
 }
 
 // LogProbContext is LogProb that stops between solver steps, with ctx's
-// error, once ctx is cancelled (e.g. by SIGINT in the command line).
+// error, once ctx is cancelled (e.g. by SIGINT in the command line), and
+// inside an evaluation where dyn is a score.ContextModel (a network's
+// exact trace between its graph calls).
 func LogProbContext(ctx context.Context, x *mat.Dense, dyn score.Model, cfg Config) (*Result, error) {
 	cfg, err := checkConfig(x, dyn, cfg)
 	if err != nil {
@@ -223,7 +225,8 @@ func Grid(cfg Config, steps int) ([]float64, error) {
 // order-5 method in the step-halving error estimate).
 func integrate(ctx context.Context, x0 *mat.Dense, dyn score.Model, cfg Config, steps int, tolScale float64) (*Result, error) {
 	b, d := x0.Dims()
-	sys := pfode.New(schedule.Continuous{Schedule: cfg.Schedule}, dyn, b, d, pfode.LogDensity)
+	// bound to ctx, an evaluation (e.g. d VJPs of an exact trace) stops inside too
+	sys := pfode.New(schedule.Continuous{Schedule: cfg.Schedule}, score.WithContext(ctx, dyn), b, d, pfode.LogDensity)
 	sys.Drive = score.WantScore
 	y := sys.Init(x0, nil)
 	var st pfode.Stats
