@@ -25,6 +25,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/dfx-lab/dfx/internal/input"
 	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/models"
 )
@@ -143,7 +144,7 @@ func (e inputError) Is(target error) bool { return target == errBadInput }
 // failed computation: a corrupt or mismatched checkpoint, a malformed IDX
 // file, an unusable backend, or an error marked with badInput.
 func isBadInput(err error) bool {
-	return errors.Is(err, errBadInput) || errors.Is(err, models.ErrCheckpoint) ||
+	return errors.Is(err, errBadInput) || errors.Is(err, models.ErrCheckpoint) || errors.Is(err, input.ErrNotRegular) ||
 		errors.Is(err, mnist.ErrFormat) || errors.Is(err, mnist.ErrWork) || errors.Is(err, models.ErrBackend)
 }
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -70,7 +69,7 @@ func loadGMM(path string, d int, s schedule.Schedule, budget membudget.Budget) (
 	if path == "-" {
 		r, name = input.Stdin, input.StdinName
 	} else {
-		f, err := os.Open(path)
+		f, err := input.Open(path)
 		if err != nil {
 			return nllModel{}, fmt.Errorf("--gmm: %w", err)
 		}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"gonum.org/v1/gonum/mat"
@@ -32,7 +31,7 @@ func isIDX(path string) bool {
 	if strings.HasSuffix(path, ".gz") {
 		return true
 	}
-	f, err := os.Open(path)
+	f, err := input.Open(path)
 	if err != nil {
 		return false // input.ReadFile reports it
 	}
@@ -50,7 +49,7 @@ func isNPY(path string) bool {
 	if path == "-" {
 		return false
 	}
-	f, err := os.Open(path)
+	f, err := input.Open(path)
 	if err != nil {
 		return false
 	}
