@@ -47,7 +47,9 @@ import (
 // with unknown fields rejected; every dtype, rank and dimension is checked
 // and sizes are accumulated without overflow against the bytes present;
 // duplicate or malformed paths, trailing bytes and non-finite values are
-// errors. Every error wraps ErrCheckpoint.
+// errors; so are a network listed twice and size hyperparameters (depth,
+// width, …) beyond what the stored variables can hold (checkSizes), so no
+// graph is ever built from a forged header. Every error wraps ErrCheckpoint.
 const (
 	checkpointMagic     = "DFXCKPT\x00"
 	checkpointVersion   = 3
@@ -277,7 +279,7 @@ func ReadCheckpointBytes(path string) ([]byte, error) {
 	if size < int64(fixed+checksumLen) {
 		return nil, bad("not a dfx checkpoint (%d bytes, too short)", size)
 	}
-	raw := make([]byte, fixed, size)
+	raw := make([]byte, fixed)
 	if _, err := io.ReadFull(f, raw); err != nil {
 		return nil, fmt.Errorf("models: checkpoint %s: %w", path, err)
 	}
@@ -289,7 +291,7 @@ func ReadCheckpointBytes(path string) ([]byte, error) {
 	}
 	// The file may have changed since the stat: read what it had, make sure
 	// nothing follows, and let the checksum judge the bytes.
-	raw = raw[:size]
+	raw = append(raw, make([]byte, size-int64(fixed))...)
 	if _, err := io.ReadFull(f, raw[fixed:]); err != nil {
 		return nil, bad("the file changed while it was read (%v)", err)
 	}
@@ -349,6 +351,9 @@ func DecodeCheckpoint(raw []byte, name string) (*Checkpoint, error) {
 	}
 	if len(data) != 0 {
 		return nil, bad("%d bytes after the last variable", len(data))
+	}
+	if err := h.checkSizes(); err != nil {
+		return nil, bad("%v", err)
 	}
 	return c, nil
 }
