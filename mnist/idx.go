@@ -79,19 +79,33 @@ func readFile[T any](path string, decode func(io.Reader) (T, error)) (T, error) 
 	return v, nil
 }
 
+// header reads the magic (checked first, so that another kind of IDX file
+// is named as such however short it is) and the dims sizes.
 func header(r io.Reader, magic uint32, dims int) ([]int, error) {
-	h := make([]uint32, 1+dims)
+	var m uint32
+	if err := binary.Read(r, binary.BigEndian, &m); err != nil {
+		return nil, fmt.Errorf("header: %v: %w", err, ErrFormat)
+	}
+	if m != magic {
+		return nil, fmt.Errorf("magic %#08x, want %#08x (%s): %w", m, magic, idxKind(magic), ErrFormat)
+	}
+	h := make([]uint32, dims)
 	if err := binary.Read(r, binary.BigEndian, h); err != nil {
 		return nil, fmt.Errorf("header: %v: %w", err, ErrFormat)
 	}
-	if h[0] != magic {
-		return nil, fmt.Errorf("magic %#08x, want %#08x: %w", h[0], magic, ErrFormat)
-	}
 	out := make([]int, dims)
-	for i, v := range h[1:] {
+	for i, v := range h {
 		out[i] = int(v)
 	}
 	return out, nil
+}
+
+// idxKind names what a magic number is for.
+func idxKind(magic uint32) string {
+	if magic == idxImages {
+		return "IDX images"
+	}
+	return "IDX labels"
 }
 
 // readExactly reads n bytes and checks that nothing follows: the stream is
