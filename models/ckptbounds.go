@@ -1,9 +1,14 @@
 package models
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"path"
 	"strings"
+
+	"github.com/dfx-lab/dfx/internal/input"
 )
 
 // sizeParams are the hyperparameters that size a network's graph: each is
@@ -61,4 +66,56 @@ func (h *CheckpointHeader) checkSizes() error {
 		}
 	}
 	return nil
+}
+
+// ReadCheckpointBytes reads a checkpoint file's bytes for DecodeCheckpoint.
+// Only a regular file is opened (input.Open), and its size is checked
+// before it is read whole: against MaxCheckpointBytes, and against the
+// header length its first bytes declare, so that a device, a named pipe or
+// a file that is not a checkpoint is refused after reading at most 16
+// bytes. A missing file's error wraps fs.ErrNotExist.
+func ReadCheckpointBytes(path string) ([]byte, error) {
+	f, err := input.Open(path)
+	if err != nil {
+		if errors.Is(err, input.ErrNotRegular) {
+			return nil, fmt.Errorf("models: checkpoint %v: %w", err, ErrCheckpoint)
+		}
+		return nil, fmt.Errorf("models: checkpoint: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("models: checkpoint %s: %w", path, err)
+	}
+	size := st.Size()
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("models: checkpoint %s: %s: %w", path, fmt.Sprintf(format, args...), ErrCheckpoint)
+	}
+	const fixed = len(checkpointMagic) + 8
+	if size > MaxCheckpointBytes {
+		return nil, bad("%d bytes, larger than %d", size, MaxCheckpointBytes)
+	}
+	if size < int64(fixed+checksumLen) {
+		return nil, bad("not a dfx checkpoint (%d bytes, too short)", size)
+	}
+	raw := make([]byte, fixed)
+	if _, err := io.ReadFull(f, raw); err != nil {
+		return nil, fmt.Errorf("models: checkpoint %s: %w", path, err)
+	}
+	if string(raw[:len(checkpointMagic)]) != checkpointMagic {
+		return nil, bad("not a dfx checkpoint (bad magic)")
+	}
+	if hlen := int64(binary.LittleEndian.Uint32(raw[len(checkpointMagic)+4:])); hlen > MaxCheckpointHeader || int64(fixed)+hlen+checksumLen > size {
+		return nil, bad("header length %d out of bounds for a file of %d bytes", hlen, size)
+	}
+	// The file may have changed since the stat: read what it had, make sure
+	// nothing follows, and let the checksum judge the bytes.
+	raw = append(raw, make([]byte, size-int64(fixed))...)
+	if _, err := io.ReadFull(f, raw[fixed:]); err != nil {
+		return nil, bad("the file changed while it was read (%v)", err)
+	}
+	if n, _ := f.Read(make([]byte, 1)); n != 0 {
+		return nil, bad("the file changed while it was read (it grew)")
+	}
+	return raw, nil
 }
