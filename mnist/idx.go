@@ -6,13 +6,15 @@ package mnist
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
+
+	"github.com/dfx-lab/dfx/internal/input"
 )
 
 // IDX magic numbers (unsigned bytes; 3 dimensions for images, 1 for labels).
@@ -41,7 +43,7 @@ func (im *Images) Dim() int { return im.Rows * im.Cols }
 
 // open returns a reader of path, gunzipped when path ends in .gz.
 func open(path string) (io.Reader, func() error, error) {
-	f, err := os.Open(path)
+	f, err := input.Open(path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -77,32 +79,61 @@ func readFile[T any](path string, decode func(io.Reader) (T, error)) (T, error) 
 	return v, nil
 }
 
+// header reads the magic (checked first, so that another kind of IDX file
+// is named as such however short it is) and the dims sizes.
 func header(r io.Reader, magic uint32, dims int) ([]int, error) {
-	h := make([]uint32, 1+dims)
+	var m uint32
+	if err := binary.Read(r, binary.BigEndian, &m); err != nil {
+		return nil, fmt.Errorf("header: %v: %w", err, ErrFormat)
+	}
+	if m != magic {
+		return nil, fmt.Errorf("magic %#08x, want %#08x (%s): %w", m, magic, idxKind(magic), ErrFormat)
+	}
+	h := make([]uint32, dims)
 	if err := binary.Read(r, binary.BigEndian, h); err != nil {
 		return nil, fmt.Errorf("header: %v: %w", err, ErrFormat)
 	}
-	if h[0] != magic {
-		return nil, fmt.Errorf("magic %#08x, want %#08x: %w", h[0], magic, ErrFormat)
-	}
 	out := make([]int, dims)
-	for i, v := range h[1:] {
+	for i, v := range h {
 		out[i] = int(v)
 	}
 	return out, nil
 }
 
-// readExactly reads n bytes and checks that nothing follows.
+// idxKind names what a magic number is for.
+func idxKind(magic uint32) string {
+	if magic == idxImages {
+		return "IDX images"
+	}
+	return "IDX labels"
+}
+
+// readExactly reads n bytes and checks that nothing follows: the stream is
+// read to its end, so that a gzip stream's CRC and length are verified. The
+// buffer grows with the bytes actually read (never n at once on a header's
+// word), so a short file cannot make it allocate what it declares.
 func readExactly(r io.Reader, n int) ([]byte, error) {
-	buf := make([]byte, n)
-	if _, err := io.ReadFull(r, buf); err != nil {
-		return nil, fmt.Errorf("%d bytes declared: %v: %w", n, err, ErrFormat)
+	var buf bytes.Buffer
+	buf.Grow(min(n, 1<<20))
+	if k, err := buf.ReadFrom(io.LimitReader(r, int64(n))); err != nil || k != int64(n) {
+		if err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, fmt.Errorf("%d bytes declared, %d read: %v: %w", n, k, err, ErrFormat)
 	}
 	var one [1]byte
-	if k, _ := r.Read(one[:]); k != 0 {
-		return nil, fmt.Errorf("data after the %d declared bytes: %w", n, ErrFormat)
+	for {
+		k, err := r.Read(one[:])
+		if k != 0 {
+			return nil, fmt.Errorf("data after the %d declared bytes: %w", n, ErrFormat)
+		}
+		if err == io.EOF {
+			return buf.Bytes(), nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("after the %d declared bytes: %v: %w", n, err, ErrFormat)
+		}
 	}
-	return buf, nil
 }
 
 // DecodeImages parses an IDX image stream. Every size read from the header

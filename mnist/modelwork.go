@@ -18,6 +18,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/internal/atomicfile"
+	"github.com/dfx-lab/dfx/internal/input"
 	"github.com/dfx-lab/dfx/internal/worklock"
 )
 
@@ -340,19 +341,12 @@ const maxWorkFile = 256 << 20
 // trailing data and files over maxWorkFile; found is false when there is
 // no such file. who prefixes the messages.
 func readStrict(who, path string, v any) (found bool, err error) {
-	st, err := os.Stat(path)
+	raw, err := input.ReadAll(path, maxWorkFile) // a regular file, its size checked before it is read
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
 	if err != nil {
-		return false, err
-	}
-	if st.Size() > maxWorkFile {
-		return true, fmt.Errorf("%s: %s is %d bytes, over the %d a work file may have: %w", who, path, st.Size(), maxWorkFile, ErrWork)
-	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return false, err
+		return true, fmt.Errorf("%s: work file %v: %w", who, err, ErrWork)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()

@@ -687,7 +687,7 @@ func loadCheckpoint(dir, name string) (*models.Checkpoint, string, error) {
 	where := weightsPath(dir, name)
 	if dir != "" {
 		// an explicit folder must hold the network: never the compiled-in one instead
-		raw, err = os.ReadFile(where)
+		raw, err = models.ReadCheckpointBytes(where)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, "", fmt.Errorf("mnist: %s has no %s network (%s.dfxckpt): train it with `dfx train %s -out %s`, or copy it from mnist/checkpoints: %w",
 				dir, name, name, name, dir, models.ErrCheckpoint)

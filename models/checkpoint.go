@@ -7,9 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -47,7 +45,9 @@ import (
 // with unknown fields rejected; every dtype, rank and dimension is checked
 // and sizes are accumulated without overflow against the bytes present;
 // duplicate or malformed paths, trailing bytes and non-finite values are
-// errors. Every error wraps ErrCheckpoint.
+// errors; so are a network listed twice and size hyperparameters (depth,
+// width, …) beyond what the stored variables can hold (checkSizes), so no
+// graph is ever built from a forged header. Every error wraps ErrCheckpoint.
 const (
 	checkpointMagic     = "DFXCKPT\x00"
 	checkpointVersion   = 3
@@ -261,19 +261,12 @@ func ProducedBy(producer string) func(path string) error {
 // MaxCheckpointBytes bounds what ReadCheckpoint reads from a file.
 const MaxCheckpointBytes = 1 << 30
 
-// ReadCheckpoint reads and verifies a checkpoint file (see DecodeCheckpoint).
+// ReadCheckpoint reads and verifies a checkpoint file (see DecodeCheckpoint
+// and ReadCheckpointBytes).
 func ReadCheckpoint(path string) (*Checkpoint, error) {
-	f, err := os.Open(path)
+	raw, err := ReadCheckpointBytes(path)
 	if err != nil {
-		return nil, fmt.Errorf("models: checkpoint: %w", err)
-	}
-	defer f.Close()
-	raw, err := io.ReadAll(io.LimitReader(f, MaxCheckpointBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("models: checkpoint %s: %w", path, err)
-	}
-	if len(raw) > MaxCheckpointBytes {
-		return nil, fmt.Errorf("models: checkpoint %s: larger than %d bytes: %w", path, MaxCheckpointBytes, ErrCheckpoint)
+		return nil, err
 	}
 	return DecodeCheckpoint(raw, path)
 }
@@ -328,6 +321,9 @@ func DecodeCheckpoint(raw []byte, name string) (*Checkpoint, error) {
 	}
 	if len(data) != 0 {
 		return nil, bad("%d bytes after the last variable", len(data))
+	}
+	if err := h.checkSizes(); err != nil {
+		return nil, bad("%v", err)
 	}
 	return c, nil
 }

@@ -239,7 +239,7 @@ func TestWeightsCheckpointRoundTripsAndLoadsStrictly(t *testing.T) {
 // with its checksum appended, so that the fuzzer also explores the header
 // and data parser behind the checksum.
 func FuzzDecodeCheckpoint(f *testing.F) {
-	c := &Checkpoint{Header: CheckpointHeader{Kind: KindWeights, Networks: []string{ScoreScope}, Dim: 2, Params: map[string]string{"/width": "int:4"},
+	c := &Checkpoint{Header: CheckpointHeader{Kind: KindWeights, Networks: []string{ScoreScope}, Dim: 2, Params: map[string]string{"/width": "int:2"},
 		Variables: []CheckpointVariable{{Path: "/score/output/weights", DType: "Float32", Dims: []int{2, 2}, Trainable: true}}},
 		Values: []*tensors.Tensor{tensors.FromValue([][]float32{{1, 2}, {3, 4}})}}
 	vp, _ := SpecOf(schedule.DefaultVP())

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -235,7 +234,7 @@ func loadCheckpoint(dir, name string, embedded bool, cfg Config, sch schedule.Sc
 	var err error
 	where := filepath.Join(dir, name)
 	if dir != "" {
-		raw, err = os.ReadFile(where)
+		raw, err = models.ReadCheckpointBytes(where)
 	}
 	if dir == "" || (errors.Is(err, fs.ErrNotExist) && embedded) {
 		if !embedded {

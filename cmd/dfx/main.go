@@ -25,6 +25,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/dfx-lab/dfx/internal/input"
 	"github.com/dfx-lab/dfx/internal/outfile"
 	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/models"
@@ -157,11 +158,11 @@ func (e inputError) Unwrap() error        { return e.err }
 func (e inputError) Is(target error) bool { return target == errBadInput }
 
 // isBadInput reports whether err is about the user's input rather than a
-// failed computation: a corrupt or mismatched checkpoint, a malformed IDX
-// file, an unusable backend, an output dfx may not write, or an error
-// marked with badInput.
+// failed computation: a corrupt or mismatched checkpoint, an input that is
+// not a regular file, a malformed IDX file, an unusable backend, an output
+// dfx may not write, or an error marked with badInput.
 func isBadInput(err error) bool {
-	return errors.Is(err, errBadInput) || errors.Is(err, models.ErrCheckpoint) ||
+	return errors.Is(err, errBadInput) || errors.Is(err, models.ErrCheckpoint) || errors.Is(err, input.ErrNotRegular) ||
 		errors.Is(err, mnist.ErrFormat) || errors.Is(err, mnist.ErrWork) || errors.Is(err, models.ErrBackend) ||
 		errors.Is(err, outfile.ErrRefused)
 }

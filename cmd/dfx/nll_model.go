@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -77,7 +76,7 @@ func loadGMM(path string, d int, s schedule.Schedule, budget membudget.Budget) (
 	if path == "-" {
 		r, name = input.Stdin, input.StdinName
 	} else {
-		f, err := os.Open(path)
+		f, err := input.Open(path)
 		if err != nil {
 			return nllModel{}, fmt.Errorf("--gmm: %w", err)
 		}
@@ -146,15 +145,15 @@ func parseGMM(raw []byte) (*gmmSpec, error) {
 	if g.Weights != nil && len(g.Weights) != k {
 		return nil, fmt.Errorf("%d means but %d weights", k, len(g.Weights))
 	}
-	sum := 0.0
+	top := 0.0 // weights are scaled by the largest (mixture.NewGaussian): 1e308 each is fine
 	for i, w := range g.Weights {
 		if !(w >= 0) || math.IsInf(w, 0) {
 			return nil, fmt.Errorf("weight %d is %g: weights must be finite and ≥ 0", i, w)
 		}
-		sum += w
+		top = max(top, w)
 	}
-	if g.Weights != nil && !(sum > 0 && !math.IsInf(sum, 0)) {
-		return nil, fmt.Errorf("weights sum to %g: want a positive finite sum", sum)
+	if g.Weights != nil && top == 0 {
+		return nil, errors.New("every weight is 0: want at least one positive weight")
 	}
 	out := &gmmSpec{means: mat.NewDense(k, d, nil), weights: g.Weights}
 	for i, mu := range g.Means {

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"path/filepath"
 	"strings"
 
 	"gonum.org/v1/gonum/mat"
@@ -23,23 +23,26 @@ type nllPoints struct {
 	dequantized bool
 }
 
-// isIDX reports whether path names IDX images: a .gz file, or a file that
-// starts with the IDX image magic 0x00000803.
+// isIDX reports whether path is read as IDX images: a .gz file, a name
+// IDX files carry (.idx, -ubyte), or a file whose first two bytes are 0, as
+// every IDX magic's are (no CSV or .npy file starts so). One with another
+// magic than the images' 0x00000803 (a label file, say) is then refused by
+// mnist.ReadImages, instead of being read as CSV.
 func isIDX(path string) bool {
 	if path == "-" {
 		return false
 	}
-	if strings.HasSuffix(path, ".gz") {
+	if name := strings.ToLower(filepath.Base(path)); strings.HasSuffix(name, ".gz") || strings.HasSuffix(name, ".idx") || strings.HasSuffix(name, "-ubyte") {
 		return true
 	}
-	f, err := os.Open(path)
+	f, err := input.Open(path)
 	if err != nil {
 		return false // input.ReadFile reports it
 	}
 	defer f.Close()
-	var magic [4]byte
+	var magic [2]byte
 	n, _ := io.ReadFull(f, magic[:])
-	return n == 4 && magic == [4]byte{0, 0, 8, 3}
+	return n == 2 && magic == [2]byte{0, 0}
 }
 
 // isNPY reports whether path is a .npy file (by its name or its magic bytes).
@@ -50,7 +53,7 @@ func isNPY(path string) bool {
 	if path == "-" {
 		return false
 	}
-	f, err := os.Open(path)
+	f, err := input.Open(path)
 	if err != nil {
 		return false
 	}

@@ -10,11 +10,15 @@ import (
 
 	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/internal/atomicfile"
+	"github.com/dfx-lab/dfx/internal/input"
 )
 
 // indexName is the generated list of every figure and table under the
 // output folder.
 const indexName = "INDEX.md"
+
+// maxIndexBytes bounds the index read back (it is a few KB).
+const maxIndexBytes = 16 << 20
 
 // reproduce runs experiment name, writes each of its reports through
 // report.WriteDir (a folder is swapped in whole) and then replaces the
@@ -61,7 +65,7 @@ func reproduce(ctx context.Context, name, out string, cfg report.Config) error {
 // and writes it atomically.
 func updateIndex(path, name string, lines []string) error {
 	sections := map[string]string{}
-	if old, err := os.ReadFile(path); err == nil {
+	if old, err := input.ReadAll(path, maxIndexBytes); err == nil {
 		for _, part := range strings.Split(string(old), "\n## ")[1:] {
 			head, body, _ := strings.Cut(part, "\n")
 			sections[strings.TrimSpace(head)] = strings.TrimSpace(body)

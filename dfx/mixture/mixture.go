@@ -191,18 +191,24 @@ func normalisedLogWeights(w []float64, n int) ([]float64, error) {
 	if len(w) != n {
 		return nil, fmt.Errorf("mixture: %d weights for %d components: %w", len(w), n, ErrInput)
 	}
-	sum := 0.0
+	top := 0.0
 	for i, v := range w {
 		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 			return nil, fmt.Errorf("mixture: weight %d is %v, must be finite and non-negative: %w", i, v, ErrInput)
 		}
-		sum += v
+		top = max(top, v)
 	}
-	if !(sum > 0) || math.IsInf(sum, 0) {
-		return nil, fmt.Errorf("mixture: weights sum to %v, must be positive and finite: %w", sum, ErrInput)
+	if top == 0 {
+		return nil, fmt.Errorf("mixture: every weight is 0, at least one must be positive: %w", ErrInput)
+	}
+	// Scaled by the largest, the weights sum to a value in [1, n]: finite
+	// positive weights never overflow the sum (1e308 each is a valid input).
+	sum := 0.0
+	for _, v := range w {
+		sum += v / top
 	}
 	for i, v := range w {
-		out[i] = math.Log(v) - math.Log(sum) // log 0 = −Inf: a component that never wins
+		out[i] = math.Log(v/top) - math.Log(sum) // log 0 = −Inf: a component that never wins
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package mixture
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
@@ -350,5 +351,23 @@ func TestWeightsActLikeRepeatedPoints(t *testing.T) {
 	ra, rb := eval(t, a, s, 0.7, x, LogProb|Trace, nil), eval(t, b, s, 0.7, x, LogProb|Trace, nil)
 	if relErr(ra.Trace, rb.Trace) > 1e-14 || relErr(ra.LogProb, rb.LogProb) > 1e-14 {
 		t.Errorf("weights 1:2 differ from repeated point: %v %v", ra.Trace, rb.Trace)
+	}
+}
+
+// TestHugeWeightsAreOnlyAScale: weights are relative, so 1e308 each (whose
+// sum overflows float64) is the uniform mixture, and 1e308:2e-308 keeps its
+// ratio; all-zero weights are refused.
+func TestHugeWeightsAreOnlyAScale(t *testing.T) {
+	y := mat.NewDense(2, 2, []float64{0, 0, 1, 1})
+	huge, err := NewDirac(y, []float64{1e308, 1e308})
+	if err != nil {
+		t.Fatalf("weights of 1e308: %v", err)
+	}
+	uniform, _ := NewDirac(y, nil)
+	if !slices.Equal(huge.logPi, uniform.logPi) {
+		t.Errorf("1e308 each: log weights %v, want %v", huge.logPi, uniform.logPi)
+	}
+	if _, err := NewDirac(y, []float64{0, 0}); err == nil {
+		t.Error("all-zero weights were accepted")
 	}
 }

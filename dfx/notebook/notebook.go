@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/dfx-lab/dfx/dfx/report"
+	"github.com/dfx-lab/dfx/internal/input"
 	"github.com/janpfeifer/gonb/gonbui"
 	"github.com/janpfeifer/gonb/gonbui/protocol"
 )
@@ -138,7 +139,7 @@ func display(data map[protocol.MIMEType]any) {
 func ShowCommitted(dir string, names ...string) {
 	root := filepath.Join(RepoRoot(), "figures", dir)
 	for _, n := range names {
-		data, err := os.ReadFile(filepath.Join(root, n))
+		data, err := input.ReadAll(filepath.Join(root, n), 1<<30)
 		if err != nil {
 			Fail(fmt.Errorf("committed results: %w", err))
 		}

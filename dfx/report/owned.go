@@ -9,7 +9,11 @@ import (
 	"strings"
 
 	"github.com/dfx-lab/dfx/internal/atomicfile"
+	"github.com/dfx-lab/dfx/internal/input"
 )
+
+// maxMarkerBytes bounds the marker read back (one line per file written).
+const maxMarkerBytes = 16 << 20
 
 // marker is the file by which dfx recognises a folder it wrote. WriteDir
 // puts one in every folder it writes, listing the files it wrote there (its
@@ -47,7 +51,7 @@ func CheckDir(dir string) error {
 	if len(ents) == 0 {
 		return nil
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, marker))
+	raw, err := input.ReadAll(filepath.Join(dir, marker), maxMarkerBytes)
 	if err != nil {
 		return fmt.Errorf("output folder %s holds files dfx did not write (e.g. %s; no %s marker): choose a new or empty folder: %w", dir, ents[0].Name(), marker, errNotOwned)
 	}
@@ -109,7 +113,7 @@ func checkReplaceable(dir string) error {
 	if err := CheckDir(dir); err != nil {
 		return err
 	}
-	if raw, err := os.ReadFile(filepath.Join(dir, marker)); err == nil {
+	if raw, err := input.ReadAll(filepath.Join(dir, marker), maxMarkerBytes); err == nil {
 		if parent, _ := parseMarker(string(raw)); parent {
 			return fmt.Errorf("output folder %s holds other output folders: it is never replaced whole: %w", dir, errNotOwned)
 		}

@@ -87,6 +87,11 @@ func parseField(f []byte) (float64, error) {
 	// ParseFloat copies the string into any error it returns, so viewing
 	// the buffer without a copy is safe.
 	v, err := strconv.ParseFloat(unsafe.String(&f[0], len(f)), 64)
+	if err == nil && !math.IsNaN(v) && !math.IsInf(v, 0) && !plainDecimal(f) {
+		// Go's own literals ("1_0", "0x1p-2") are not what another program
+		// reading the same file would see.
+		return 0, fmt.Errorf("%q is not a number (want a plain decimal such as -1.5 or 2e-3)", truncate(f))
+	}
 	if err != nil {
 		return 0, fmt.Errorf("%q is not a number", truncate(f))
 	}
@@ -94,6 +99,41 @@ func parseField(f []byte) (float64, error) {
 		return 0, fmt.Errorf("%q is not a finite number", truncate(f))
 	}
 	return v, nil
+}
+
+// plainDecimal reports whether f is [+-]digits[.digits][(e|E)[+-]digits]
+// (digits on at least one side of the point): the syntax every CSV
+// reader agrees on.
+func plainDecimal(f []byte) bool {
+	i, n := 0, len(f)
+	digits := func() int {
+		k := 0
+		for i < n && f[i] >= '0' && f[i] <= '9' {
+			i, k = i+1, k+1
+		}
+		return k
+	}
+	if i < n && (f[i] == '+' || f[i] == '-') {
+		i++
+	}
+	m := digits()
+	if i < n && f[i] == '.' {
+		i++
+		m += digits()
+	}
+	if m == 0 {
+		return false
+	}
+	if i < n && (f[i] == 'e' || f[i] == 'E') {
+		i++
+		if i < n && (f[i] == '+' || f[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == n
 }
 
 func truncate(f []byte) string {

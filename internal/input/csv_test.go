@@ -53,6 +53,12 @@ func TestCSVNeverDropsARowAndNamesTheFileLine(t *testing.T) {
 		{"", "no data"},
 		{"\n \n# only a comment\n", "no data"},
 		{"1,Inf\n", "not a finite number"},
+		{"1_0,2\n", `line 1, column 1: "1_0" is not a number`},
+		{"0x1p-2\n", `"0x1p-2" is not a number`},
+		{"1,0b11\n", `"0b11" is not a number`},
+		{"1,.\n", `"." is not a number`},
+		{"1,1e\n", `"1e" is not a number`},
+		{"+infinity\n", "not a finite number"},
 	} {
 		_, err := readString(c.in, Options{})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -64,6 +70,19 @@ func TestCSVNeverDropsARowAndNamesTheFileLine(t *testing.T) {
 	os.WriteFile(p, []byte("1,2\n\n3,x\n"), 0o644)
 	if _, err := ReadFile(p, Options{}); err == nil || !strings.HasPrefix(err.Error(), p+": line 3, column 2") {
 		t.Errorf("want file name and file line, got %v", err)
+	}
+}
+
+func TestCSVReadsEveryPlainDecimal(t *testing.T) {
+	m, err := readString("1,-2.5,+.5,5.,1e3,-1E-3,2.5e+2,007\n", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []float64{1, -2.5, 0.5, 5, 1000, -0.001, 250, 7}
+	for j, w := range want {
+		if m.At(0, j) != w {
+			t.Errorf("column %d: %g, want %g", j+1, m.At(0, j), w)
+		}
 	}
 }
 

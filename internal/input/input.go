@@ -2,7 +2,7 @@
 // (one row per line, comma-separated float64 values) or NumPy .npy files
 // (float32/float64, little-endian, C order, 1-D or 2-D), chosen by the
 // file's extension; "-" is standard input (a .npy stream is recognised by
-// its magic bytes).
+// its magic bytes). Any other path must name a regular file (Open).
 //
 // CSV rules: blank and whitespace-only lines are skipped, so are lines whose
 // first non-blank character is '#'; every other line is a row, and a row
@@ -62,21 +62,11 @@ func ReadFile(path string, opt Options) (*mat.Dense, error) {
 	if path == "-" {
 		return readStream(Stdin, StdinName, opt)
 	}
-	f, err := os.Open(path)
+	f, err := Open(path) // a regular file: a pipe is read as "-"
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if st.IsDir() {
-		return nil, fmt.Errorf("%s: is a folder, not a data file", path)
-	}
-	if !st.Mode().IsRegular() { // a pipe, a FIFO, /dev/stdin
-		return readStream(f, path, opt)
-	}
 	var m *mat.Dense
 	if strings.EqualFold(filepath.Ext(path), ".npy") {
 		m, err = ReadNPY(f, opt)
