@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
 	"strings"
+
+	"github.com/dfx-lab/dfx/internal/input"
 )
 
 // Software is the value of the PNG "Software" text chunk that marks an
@@ -91,15 +91,13 @@ func NPYOwned(path string) error {
 	return nil
 }
 
-// readHead reads up to limit bytes from the start of the regular file path.
+// readHead reads up to limit bytes from the start of the regular file path
+// (input.Open: it never blocks on what is not one).
 func readHead(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := input.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file")
-	}
 	return io.ReadAll(io.LimitReader(f, limit))
 }
