@@ -109,7 +109,7 @@ func checkExisting(path string, owned Owned) error {
 func kind(m fs.FileMode) string {
 	switch {
 	case m&fs.ModeNamedPipe != 0:
-		return "FIFO"
+		return "named pipe (FIFO)"
 	case m&fs.ModeCharDevice != 0:
 		return "character device"
 	case m&fs.ModeDevice != 0:
