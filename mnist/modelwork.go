@@ -19,6 +19,7 @@ import (
 
 	"github.com/dfx-lab/dfx/internal/atomicfile"
 	"github.com/dfx-lab/dfx/internal/input"
+	"github.com/dfx-lab/dfx/internal/outfile"
 	"github.com/dfx-lab/dfx/internal/worklock"
 )
 
@@ -270,16 +271,16 @@ func checkWorkDir(who, dir string) error {
 	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
 		return fmt.Errorf("%s: work folder %s is not a folder: %w", who, dir, ErrWork)
 	}
+	if err := outfile.CheckFolderFor(dir); err != nil { // before anything is made
+		return fmt.Errorf("%s: work folder %s: %v: %w", who, dir, err, ErrWork)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("%s: work folder: %v: %w", who, err, ErrWork)
 	}
-	f, err := os.CreateTemp(dir, ".dfx-write-check-*")
-	if err != nil {
-		return fmt.Errorf("%s: work folder %s cannot be written: %v: %w", who, dir, err, ErrWork)
+	if err := outfile.CheckFolder(dir); err != nil {
+		return fmt.Errorf("%s: work folder %s: %v: %w", who, dir, err, ErrWork)
 	}
-	name := f.Name()
-	f.Close()
-	return os.Remove(name)
+	return nil
 }
 
 // lockWork keeps two runs off the work file name in dir (what names it

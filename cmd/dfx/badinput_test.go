@@ -232,7 +232,7 @@ func TestEveryBadInputIsOneLineExitTwoNothingOnStdout(t *testing.T) {
 		{"reproduce no experiment", []string{"reproduce"}, "", "name an experiment"},
 		{"reproduce unknown experiment", []string{"reproduce", "nope"}, "", "unknown experiment"},
 		{"reproduce empty -out", []string{"reproduce", "-out", "", "ot"}, "", "-out is empty"},
-		{"reproduce -out under a file", []string{"reproduce", "-out", filepath.Join(aFile, "sub"), "ot"}, "", "not a directory"},
+		{"reproduce -out under a file", []string{"reproduce", "-out", filepath.Join(aFile, "sub"), "ot"}, "", "not an existing folder"},
 		{"reproduce bad DFX_QUICK", []string{"reproduce", "ot"}, "yes", "DFX_QUICK"},
 	}
 	for _, c := range cases {

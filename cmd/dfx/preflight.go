@@ -107,12 +107,16 @@ func checkOutFile(flagName, p string, owned outfile.Owned) error {
 	return nil
 }
 
-// checkOutDir checks a folder that dfx writes files into but never
-// replaces whole (dfx train's -out): not the file system's root, not a
-// source folder.
+// checkOutDir checks an output folder (train's and reproduce's -out): not
+// the file system's root, not a source folder (report.CheckNotSource), and
+// it or, where it is still to be made, its nearest existing parent a
+// writable folder outside any package's source folders.
 func checkOutDir(flagName, dir string) error {
 	if err := report.CheckNotSource(dir); err != nil {
 		return badInput(fmt.Errorf("-%s: %w", flagName, err))
+	}
+	if err := outfile.CheckFolderFor(dir); err != nil {
+		return badInput(fmt.Errorf("-%s %s: %w", flagName, dir, err))
 	}
 	return nil
 }

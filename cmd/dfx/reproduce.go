@@ -180,6 +180,9 @@ func preflightReproduce(out string, names []string, s report.Settings) error {
 	if strings.TrimSpace(out) == "" {
 		return badInput(errors.New("-out is empty; name an output folder"))
 	}
+	if err := checkOutDir("out", out); err != nil {
+		return err
+	}
 	for _, d := range append([]string{out}, names...) {
 		if d != out {
 			d = filepath.Join(out, d)
@@ -203,12 +206,7 @@ func preflightReproduce(out string, names []string, s report.Settings) error {
 	if err := report.ClaimDir(out); err != nil {
 		return badInput(fmt.Errorf("-out %s: cannot create the folder: %w", out, err))
 	}
-	f, err := os.CreateTemp(out, ".dfx-write-check-*")
-	if err != nil {
-		return badInput(fmt.Errorf("-out %s: not writable: %w", out, err))
-	}
-	f.Close()
-	return os.Remove(f.Name())
+	return nil
 }
 
 // standalone lists the experiments `all` leaves out.

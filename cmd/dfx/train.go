@@ -172,15 +172,18 @@ func checkTrainFolder(spec mnist.NetSpec, out string, resume, force bool) error 
 	_, statErr := os.Lstat(state)
 	switch {
 	case resume && statErr != nil:
-		return badInput(fmt.Errorf("--resume: no saved state: %v", statErr))
+		return badInput(fmt.Errorf("-resume: no saved state: %v", statErr))
 	case resume:
-		if err := checkOutFile("out", state, trainingStateOf(spec)); err != nil {
-			return fmt.Errorf("--resume: %w", err)
+		if err := checkOutFile("resume", state, func(string) error { return nil }); err != nil { // a regular file, not committed
+			return err
+		}
+		if err := trainingStateOf(spec)(state); err != nil {
+			return badInput(fmt.Errorf("-resume: %s: %w", state, err))
 		}
 	case statErr == nil && !force:
 		return badInput(fmt.Errorf("%s holds a saved state of an earlier run: continue it with -resume, or replace it with -force", state))
-	case statErr == nil:
-		return checkOutFile("out", state, trainingStateOf(spec))
+	case statErr == nil: // -force replaces whatever regular file holds the state's name, unless committed
+		return checkOutFile("force", state, func(string) error { return nil })
 	}
 	return nil
 }

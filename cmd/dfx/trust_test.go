@@ -158,7 +158,7 @@ func TestTrustBadInputIsOneLineExitTwoBeforeAnyWork(t *testing.T) {
 		{"DFX_MNIST_NETS empty", []string{"reproduce", "-quick", "-out", filepath.Join(dir, "r4"), "adjoint"}, []string{"DFX_MNIST_NETS=" + empty}, "has no eps network"},
 		{"train dftm-c without eps", []string{"train", "dftm-c", "-steps", "1", "-out", empty}, nil, "trains against the eps network"},
 		// training state
-		{"train resume corrupt", []string{"train", "eps", "-resume", "-out", corruptState}, nil, "--resume"},
+		{"train resume corrupt", []string{"train", "eps", "-resume", "-out", corruptState}, nil, "-resume"},
 		{"train resume a weights file", []string{"train", "dftm", "-resume", "-out", wrongState}, nil, "not the training state of dftm"},
 		{"train state without resume", []string{"train", "classifier", "-steps", "1", "-out", stale}, nil, "-resume, or replace it with -force"},
 		{"train resume and force", []string{"train", "classifier", "-resume", "-force", "-out", stale}, nil, "exclude each other"},

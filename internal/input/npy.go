@@ -125,7 +125,7 @@ func readNPYHeader(r io.Reader) (npyHeader, int64, error) {
 func (h *npyHeader) parse(s string) error {
 	s = strings.TrimRight(s, " \n\x00")
 	if i := strings.LastIndex(s, "}"); i >= 0 && strings.HasPrefix(strings.TrimSpace(s[i+1:]), "#") {
-		s = s[:i+1] // a Python comment after the dictionary, as dfx's own files carry (npyMarker)
+		s = s[:i+1] // a Python comment after the dictionary, as dfx's own files carry (NPYMarker)
 	}
 	if !strings.HasPrefix(s, "{") || !strings.HasSuffix(s, "}") {
 		return errors.New("header is not a dictionary")
@@ -251,16 +251,17 @@ func clip(s string) string {
 	return s
 }
 
-// npyMarker follows the header dictionary of every .npy file dfx writes, as
-// a Python comment (NumPy parses the header with ast.literal_eval), so that
-// dfx knows its own outputs (internal/outfile.NPYMarker, the same text).
-const npyMarker = "# written by dfx"
+// NPYMarker follows the header dictionary of every .npy file dfx writes, as
+// a Python comment (NumPy parses the header with ast.literal_eval, which
+// ignores it; readers that parse the header as JSON do not), so that dfx
+// knows its own outputs (internal/outfile.NPYOwned).
+const NPYMarker = "# written by dfx"
 
 // WriteNPY writes m as a version-1 .npy array of little-endian float64,
-// its header marked as dfx's (npyMarker).
+// its header marked as dfx's (NPYMarker).
 func WriteNPY(w io.Writer, m mat.Matrix) error {
 	r, c := m.Dims()
-	dict := fmt.Sprintf("{'descr': '<f8', 'fortran_order': False, 'shape': (%d, %d), } %s", r, c, npyMarker)
+	dict := fmt.Sprintf("{'descr': '<f8', 'fortran_order': False, 'shape': (%d, %d), } %s", r, c, NPYMarker)
 	pad := 64 - (len(npyMagic)+4+len(dict)+1)%64
 	dict += strings.Repeat(" ", pad%64) + "\n"
 	bw := bufio.NewWriter(w)

@@ -62,13 +62,8 @@ func PNGOwned(path string) error {
 	return errors.New("a PNG image without dfx's mark")
 }
 
-// NPYMarker is the Python comment that dfx's .npy files carry after their
-// header dictionary (which NumPy reads with ast.literal_eval, so the
-// comment is ignored by NumPy and by dfx's reader alike).
-const NPYMarker = "# written by dfx"
-
 // NPYOwned is the Owned of a .npy array: nil when its header carries
-// NPYMarker. It reads at most the first 64 KiB.
+// input.NPYMarker. It reads at most the first 64 KiB.
 func NPYOwned(path string) error {
 	head, err := readHead(path, 64<<10)
 	if err != nil {
@@ -85,7 +80,7 @@ func NPYOwned(path string) error {
 	if start+n > len(head) {
 		return errors.New("a .npy array whose header is longer than dfx writes")
 	}
-	if !strings.Contains(string(head[start:start+n]), "} "+NPYMarker) {
+	if !strings.Contains(string(head[start:start+n]), "} "+input.NPYMarker) {
 		return errors.New("a .npy array without dfx's mark")
 	}
 	return nil

@@ -1,5 +1,6 @@
 // Package outfile is dfx's one policy for the files it writes (sample's
-// -png and -npy, fit's -out, train's checkpoints, import's -out): dfx
+// -png and -npy, fit's -out, train's checkpoints and the folders of
+// reproduce -out and the work stores): dfx
 // writes only a regular file that is new or that it wrote itself as the
 // same kind of output, never through a device node, FIFO or symbolic link,
 // never over a file tracked by git, and never into a Go package's source
@@ -17,10 +18,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/dfx-lab/dfx/internal/atomicfile"
+	"github.com/dfx-lab/dfx/internal/input"
 )
 
 // ErrRefused is wrapped by every error about an output dfx must not write.
@@ -68,6 +71,20 @@ func Check(path string, owned Owned) error {
 	return nil
 }
 
+// CheckFolderFor reports whether dfx may make the folder dir (if missing)
+// and write into it: its nearest existing folder (dir itself, or a parent)
+// passes CheckFolder.
+func CheckFolderFor(dir string) error {
+	d := filepath.Clean(dir)
+	for {
+		if _, err := os.Stat(d); err == nil || filepath.Dir(d) == d {
+			break
+		}
+		d = filepath.Dir(d)
+	}
+	return CheckFolder(d)
+}
+
 // CheckFolder reports whether dfx may write new files into the existing
 // folder dir: a writable folder outside any package's source folders.
 func CheckFolder(dir string) error {
@@ -85,6 +102,7 @@ func checkExisting(path string, owned Owned) error {
 	st, err := os.Lstat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+		return nil // a new file
 	case err != nil:
 		return refuse("%s: %v", path, err)
 	case st.IsDir():
@@ -93,13 +111,18 @@ func checkExisting(path string, owned Owned) error {
 		return refuse("%s is a symbolic link: dfx replaces only regular files it wrote; name the file itself or a new one", path)
 	case !st.Mode().IsRegular():
 		return refuse("%s is a %s, not a regular file: dfx writes only regular files", path, kind(st.Mode()))
-	case Committed(path):
+	}
+	switch tracked, err := committed(path); {
+	case err != nil:
+		return refuse("%s exists and %v: dfx never overwrites a committed file", path, err)
+	case tracked:
 		return refuse("%s is tracked by git: dfx never overwrites a committed file; write elsewhere and copy it over by hand if that is meant", path)
 	case owned == nil:
 		return refuse("%s exists: dfx does not replace it; move it away or choose another name", path)
 	default:
 		if err := owned(path); err != nil {
-			return refuse("%s exists and dfx did not write it as this kind of output (%v): move it away or choose another name", path, err)
+			return refuse("%s exists and dfx did not write it as this kind of output (%v): move it away or choose another name"+
+				" (files dfx wrote before it marked its outputs count as not its own)", path, err)
 		}
 	}
 	return nil
@@ -132,46 +155,28 @@ func checkWritable(dir string) error {
 	return os.Remove(f.Name())
 }
 
-// checkNotInPackage refuses a folder that holds Go source files, or lies
-// below one inside the same Go module (a package's testdata, its embedded
-// checkpoints). A module's root without .go files (beside go.mod, where a
-// user running the README's examples writes) is fine, and outside a
-// module only the folder itself counts.
+// checkNotInPackage refuses a Go package's source folder: one that holds
+// .go files, or a testdata folder (or one below it) of a package. Other
+// folders of a module — its root beside go.mod, data and output folders —
+// are fine.
 func checkNotInPackage(dir string) error {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return refuse("%v", err)
 	}
-	for d, first := abs, true; ; first = false {
-		if holdsGo(d) {
-			if first {
-				return refuse("%s holds Go source files: dfx never writes into a package's source folder", dir)
-			}
-			return refuse("%s lies inside the Go package folder %s: dfx never writes into a package's source folders", dir, d)
+	if holdsGo(abs) {
+		return refuse("%s holds Go source files: dfx never writes into a package's source folder", dir)
+	}
+	for d := abs; ; {
+		up := filepath.Dir(d)
+		if up == d {
+			return nil
+		}
+		if filepath.Base(d) == "testdata" && holdsGo(up) {
+			return refuse("%s is in the test data of the Go package %s: dfx never writes into a package's source folders", dir, up)
 		}
 		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
 			return nil // the module's root: above it is another project
-		}
-		up := filepath.Dir(d)
-		if up == d {
-			return nil
-		}
-		if first && !insideModule(up) {
-			return nil
-		}
-		d = up
-	}
-}
-
-// insideModule reports whether dir or a folder above it holds a go.mod.
-func insideModule(dir string) bool {
-	for d := dir; ; {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return true
-		}
-		up := filepath.Dir(d)
-		if up == d {
-			return false
 		}
 		d = up
 	}
@@ -191,19 +196,40 @@ func holdsGo(dir string) bool {
 	return false
 }
 
-// Committed reports whether git tracks the file path (false where git or a
-// repository is missing: then nothing is known to be committed).
-func Committed(path string) bool {
+// committed reports whether git tracks the file path. Where git cannot
+// answer inside a repository (not installed, a repository it refuses, a
+// timeout) that is an error: dfx does not guess; outside a repository
+// nothing is committed.
+func committed(path string) (bool, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return false
+		return false, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "git", "-C", filepath.Dir(abs), "ls-files", "-z", "--", filepath.Base(abs))
-	cmd.Stderr = nil
 	out, err := cmd.Output()
-	return err == nil && len(out) > 0
+	if err == nil {
+		return len(out) > 0, nil
+	}
+	if repo := repositoryAbove(filepath.Dir(abs)); repo != "" {
+		return false, fmt.Errorf("cannot tell whether git tracks it (the repository %s: %v)", repo, err)
+	}
+	return false, nil
+}
+
+// repositoryAbove is the nearest folder at or above dir holding .git, or "".
+func repositoryAbove(dir string) string {
+	for d := dir; ; {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+		up := filepath.Dir(d)
+		if up == d {
+			return ""
+		}
+		d = up
+	}
 }
 
 // rename is os.Rename; tests make it fail.
@@ -254,7 +280,9 @@ func WriteAll(files []File) (err error) {
 		for _, d := range placed {
 			switch {
 			case err != nil && d.backup != "":
-				_ = os.Rename(d.backup, d.path)
+				if rerr := rename(d.backup, d.path); rerr != nil {
+					err = fmt.Errorf("%w; and putting back %s failed (%v): its previous contents are in %s", err, d.path, rerr, d.backup)
+				}
 			case err != nil:
 				_ = os.Remove(d.path)
 			case d.backup != "":
@@ -283,14 +311,15 @@ func WriteAll(files []File) (err error) {
 
 // keep makes a second name for the existing file path (a hard link, or a
 // copy where the file system has none), to put back if a later output
-// fails.
+// fails. Its name is not a temporary file's, so no later write's clean-up
+// removes it while it may be the only copy.
 func keep(path string) (string, error) {
-	backup := filepath.Join(filepath.Dir(path), atomicfile.TempPrefix(path)+"previous")
+	backup := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".dfx-previous-p"+strconv.Itoa(os.Getpid()))
 	_ = os.Remove(backup)
 	if os.Link(path, backup) == nil {
 		return backup, nil
 	}
-	src, err := os.Open(path)
+	src, err := input.Open(path)
 	if err != nil {
 		return "", err
 	}

@@ -5,12 +5,18 @@ import (
 	"errors"
 	"image"
 	"image/png"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/dfx-lab/dfx/internal/atomicfile"
+	"github.com/dfx-lab/dfx/internal/input"
 )
 
 // write makes a file with content under dir and returns its path.
@@ -58,7 +64,7 @@ func TestCheckRefusesWhatDfxDidNotWrite(t *testing.T) {
 		{"an existing file with no owner check", user, nil, "does not replace it"},
 		{"an existing file that is not dfx's", user, PNGOwned, "not a PNG image"},
 		{"a package's source folder", filepath.Join(mod, "pkg", "x.npy"), allow, "holds Go source files"},
-		{"a folder below a package's", filepath.Join(mod, "pkg", "testdata", "x.npy"), allow, "inside the Go package folder"},
+		{"a package's test data", filepath.Join(mod, "pkg", "testdata", "x.npy"), allow, "test data of the Go package"},
 	}
 	if dev := deviceNode(t, dir); dev != "" {
 		cases = append(cases, struct {
@@ -93,8 +99,12 @@ func TestCheckRefusesWhatDfxDidNotWrite(t *testing.T) {
 	if raw, _ := os.ReadFile(user); string(raw) != "a user's notes" {
 		t.Errorf("the user's file changed: %q", raw)
 	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 5+len(cases)-10 { // the device node and repo, where made
-		t.Errorf("Check left files behind: %d entries", len(entries))
+	fixtures := []string{"notes.txt", "link.png", "fifo", "module", "null", "repo"} // null and repo where made
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if !slices.Contains(fixtures, e.Name()) {
+			t.Errorf("Check left %s behind", e.Name())
+		}
 	}
 }
 
@@ -111,9 +121,10 @@ func TestCheckAllowsNewFilesAndItsOwn(t *testing.T) {
 		{"a new file", filepath.Join(dir, "new.png"), nil},
 		{"a new file beside go.mod", filepath.Join(mod, "samples.png"), nil},
 		{"a new file in a data folder of the module", filepath.Join(mod, "figures", "x.png"), nil},
+		{"a new file in a data folder below a package", filepath.Join(mod, "pkg", "out", "x.png"), nil},
 		{"an existing file the owner check accepts", own, allow},
 	} {
-		if c.name == "a new file in a data folder of the module" {
+		if strings.HasPrefix(c.name, "a new file in a data folder") {
 			if err := os.MkdirAll(filepath.Dir(c.path), 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -227,7 +238,7 @@ func TestNPYOwnedWantsDfxsMark(t *testing.T) {
 	}
 	dir := t.TempDir()
 	numpy := write(t, dir, "numpy.npy", header("{'descr': '<f8', 'fortran_order': False, 'shape': (1,), }"))
-	dfx := write(t, dir, "dfx.npy", header("{'descr': '<f8', 'fortran_order': False, 'shape': (1,), } "+NPYMarker))
+	dfx := write(t, dir, "dfx.npy", header("{'descr': '<f8', 'fortran_order': False, 'shape': (1,), } "+input.NPYMarker))
 	if err := NPYOwned(numpy); err == nil {
 		t.Error("NPYOwned accepts NumPy's own file")
 	}
@@ -253,3 +264,38 @@ func deviceNode(t *testing.T, dir string) string {
 
 // unix1x3 is the device number of /dev/null (major 1, minor 3).
 const unix1x3 = 1<<8 | 3
+
+// TestWriteAllSaysWhereThePreviousFileIsWhenItCannotPutItBack: if putting
+// back a replaced file fails too, the error names the backup, which holds
+// the previous contents and is left for the user.
+func TestWriteAllSaysWhereThePreviousFileIsWhenItCannotPutItBack(t *testing.T) {
+	dir := t.TempDir()
+	first := write(t, dir, "samples.npy", "previous samples")
+	calls := 0
+	rename = func(a, b string) error {
+		calls++
+		if calls >= 2 { // the second output, then the restore
+			return errors.New("disk gone")
+		}
+		return os.Rename(a, b)
+	}
+	t.Cleanup(func() { rename = os.Rename })
+	err := WriteAll([]File{{Path: first, Data: []byte("new"), Owned: allow}, {Path: filepath.Join(dir, "grid.png"), Data: []byte("g")}})
+	if err == nil {
+		t.Fatal("WriteAll succeeded")
+	}
+	backup := filepath.Join(dir, ".samples.npy.dfx-previous-p"+strconv.Itoa(os.Getpid()))
+	if !strings.Contains(err.Error(), backup) {
+		t.Errorf("error %q does not name the backup %s", err, backup)
+	}
+	if raw, _ := os.ReadFile(backup); string(raw) != "previous samples" {
+		t.Errorf("the backup holds %q", raw)
+	}
+	Check(filepath.Join(dir, "other.png"), nil) // a later write's clean-up must not remove it
+	if _, err := atomicfile.Stage(filepath.Join(dir, "x"), func(io.Writer) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(backup); err != nil {
+		t.Errorf("the backup is gone after a later write: %v", err)
+	}
+}
