@@ -108,6 +108,33 @@ func idxKind(magic uint32) string {
 	return "IDX labels"
 }
 
+// maxEmptyReads is how many reads in a row may return neither data nor an
+// error before a reader is given up on (as bufio does).
+const maxEmptyReads = 100
+
+// progressReader ends a read that makes no progress: io.ReadFull, a
+// bytes.Buffer's ReadFrom and a read to EOF all loop for ever on a reader
+// that keeps returning (0, nil).
+type progressReader struct {
+	r     io.Reader
+	empty int
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	n, err := p.r.Read(b)
+	if n > 0 || err != nil {
+		p.empty = 0
+		return n, err
+	}
+	if p.empty++; p.empty >= maxEmptyReads {
+		return 0, io.ErrNoProgress
+	}
+	return 0, nil
+}
+
 // readExactly reads n bytes and checks that nothing follows: the stream is
 // read to its end, so that a gzip stream's CRC and length are verified. The
 // buffer grows with the bytes actually read (never n at once on a header's
@@ -140,6 +167,7 @@ func readExactly(r io.Reader, n int) ([]byte, error) {
 // is bounded (MaxItems, MaxSide, MaxBytes) before anything is allocated,
 // and the data must be exactly as long as declared.
 func DecodeImages(r io.Reader) (*Images, error) {
+	r = &progressReader{r: r}
 	d, err := header(r, idxImages, 3)
 	if err != nil {
 		return nil, err
@@ -157,6 +185,7 @@ func DecodeImages(r io.Reader) (*Images, error) {
 
 // DecodeLabels parses an IDX label stream; labels must be digits 0–9.
 func DecodeLabels(r io.Reader) ([]uint8, error) {
+	r = &progressReader{r: r}
 	d, err := header(r, idxLabels, 1)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"time"
 )
 
 func idx(magic uint32, dims []uint32, data []byte) []byte {
@@ -95,5 +96,45 @@ func TestTheShippedMNISTIsCanonical(t *testing.T) {
 	}
 	if _, err := train.Scaled(59999, 2); err == nil {
 		t.Error("rows past the end accepted")
+	}
+}
+
+// stallReader returns its data, then (0, nil) for ever: a reader that never
+// ends and never errs must not make a decode spin.
+type stallReader struct{ data []byte }
+
+func (s *stallReader) Read(b []byte) (int, error) {
+	n := copy(b, s.data)
+	s.data = s.data[n:]
+	return n, nil
+}
+
+func TestIDXReaderWithoutProgressEnds(t *testing.T) {
+	for name, raw := range map[string][]byte{
+		"nothing":        nil,
+		"header only":    idx(idxImages, []uint32{2, 2, 2}, nil),
+		"short data":     idx(idxImages, []uint32{2, 2, 2}, make([]byte, 5)),
+		"all the data":   idx(idxImages, []uint32{2, 2, 2}, make([]byte, 8)),
+		"labels, all":    idx(idxLabels, []uint32{2}, []byte{1, 2}),
+		"labels, header": idx(idxLabels, []uint32{2}, nil),
+	} {
+		done := make(chan error, 1)
+		go func() {
+			var err error
+			if raw != nil && raw[3] == idxLabels&0xff {
+				_, err = DecodeLabels(&stallReader{raw})
+			} else {
+				_, err = DecodeImages(&stallReader{raw})
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrFormat) {
+				t.Errorf("%s: %v, want a format error", name, err)
+			}
+		case <-time.After(time.Minute): // a generous bound on a decode of a few bytes
+			t.Fatalf("%s: decoding a reader that returns (0, nil) still runs after a minute", name)
+		}
 	}
 }

@@ -60,6 +60,7 @@ func mainWithSignals() int {
 		<-ctx.Done()
 		stop()
 	}()
+	input.Stdin = input.ContextReader(ctx, os.Stdin) // "-" stops reading on the signal too
 	return run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 }
 
@@ -139,6 +140,9 @@ func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", " 
 
 // fail prints a one-line error and returns exit status 2 (bad input).
 func fail(stderr io.Writer, cmd string, err error) int {
+	if errors.Is(err, context.Canceled) { // an interrupt, even inside reading an input (standard input)
+		return failRun(stderr, cmd, err)
+	}
 	fmt.Fprintf(stderr, "dfx %s: %s\n", cmd, oneLine(err))
 	return 2
 }

@@ -83,7 +83,11 @@ func ReadFile(path string, opt Options) (*mat.Dense, error) {
 // bytes), from a regular file where it is one, else from a spooled copy.
 func readStream(in io.Reader, name string, opt Options) (*mat.Dense, error) {
 	var rs io.ReadSeeker
-	if f, ok := in.(*os.File); ok {
+	f, ok := in.(*os.File)
+	if c, isCtx := in.(*ctxReader); isCtx {
+		f, ok = c.file() // used directly only if a regular file, which never blocks
+	}
+	if ok {
 		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
 			if _, err := f.Seek(0, io.SeekCurrent); err == nil {
 				rs = f

@@ -69,14 +69,25 @@ func notRegular(path string, mode fs.FileMode) error {
 	case mode&fs.ModeDevice != 0:
 		what = "a device"
 	}
-	return notRegularError{path, what}
+	stream := mode&(fs.ModeNamedPipe|fs.ModeCharDevice) != 0
+	return notRegularError{path, what, stream}
 }
 
 // notRegularError names the path and what it is; it is ErrNotRegular.
-type notRegularError struct{ path, what string }
+// stream marks a file that could be read as a stream (a named pipe, a
+// character device such as /dev/stdin on a terminal or pipe), where the
+// way to read it is "-" with the file as standard input.
+type notRegularError struct {
+	path, what string
+	stream     bool
+}
 
 func (e notRegularError) Error() string {
-	return fmt.Sprintf("%s is %s, not a regular file (dfx reads only regular files, and - as standard input where a command takes it)", e.path, e.what)
+	if e.stream {
+		return fmt.Sprintf("%s is %s, not a regular file: dfx reads only regular files (use - to read standard input where the option takes it: - < %s)",
+			e.path, e.what, e.path)
+	}
+	return fmt.Sprintf("%s is %s, not a regular file: dfx reads only regular files", e.path, e.what)
 }
 
 func (e notRegularError) Is(target error) bool { return target == ErrNotRegular }

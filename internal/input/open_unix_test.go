@@ -45,6 +45,11 @@ func TestOpenRefusesWhatIsNotARegularFileWithoutBlocking(t *testing.T) {
 			if !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), what) {
 				t.Errorf("%s: got %v, want ErrNotRegular naming the path and %q", path, err, what)
 			}
+			// a pipe or a device is read as standard input: the refusal says so
+			stream := what == "named pipe" || what == "character device"
+			if err != nil && strings.Contains(err.Error(), "use - to read standard input") != stream {
+				t.Errorf("%s: got %v; want the hint at - only for a named pipe or a character device", path, err)
+			}
 		case <-time.After(20 * time.Second):
 			t.Fatalf("%s: reading it blocked", path)
 		}
