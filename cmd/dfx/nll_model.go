@@ -321,14 +321,20 @@ func loadNetModel(paths []string, tr traceSpec, d int, s schedule.Schedule, seed
 	if err != nil {
 		return nllModel{}, fmt.Errorf("--trace %s: %w", tr, err)
 	}
-	// the trace evaluated perCall points at a time, bounding a graph call's
-	// rows; VJP rows cost several forward passes, so their calls are kept
-	// short enough for an interrupt to be seen within a fraction of a second
-	rows := access.DefaultMaxRows
-	if tr.kind != "dftm" && tr.kind != "dftm-c" {
-		rows = min(rows, access.PromptRows(d))
+	// The trace is evaluated PerCall points at a time, which bounds a call's
+	// rows and fixes the probe stream (drawn per call from the seed); inside
+	// it, VJP rows run in graph calls of PromptRows, short enough for an
+	// interrupt to be seen within a fraction of a second, without changing
+	// which probe each point gets.
+	nm.PerCall = max(1, access.DefaultMaxRows/rowsPer)
+	if prompt, ok := nm.Trace.(interface{ SetMaxRows(int) }); ok {
+		prompt.SetMaxRows(access.PromptRows(d))
 	}
-	nm.PerCall = max(1, rows/rowsPer)
+	if cv, ok := nm.Trace.(access.ControlVariate); ok {
+		if prompt, ok := cv.Residual.(interface{ SetMaxRows(int) }); ok {
+			prompt.SetMaxRows(access.PromptRows(d))
+		}
+	}
 	width := float64(model.GetParamOr(store.Scope("/"), models.ParamWidth, 256))
 	fd := float64(d)
 	return nllModel{kind: "checkpoint", trace: tr.String(), model: nm,

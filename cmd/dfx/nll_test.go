@@ -307,3 +307,33 @@ func TestNLLCombinesTheCommittedTraceNetworks(t *testing.T) {
 		t.Errorf("ν_θ alone: exit %d, stdout %q, stderr %q; want 2, nothing, one line", code, out, errOut)
 	}
 }
+
+// TestNLLHutchinsonProbesDoNotRepeatAcrossPoints: the probes of one batch
+// are one stream, so identical points get different Hutchinson estimates
+// (a trace evaluated in calls too short for the batch reseeded the stream
+// at every call, and point PerCall repeated point 0).
+func TestNLLHutchinsonProbesDoNotRepeatAcrossPoints(t *testing.T) {
+	var rows []string
+	for range 16 {
+		rows = append(rows, strings.TrimSuffix(strings.Repeat("0.25,", 784), ","))
+	}
+	pts := writeTemp(t, "same.csv", strings.Join(rows, "\n")+"\n")
+	code, out, errOut := runCLI("nll", "--checkpoint", "../../mnist/checkpoints/eps.dfxckpt", "--trace", "hutchinson:2",
+		"--points", pts, "--solver", "euler", "--steps", "1", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var res struct{ Points []struct{ NLL float64 } }
+	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Points) != 16 {
+		t.Fatalf("%v: %q", err, out)
+	}
+	seen := map[float64]int{}
+	for _, p := range res.Points {
+		seen[p.NLL]++
+	}
+	for v, n := range seen {
+		if n > 1 {
+			t.Errorf("%d identical points share the estimate %.17g: their probes repeat", n, v)
+		}
+	}
+}

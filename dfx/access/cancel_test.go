@@ -134,3 +134,42 @@ func TestNetModelStopsInsideAnEvaluationOnceCancelled(t *testing.T) {
 		}
 	}
 }
+
+// TestHutchinsonRowsPerCallLeaveTheProbesAlone: SetMaxRows changes only how
+// the probes' rows are split into graph calls, so the estimates equal one
+// call's to float32 round-off; the probes of one Trace call are a single
+// stream, so identical points get different estimates.
+func TestHutchinsonRowsPerCallLeaveTheProbesAlone(t *testing.T) {
+	const d, k, b = 64, 4, 8
+	net := float32Net(t)
+	row := randomRows(1, d, 5)
+	x := randomRows(b, d, 5)
+	for i := range b {
+		x.SetRow(i, row.RawRowView(0))
+	}
+	c, _ := schedule.At(schedule.DefaultVP(), 0.4)
+	one, err := access.NewHutchinson(net, k, access.Rademacher, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := one.Trace(c, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want[0] == want[b-1] {
+		t.Errorf("identical points got the same estimate %g: their probes repeat", want[0])
+	}
+	for _, rows := range []int{1, 3, access.PromptRows(d)} {
+		est, _ := access.NewHutchinson(net, k, access.Rademacher, 9)
+		est.SetMaxRows(rows)
+		got, err := est.TraceContext(context.Background(), c, x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range want {
+			if diff := math.Abs(got[i] - want[i]); diff > 1e-5*math.Abs(want[i]) {
+				t.Errorf("%d rows a call: point %d estimate %.9g, one call %.9g", rows, i, got[i], want[i])
+			}
+		}
+	}
+}

@@ -173,6 +173,11 @@ func NewHutchinson(n *Net, k int, p Probe, seed uint64) (*Hutchinson, error) {
 
 func (h *Hutchinson) Name() string { return fmt.Sprintf("hutchinson-%d", h.K) }
 
+// SetMaxRows bounds the rows (points × probes) of one graph call, e.g. to
+// PromptRows(d) so that a cancel is seen between calls; the probes, drawn
+// per Trace call, do not change.
+func (h *Hutchinson) SetMaxRows(n int) { h.r.maxRows = max(n, 1) }
+
 func (h *Hutchinson) Trace(c schedule.Coefficients, x *mat.Dense) ([]float64, error) {
 	return h.TraceContext(context.Background(), c, x)
 }
@@ -218,6 +223,9 @@ func NewHutchPP(n *Net, m int, seed uint64) (*HutchPP, error) {
 }
 
 func (h *HutchPP) Name() string { return fmt.Sprintf("hutch++-%d", h.M) }
+
+// SetMaxRows bounds the rows of one graph call (see Hutchinson.SetMaxRows).
+func (h *HutchPP) SetMaxRows(n int) { h.r.maxRows = max(n, 1) }
 
 func (h *HutchPP) Trace(c schedule.Coefficients, x *mat.Dense) ([]float64, error) {
 	return h.TraceContext(context.Background(), c, x)
