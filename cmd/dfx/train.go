@@ -137,11 +137,7 @@ func preflightTrain(spec mnist.NetSpec, out string, resume, force bool) error {
 		}
 	case resume:
 		return badInput(fmt.Errorf("-resume: no saved state: folder %s does not exist", out))
-	default:
-		if err := checkNewFolder(out); err != nil {
-			return err
-		}
-	}
+	} // a new folder: checkOutDir checked its nearest existing parent
 	if spec.Needs != "" {
 		if _, _, err := mnist.LoadNetwork(out, spec.Needs); err != nil {
 			return badInput(fmt.Errorf("%s trains against the %s network: %w", spec.Name, spec.Needs, err))
@@ -201,21 +197,4 @@ func trainingStateOf(spec mnist.NetSpec) outfile.Owned {
 		}
 		return nil
 	}
-}
-
-// checkNewFolder checks that the output folder out, which does not exist
-// yet, can be made: its nearest existing parent is a writable folder
-// outside any package's source folders.
-func checkNewFolder(out string) error {
-	parent := filepath.Dir(filepath.Clean(out))
-	for {
-		if _, err := os.Stat(parent); err == nil || filepath.Dir(parent) == parent {
-			break
-		}
-		parent = filepath.Dir(parent)
-	}
-	if err := outfile.CheckFolder(parent); err != nil {
-		return badInput(fmt.Errorf("-out %s: %w", out, err))
-	}
-	return nil
 }
