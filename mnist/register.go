@@ -57,7 +57,7 @@ func candidatesDir(s report.Settings) string {
 }
 
 func init() {
-	report.Register(report.Experiment{
+	report.RegisterLegacy(report.Legacy{
 		Name:  "mnist",
 		Doc:   "paper Table 1, Figures 1–2 on MNIST, and every estimator against the exact Fisher of the 60 000 training images (committed networks)",
 		Check: checkDataNets,
@@ -71,7 +71,7 @@ func init() {
 			return report.One(res, err)
 		},
 	})
-	report.Register(report.Experiment{
+	report.RegisterLegacy(report.Legacy{
 		Name:  "adjoint",
 		Doc:   "paper Figures 3–4 on MNIST: adjoint guidance with VJP vs DF-EA, the strength grid search, cost per step, and the exact-operator study (60 000-image Dirac mixture and a d = 64 Gaussian mixture)",
 		Check: checkDataNets,
@@ -79,7 +79,7 @@ func init() {
 			return report.One(RunAdjointStudy(ctx, c))
 		},
 	})
-	report.Register(report.Experiment{
+	report.RegisterLegacy(report.Legacy{
 		Name: "mnist-density",
 		Doc:  "density guidance on MNIST (issue 24): samples steered to quantile levels and offsets of their log-density, exactly on a fitted Gaussian mixture and on the networks with DF-TM, DF-TM-c and Hutchinson traces, achieved bpd measured independently",
 		Check: func(s report.Settings) error {
@@ -111,7 +111,7 @@ func init() {
 			return report.One(RunDensityExp(ctx, cfg, c.LogWriter()))
 		},
 	})
-	report.Register(report.Experiment{
+	report.RegisterLegacy(report.Legacy{
 		Name:  "mnist-baselines",
 		Doc:   "closed-form MNIST baselines: exact test bpd of Gaussians and Gaussian mixtures (full and low-rank covariances, the ε-networks' skip) fitted to the training images, with exact samples",
 		Check: checkData, // NetsDir: only its classifier is read
@@ -121,7 +121,7 @@ func init() {
 			return report.One(RunBaselines(ctx, cfg, c.LogWriter()))
 		},
 	})
-	report.Register(report.Experiment{
+	report.RegisterLegacy(report.Legacy{
 		Name:       "mnist-candidates",
 		Doc:        "the candidate ε-networks' ELBO gain and validation bpd along training, read from their checkpoints or states (settings' CandidatesDir; CLI: DFX_MNIST_CANDIDATES, default dfx-nets)",
 		Standalone: true,
@@ -135,7 +135,7 @@ func init() {
 			return report.One(ReadCandidates(candidatesDir(c.Settings)))
 		},
 	})
-	report.Register(report.Experiment{
+	report.RegisterLegacy(report.Legacy{
 		Name:  "mnist-exact-model",
 		Doc:   "every trace estimator and Fisher product on an image-scale model whose Fisher is known exactly: a Gaussian mixture fitted to MNIST, run as a network",
 		Check: checkData,
@@ -143,7 +143,7 @@ func init() {
 			return report.One(RunExactModel(ctx, report.Pick(c.Profile, ExactModelQuick, ExactModelFull), c.LogWriter()))
 		},
 	})
-	report.Register(report.Experiment{
+	report.RegisterLegacy(report.Legacy{
 		Name:       "mnist-ablation",
 		Doc:        "the MNIST ε-network's design at equal training steps: ELBO gain over the skip mixture of the chosen patch network and of one change each (t sampling, dequantisation, trunk, skip)",
 		Standalone: true,
@@ -152,7 +152,7 @@ func init() {
 			return report.One(RunAblation(ctx, report.Pick(c.Profile, AblationQuick, AblationFull), c.LogWriter()))
 		},
 	})
-	report.Register(report.Experiment{
+	report.RegisterLegacy(report.Legacy{
 		Name:       "mnist-model",
 		Doc:        "one ε-network (settings' Model, default eps, from NetsDir or the committed checkpoints; CLI: DFX_MNIST_MODEL, DFX_MNIST_NETS): converged test bpd beside its skip mixture's exact bpd on the same images, and the quality of its samples",
 		Standalone: true,

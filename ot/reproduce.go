@@ -11,7 +11,7 @@ import (
 func For(p report.Profile) Config { return report.Pick(p, Quick, Full) }
 
 func init() {
-	report.Register(report.Experiment{
+	report.RegisterLegacy(report.Legacy{
 		Name: "ot", Doc: "paper Table 3: OT test of PF-ODE maps in both protocols, studies beyond the paper, figures",
 		Run: func(ctx context.Context, c report.Config) ([]report.Result, error) {
 			return report.One(Run(ctx, For(c.Profile)))

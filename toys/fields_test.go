@@ -59,10 +59,11 @@ func TestFieldsRunsThroughTheRegistry(t *testing.T) {
 	if !ok || e.Doc == "" || e.Standalone {
 		t.Fatalf("fields: registered %v, %+v", ok, e)
 	}
-	rs, err := e.Run(context.Background(), report.Config{Profile: report.Quick})
-	if err != nil || len(rs) != 1 {
-		t.Fatalf("Run: %d results, %v", len(rs), err)
+	r, err := e.Configure(report.Quick, nil).Run(context.Background(), report.Env{})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
 	}
+	rs := report.Split(r)
 	direct, err := RunFields(context.Background(), FieldsQuick())
 	if err != nil {
 		t.Fatal(err)

@@ -69,7 +69,7 @@ func checkSettings(s report.Settings) error {
 }
 
 func init() {
-	report.Register(report.Experiment{
+	report.RegisterLegacy(report.Legacy{
 		Name: "toys", Doc: "paper Table 2 on the toy data set (full: committed checkpoints, trains what is missing)",
 		Check: checkSettings,
 		Run: func(ctx context.Context, c report.Config) ([]report.Result, error) {
@@ -80,7 +80,7 @@ func init() {
 			return report.One(res, err)
 		},
 	})
-	report.Register(report.Experiment{
+	report.RegisterLegacy(report.Legacy{
 		Name: "toys-others", Doc: "the Table 2 pipeline on every other toy data set",
 		Check: checkSettings,
 		Run: func(ctx context.Context, c report.Config) ([]report.Result, error) {
@@ -95,26 +95,28 @@ func init() {
 			return out, nil
 		},
 	})
-	report.Register(report.Experiment{
+	report.Register(report.Spec[FieldsConfig]{
 		Name: "fields", Doc: "quick-start: exact trace and score fields of a 2-D mixture",
-		Run: func(ctx context.Context, c report.Config) ([]report.Result, error) {
-			r, err := RunFields(ctx, FieldsFor(c.Profile))
+		Quick: FieldsQuick, Full: FieldsFull,
+		Run: func(ctx context.Context, c FieldsConfig, env report.Env) (report.Result, error) {
+			r, err := RunFields(ctx, c)
 			if err != nil {
 				return nil, err
 			}
 			for _, s := range r.Summaries() {
-				fmt.Fprintf(c.LogWriter(), "  t=%-5g σ=%-7.3g tr F ∈ [%.4g, %.4g], negative on %.1f%% of the grid\n", s.T, s.Sigma, s.MinTrace, s.MaxTrace, 100*s.NegativeFraction)
+				fmt.Fprintf(env.LogWriter(), "  t=%-5g σ=%-7.3g tr F ∈ [%.4g, %.4g], negative on %.1f%% of the grid\n",
+					s.T, s.Sigma, s.MinTrace, s.MaxTrace, 100*s.NegativeFraction)
 			}
-			return report.One(r, nil)
+			return r, nil
 		},
 	})
-	report.Register(report.Experiment{
+	report.RegisterLegacy(report.Legacy{
 		Name: "density", Doc: "density guidance on analytic Gaussian mixtures: quantile and offset targets, exact and learned traces (issue 24)",
 		Run: func(ctx context.Context, c report.Config) ([]report.Result, error) {
 			return report.One(RunDensity(ctx, DensityFor(c.Profile)))
 		},
 	})
-	report.Register(report.Experiment{
+	report.RegisterLegacy(report.Legacy{
 		Name: "access", Doc: "access comparison: exact vs VJP / Hutchinson / DF-TM / DF-EA traces and products, d = 64 and the plane",
 		Run: func(ctx context.Context, c report.Config) ([]report.Result, error) {
 			return report.One(RunAccessAll(ctx, c.Profile, c.LogWriter()))

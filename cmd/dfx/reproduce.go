@@ -124,19 +124,20 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		return reproduceShard(ctx, settings, *quick, stdout, stderr)
 	}
-	if err := preflightReproduce(*out, names, settings); err != nil {
-		return failErr(stderr, "reproduce", err)
-	}
 	profile := report.Full
 	if *quick {
 		profile = report.Quick
+	}
+	jobs := configure(names, profile, settings)
+	if err := preflightReproduce(*out, names, jobs, settings); err != nil {
+		return failErr(stderr, "reproduce", err)
 	}
 	var done []string
 	for _, n := range names {
 		start := time.Now()
 		dir := filepath.Join(*out, n)
 		fmt.Fprintf(stderr, "reproduce %s (%s) → %s\n", n, profile, dir)
-		if err := reproduce(ctx, n, *out, report.Config{Profile: profile, Settings: settings, Log: stderr}); err != nil {
+		if err := reproduce(ctx, n, *out, profile, jobs[n], report.Env{Log: stderr}); err != nil {
 			if ctx.Err() != nil {
 				err = context.Canceled
 			}
@@ -176,7 +177,7 @@ func reproduceSettings() (report.Settings, error) {
 // preflightReproduce checks, before any experiment runs, the output
 // folders (report.CheckDir: new, empty, or dfx's own), the backend and
 // each named experiment's settings (Experiment.Check), and claims -out.
-func preflightReproduce(out string, names []string, s report.Settings) error {
+func preflightReproduce(out string, names []string, jobs map[string]report.Job, s report.Settings) error {
 	if strings.TrimSpace(out) == "" {
 		return badInput(errors.New("-out is empty; name an output folder"))
 	}
@@ -195,11 +196,7 @@ func preflightReproduce(out string, names []string, s report.Settings) error {
 		return err
 	}
 	for _, n := range names {
-		e, _ := report.Lookup(n)
-		if e.Check == nil {
-			continue
-		}
-		if err := e.Check(s); err != nil {
+		if err := jobs[n].Check(report.Env{}); err != nil {
 			return badInput(fmt.Errorf("%s: %w%s", n, err, envHint(n, s)))
 		}
 	}
@@ -207,6 +204,21 @@ func preflightReproduce(out string, names []string, s report.Settings) error {
 		return badInput(fmt.Errorf("-out %s: cannot create the folder: %w", out, err))
 	}
 	return nil
+}
+
+// configure returns each named experiment's job at profile p, a legacy
+// experiment's with the settings s.
+func configure(names []string, p report.Profile, s report.Settings) map[string]report.Job {
+	jobs := map[string]report.Job{}
+	for _, n := range names {
+		e, _ := report.Lookup(n)
+		j := e.Configure(p, nil)
+		if c, ok := j.Config().(*report.Config); ok {
+			c.Settings = s
+		}
+		jobs[n] = j
+	}
+	return jobs
 }
 
 // standalone lists the experiments `all` leaves out.
@@ -233,20 +245,20 @@ func experimentNames() []string {
 // the experiment's checks, then its rows into the work folder; stdout gets
 // the shard's work file.
 func reproduceShard(ctx context.Context, settings report.Settings, quick bool, stdout, stderr io.Writer) int {
-	e, _ := report.Lookup("mnist-density")
 	if err := checkBackend(); err != nil {
 		return failErr(stderr, "reproduce", err)
-	}
-	if err := e.Check(settings); err != nil {
-		return failErr(stderr, "reproduce", badInput(fmt.Errorf("mnist-density: %w%s", err, envHint("mnist-density", settings))))
 	}
 	profile := report.Full
 	if quick {
 		profile = report.Quick
 	}
+	j := configure([]string{"mnist-density"}, profile, settings)["mnist-density"]
+	if err := j.Check(report.Env{}); err != nil {
+		return failErr(stderr, "reproduce", badInput(fmt.Errorf("mnist-density: %w%s", err, envHint("mnist-density", settings))))
+	}
 	start := time.Now()
 	fmt.Fprintf(stderr, "reproduce mnist-density (%s), shard %s → rows into %s\n", profile, settings.DensityShard, settings.DensityWork)
-	if _, err := e.Run(ctx, report.Config{Profile: profile, Settings: settings, Log: stderr}); err != nil {
+	if _, err := j.Run(ctx, report.Env{Log: stderr}); err != nil {
 		if ctx.Err() != nil {
 			err = context.Canceled
 		}

@@ -23,17 +23,14 @@ const maxIndexBytes = 16 << 20
 // reproduce runs experiment name, writes each of its reports through
 // report.WriteDir (a folder is swapped in whole) and then replaces the
 // experiment's section of <out>/INDEX.md (written atomically).
-func reproduce(ctx context.Context, name, out string, cfg report.Config) error {
-	e, ok := report.Lookup(name)
-	if !ok {
-		return fmt.Errorf("unknown experiment %q", name)
-	}
-	results, err := e.Run(ctx, cfg)
+func reproduce(ctx context.Context, name, out string, p report.Profile, j report.Job, env report.Env) error {
+	res, err := j.Run(ctx, env)
 	if err != nil {
 		return err
 	}
+	results := report.Split(res)
 	command := "dfx reproduce " + name
-	if cfg.Profile == report.Quick {
+	if p == report.Quick {
 		command += " -quick"
 	}
 	var lines []string

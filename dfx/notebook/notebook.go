@@ -218,18 +218,21 @@ func Run(name string) {
 		Fail(fmt.Errorf("no experiment %q is registered (import its package; registered: %s)", name, strings.Join(names, ", ")))
 		return
 	}
-	if e.Check != nil {
-		if err := e.Check(Settings()); err != nil {
-			Fail(fmt.Errorf("%s: %w", name, err))
-			return
-		}
+	j := e.Configure(Profile(), nil)
+	if c, ok := j.Config().(*report.Config); ok {
+		c.Settings = Settings()
 	}
-	results, err := e.Run(Context(), report.Config{Profile: Profile(), Settings: Settings(), Log: Progress()})
+	env := report.Env{Nets: os.Getenv("DFX_MNIST_NETS"), Log: Progress()}
+	if err := j.Check(env); err != nil {
+		Fail(fmt.Errorf("%s: %w", name, err))
+		return
+	}
+	res, err := j.Run(Context(), env)
 	if err != nil {
 		Show(nil, err)
 		return
 	}
-	for _, r := range results {
+	for _, r := range report.Split(res) {
 		Show(r, nil)
 	}
 }

@@ -2,6 +2,7 @@ package report
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -29,7 +30,7 @@ func ParseProfile(s string) (Profile, error) {
 }
 
 // Pick is the configuration of profile p: quick() under Quick, full()
-// otherwise. Each experiment package's XFor(p) is Pick(p, XQuick, XFull).
+// otherwise.
 func Pick[C any](p Profile, quick, full func() C) C {
 	if p == Quick {
 		return quick()
@@ -37,71 +38,90 @@ func Pick[C any](p Profile, quick, full func() C) C {
 	return full()
 }
 
-// Settings is what an experiment may need to know of its surroundings.
-// No experiment reads the environment: the caller fills these in — the
-// CLI from its flags and DFX_* variables, a notebook through dfx/notebook,
-// a test by hand. The zero value runs on the committed networks and
-// checkpoints.
-type Settings struct {
-	// NetsDir is the folder of the MNIST networks written by `dfx train`
-	// ("": the committed mnist/checkpoints).
-	NetsDir string
-	// Model is the ε-network mnist-model evaluates, a network or candidate
-	// name ("": eps).
-	Model string
-	// ModelWork is the folder where mnist-model keeps (and finds) its
-	// expensive parts, the likelihood and the samples ("": none kept).
-	ModelWork string
-	// ModelParts are the parts mnist-model computes: likelihood, samples,
-	// quality, comma-separated ("" or "all": all three).
-	ModelParts string
-	// DensityWork is the folder where mnist-density keeps (and finds) its
-	// finished rows and the network's levels ("": none kept).
-	DensityWork string
-	// DensityShard is "k/n" for a shard of mnist-density's rows (computed
-	// beside other shards on one DensityWork folder; a partial report), ""
-	// for the whole run.
-	DensityShard string
-	// CandidatesDir is the folder of candidate ε-networks' checkpoints or
-	// training states mnist-candidates reads ("": dfx-nets).
-	CandidatesDir string
-	// Retrain makes the toy experiments retrain their networks instead of
-	// loading the committed checkpoints, and rewrite toys/checkpoints under
-	// the working directory.
-	Retrain bool
-}
-
-// Config is one run of an experiment.
-type Config struct {
-	Profile  Profile
-	Settings Settings
+// Env is what an experiment may know of its surroundings. No experiment
+// reads the process environment: the caller fills Env in — the CLI from
+// its flags and DFX_* variables, a notebook through dfx/notebook, a test
+// by hand. The zero value runs on the committed networks, keeps no work
+// and discards the log.
+type Env struct {
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
+	// Nets is the folder of networks written by `dfx train` ("": the
+	// problem's committed networks).
+	Nets string
+	// Work is the folder where a resumable experiment keeps (and finds) its
+	// finished parts ("": none kept).
+	Work string
 }
 
-// LogWriter is c.Log, or a writer that discards.
-func (c Config) LogWriter() io.Writer {
-	if c.Log == nil {
+// LogWriter is e.Log, or a writer that discards.
+func (e Env) LogWriter() io.Writer {
+	if e.Log == nil {
 		return io.Discard
 	}
-	return c.Log
+	return e.Log
 }
 
-// Experiment is one registered experiment: `dfx reproduce NAME`, a
-// notebook's notebook.Run(NAME) and the tests all run it through Run.
-type Experiment struct {
+// Spec describes an experiment whose configuration has type C: the one
+// signature every experiment has, Run(ctx, C, Env), its two profiles, and
+// its own knobs. Register it; the CLI, the notebooks and the tests run it
+// through the registry.
+type Spec[C any] struct {
 	Name string
 	// Doc is one line for `dfx reproduce -h`.
 	Doc string
 	// Standalone experiments are left out of `all`: they read what a
 	// researcher's own runs left behind, or train networks of their own.
 	Standalone bool
-	// Check, if not nil, validates the settings before any work (cheap: no
+	// Quick and Full are the configurations of the two profiles.
+	Quick, Full func() C
+	// Flags, if not nil, binds the experiment's own knobs in c to fs
+	// (`dfx reproduce NAME -knob value`).
+	Flags func(fs *flag.FlagSet, c *C)
+	// Check, if not nil, validates c and env before any work (cheap: no
 	// training, no experiment); its error is bad input.
-	Check func(Settings) error
-	// Run computes the experiment. One result is written into
-	// <out>/<Name>; several into <out>/<Name>/<report name> each.
-	Run func(ctx context.Context, cfg Config) ([]Result, error)
+	Check func(c C, env Env) error
+	// Run computes the experiment.
+	Run func(ctx context.Context, c C, env Env) (Result, error)
+}
+
+// Job is one configured run of an experiment: its configuration at a
+// profile, with the knobs bound to a flag set, ready to check and run.
+type Job interface {
+	// Config is a pointer to the configuration (type *C of the Spec).
+	Config() any
+	Check(env Env) error
+	Run(ctx context.Context, env Env) (Result, error)
+}
+
+// Experiment is a registered experiment, its configuration's type erased.
+type Experiment struct {
+	Name       string
+	Doc        string
+	Standalone bool
+	configure  func(p Profile, fs *flag.FlagSet) Job
+}
+
+// Configure returns the experiment's job at profile p, its knobs bound to
+// fs (nil: not bound).
+func (e Experiment) Configure(p Profile, fs *flag.FlagSet) Job { return e.configure(p, fs) }
+
+type job[C any] struct {
+	spec *Spec[C]
+	cfg  C
+}
+
+func (j *job[C]) Config() any { return &j.cfg }
+
+func (j *job[C]) Check(env Env) error {
+	if j.spec.Check == nil {
+		return nil
+	}
+	return j.spec.Check(j.cfg, env)
+}
+
+func (j *job[C]) Run(ctx context.Context, env Env) (Result, error) {
+	return j.spec.Run(ctx, j.cfg, env)
 }
 
 var (
@@ -109,15 +129,27 @@ var (
 	registry   = map[string]Experiment{}
 )
 
-// Register adds e to the registry; experiment packages call it from their
-// init functions. A duplicate name, an empty name or a nil Run panics: it
-// is a programming error, found by any test of the package.
-func Register(e Experiment) {
+// Register adds s to the registry; experiment packages call it from their
+// init functions. A duplicate name, an empty name, a missing profile or a
+// nil Run panics: it is a programming error, found by any test of the
+// package.
+func Register[C any](s Spec[C]) {
+	if s.Name == "" || s.Run == nil || s.Quick == nil || s.Full == nil {
+		panic(fmt.Sprintf("report.Register: experiment %q without a name, a profile or a Run", s.Name))
+	}
+	spec := s
+	add(Experiment{Name: s.Name, Doc: s.Doc, Standalone: s.Standalone, configure: func(p Profile, fs *flag.FlagSet) Job {
+		j := &job[C]{spec: &spec, cfg: Pick(p, spec.Quick, spec.Full)}
+		if fs != nil && spec.Flags != nil {
+			spec.Flags(fs, &j.cfg)
+		}
+		return j
+	}})
+}
+
+func add(e Experiment) {
 	registryMu.Lock()
 	defer registryMu.Unlock()
-	if e.Name == "" || e.Run == nil {
-		panic(fmt.Sprintf("report.Register: experiment %q without a name or a Run", e.Name))
-	}
 	if _, dup := registry[e.Name]; dup {
 		panic(fmt.Sprintf("report.Register: experiment %q registered twice", e.Name))
 	}
@@ -133,7 +165,7 @@ func Lookup(name string) (Experiment, bool) {
 }
 
 // Experiments lists the registered experiments by name (those of the
-// packages the program imports: toys, ot, mnist).
+// packages the program imports).
 func Experiments() []Experiment {
 	registryMu.Lock()
 	defer registryMu.Unlock()
@@ -145,12 +177,32 @@ func Experiments() []Experiment {
 	return out
 }
 
-// One wraps a single result as Run's list.
-func One[R Result](r R, err error) ([]Result, error) {
-	if err != nil {
-		return nil, err
+// Parts is a result made of several reports, each written into its own
+// folder <out>/<experiment>/<report name> and shown in turn.
+type Parts []Result
+
+// Report is the parts merged into one report, for a caller that wants one.
+func (ps Parts) Report() (*Report, error) {
+	var rs []*Report
+	for _, p := range ps {
+		r, err := p.Report()
+		if err != nil {
+			return nil, err
+		}
+		rs = append(rs, r)
 	}
-	return []Result{r}, nil
+	if len(rs) == 0 {
+		return nil, fmt.Errorf("report: no parts")
+	}
+	return Merge(rs[0].Name, rs[0].Title, rs...), nil
+}
+
+// Split is r's parts: r itself unless it is Parts.
+func Split(r Result) []Result {
+	if ps, ok := r.(Parts); ok {
+		return ps
+	}
+	return []Result{r}
 }
 
 // Merge joins reports into one named name (tables, figures and files in

@@ -2,6 +2,8 @@ package report
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"strings"
 	"testing"
 )
@@ -10,11 +12,34 @@ type named string
 
 func (n named) Report() (*Report, error) { return &Report{Name: string(n)}, nil }
 
-func TestRegistryLooksUpListsInOrderAndRefusesDuplicates(t *testing.T) {
-	var got Config
-	run := func(_ context.Context, c Config) ([]Result, error) { got = c; return One(named("r"), nil) }
-	Register(Experiment{Name: "zz-test-b", Doc: "b", Run: run})
-	Register(Experiment{Name: "zz-test-a", Doc: "a", Standalone: true, Run: run})
+type knobs struct {
+	Profile Profile
+	Size    int
+}
+
+func TestRegistryLooksUpListsInOrderBindsKnobsAndRefusesDuplicates(t *testing.T) {
+	var got knobs
+	var gotEnv Env
+	spec := func(name string, standalone bool) Spec[knobs] {
+		return Spec[knobs]{
+			Name: name, Doc: strings.TrimPrefix(name, "zz-test-"), Standalone: standalone,
+			Quick: func() knobs { return knobs{Quick, 1} },
+			Full:  func() knobs { return knobs{Full, 100} },
+			Flags: func(fs *flag.FlagSet, c *knobs) { fs.IntVar(&c.Size, "size", c.Size, "size") },
+			Check: func(c knobs, _ Env) error {
+				if c.Size < 0 {
+					return errors.New("negative size")
+				}
+				return nil
+			},
+			Run: func(_ context.Context, c knobs, env Env) (Result, error) {
+				got, gotEnv = c, env
+				return named("r"), nil
+			},
+		}
+	}
+	Register(spec("zz-test-b", false))
+	Register(spec("zz-test-a", true))
 	e, ok := Lookup("zz-test-a")
 	if !ok || e.Doc != "a" || !e.Standalone {
 		t.Fatalf("Lookup(zz-test-a) = %+v, %v", e, ok)
@@ -31,14 +56,28 @@ func TestRegistryLooksUpListsInOrderAndRefusesDuplicates(t *testing.T) {
 	if strings.Join(order, ",") != "zz-test-a,zz-test-b" {
 		t.Errorf("Experiments order %v, want by name", order)
 	}
-	rs, err := e.Run(context.Background(), Config{Profile: Quick, Settings: Settings{NetsDir: "n"}})
-	if err != nil || len(rs) != 1 || got.Profile != Quick || got.Settings.NetsDir != "n" {
-		t.Errorf("Run passed %+v, returned %v, %v", got, rs, err)
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	j := e.Configure(Quick, fs)
+	if err := fs.Parse([]string{"-size", "7"}); err != nil {
+		t.Fatal(err)
 	}
-	if got.LogWriter() == nil {
+	if c := j.Config().(*knobs); c.Profile != Quick || c.Size != 7 {
+		t.Errorf("the quick job's config after -size 7 is %+v", c)
+	}
+	if _, err := j.Run(context.Background(), Env{Nets: "n"}); err != nil || got.Size != 7 || gotEnv.Nets != "n" {
+		t.Errorf("Run saw %+v in %+v, %v", got, gotEnv, err)
+	}
+	if c := e.Configure(Full, nil).Config().(*knobs); c.Size != 100 {
+		t.Errorf("the full job's config is %+v, want size 100", c)
+	}
+	*j.Config().(*knobs) = knobs{Size: -1}
+	if j.Check(Env{}) == nil {
+		t.Error("Check passed a negative size")
+	}
+	if (Env{}).LogWriter() == nil {
 		t.Error("LogWriter of a nil Log is nil")
 	}
-	for _, bad := range []Experiment{{Name: "zz-test-a", Run: run}, {Name: "", Run: run}, {Name: "zz-test-c"}} {
+	for _, bad := range []Spec[knobs]{spec("zz-test-a", false), spec("", false), {Name: "zz-test-c", Quick: spec("", false).Quick}} {
 		func() {
 			defer func() {
 				if recover() == nil {
@@ -47,6 +86,19 @@ func TestRegistryLooksUpListsInOrderAndRefusesDuplicates(t *testing.T) {
 			}()
 			Register(bad)
 		}()
+	}
+}
+
+func TestPartsSplitIntoTheirResults(t *testing.T) {
+	ps := Parts{named("a"), named("b")}
+	if rs := Split(ps); len(rs) != 2 {
+		t.Errorf("Split(two parts) has %d results", len(rs))
+	}
+	if rs := Split(named("a")); len(rs) != 1 {
+		t.Errorf("Split(one result) has %d results", len(rs))
+	}
+	if r, err := ps.Report(); err != nil || r.Name != "a" {
+		t.Errorf("Parts.Report() = %v, %v", r, err)
 	}
 }
 
