@@ -3,7 +3,6 @@ package toys
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"time"
 
@@ -115,93 +114,6 @@ type AdjointGMMResult struct {
 	Elapsed    time.Duration
 }
 
-// gmmProblem is the mixture, the way to sample it and the target.
-type gmmProblem struct {
-	mix     *mixture.Gaussian
-	means   *mat.Dense
-	dirs    [][][]float64 // per component, the low-rank directions scaled by √λ
-	iso     float64       // isotropic standard deviation
-	target  []float64
-	between [2]int
-}
-
-// newGMMProblem draws K means N(0, 0.36 I) (pairwise distance ≈ 0.6√(2d)),
-// full covariances Σ_k = Σ_j λ_j u_j u_jᵀ + 0.05 I with 3 random unit directions
-// u_j and λ = 0.5, 0.3, 0.15, uniform weights, and the target midway
-// between components 0 and 1.
-func newGMMProblem(d, k int, rng *rand.Rand) (*gmmProblem, error) {
-	p := &gmmProblem{means: mat.NewDense(k, d, nil), iso: math.Sqrt(0.05), between: [2]int{0, 1}}
-	lams := []float64{0.5, 0.3, 0.15}
-	var covs []*mat.SymDense
-	for c := range k {
-		for j := range d {
-			p.means.Set(c, j, 0.6*rng.NormFloat64())
-		}
-		cov := mat.NewSymDense(d, nil)
-		var dirs [][]float64
-		for _, l := range lams {
-			u := make([]float64, d)
-			for j := range u {
-				u[j] = rng.NormFloat64()
-			}
-			floats.Scale(math.Sqrt(l)/floats.Norm(u, 2), u)
-			cov.SymRankOne(cov, 1, mat.NewVecDense(d, u))
-			dirs = append(dirs, u)
-		}
-		for j := range d {
-			cov.SetSym(j, j, cov.At(j, j)+p.iso*p.iso)
-		}
-		covs = append(covs, cov)
-		p.dirs = append(p.dirs, dirs)
-	}
-	mix, err := mixture.NewGaussian(p.means, covs, nil)
-	if err != nil {
-		return nil, err
-	}
-	p.mix = mix
-	p.target = make([]float64, d)
-	floats.AddScaled(p.target, 0.5, p.means.RawRowView(0))
-	floats.AddScaled(p.target, 0.5, p.means.RawRowView(1))
-	return p, nil
-}
-
-// sample draws n points of the mixture.
-func (p *gmmProblem) sample(n int, rng *rand.Rand) [][]float64 {
-	k, d := p.means.Dims()
-	out := make([][]float64, n)
-	for i := range out {
-		c := rng.IntN(k)
-		x := append([]float64(nil), p.means.RawRowView(c)...)
-		for _, u := range p.dirs[c] {
-			floats.AddScaled(x, rng.NormFloat64(), u)
-		}
-		for j := range d {
-			x[j] += p.iso * rng.NormFloat64()
-		}
-		out[i] = x
-	}
-	return out
-}
-
-// nearTarget is the fraction of rows of x whose nearest mean is one of p.between.
-func (p *gmmProblem) nearTarget(x *mat.Dense) float64 {
-	b, _ := x.Dims()
-	k, _ := p.means.Dims()
-	hit := 0
-	for i := range b {
-		best, arg := math.Inf(1), -1
-		for c := range k {
-			if dd := floats.Distance(x.RawRowView(i), p.means.RawRowView(c), 2); dd < best {
-				best, arg = dd, c
-			}
-		}
-		if arg == p.between[0] || arg == p.between[1] {
-			hit++
-		}
-	}
-	return float64(hit) / float64(b)
-}
-
 // trainGMMNet trains the ε-network (DSM) on data, v-parameterised with
 // v weighting: with ε-prediction, DDIM's first VP steps (α(1) ≈ 0.007)
 // amplify the network's ε error by σ/α and the samplers diverge; with
@@ -259,19 +171,19 @@ func RunAdjointGMM(ctx context.Context, cfg AdjointGMMConfig) (*AdjointGMMResult
 		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 29))
-	prob, err := newGMMProblem(cfg.Dim, cfg.Components, rng)
+	prob, err := NewGMM(cfg.Dim, cfg.Components, rng)
 	if err != nil {
 		return nil, err
 	}
-	res := &AdjointGMMResult{Config: cfg, Schedule: s.Name(), Between: prob.between,
-		TargetDist: floats.Distance(prob.means.RawRowView(0), prob.means.RawRowView(1), 2)}
+	res := &AdjointGMMResult{Config: cfg, Schedule: s.Name(), Between: prob.Between,
+		TargetDist: floats.Distance(prob.Means.RawRowView(0), prob.Means.RawRowView(1), 2)}
 	t0 := time.Now()
-	net, loss, err := trainGMMNet(ctx, cfg, s, prob.sample(cfg.TrainSamples, rng))
+	net, loss, err := trainGMMNet(ctx, cfg, s, prob.Sample(cfg.TrainSamples, rng))
 	if err != nil {
 		return nil, err
 	}
 	res.TrainTime, res.TrainLoss = time.Since(t0), loss
-	guides, err := gmmGuides(s, prob.mix, net, adjoint.SquaredDistance(prob.target))
+	guides, err := gmmGuides(s, prob.Mix, net, adjoint.SquaredDistance(prob.Target))
 	if err != nil {
 		return nil, err
 	}
@@ -285,7 +197,7 @@ func RunAdjointGMM(ctx context.Context, cfg AdjointGMMConfig) (*AdjointGMMResult
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		row, err := scoreState(prob.mix, net, guides, st, cfg.InnerSteps)
+		row, err := scoreState(prob.Mix, net, guides, st, cfg.InnerSteps)
 		if err != nil {
 			return nil, err
 		}
@@ -322,7 +234,7 @@ func guidedPath(ctx context.Context, g adjoint.Guide, xT *mat.Dense, cfg adjoint
 }
 
 // gmmRewards runs every sampler to completion from xT.
-func gmmRewards(ctx context.Context, prob *gmmProblem, net *access.Net, guides map[string]adjoint.Guide, xT *mat.Dense, scfg adjoint.Config) ([]AdjointGMMReward, error) {
+func gmmRewards(ctx context.Context, prob *GMM, net *access.Net, guides map[string]adjoint.Guide, xT *mat.Dense, scfg adjoint.Config) ([]AdjointGMMReward, error) {
 	loss := guides[GMMExact].Loss
 	b, _ := xT.Dims()
 	var out []AdjointGMMReward
@@ -341,12 +253,12 @@ func gmmRewards(ctx context.Context, prob *gmmProblem, net *access.Net, guides m
 		if err != nil {
 			return err
 		}
-		lp, err := prob.mix.Eval(mixture.Query{At: c, X: r.X, Want: mixture.LogProb})
+		lp, err := prob.Mix.Eval(mixture.Query{At: c, X: r.X, Want: mixture.LogProb})
 		if err != nil {
 			return err
 		}
 		out = append(out, AdjointGMMReward{Method: name, Reward: meanSE(l), PerSample: r.Elapsed / time.Duration(b),
-			NearTarget: prob.nearTarget(r.X), LogProb: meanSE(lp.LogProb)})
+			NearTarget: prob.NearTarget(r.X), LogProb: meanSE(lp.LogProb)})
 		return nil
 	}
 	plain := scfg

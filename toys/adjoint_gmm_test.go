@@ -58,15 +58,15 @@ func TestAdjointGMMFullProfile(t *testing.T) {
 
 // smallGMM is a 2-component problem in d = 5 with its guides (no network)
 // and the states of the exact guided path.
-func smallGMM(t *testing.T) (*gmmProblem, map[string]adjoint.Guide, []pathState, *mat.Dense, adjoint.Config, *mat.Dense) {
+func smallGMM(t *testing.T) (*GMM, map[string]adjoint.Guide, []pathState, *mat.Dense, adjoint.Config, *mat.Dense) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(3, 5))
-	p, err := newGMMProblem(5, 2, rng)
+	p, err := NewGMM(5, 2, rng)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := schedule.DefaultVP()
-	gs, err := gmmGuides(s, p.mix, nil, adjoint.SquaredDistance(p.target))
+	gs, err := gmmGuides(s, p.Mix, nil, adjoint.SquaredDistance(p.Target))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,11 +104,11 @@ func TestGuidedPathIsGuideSample(t *testing.T) {
 func TestHSErrorsMatchDenseOperators(t *testing.T) {
 	p, gs, states, _, cfg, _ := smallGMM(t)
 	for _, st := range states {
-		row, err := scoreState(p.mix, nil, gs, st, cfg.InnerSteps)
+		row, err := scoreState(p.Mix, nil, gs, st, cfg.InnerSteps)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ex, err := p.mix.Eval(mixture.Query{At: st.At, X: st.X, Want: mixture.Full})
+		ex, err := p.Mix.Eval(mixture.Query{At: st.At, X: st.X, Want: mixture.Full})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +121,7 @@ func TestHSErrorsMatchDenseOperators(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		exc, err := access.OperatorMatrix(score.Exact{Mixture: p.mix}, full)
+		exc, err := access.OperatorMatrix(score.Exact{Mixture: p.Mix}, full)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,7 +19,7 @@ import (
 
 // DensityConfig configures the density-guidance study on analytic
 // Gaussian mixtures (issue 24, item 2): the mixture of the adjoint study
-// (newGMMProblem) in each of Dims dimensions, whose log q_t, score and
+// (NewGMM) in each of Dims dimensions, whose log q_t, score and
 // Fisher trace are exact at every t; samples guided to quantiles of
 // log q_t (Level targets) and by offsets per unit time, first with the
 // exact model and trace, then with an ε-network trained on draws of the
@@ -137,19 +137,19 @@ func RunDensity(ctx context.Context, cfg DensityConfig) (*DensityResult, error) 
 	res := &DensityResult{Config: cfg, Schedule: s.Name(), Quantiles: map[int]*pfode.Quantiles{}, RefQuantiles: map[int]map[string][]float64{}}
 	for _, d := range cfg.Dims {
 		rng := rand.New(rand.NewPCG(cfg.Seed, uint64(d)))
-		prob, err := newGMMProblem(d, cfg.Components, rng)
+		prob, err := NewGMM(d, cfg.Components, rng)
 		if err != nil {
 			return nil, err
 		}
-		q, err := exactQuantiles(s, prob.mix, cfg, rng)
+		q, err := exactQuantiles(s, prob.Mix, cfg, rng)
 		if err != nil {
 			return nil, err
 		}
 		res.Quantiles[d] = q
-		methods := []densityMethod{{name: DensityExact, model: score.Exact{Mixture: prob.mix}, exact: true}}
+		methods := []densityMethod{{name: DensityExact, model: score.Exact{Mixture: prob.Mix}, exact: true}}
 		if cfg.TrainSteps > 0 {
 			t0 := time.Now()
-			nets, err := densityNetMethods(ctx, cfg, s, prob.sample(cfg.TrainSamples, rng))
+			nets, err := densityNetMethods(ctx, cfg, s, prob.Sample(cfg.TrainSamples, rng))
 			if err != nil {
 				return nil, err
 			}
@@ -158,7 +158,7 @@ func RunDensity(ctx context.Context, cfg DensityConfig) (*DensityResult, error) 
 		}
 		res.RefQuantiles[d] = map[string][]float64{}
 		for _, m := range methods {
-			rows, ref, err := densityRuns(ctx, cfg, s, prob.mix, q, m, d)
+			rows, ref, err := densityRuns(ctx, cfg, s, prob.Mix, q, m, d)
 			if err != nil {
 				return nil, fmt.Errorf("toys: density d = %d, %s: %w", d, m.name, err)
 			}

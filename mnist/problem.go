@@ -1,0 +1,50 @@
+package mnist
+
+import (
+	"context"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dfx-lab/dfx/dfx/mixture"
+	"github.com/dfx-lab/dfx/problem"
+)
+
+// Problem is MNIST (the IDX files of DataDir) as a problem: the training
+// and test images scaled to [-1, 1], the Dirac mixture of the 60 000
+// training images as the exact reference, the committed (or a folder's)
+// networks.
+func Problem() *problem.Problem {
+	return &problem.Problem{
+		Name:     "mnist",
+		Dim:      28 * 28,
+		Schedule: Schedule(),
+		Image:    problem.ImageShape{H: 28, W: 28, C: 1, Levels: 256},
+		Train:    scaledSplit(Train),
+		Test:     scaledSplit(Test),
+		Exact: func(ctx context.Context) (mixture.Mixture, error) {
+			y, err := scaledSplit(Train)(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return mixture.NewDirac(y, nil)
+		},
+		Networks: func(_ context.Context, nets string) (*problem.Networks, error) {
+			n, err := OpenNetworks(nets)
+			if err != nil {
+				return nil, err
+			}
+			return &problem.Networks{Net: n.Net}, nil
+		},
+	}
+}
+
+// scaledSplit reads split s's images, every one, scaled to [-1, 1].
+func scaledSplit(s Split) func(context.Context) (*mat.Dense, error) {
+	return func(context.Context) (*mat.Dense, error) {
+		set, err := Load(s)
+		if err != nil {
+			return nil, err
+		}
+		return set.Scaled(0, set.Images.N)
+	}
+}
