@@ -45,12 +45,34 @@ var reproduceEnv = [][2]string{
 	{"DFX_MNIST_NETS", "mnist, adjoint: folder of the networks written by `dfx train`, holding all four; mnist-baselines: its classifier (default: the committed mnist/checkpoints, compiled in)"},
 }
 
+// reproduceHelp is the usage, or the knobs of the experiments named
+// before -h.
+func reproduceHelp(w io.Writer, names []string) {
+	if len(names) == 0 {
+		reproduceUsage(w)
+		return
+	}
+	for _, n := range names {
+		e, ok := report.Lookup(n)
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(w, "dfx reproduce %s [-quick] [-out figures] [-nets DIR] [-work DIR] [knobs]\n  %s\n", n, e.Doc)
+		if k := knobsUsage(e); k != "" {
+			fmt.Fprintf(w, "knobs:\n%s", k)
+		}
+	}
+}
+
 func reproduceUsage(w io.Writer) {
-	fmt.Fprintf(w, "usage: dfx reproduce <experiment…|all> [-quick] [-out figures]\n")
+	fmt.Fprintf(w, "usage: dfx reproduce <experiment…|all> [-quick] [-out figures] [-nets DIR] [-work DIR] [knobs]\n")
 	fmt.Fprintf(w, "Runs each experiment and swaps its outputs into OUT/<experiment>; progress goes to stderr, the list of folders written to stdout at the end.\n")
 	fmt.Fprintf(w, "Profiles: full (default; the committed figures) or -quick (small, minutes; the default when DFX_QUICK=1).\n")
 	fmt.Fprintf(w, "  -out DIR   output folder, one sub-folder per experiment (default \"figures\")\n")
 	fmt.Fprintf(w, "  -quick     quick profile\n")
+	fmt.Fprintf(w, "  -nets DIR  networks folder written by `dfx train` (default: the committed networks)\n")
+	fmt.Fprintf(w, "  -work DIR  folder where a resumable experiment keeps its finished parts\n")
+	fmt.Fprintf(w, "  knobs      an experiment's own flags, after its name: `dfx reproduce NAME -h` lists them\n")
 	fmt.Fprintln(w, "experiments:")
 	for _, e := range report.Experiments() {
 		fmt.Fprintf(w, "  %-12s %s\n", e.Name, e.Doc)
@@ -68,13 +90,16 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.SetOutput(io.Discard)
 	out := fs.String("out", "figures", "output folder (one sub-folder per experiment)")
 	quick := fs.Bool("quick", false, "quick profile (default when DFX_QUICK=1)")
-	// flags may come before or after the experiment names
+	fs.String("nets", "", "networks folder written by `dfx train` (default: the committed networks)")
+	fs.String("work", "", "folder where a resumable experiment keeps its finished parts")
+	// flags may come before or after the experiment names; an experiment's
+	// own knobs come after its name
 	var names []string
 	rest := args
 	for len(rest) > 0 {
 		if err := fs.Parse(rest); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				reproduceUsage(stderr)
+				reproduceHelp(stderr, names)
 				return 0
 			}
 			return fail(stderr, "reproduce", err)
@@ -82,6 +107,9 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		rest = fs.Args()
 		if len(rest) > 0 {
 			names = append(names, rest[0])
+			if e, ok := report.Lookup(rest[0]); ok {
+				bindKnobs(fs, e)
+			}
 			rest = rest[1:]
 		}
 	}
@@ -128,8 +156,11 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *quick {
 		profile = report.Quick
 	}
-	jobs := configure(names, profile, settings)
-	if err := preflightReproduce(*out, names, jobs, settings); err != nil {
+	jobs, envs, err := configure(names, profile, fs, settings, stderr)
+	if err != nil {
+		return failErr(stderr, "reproduce", err)
+	}
+	if err := preflightReproduce(*out, names, jobs, envs, settings); err != nil {
 		return failErr(stderr, "reproduce", err)
 	}
 	var done []string
@@ -137,7 +168,7 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		start := time.Now()
 		dir := filepath.Join(*out, n)
 		fmt.Fprintf(stderr, "reproduce %s (%s) → %s\n", n, profile, dir)
-		if err := reproduce(ctx, n, *out, profile, jobs[n], report.Env{Log: stderr}); err != nil {
+		if err := reproduce(ctx, n, *out, profile, jobs[n], envs[n]); err != nil {
 			if ctx.Err() != nil {
 				err = context.Canceled
 			}
@@ -177,7 +208,7 @@ func reproduceSettings() (report.Settings, error) {
 // preflightReproduce checks, before any experiment runs, the output
 // folders (report.CheckDir: new, empty, or dfx's own), the backend and
 // each named experiment's settings (Experiment.Check), and claims -out.
-func preflightReproduce(out string, names []string, jobs map[string]report.Job, s report.Settings) error {
+func preflightReproduce(out string, names []string, jobs map[string]report.Job, envs map[string]report.Env, s report.Settings) error {
 	if strings.TrimSpace(out) == "" {
 		return badInput(errors.New("-out is empty; name an output folder"))
 	}
@@ -196,7 +227,7 @@ func preflightReproduce(out string, names []string, jobs map[string]report.Job, 
 		return err
 	}
 	for _, n := range names {
-		if err := jobs[n].Check(report.Env{}); err != nil {
+		if err := jobs[n].Check(envs[n]); err != nil {
 			return badInput(fmt.Errorf("%s: %w%s", n, err, envHint(n, s)))
 		}
 	}
@@ -206,19 +237,22 @@ func preflightReproduce(out string, names []string, jobs map[string]report.Job, 
 	return nil
 }
 
-// configure returns each named experiment's job at profile p, a legacy
-// experiment's with the settings s.
-func configure(names []string, p report.Profile, s report.Settings) map[string]report.Job {
-	jobs := map[string]report.Job{}
+// configure returns each named experiment's job at profile p and its
+// Env (configureJob); a legacy experiment's job gets the settings s.
+func configure(names []string, p report.Profile, cmd *flag.FlagSet, s report.Settings, log io.Writer) (map[string]report.Job, map[string]report.Env, error) {
+	jobs, envs := map[string]report.Job{}, map[string]report.Env{}
 	for _, n := range names {
 		e, _ := report.Lookup(n)
-		j := e.Configure(p, nil)
+		j, env, err := configureJob(e, p, cmd, report.Env{Log: log})
+		if err != nil {
+			return nil, nil, err
+		}
 		if c, ok := j.Config().(*report.Config); ok {
 			c.Settings = s
 		}
-		jobs[n] = j
+		jobs[n], envs[n] = j, env
 	}
-	return jobs
+	return jobs, envs, nil
 }
 
 // standalone lists the experiments `all` leaves out.
@@ -252,13 +286,17 @@ func reproduceShard(ctx context.Context, settings report.Settings, quick bool, s
 	if quick {
 		profile = report.Quick
 	}
-	j := configure([]string{"mnist-density"}, profile, settings)["mnist-density"]
-	if err := j.Check(report.Env{}); err != nil {
+	jobs, envs, err := configure([]string{"mnist-density"}, profile, flag.NewFlagSet("", flag.ContinueOnError), settings, stderr)
+	if err != nil {
+		return failErr(stderr, "reproduce", err)
+	}
+	j, env := jobs["mnist-density"], envs["mnist-density"]
+	if err := j.Check(env); err != nil {
 		return failErr(stderr, "reproduce", badInput(fmt.Errorf("mnist-density: %w%s", err, envHint("mnist-density", settings))))
 	}
 	start := time.Now()
 	fmt.Fprintf(stderr, "reproduce mnist-density (%s), shard %s → rows into %s\n", profile, settings.DensityShard, settings.DensityWork)
-	if _, err := j.Run(ctx, report.Env{Log: stderr}); err != nil {
+	if _, err := j.Run(ctx, env); err != nil {
 		if ctx.Err() != nil {
 			err = context.Canceled
 		}
