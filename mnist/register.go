@@ -6,13 +6,8 @@ import (
 	"os"
 
 	"github.com/dfx-lab/dfx/dfx/report"
-	"github.com/dfx-lab/dfx/models"
 	"github.com/dfx-lab/dfx/toys"
 )
-
-// DefaultCandidatesDir is the folder mnist-candidates reads when the
-// settings name none.
-const DefaultCandidatesDir = "dfx-nets"
 
 // CheckNets checks that dir ("" for the committed networks) holds every
 // network of Specs, each a valid checkpoint for its spec.
@@ -40,21 +35,6 @@ func checkDataNets(s report.Settings) error {
 }
 
 func checkData(report.Settings) error { return CheckData() }
-
-// modelName is s.Model, default eps.
-func modelName(s report.Settings) string {
-	if s.Model == "" {
-		return "eps"
-	}
-	return s.Model
-}
-
-func candidatesDir(s report.Settings) string {
-	if s.CandidatesDir == "" {
-		return DefaultCandidatesDir
-	}
-	return s.CandidatesDir
-}
 
 func init() {
 	report.RegisterLegacy(report.Legacy{
@@ -112,87 +92,11 @@ func init() {
 		},
 	})
 	report.RegisterLegacy(report.Legacy{
-		Name:  "mnist-baselines",
-		Doc:   "closed-form MNIST baselines: exact test bpd of Gaussians and Gaussian mixtures (full and low-rank covariances, the ε-networks' skip) fitted to the training images, with exact samples",
-		Check: checkData, // NetsDir: only its classifier is read
-		Run: func(ctx context.Context, c report.Config) ([]report.Result, error) {
-			cfg := report.Pick(c.Profile, BaselinesQuick, BaselinesFull)
-			cfg.NetsDir = c.Settings.NetsDir
-			return report.One(RunBaselines(ctx, cfg, c.LogWriter()))
-		},
-	})
-	report.RegisterLegacy(report.Legacy{
-		Name:       "mnist-candidates",
-		Doc:        "the candidate ε-networks' ELBO gain and validation bpd along training, read from their checkpoints or states (settings' CandidatesDir; CLI: DFX_MNIST_CANDIDATES, default dfx-nets)",
-		Standalone: true,
-		Check: func(s report.Settings) error {
-			if st, err := os.Stat(candidatesDir(s)); err != nil || !st.IsDir() {
-				return fmt.Errorf("candidates folder %s is not a folder (train a candidate with `dfx train <candidate> -out DIR`)", candidatesDir(s))
-			}
-			return nil
-		},
-		Run: func(_ context.Context, c report.Config) ([]report.Result, error) {
-			return report.One(ReadCandidates(candidatesDir(c.Settings)))
-		},
-	})
-	report.RegisterLegacy(report.Legacy{
 		Name:  "mnist-exact-model",
 		Doc:   "every trace estimator and Fisher product on an image-scale model whose Fisher is known exactly: a Gaussian mixture fitted to MNIST, run as a network",
 		Check: checkData,
 		Run: func(ctx context.Context, c report.Config) ([]report.Result, error) {
 			return report.One(RunExactModel(ctx, report.Pick(c.Profile, ExactModelQuick, ExactModelFull), c.LogWriter()))
-		},
-	})
-	report.RegisterLegacy(report.Legacy{
-		Name:       "mnist-ablation",
-		Doc:        "the MNIST ε-network's design at equal training steps: ELBO gain over the skip mixture of the chosen patch network and of one change each (t sampling, dequantisation, trunk, skip)",
-		Standalone: true,
-		Check:      checkData,
-		Run: func(ctx context.Context, c report.Config) ([]report.Result, error) {
-			return report.One(RunAblation(ctx, report.Pick(c.Profile, AblationQuick, AblationFull), c.LogWriter()))
-		},
-	})
-	report.RegisterLegacy(report.Legacy{
-		Name:       "mnist-model",
-		Doc:        "one ε-network (settings' Model, default eps, from NetsDir or the committed checkpoints; CLI: DFX_MNIST_MODEL, DFX_MNIST_NETS): converged test bpd beside its skip mixture's exact bpd on the same images, and the quality of its samples",
-		Standalone: true,
-		Check: func(s report.Settings) error {
-			parts, err := ParseModelParts(s.ModelParts)
-			if err != nil {
-				return err
-			}
-			if parts[PartQuality] { // the classifier's reference: both splits
-				if err := CheckData(); err != nil {
-					return err
-				}
-			} else if parts[PartLikelihood] { // the test images alone
-				if _, err := Load(Test); err != nil {
-					return err
-				}
-			}
-			spec, err := SpecByName(modelName(s))
-			if err != nil {
-				return fmt.Errorf("model: %w", err)
-			}
-			if spec.Scope != models.ScoreScope {
-				return fmt.Errorf("model: %s is not an ε-network", spec.Name)
-			}
-			if _, _, err := loadCheckpoint(s.NetsDir, spec.Name); err != nil { // before -out is claimed
-				return err
-			}
-			return CheckModelWork(s.ModelWork)
-		},
-		Run: func(ctx context.Context, c report.Config) ([]report.Result, error) {
-			cfg := ModelEvalFull(c.Settings.NetsDir, modelName(c.Settings))
-			if c.Profile == report.Quick {
-				cfg = ModelEvalQuick(c.Settings.NetsDir, modelName(c.Settings))
-			}
-			parts, err := ParseModelParts(c.Settings.ModelParts)
-			if err != nil {
-				return nil, err
-			}
-			cfg.Work, cfg.Parts = c.Settings.ModelWork, parts
-			return report.One(RunModelEval(ctx, cfg, c.LogWriter()))
 		},
 	})
 }

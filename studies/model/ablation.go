@@ -1,9 +1,10 @@
-package mnist
+package model
 
 import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"time"
 
 	"github.com/gomlx/compute"
@@ -12,11 +13,12 @@ import (
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/plotx"
 	"github.com/dfx-lab/dfx/dfx/report"
+	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/models"
 )
 
 // AblationVariant is one ε-network of the ablation: the chosen candidate's
-// hyperparameters (Candidates()[0]) with Over applied, with or without its
+// hyperparameters (mnist.Candidates()[0]) with Over applied, with or without its
 // mixture skip.
 type AblationVariant struct {
 	Name   string
@@ -52,7 +54,7 @@ func AblationVariants() []AblationVariant {
 
 // AblationFull and AblationQuick are the two profiles.
 func AblationFull() AblationConfig {
-	return AblationConfig{Profile: "full", Steps: 800, ValEvery: 200, Fit: *SkipOptions(), Images: valELBOImages, Levels: valELBOLevels, Variants: AblationVariants()}
+	return AblationConfig{Profile: "full", Steps: 800, ValEvery: 200, Fit: *mnist.SkipOptions(), Images: mnist.ValELBOImages, Levels: mnist.ValELBOLevels, Variants: AblationVariants()}
 }
 
 func AblationQuick() AblationConfig {
@@ -100,15 +102,15 @@ func RunAblation(ctx context.Context, cfg AblationConfig, log io.Writer) (*Ablat
 	if err != nil {
 		return nil, err
 	}
-	g, err := FitMixtureContext(ctx, cfg.Fit)
+	g, err := mnist.FitMixtureContext(ctx, cfg.Fit)
 	if err != nil {
 		return nil, err
 	}
-	res := &AblationResult{Config: cfg, Machine: Machine()}
-	if res.SkipBPD, _, err = MixtureBPD(g, 1000); err != nil {
+	res := &AblationResult{Config: cfg, Machine: mnist.Machine()}
+	if res.SkipBPD, _, err = mnist.MixtureBPD(g, 1000); err != nil {
 		return nil, err
 	}
-	base := Candidates()[0]
+	base := mnist.Candidates()[0]
 	for _, v := range cfg.Variants {
 		row, err := ablate(ctx, backend, base, v, g, cfg, log)
 		if err != nil {
@@ -120,8 +122,8 @@ func RunAblation(ctx context.Context, cfg AblationConfig, log io.Writer) (*Ablat
 	return res, nil
 }
 
-func ablate(ctx context.Context, backend compute.Backend, base NetSpec, v AblationVariant, g *mixture.Gaussian, cfg AblationConfig, log io.Writer) (*AblationRow, error) {
-	params := copyParams(base.Params)
+func ablate(ctx context.Context, backend compute.Backend, base mnist.NetSpec, v AblationVariant, g *mixture.Gaussian, cfg AblationConfig, log io.Writer) (*AblationRow, error) {
+	params := maps.Clone(base.Params)
 	for k, x := range v.Over {
 		params[k] = x
 	}
@@ -139,17 +141,17 @@ func ablate(ctx context.Context, backend compute.Backend, base NetSpec, v Ablati
 		}
 	}
 	deq, _ := params[models.ParamDequantize].(float64)
-	rows, labels, err := TrainingData(deq > 0)
+	rows, labels, err := mnist.TrainingData(deq > 0)
 	if err != nil {
 		return nil, err
 	}
-	tr, err := models.NewTrainer(backend, store, Schedule(), models.DSM, rows, labels)
+	tr, err := models.NewTrainer(backend, store, mnist.Schedule(), models.DSM, rows, labels)
 	if err != nil {
 		return nil, err
 	}
 	row := &AblationRow{Variant: v}
 	validate := func(s models.LoopState) error {
-		e, err := elboAgainst(backend, store, g, cfg.Images, cfg.Levels)
+		e, err := mnist.ELBOAgainst(backend, store, g, cfg.Images, cfg.Levels)
 		if err != nil {
 			return err
 		}
@@ -190,7 +192,7 @@ func (r *AblationResult) Report() (*report.Report, error) {
 		t.Add(report.Text(row.Variant.Name), report.Int(int(row.Params)), report.Float(last.Seconds/float64(last.Step)), half,
 			report.Float(last.Gain), report.Float(last.GainSE))
 	}
-	t.Notes = append(t.Notes, "The chosen design: "+Candidates()[0].About+". Each other row changes one thing. Without a skip the network predicts ε itself and starts far below the mixture.")
+	t.Notes = append(t.Notes, "The chosen design: "+mnist.Candidates()[0].About+". Each other row changes one thing. Without a skip the network predicts ε itself and starts far below the mixture.")
 	rep := &report.Report{Name: "mnist-ablation", Title: "MNIST ε-network ablation", Tables: []*report.Table{t},
 		Figures: []*report.Figure{{Name: "ablation.png", Caption: "ELBO gain over the skip mixture along training, per variant", Render: r.figure}}}
 	return rep, nil

@@ -1,4 +1,4 @@
-package mnist
+package model
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/internal/stats"
+	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/models"
 )
 
@@ -47,7 +48,7 @@ func BaselineFits() []BaselineFit {
 		return mixture.FitOptions{Components: k, PerClass: true, Rank: rank, Shrink: 0.2, Idle: idle, Seed: 1}
 	}
 	per40 := func(rank int) mixture.FitOptions {
-		o := *SkipOptions()
+		o := *mnist.SkipOptions()
 		o.Rank = rank
 		return o
 	}
@@ -58,12 +59,12 @@ func BaselineFits() []BaselineFit {
 		{Name: "1 Gaussian per class", Opt: per(1, 0, 0)},
 		{Name: "10 Gaussians per class, full", Opt: per(10, 0, 0)},
 		{Name: "10 per class, rank 128 + rest + idle", Opt: per(10, 128, 1e-4)},
-		{Name: "10 per class, rank 64 + rest + idle", Opt: *skipOptionsV1()},
+		{Name: "10 per class, rank 64 + rest + idle", Opt: *mnist.SkipOptionsV1()},
 		{Name: "10 per class, rank 32 + rest + idle", Opt: per(10, 32, 1e-4)},
 		{Name: "10 per class, rank 64 + rest (no idle)", Opt: per(10, 64, 0)},
 		{Name: "40 per class, rank 8 + rest + idle", Opt: per40(8)},
 		{Name: "40 per class, rank 16 + rest + idle", Opt: per40(16)},
-		{Name: "40 per class, rank 32 + rest + idle (skip)", Opt: *SkipOptions()},
+		{Name: "40 per class, rank 32 + rest + idle (skip)", Opt: *mnist.SkipOptions()},
 	}
 }
 
@@ -109,15 +110,15 @@ type BaselineResult struct {
 // ODE), so these rows are what a learned model's bpd must beat.
 func RunBaselines(ctx context.Context, cfg BaselineConfig, log io.Writer) (*BaselineResult, error) {
 	start := time.Now()
-	x, err := TestImages(cfg.TestImages)
+	x, err := mnist.TestImages(cfg.TestImages)
 	if err != nil {
 		return nil, err
 	}
-	res := &BaselineResult{Config: cfg, TestFrameRMS: FrameRMS(x), Samples: map[string][]*mat.Dense{}}
+	res := &BaselineResult{Config: cfg, TestFrameRMS: mnist.FrameRMS(x), Samples: map[string][]*mat.Dense{}}
 	if res.Ref, err = baselineQualityRef(cfg); err != nil {
 		return nil, err
 	}
-	s := Schedule()
+	s := mnist.Schedule()
 	tMin, _ := s.Interval()
 	co, err := schedule.At(s, tMin)
 	if err != nil {
@@ -128,7 +129,7 @@ func RunBaselines(ctx context.Context, cfg BaselineConfig, log io.Writer) (*Base
 			return nil, err
 		}
 		if f.Opt.Components == 0 { // uniform: log p = −d log 2, frame of uniform noise
-			res.Rows = append(res.Rows, BaselineRow{Name: f.Name, BPD: 1 + Quant.Offset(), FrameRMS: math.Sqrt(1.0 / 3)})
+			res.Rows = append(res.Rows, BaselineRow{Name: f.Name, BPD: 1 + mnist.Quant.Offset(), FrameRMS: math.Sqrt(1.0 / 3)})
 			continue
 		}
 		rng := rand.New(rand.NewPCG(4, uint64(len(res.Rows))))
@@ -156,22 +157,11 @@ func baselineQualityRef(cfg BaselineConfig) (*QualityRef, error) {
 	if err != nil {
 		return nil, err
 	}
-	cc, where, err := loadCheckpoint(cfg.NetsDir, "classifier")
+	cst, err := mnist.TrainedClassifier(cfg.NetsDir)
 	if err != nil {
 		return nil, err
 	}
-	want, err := trainProvenance(NetSpec{}, "")
-	if err != nil {
-		return nil, err
-	}
-	if got := cc.Header.Provenance.Data; got != want.Data {
-		return nil, fmt.Errorf("mnist: the classifier %s was trained on %q, the training images here are %q: train one on them (`dfx train classifier -out DIR`) and pass DFX_MNIST_NETS=DIR", where, got, want.Data)
-	}
-	cst, _, err := networkOf(cc, where)
-	if err != nil {
-		return nil, err
-	}
-	cls, err := models.NewClassifier(backend, cst, Dim)
+	cls, err := models.NewClassifier(backend, cst, mnist.Dim)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +174,7 @@ func baselineQualityRef(cfg BaselineConfig) (*QualityRef, error) {
 func scoreBaseline(ctx context.Context, f BaselineFit, x *mat.Dense, co schedule.Coefficients, ref *QualityRef, n int, rng *rand.Rand) (BaselineRow, []*mat.Dense, error) {
 	row := BaselineRow{Name: f.Name}
 	t0 := time.Now()
-	g, err := FitMixtureContext(ctx, f.Opt)
+	g, err := mnist.FitMixtureContext(ctx, f.Opt)
 	if err != nil {
 		return row, nil, fmt.Errorf("mnist: baseline %s: %w", f.Name, err)
 	}
@@ -193,7 +183,7 @@ func scoreBaseline(ctx context.Context, f BaselineFit, x *mat.Dense, co schedule
 	for k := 0; k < g.Components(); k++ {
 		c := g.Component(k)
 		r := len(c.Lambda)
-		row.Values += Dim + Dim*r + r + 2 + len(c.Idle)
+		row.Values += mnist.Dim + mnist.Dim*r + r + 2 + len(c.Idle)
 	}
 	t0 = time.Now()
 	lq, err := g.Eval(mixture.Query{At: co, X: x, Want: mixture.LogProb})
@@ -202,7 +192,7 @@ func scoreBaseline(ctx context.Context, f BaselineFit, x *mat.Dense, co schedule
 	}
 	nx, _ := x.Dims()
 	row.EvalMs = 1000 * time.Since(t0).Seconds() / float64(nx)
-	bpd, err := likelihood.BitsPerDim(lq.LogProb, Dim, &Quant)
+	bpd, err := likelihood.BitsPerDim(lq.LogProb, mnist.Dim, &mnist.Quant)
 	if err != nil {
 		return row, nil, err
 	}
@@ -211,7 +201,7 @@ func scoreBaseline(ctx context.Context, f BaselineFit, x *mat.Dense, co schedule
 	if err != nil {
 		return row, nil, err
 	}
-	row.FrameRMS = FrameRMS(stacked)
+	row.FrameRMS = mnist.FrameRMS(stacked)
 	var requested []int
 	if f.Opt.PerClass {
 		for c := 0; c < 10; c++ {
@@ -230,7 +220,7 @@ func scoreBaseline(ctx context.Context, f BaselineFit, x *mat.Dense, co schedule
 // components when perClass, of the whole mixture otherwise): all stacked,
 // class c in rows [c·n, (c+1)·n), and each class's apart.
 func sampleClasses(g *mixture.Gaussian, rng *rand.Rand, n int, perClass bool) (*mat.Dense, []*mat.Dense, error) {
-	stacked := mat.NewDense(10*n, Dim, nil)
+	stacked := mat.NewDense(10*n, mnist.Dim, nil)
 	var each []*mat.Dense
 	for c := 0; c < 10; c++ {
 		cls := c
@@ -241,36 +231,15 @@ func sampleClasses(g *mixture.Gaussian, rng *rand.Rand, n int, perClass bool) (*
 		if err != nil {
 			return nil, nil, err
 		}
-		stacked.Slice(c*n, (c+1)*n, 0, Dim).(*mat.Dense).Copy(smp)
+		stacked.Slice(c*n, (c+1)*n, 0, mnist.Dim).(*mat.Dense).Copy(smp)
 		each = append(each, smp)
 	}
 	return stacked, each, nil
 }
 
-// FrameRMS is the rms intensity, in [0, 1] (black 0), of the 2-pixel frame
-// of 28×28 images given in [−1, 1], clipped: a clean background is ≈ 0.
-func FrameRMS(x *mat.Dense) float64 {
-	n, _ := x.Dims()
-	sum, cnt := 0.0, 0
-	for i := 0; i < n; i++ {
-		row := x.RawRowView(i)
-		for y := 0; y < 28; y++ {
-			for c := 0; c < 28; c++ {
-				if y >= 2 && y < 26 && c >= 2 && c < 26 {
-					continue
-				}
-				v := (math.Max(-1, math.Min(1, row[y*28+c])) + 1) / 2
-				sum += v * v
-				cnt++
-			}
-		}
-	}
-	return math.Sqrt(sum / float64(cnt))
-}
-
 // Report implements report.Result.
 func (r *BaselineResult) Report() (*report.Report, error) {
-	where := fmt.Sprintf("Measured on %s, %s profile; `dfx reproduce mnist-baselines` in %.0f s.", Machine(), r.Config.Profile, r.Elapsed.Seconds())
+	where := fmt.Sprintf("Measured on %s, %s profile; `dfx reproduce mnist-baselines` in %.0f s.", mnist.Machine(), r.Config.Profile, r.Elapsed.Seconds())
 	t := &report.Table{Name: "baselines",
 		Title:   fmt.Sprintf("## Closed-form baselines: Gaussians and Gaussian mixtures fitted to MNIST\n\n%s Each density is fitted to the 60 000 training images (dequantised, seed 1; k-means within each class where per class, no EM; covariances shrunk 20 %% toward their diagonal except the single Gaussians) and scored exactly on the first %d dequantised test images: bpd = −log₂ q_{t_min}(x)/d + 7, with q_{t_min} the mixture diffused to the PF-ODE's start (σ ≈ 10⁻³), in closed form (no ODE, no solver error). A learned model must beat these rows under the same protocol.", where, r.Config.TestImages),
 		Caption: "closed-form baselines: exact test bpd of Gaussians and Gaussian mixtures fitted to MNIST, their size, fit time and the frame rms of their samples",
@@ -314,11 +283,11 @@ func (r *BaselineResult) Report() (*report.Report, error) {
 					var row []*mat.Dense
 					n, _ := m.Dims()
 					for j := 0; j < min(n, 10); j++ {
-						row = append(row, mat.NewDense(1, Dim, m.RawRowView(j)))
+						row = append(row, mat.NewDense(1, mnist.Dim, m.RawRowView(j)))
 					}
 					rows = append(rows, row)
 				}
-				p, err := ImageGrid("exact samples: "+name, "sample", "class (row)", rows, nil)
+				p, err := mnist.ImageGrid("exact samples: "+name, "sample", "class (row)", rows, nil)
 				if err != nil {
 					return nil, err
 				}
@@ -326,4 +295,9 @@ func (r *BaselineResult) Report() (*report.Report, error) {
 			}})
 	}
 	return rep, nil
+}
+
+// percent is a column of fractions shown in percent (CSV key key).
+func percent(name, key string) report.Column {
+	return report.Column{Name: name, Key: key, Format: "%.2f%%", Scale: 100}
 }

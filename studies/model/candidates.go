@@ -1,4 +1,4 @@
-package mnist
+package model
 
 import (
 	"bytes"
@@ -11,16 +11,17 @@ import (
 
 	"github.com/dfx-lab/dfx/dfx/plotx"
 	"github.com/dfx-lab/dfx/dfx/report"
+	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/models"
 )
 
 // CandidateRun is one candidate ε-network's training so far, read from its
 // weights checkpoint (finished) or its resumable state (in progress).
 type CandidateRun struct {
-	Spec     NetSpec
+	Spec     mnist.NetSpec
 	Finished bool
 	Steps    int64 // steps taken
-	Record   TrainRecord
+	Record   mnist.TrainRecord
 	Params   int64 // trainable parameters
 }
 
@@ -35,17 +36,17 @@ type CandidatesResult struct {
 // (<name>.dfxckpt, else _<name>.state.dfxckpt); candidates never trained
 // there are left out.
 func ReadCandidates(dir string) (*CandidatesResult, error) {
-	res := &CandidatesResult{Dir: dir, Protocol: ValidationProtocol()}
-	for _, spec := range Candidates() {
+	res := &CandidatesResult{Dir: dir, Protocol: mnist.ValidationProtocol()}
+	for _, spec := range mnist.Candidates() {
 		if spec.Scope != models.ScoreScope { // the candidates' t_θ, ν_θ: not compared here
 			continue
 		}
 		run := CandidateRun{Spec: spec}
-		c, err := models.ReadCheckpoint(weightsPath(dir, spec.Name))
+		c, err := models.ReadCheckpoint(mnist.WeightsPath(dir, spec.Name))
 		if err == nil {
 			run.Finished = true
 		} else if errors.Is(err, fs.ErrNotExist) {
-			if c, err = models.ReadCheckpoint(statePath(dir, spec.Name)); errors.Is(err, fs.ErrNotExist) {
+			if c, err = models.ReadCheckpoint(mnist.StatePath(dir, spec.Name)); errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
 		}
@@ -72,7 +73,7 @@ func ReadCandidates(dir string) (*CandidatesResult, error) {
 // Report implements report.Result.
 func (r *CandidatesResult) Report() (*report.Report, error) {
 	t := &report.Table{Name: "candidates",
-		Title:   fmt.Sprintf("## Candidate ε-networks: what training adds to the skip, against training time\n\nRead from %s. ELBO gain: %s; positive means the network's likelihood bound is tighter than its skip mixture's on the same draws, ± the standard error of the paired differences. Validation bpd: %s, at the first and last step (solver and estimator error included; not the test bpd of the results).", r.Dir, ELBOProtocol(), r.Protocol),
+		Title:   fmt.Sprintf("## Candidate ε-networks: what training adds to the skip, against training time\n\nRead from %s. ELBO gain: %s; positive means the network's likelihood bound is tighter than its skip mixture's on the same draws, ± the standard error of the paired differences. Validation bpd: %s, at the first and last step (solver and estimator error included; not the test bpd of the results).", r.Dir, mnist.ELBOProtocol(), r.Protocol),
 		Caption: "candidate ε-networks: skip, architecture, data, t-sampling, and their validation along training",
 		Columns: []report.Column{{Name: "candidate"}, {Name: "skip"}, {Name: "trunk"}, {Name: "data"}, {Name: "t sampling", Key: "t_sampling"},
 			{Name: "parameters", Format: "%.3g"}, {Name: "steps"}, {Name: "training time", Key: "training_time", Unit: "s", Format: "%.2f h", Scale: 1.0 / 3600},
@@ -90,7 +91,7 @@ func (r *CandidatesResult) Report() (*report.Report, error) {
 		}
 		trunk := fmt.Sprintf("%v %v×%v", orDefault(p["/score/"+models.ParamArch], models.ArchMLP), orDefault(p["/score/"+models.ParamWidth], p[models.ParamWidth]), orDefault(p["/score/"+models.ParamDepth], p[models.ParamDepth]))
 		data := "8-bit"
-		if dequantizes(run.Spec) {
+		if mnist.Dequantizes(run.Spec) {
 			data = "dequantised"
 		}
 		// gain, first and last: the shown text, the value ± SE and the step.
@@ -155,7 +156,7 @@ func (r *CandidatesResult) figure(format string) ([]byte, error) {
 	if len(series) == 0 {
 		return nil, fmt.Errorf("mnist: no candidate has an ELBO validation point yet")
 	}
-	series = append(plotx.Distinct(series), plotx.Series{Note: true, Name: fmt.Sprintf("bars: ± 1 standard error of the paired differences over %d held-out images", valELBOImages)})
+	series = append(plotx.Distinct(series), plotx.Series{Note: true, Name: fmt.Sprintf("bars: ± 1 standard error of the paired differences over %d held-out images", mnist.ValELBOImages)})
 	p, err := plotx.Lines("candidate ε-networks: ELBO gain over the skip mixture along training", "training step", "gain over the skip (bits/dim, higher is better)", series...)
 	if err != nil {
 		return nil, err

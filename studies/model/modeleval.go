@@ -1,4 +1,4 @@
-package mnist
+package model
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
 	"github.com/dfx-lab/dfx/internal/stats"
+	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/models"
 )
 
@@ -31,7 +32,7 @@ type ModelEvalConfig struct {
 	// else the committed checkpoint of that name) and the classifier
 	// (Dir/classifier.dfxckpt, else the committed one).
 	Dir, Name string
-	// The likelihood: the first Images dequantised test images (seed 2),
+	// The likelihood: the first mnist.Images dequantised test images (seed 2),
 	// dopri5 at RTol, and again at 10·RTol for the solver error; the trace
 	// by Hutchinson with Probes Rademacher probes, on the residual only
 	// (beside the skip's exact trace, access.ControlVariate) when the
@@ -115,7 +116,7 @@ func gridOf(x *mat.Dense, perClass int) [][]*mat.Dense {
 	for c := range 10 {
 		var row []*mat.Dense
 		for j := 0; j < min(perClass, 10); j++ {
-			row = append(row, mat.NewDense(1, Dim, mat.DenseCopyOf(x.Slice(c*perClass+j, c*perClass+j+1, 0, Dim)).RawRowView(0)))
+			row = append(row, mat.NewDense(1, mnist.Dim, mat.DenseCopyOf(x.Slice(c*perClass+j, c*perClass+j+1, 0, mnist.Dim)).RawRowView(0)))
 		}
 		rows = append(rows, row)
 	}
@@ -131,15 +132,15 @@ func RunModelEval(ctx context.Context, cfg ModelEvalConfig, log io.Writer) (*Mod
 	if err != nil {
 		return nil, err
 	}
-	store, rec, err := LoadNetwork(cfg.Dir, cfg.Name)
+	store, rec, err := mnist.LoadNetwork(cfg.Dir, cfg.Name)
 	if err != nil {
 		return nil, err
 	}
-	net, err := models.NewAccessNet(backend, store, Schedule(), false)
+	net, err := models.NewAccessNet(backend, store, mnist.Schedule(), false)
 	if err != nil {
 		return nil, err
 	}
-	res := &ModelEvalResult{Config: cfg, Machine: Machine(),
+	res := &ModelEvalResult{Config: cfg, Machine: mnist.Machine(),
 		About: fmt.Sprintf("%s: %d steps, %.1f h on %s", cfg.Name, rec.Steps, rec.Seconds/3600, rec.Machine)}
 	trace, skip, err := evalTrace(backend, store, net, cfg)
 	if err != nil {
@@ -172,7 +173,7 @@ func RunModelEval(ctx context.Context, cfg ModelEvalConfig, log io.Writer) (*Mod
 // bpd at RTol and 10·RTol, batch by batch, and the skip mixture's exact bpd.
 func (res *ModelEvalResult) likelihood(ctx context.Context, backend compute.Backend, store *model.Store, net *access.Net, trace score.TraceEstimator, skip *mixture.Gaussian, log io.Writer) error {
 	cfg := res.Config
-	x, err := TestImages(cfg.Images)
+	x, err := mnist.TestImages(cfg.Images)
 	if err != nil {
 		return err
 	}
@@ -183,7 +184,7 @@ func (res *ModelEvalResult) likelihood(ctx context.Context, backend compute.Back
 	}
 	batch := cfg.batch()
 	w, err := loadLikelihood(cfg.Work, &likelihoodWork{Network: cfg.Name, Digest: res.digest, Images: cfg.Images, Batch: batch, RTol: cfg.RTol, Probes: cfg.Probes, Seed: cfg.Seed,
-		Trace: trace.Name(), Machine: Machine(), Backend: backend.Name()})
+		Trace: trace.Name(), Machine: mnist.Machine(), Backend: backend.Name()})
 	if err != nil {
 		return err
 	}
@@ -196,13 +197,13 @@ func (res *ModelEvalResult) likelihood(ctx context.Context, backend compute.Back
 		}
 		t0 := time.Now()
 		hi := min(lo+batch, cfg.Images)
-		rows := x.Slice(lo, hi, 0, Dim).(*mat.Dense)
+		rows := x.Slice(lo, hi, 0, mnist.Dim).(*mat.Dense)
 		for i, rtol := range []float64{cfg.RTol, 10 * cfg.RTol} {
-			r, err := likelihood.LogProbContext(ctx, rows, access.NetModel{Net: net, Trace: trace}, likelihood.Config{Schedule: Schedule(), RTol: rtol})
+			r, err := likelihood.LogProbContext(ctx, rows, access.NetModel{Net: net, Trace: trace}, likelihood.Config{Schedule: mnist.Schedule(), RTol: rtol})
 			if err != nil {
 				return err
 			}
-			bpd, err := likelihood.BitsPerDim(r.LogProb, Dim, &Quant)
+			bpd, err := likelihood.BitsPerDim(r.LogProb, mnist.Dim, &mnist.Quant)
 			if err != nil {
 				return err
 			}
@@ -213,7 +214,7 @@ func (res *ModelEvalResult) likelihood(ctx context.Context, backend compute.Back
 				w.Coarse = append(w.Coarse, bpd...)
 			}
 		}
-		w.addMachine(Machine(), backend.Name()) // completed here: say both
+		w.addMachine(mnist.Machine(), backend.Name()) // completed here: say both
 		w.Seconds += time.Since(t0).Seconds()
 		if err := saveLikelihood(cfg.Work, w); err != nil {
 			return err
@@ -239,7 +240,7 @@ func evalTrace(backend compute.Backend, store *model.Store, net *access.Net, cfg
 		t, err := access.NewHutchinson(net, cfg.Probes, access.Rademacher, cfg.Seed)
 		return t, nil, err
 	}
-	cv, skip, err := models.SkipControlVariate(backend, store, Schedule(), net.DType, cfg.Probes, cfg.Seed)
+	cv, skip, err := models.SkipControlVariate(backend, store, mnist.Schedule(), net.DType, cfg.Probes, cfg.Seed)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -248,8 +249,8 @@ func evalTrace(backend compute.Backend, store *model.Store, net *access.Net, cfg
 
 // mixtureBPDAt is a mixture's exact bpd (log q at t_min) at the points x.
 func mixtureBPDAt(g *mixture.Gaussian, x *mat.Dense) ([]float64, error) {
-	tMin, _ := Schedule().Interval()
-	co, err := schedule.At(Schedule(), tMin)
+	tMin, _ := mnist.Schedule().Interval()
+	co, err := schedule.At(mnist.Schedule(), tMin)
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +258,7 @@ func mixtureBPDAt(g *mixture.Gaussian, x *mat.Dense) ([]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	return likelihood.BitsPerDim(r.LogProb, Dim, &Quant)
+	return likelihood.BitsPerDim(r.LogProb, mnist.Dim, &mnist.Quant)
 }
 
 // samples draws PerClass samples per digit from the network at each scale
@@ -266,11 +267,11 @@ func (res *ModelEvalResult) samples(ctx context.Context, backend compute.Backend
 	cfg ModelEvalConfig, log io.Writer) error {
 	var ref *QualityRef
 	if cfg.part(PartQuality) {
-		cst, _, err := LoadNetwork(cfg.Dir, "classifier")
+		cst, _, err := mnist.LoadNetwork(cfg.Dir, "classifier")
 		if err != nil {
 			return err
 		}
-		cls, err := models.NewClassifier(backend, cst, Dim)
+		cls, err := models.NewClassifier(backend, cst, mnist.Dim)
 		if err != nil {
 			return err
 		}
@@ -280,7 +281,7 @@ func (res *ModelEvalResult) samples(ctx context.Context, backend compute.Backend
 	}
 	measure := func(x *mat.Dense, class []int) (*Quality, error) {
 		if ref == nil {
-			return &Quality{N: len(class), ClassifierAgree: math.NaN(), KNNAgree: math.NaN(), FD: math.NaN(), NearestMedian: math.NaN(), Copies: math.NaN(), FrameRMS: FrameRMS(x)}, nil
+			return &Quality{N: len(class), ClassifierAgree: math.NaN(), KNNAgree: math.NaN(), FD: math.NaN(), NearestMedian: math.NaN(), Copies: math.NaN(), FrameRMS: mnist.FrameRMS(x)}, nil
 		}
 		return ref.Measure(x, class)
 	}
@@ -289,7 +290,7 @@ func (res *ModelEvalResult) samples(ctx context.Context, backend compute.Backend
 	for i := range class {
 		class[i] = i / cfg.PerClass
 	}
-	nets := &Networks{Backend: backend, Store: store}
+	nets := &mnist.Networks{Backend: backend, Store: store}
 	for _, s := range cfg.Scales {
 		scale := make([]float64, n)
 		for i := range scale {
@@ -307,11 +308,11 @@ func (res *ModelEvalResult) samples(ctx context.Context, backend compute.Backend
 			fmt.Fprintf(log, "mnist-model: %d samples at scale %g read from %s\n", n, s, samplesPath(cfg.Work, s))
 		} else {
 			t0 := time.Now()
-			if x, err = nets.SampleContext(ctx, SampleConfig{Steps: cfg.Steps, Seed: cfg.Seed}, class, scale); err != nil {
+			if x, err = nets.SampleContext(ctx, mnist.SampleConfig{Steps: cfg.Steps, Seed: cfg.Seed}, class, scale); err != nil {
 				return err
 			}
 			fmt.Fprintf(log, "mnist-model: %d samples at scale %g drawn in %.0f s\n", n, s, time.Since(t0).Seconds())
-			if x, err = eightBit(Clip(x)); err != nil {
+			if x, err = eightBit(mnist.Clip(x)); err != nil {
 				return err
 			}
 			if cfg.Work != "" {
@@ -330,15 +331,15 @@ func (res *ModelEvalResult) samples(ctx context.Context, backend compute.Backend
 	}
 	if skip != nil {
 		rng := rand.New(rand.NewPCG(cfg.Seed, 0x5a))
-		x := mat.NewDense(n, Dim, nil)
+		x := mat.NewDense(n, mnist.Dim, nil)
 		for c := range 10 {
 			smp, err := skip.Sample(rng, cfg.PerClass, c)
 			if err != nil {
 				return err
 			}
-			x.Slice(c*cfg.PerClass, (c+1)*cfg.PerClass, 0, Dim).(*mat.Dense).Copy(smp)
+			x.Slice(c*cfg.PerClass, (c+1)*cfg.PerClass, 0, mnist.Dim).(*mat.Dense).Copy(smp)
 		}
-		x, err := eightBit(Clip(x))
+		x, err := eightBit(mnist.Clip(x))
 		if err != nil {
 			return err
 		}
@@ -369,7 +370,7 @@ func (r *ModelEvalResult) Report() (*report.Report, error) {
 		grid := s.Grid
 		rep.Figures = append(rep.Figures, &report.Figure{Name: fmt.Sprintf("samples_%d.png", i+1), Caption: "samples: " + title + " (one row per digit; 8-bit pixels, as measured)",
 			Render: func(format string) ([]byte, error) {
-				p, err := ImageGrid("samples: "+title, "sample", "digit (row)", grid, nil)
+				p, err := mnist.ImageGrid("samples: "+title, "sample", "digit (row)", grid, nil)
 				if err != nil {
 					return nil, err
 				}
@@ -424,10 +425,10 @@ func (r *ModelEvalResult) qualityTable() *report.Table {
 	return q
 }
 
-// eightBit is x rounded to 8-bit pixels (Quantize8) and scaled back to
+// eightBit is x rounded to 8-bit pixels (mnist.Quantize8) and scaled back to
 // [−1, 1]: samples are measured as they are stored (IDX, PNG), whether
 // drawn here or read from a work folder.
 func eightBit(x *mat.Dense) (*mat.Dense, error) {
 	b, _ := x.Dims()
-	return (&Set{Images: &Images{N: b, Rows: 28, Cols: 28, Pixels: Quantize8(x)}, Labels: make([]uint8, b)}).Scaled(0, b)
+	return (&mnist.Set{Images: &mnist.Images{N: b, Rows: 28, Cols: 28, Pixels: mnist.Quantize8(x)}, Labels: make([]uint8, b)}).Scaled(0, b)
 }

@@ -1,4 +1,4 @@
-package mnist
+package model
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dfx-lab/dfx/mnist"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -85,7 +86,7 @@ func TestModelEvalWorkFolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	// samples read back, not redrawn: blank images planted in their place
-	blank := mat.NewDense(10*cfg.PerClass, Dim, nil)
+	blank := mat.NewDense(10*cfg.PerClass, mnist.Dim, nil)
 	blank.Apply(func(int, int, float64) float64 { return -1 }, blank)
 	if err := saveSamples(work, samplesWork{Network: "eps", Digest: first.digest, Scale: 1, PerClass: cfg.PerClass, Steps: cfg.Steps, Seed: cfg.Seed}, blank); err != nil {
 		t.Fatal(err)
@@ -99,7 +100,7 @@ func TestModelEvalWorkFolder(t *testing.T) {
 	if second.BPD[0] != 1.25 || second.Coarse[0] != 1.5 || second.BPD[1] != first.BPD[1] || second.Coarse[1] != first.Coarse[1] {
 		t.Errorf("resumed likelihood %v, %v; want [1.25 %g], [1.5 %g]", second.BPD, second.Coarse, first.BPD[1], first.Coarse[1])
 	}
-	if raw, err = os.ReadFile(filepath.Join(work, "likelihood.json")); err != nil || strings.Count(string(raw), Machine()) != 1 {
+	if raw, err = os.ReadFile(filepath.Join(work, "likelihood.json")); err != nil || strings.Count(string(raw), mnist.Machine()) != 1 {
 		t.Errorf("the resumed likelihood.json names this machine other than once: %s", raw)
 	}
 	if q := second.Quality[0].Q; math.IsNaN(q.ClassifierAgree) || q.FrameRMS != 0 || first.Quality[0].Q.FrameRMS == 0 {

@@ -1,13 +1,9 @@
-package mnist
+package model
 
 import (
-	"bytes"
-	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -18,15 +14,9 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/internal/atomicfile"
-	"github.com/dfx-lab/dfx/internal/input"
-	"github.com/dfx-lab/dfx/internal/outfile"
 	"github.com/dfx-lab/dfx/internal/worklock"
+	"github.com/dfx-lab/dfx/mnist"
 )
-
-// ErrWork is wrapped by every error about a work folder (DFX_MNIST_MODEL_WORK,
-// DFX_MNIST_DENSITY_WORK) whose files are malformed or were made for
-// other settings.
-var ErrWork = errors.New("unusable work file")
 
 // The parts of RunModelEval that can run on another machine (a GPU) and be
 // read back: the test likelihood and the samples. ModelEvalConfig.Work is
@@ -140,34 +130,6 @@ func samplesPath(dir string, s float64) string {
 	return filepath.Join(dir, "samples_s"+strconv.FormatFloat(s, 'g', -1, 64)+".idx")
 }
 
-// Quantize8 rounds images in [−1, 1] to 8-bit pixels p = round(127.5 (x+1))
-// (clipped to 0…255), as a PNG or an IDX file stores them.
-func Quantize8(x *mat.Dense) []uint8 {
-	raw := x.RawMatrix()
-	out := make([]uint8, 0, raw.Rows*raw.Cols)
-	for i := range raw.Rows {
-		for _, v := range raw.Data[i*raw.Stride : i*raw.Stride+raw.Cols] {
-			out = append(out, uint8(math.Round(min(255, max(0, 127.5*(v+1))))))
-		}
-	}
-	return out
-}
-
-// WriteImagesIDX writes 28×28 images x [B, 784] in [−1, 1] as an
-// uncompressed IDX image file of 8-bit pixels (Quantize8), atomically.
-func WriteImagesIDX(path string, x *mat.Dense) error {
-	b, d := x.Dims()
-	if d != Dim || b < 1 {
-		return fmt.Errorf("mnist: IDX of [%d, %d] images, want [B, %d]", b, d, Dim)
-	}
-	var buf bytes.Buffer
-	for _, v := range []uint32{idxImages, uint32(b), 28, 28} {
-		_ = binary.Write(&buf, binary.BigEndian, v)
-	}
-	buf.Write(Quantize8(x))
-	return atomicfile.WriteFile(path, buf.Bytes())
-}
-
 // samplesWork says what the samples of Work/samples_s<scale>.idx are
 // (Work/samples_s<scale>.json): a file made with other settings is refused.
 type samplesWork struct {
@@ -208,14 +170,14 @@ func loadSamples(dir string, want samplesWork) (*mat.Dense, error) {
 		return nil, fmt.Errorf("mnist-model: %s holds samples of %s (digest %.12s), scale %g, %d per digit, %d steps, seed %d; this run asks for %s (digest %.12s), %g, %d, %d, %d (remove it, or use another work folder): %w",
 			path, got.Network, got.Digest, got.Scale, got.PerClass, got.Steps, got.Seed, want.Network, want.Digest, want.Scale, want.PerClass, want.Steps, want.Seed, ErrWork)
 	}
-	im, err := ReadImages(path)
+	im, err := mnist.ReadImages(path)
 	if err != nil {
 		return nil, err
 	}
 	if n := 10 * want.PerClass; im.N != n || im.Rows != 28 || im.Cols != 28 {
-		return nil, fmt.Errorf("mnist-model: %s holds %d images of %d×%d, want %d of 28×28: %w", path, im.N, im.Rows, im.Cols, n, ErrFormat)
+		return nil, fmt.Errorf("mnist-model: %s holds %d images of %d×%d, want %d of 28×28: %w", path, im.N, im.Rows, im.Cols, n, mnist.ErrFormat)
 	}
-	return (&Set{Images: im, Labels: make([]uint8, im.N)}).Scaled(0, im.N)
+	return (&mnist.Set{Images: im, Labels: make([]uint8, im.N)}).Scaled(0, im.N)
 }
 
 // saveSamples writes the samples x and what made them to dir.
@@ -223,12 +185,12 @@ func saveSamples(dir string, w samplesWork, x *mat.Dense) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	w.Machine = Machine()
+	w.Machine = mnist.Machine()
 	raw, err := json.MarshalIndent(w, "", " ")
 	if err != nil {
 		return err
 	}
-	if err := WriteImagesIDX(samplesPath(dir, w.Scale), x); err != nil {
+	if err := mnist.WriteImagesIDX(samplesPath(dir, w.Scale), x); err != nil {
 		return err
 	}
 	return atomicfile.WriteFile(samplesInfoPath(dir, w.Scale), raw)
@@ -264,98 +226,20 @@ func CheckModelWork(dir string) error {
 	return nil
 }
 
-// checkWorkDir checks, before any work, that a work folder is a folder
-// this process can write (it is made when missing), so that a run of hours
-// does not fail at its first save.
-func checkWorkDir(who, dir string) error {
-	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
-		return fmt.Errorf("%s: work folder %s is not a folder: %w", who, dir, ErrWork)
-	}
-	if err := outfile.CheckFolderFor(dir); err != nil { // before anything is made
-		return fmt.Errorf("%s: work folder %s: %v: %w", who, dir, err, ErrWork)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("%s: work folder: %v: %w", who, err, ErrWork)
-	}
-	if err := outfile.CheckFolder(dir); err != nil {
-		return fmt.Errorf("%s: work folder %s: %v: %w", who, dir, err, ErrWork)
-	}
-	return nil
-}
-
-// lockWork keeps two runs off the work file name in dir (what names it
-// in messages: the file, or the folder when the lock covers it all): it
-// takes the lock .<name>.lock there (worklock) for the run, which Releases
-// it when done. Another run holding it, or a lock that cannot be taken, is
-// an ErrWork, said at once; where files cannot be locked (a platform
-// without flock, a filesystem that refuses it) the run goes on unlocked,
-// saying so on log. dir "" keeps no work and takes no lock (a nil Lock,
-// whose Release is a no-op).
-func lockWork(who, dir, name, what string, log io.Writer) (*worklock.Lock, error) {
-	if dir == "" {
-		return nil, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("%s: work folder: %v: %w", who, err, ErrWork)
-	}
-	l, err := worklock.Acquire(filepath.Join(dir, "."+name+".lock"))
-	var busy *worklock.BusyError
-	switch {
-	case err == nil:
-		return l, nil
-	case errors.As(err, &busy):
-		return nil, fmt.Errorf("%s: %s is in use by %s: wait for it to end, or give this run another folder: %w", who, what, busy.Holder, ErrWork)
-	case errors.Is(err, worklock.ErrUnsupported):
-		if log != nil {
-			fmt.Fprintf(log, "%s: %s is not locked (%v): nothing keeps a second run off it\n", who, what, err)
-		}
-		return nil, nil
-	}
-	return nil, fmt.Errorf("%s: cannot lock %s: %v: %w", who, what, err, ErrWork)
-}
-
-// probeWork says, before a run starts, whether lockWork would refuse it
-// (another run holds the lock); the run itself takes the lock.
-func probeWork(who, dir, name, what string) error {
-	l, err := lockWork(who, dir, name, what, nil)
-	if err != nil {
-		return err
-	}
-	return l.Release()
-}
-
-// CheckTrainFree is an error (ErrWork) while another run trains the
-// network name into the state folder dir (TrainNetwork's lock), so that
-// `dfx train` says so before it looks at the saved state.
-func CheckTrainFree(dir, name string) error {
-	return probeWork("train "+name, dir, filepath.Base(statePath(dir, name)), statePath(dir, name))
-}
-
 // modelWorkLock names the lock of a whole mnist-model work folder.
 const modelWorkLock = "mnist-model"
 
-// maxWorkFile bounds the size of a work file read back (the largest, the
-// full density experiment's, is a few MB).
-const maxWorkFile = 256 << 20
+// ErrWork is wrapped by every error about a work folder whose files are
+// malformed or were made for other settings (mnist.ErrWork, which the CLI
+// reports as bad input).
+var ErrWork = mnist.ErrWork
 
-// readStrict decodes the JSON file path into v, refusing unknown fields,
-// trailing data and files over maxWorkFile; found is false when there is
-// no such file. who prefixes the messages.
-func readStrict(who, path string, v any) (found bool, err error) {
-	raw, err := input.ReadAll(path, maxWorkFile) // a regular file, its size checked before it is read
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return true, fmt.Errorf("%s: work file %v: %w", who, err, ErrWork)
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return true, fmt.Errorf("%s: %s: %v: %w", who, path, err, ErrWork)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return true, fmt.Errorf("%s: %s: data after the JSON value: %w", who, path, ErrWork)
-	}
-	return true, nil
+func readStrict(who, path string, v any) (bool, error) { return mnist.ReadWorkFile(who, path, v) }
+
+func lockWork(who, dir, name, what string, log io.Writer) (*worklock.Lock, error) {
+	return mnist.LockWork(who, dir, name, what, log)
 }
+
+func probeWork(who, dir, name, what string) error { return mnist.ProbeWork(who, dir, name, what) }
+
+func checkWorkDir(who, dir string) error { return mnist.CheckWorkDir(who, dir) }

@@ -1,13 +1,15 @@
-package mnist
+package model
 
 import (
 	"cmp"
 	"fmt"
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/mixture"
+	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/models"
 )
 
@@ -35,7 +37,7 @@ type QualityRef struct {
 // NewQualityRef builds the reference from the classifier and the first
 // testN dequantised test images (seed 2).
 func NewQualityRef(cls *models.Classifier, testN int) (*QualityRef, error) {
-	tr, err := Load(Train)
+	tr, err := mnist.Load(mnist.Train)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +53,7 @@ func NewQualityRef(cls *models.Classifier, testN int) (*QualityRef, error) {
 	for _, l := range tr.Labels {
 		ref.trainLabels = append(ref.trainLabels, int(l))
 	}
-	x, err := TestImages(testN)
+	x, err := mnist.TestImages(testN)
 	if err != nil {
 		return nil, err
 	}
@@ -91,10 +93,10 @@ type Quality struct {
 // each sample's requested class.
 func (r *QualityRef) Measure(x *mat.Dense, requested []int) (*Quality, error) {
 	b, d := x.Dims()
-	if d != Dim || b < 2 || (requested != nil && len(requested) != b) {
+	if d != mnist.Dim || b < 2 || (requested != nil && len(requested) != b) {
 		return nil, fmt.Errorf("mnist: quality of [%d, %d] samples with %d classes", b, d, len(requested))
 	}
-	q := &Quality{N: b, FrameRMS: FrameRMS(x), ClassifierAgree: math.NaN(), KNNAgree: math.NaN()}
+	q := &Quality{N: b, FrameRMS: mnist.FrameRMS(x), ClassifierAgree: math.NaN(), KNNAgree: math.NaN()}
 	logp, feat, err := r.cls.LogProbs(x)
 	if err != nil {
 		return nil, err
@@ -220,4 +222,18 @@ func argmax[T cmp.Ordered](v []T) int {
 		}
 	}
 	return best
+}
+
+// median is the middle value of v (the mean of the two middle ones when
+// len(v) is even; 0 when v is empty).
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

@@ -1,4 +1,4 @@
-package mnist
+package model
 
 import (
 	"math"
@@ -6,6 +6,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/models"
 )
 
@@ -34,15 +35,15 @@ func TestFrechetMatchesTheClosedForm(t *testing.T) {
 
 // TestFrameRMS: an empty frame is 0, a white one 1.
 func TestFrameRMS(t *testing.T) {
-	x := mat.NewDense(2, Dim, nil)
-	for j := 0; j < Dim; j++ {
+	x := mat.NewDense(2, mnist.Dim, nil)
+	for j := 0; j < mnist.Dim; j++ {
 		x.Set(0, j, -1)
 		x.Set(1, j, 1)
 	}
-	if v := FrameRMS(x.Slice(0, 1, 0, Dim).(*mat.Dense)); v != 0 {
+	if v := mnist.FrameRMS(x.Slice(0, 1, 0, mnist.Dim).(*mat.Dense)); v != 0 {
 		t.Errorf("black frame rms %g, want 0", v)
 	}
-	if v := FrameRMS(x.Slice(1, 2, 0, Dim).(*mat.Dense)); v != 1 {
+	if v := mnist.FrameRMS(x.Slice(1, 2, 0, mnist.Dim).(*mat.Dense)); v != 1 {
 		t.Errorf("white frame rms %g, want 1", v)
 	}
 }
@@ -58,11 +59,11 @@ func TestQualityOfTestImages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, _, err := LoadNetwork("", "classifier")
+	st, _, err := mnist.LoadNetwork("", "classifier")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cls, err := models.NewClassifier(backend, st, Dim)
+	cls, err := models.NewClassifier(backend, st, mnist.Dim)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func TestQualityOfTestImages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	te, _ := Load(Test)
+	te, _ := mnist.Load(mnist.Test)
 	x, _ := te.Dequantized(5000, 300, 9)
 	labels := make([]int, 300)
 	for i := range labels {
@@ -86,10 +87,10 @@ func TestQualityOfTestImages(t *testing.T) {
 	}
 	// Noise is far in feature space (the Fréchet distance of 300 samples in
 	// 512 features carries a large bias: compare, do not threshold).
-	noise := mat.NewDense(200, Dim, nil)
+	noise := mat.NewDense(200, mnist.Dim, nil)
 	for i := 0; i < 200; i++ {
-		for j := 0; j < Dim; j++ {
-			noise.Set(i, j, math.Sin(float64(i*Dim+j)))
+		for j := 0; j < mnist.Dim; j++ {
+			noise.Set(i, j, math.Sin(float64(i*mnist.Dim+j)))
 		}
 	}
 	qn, err := ref.Measure(noise, nil)
