@@ -14,13 +14,12 @@ import (
 )
 
 // TestSecondRunOnOneWorkFileIsRefused: while a run holds a work file's
-// lock (held here by lockWork, as a run takes it), the density experiment,
-// the model evaluation and training on that file are refused with ErrWork
-// naming the holder, before any work, and so are the checks made before a
-// run (CheckModelWork, CheckTrainFree); a shard's own file is another
-// lock; each run gives its lock back when it returns. Contexts are
-// cancelled, so that a run that ignored the lock would end at once with
-// context.Canceled instead.
+// lock (held here by lockWork, as a run takes it), the density experiment
+// and training on that file are refused with ErrWork naming the holder,
+// before any work, and so is the check made before a run
+// (CheckTrainFree); a shard's own file is another lock; each run gives its
+// lock back when it returns. Contexts are cancelled, so that a run that
+// ignored the lock would end at once with context.Canceled instead.
 func TestSecondRunOnOneWorkFileIsRefused(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads the committed networks")
@@ -75,21 +74,6 @@ func TestSecondRunOnOneWorkFileIsRefused(t *testing.T) {
 		t.Errorf("mnist-density after the lock was released: %v", err)
 	}
 	released("mnist-density", work, densityWorkFile(cfg.Profile))
-
-	me := ModelEvalQuick("", "eps")
-	me.Work = t.TempDir()
-	held = lock(me.Work, modelWorkLock)
-	refused("CheckModelWork", CheckModelWork(me.Work))
-	_, err = RunModelEval(ctx, me, io.Discard)
-	refused("mnist-model", err)
-	held.Release()
-	if err := CheckModelWork(me.Work); err != nil {
-		t.Errorf("CheckModelWork of a free folder: %v", err)
-	}
-	if _, err := RunModelEval(ctx, me, io.Discard); errors.Is(err, ErrWork) {
-		t.Errorf("mnist-model after the lock was released: %v", err)
-	}
-	released("mnist-model", me.Work, modelWorkLock)
 
 	spec, err := SpecByName("classifier")
 	if err != nil {

@@ -44,18 +44,6 @@ func envHint(name string, s report.Settings) string {
 		vars = append(vars, "DFX_MNIST_DIR="+d)
 	}
 	switch {
-	case name == "mnist-candidates":
-		v := "DFX_MNIST_CANDIDATES=" + s.CandidatesDir
-		if s.CandidatesDir == "" {
-			v = "DFX_MNIST_CANDIDATES=" + mnist.DefaultCandidatesDir + ", the default"
-		}
-		vars = append(vars, v)
-	case name == "mnist-model":
-		for _, v := range [][2]string{{"DFX_MNIST_MODEL", s.Model}, {"DFX_MNIST_NETS", s.NetsDir}, {"DFX_MNIST_MODEL_PARTS", s.ModelParts}, {"DFX_MNIST_MODEL_WORK", s.ModelWork}} {
-			if v[1] != "" {
-				vars = append(vars, v[0]+"="+v[1])
-			}
-		}
 	case name == "mnist-density" && (s.DensityWork != "" || s.DensityShard != ""):
 		vars = append(vars, "DFX_MNIST_DENSITY_WORK="+s.DensityWork)
 		if s.DensityShard != "" {

@@ -14,6 +14,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/ot"
+	_ "github.com/dfx-lab/dfx/studies/model"
 	"github.com/dfx-lab/dfx/toys"
 )
 
@@ -194,14 +195,10 @@ func reproduceSettings() (report.Settings, error) {
 		}
 	}
 	return report.Settings{
-		NetsDir:       os.Getenv("DFX_MNIST_NETS"),
-		Model:         os.Getenv("DFX_MNIST_MODEL"),
-		ModelWork:     os.Getenv("DFX_MNIST_MODEL_WORK"),
-		ModelParts:    os.Getenv("DFX_MNIST_MODEL_PARTS"),
-		DensityWork:   os.Getenv("DFX_MNIST_DENSITY_WORK"),
-		DensityShard:  os.Getenv("DFX_MNIST_DENSITY_SHARD"),
-		CandidatesDir: os.Getenv("DFX_MNIST_CANDIDATES"),
-		Retrain:       retrain,
+		NetsDir:      os.Getenv("DFX_MNIST_NETS"),
+		DensityWork:  os.Getenv("DFX_MNIST_DENSITY_WORK"),
+		DensityShard: os.Getenv("DFX_MNIST_DENSITY_SHARD"),
+		Retrain:      retrain,
 	}, nil
 }
 

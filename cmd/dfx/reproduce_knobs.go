@@ -27,7 +27,13 @@ type knobVar struct {
 // knobVars are the variables of the experiments that have moved to their
 // own configurations (report.Spec); legacy experiments read theirs in
 // reproduceSettings.
-var knobVars = []knobVar{}
+var knobVars = []knobVar{
+	{Name: "DFX_MNIST_MODEL", Experiments: []string{"mnist-model"}, Flag: "model"},
+	{Name: "DFX_MNIST_MODEL_PARTS", Experiments: []string{"mnist-model"}, Flag: "parts"},
+	{Name: "DFX_MNIST_MODEL_WORK", Experiments: []string{"mnist-model"}, Flag: "work"},
+	{Name: "DFX_MNIST_CANDIDATES", Experiments: []string{"mnist-candidates"}, Flag: "dir"},
+	{Name: "DFX_MNIST_NETS", Experiments: []string{"mnist-model", "mnist-baselines"}, Flag: "nets"},
+}
 
 // knobValue records what the command line gave a knob that several named
 // experiments may share; each job's own flag is set from it afterwards.

@@ -28,7 +28,7 @@ type AblationVariant struct {
 
 // AblationConfig says what RunAblation trains and how it validates.
 type AblationConfig struct {
-	Profile  string
+	Profile  report.Profile
 	Steps    int                // training steps of every variant
 	ValEvery int                // steps between validations
 	Fit      mixture.FitOptions // the skip mixture (and every variant's yardstick)
@@ -54,11 +54,11 @@ func AblationVariants() []AblationVariant {
 
 // AblationFull and AblationQuick are the two profiles.
 func AblationFull() AblationConfig {
-	return AblationConfig{Profile: "full", Steps: 800, ValEvery: 200, Fit: *mnist.SkipOptions(), Images: mnist.ValELBOImages, Levels: mnist.ValELBOLevels, Variants: AblationVariants()}
+	return AblationConfig{Profile: report.Full, Steps: 800, ValEvery: 200, Fit: *mnist.SkipOptions(), Images: mnist.ValELBOImages, Levels: mnist.ValELBOLevels, Variants: AblationVariants()}
 }
 
 func AblationQuick() AblationConfig {
-	return AblationConfig{Profile: "quick", Steps: 4, ValEvery: 2, Images: 16, Levels: 4, Small: true,
+	return AblationConfig{Profile: report.Quick, Steps: 4, ValEvery: 2, Images: 16, Levels: 4, Small: true,
 		Fit:      mixture.FitOptions{Components: 1, PerClass: true, Rank: 8, Shrink: 0.2, Idle: 1e-4, Seed: 1},
 		Variants: []AblationVariant{{Name: "patch + skip (chosen)"}, {Name: "no skip", NoSkip: true}}}
 }

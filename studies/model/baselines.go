@@ -30,7 +30,7 @@ type BaselineFit struct {
 
 // BaselineConfig sets the closed-form baselines experiment.
 type BaselineConfig struct {
-	Profile    string
+	Profile    report.Profile
 	TestImages int // first n test images, dequantised with seed 2
 	Samples    int // exact samples per class for the frame rms and the figure
 	Fits       []BaselineFit
@@ -70,12 +70,12 @@ func BaselineFits() []BaselineFit {
 
 // BaselinesFull and BaselinesQuick are the two profiles.
 func BaselinesFull() BaselineConfig {
-	return BaselineConfig{Profile: "full", TestImages: 10000, Samples: 1000, Fits: BaselineFits(),
+	return BaselineConfig{Profile: report.Full, TestImages: 10000, Samples: 1000, Fits: BaselineFits(),
 		Figure: []string{"10 Gaussians per class, full", "40 per class, rank 32 + rest + idle (skip)"}}
 }
 
 func BaselinesQuick() BaselineConfig {
-	return BaselineConfig{Profile: "quick", TestImages: 200, Samples: 20, Fits: []BaselineFit{
+	return BaselineConfig{Profile: report.Quick, TestImages: 200, Samples: 20, Fits: []BaselineFit{
 		{Name: "uniform on [−1, 1]^d"},
 		{Name: "Gaussian, diagonal", Opt: mixture.FitOptions{Components: 1, Shrink: 1, Seed: 1}},
 		{Name: "1 Gaussian per class, rank 16 + rest + idle", Opt: mixture.FitOptions{Components: 1, PerClass: true, Rank: 16, Shrink: 0.2, Idle: 1e-4, Seed: 1}},

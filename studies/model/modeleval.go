@@ -27,7 +27,7 @@ import (
 
 // ModelEvalConfig says how RunModelEval evaluates one ε-network.
 type ModelEvalConfig struct {
-	Profile string
+	Profile report.Profile
 	// Dir and Name locate the ε-network (LoadNetwork: Dir/Name.dfxckpt,
 	// else the committed checkpoint of that name) and the classifier
 	// (Dir/classifier.dfxckpt, else the committed one).
@@ -70,13 +70,14 @@ func (c ModelEvalConfig) batch() int {
 	return 50
 }
 
-// ModelEvalFull and ModelEvalQuick are the two profiles.
-func ModelEvalFull(dir, name string) ModelEvalConfig {
-	return ModelEvalConfig{Profile: "full", Dir: dir, Name: name, Images: 1000, RTol: 1e-3, Probes: 4, PerClass: 1000, Steps: 50, Scales: []float64{1, 2}, Seed: 1}
+// ModelEvalFull and ModelEvalQuick are the two profiles, of the committed
+// ε-network eps.
+func ModelEvalFull() ModelEvalConfig {
+	return ModelEvalConfig{Profile: report.Full, Name: "eps", Images: 1000, RTol: 1e-3, Probes: 4, PerClass: 1000, Steps: 50, Scales: []float64{1, 2}, Seed: 1}
 }
 
-func ModelEvalQuick(dir, name string) ModelEvalConfig {
-	return ModelEvalConfig{Profile: "quick", Dir: dir, Name: name, Images: 4, RTol: 1e-2, Probes: 1, PerClass: 2, Steps: 4, Scales: []float64{1}, Seed: 1}
+func ModelEvalQuick() ModelEvalConfig {
+	return ModelEvalConfig{Profile: report.Quick, Name: "eps", Images: 4, RTol: 1e-2, Probes: 1, PerClass: 2, Steps: 4, Scales: []float64{1}, Seed: 1}
 }
 
 // ModelEvalResult is one ε-network's test likelihood and samples, beside

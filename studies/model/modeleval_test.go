@@ -22,7 +22,7 @@ func TestModelEvalQuick(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the committed networks (≈ 30 s)")
 	}
-	res, err := RunModelEval(context.Background(), ModelEvalQuick("", "eps"), io.Discard)
+	res, err := RunModelEval(context.Background(), ModelEvalQuick(), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestModelEvalWorkFolder(t *testing.T) {
 		t.Skip("runs the committed networks")
 	}
 	work := t.TempDir()
-	cfg := ModelEvalQuick("", "eps")
+	cfg := ModelEvalQuick()
 	cfg.Images, cfg.Batch, cfg.PerClass, cfg.Steps = 2, 1, 1, 2 // batches of one image: the file can stop after the first
 	cfg.Work, cfg.Parts = work, map[string]bool{PartLikelihood: true, PartSamples: true}
 	first, err := RunModelEval(context.Background(), cfg, io.Discard)
