@@ -43,7 +43,8 @@ func TrainedClassifier(dir string) (*model.Store, error) {
 		return nil, err
 	}
 	if got := cc.Header.Provenance.Data; got != want.Data {
-		return nil, fmt.Errorf("mnist: the classifier %s was trained on %q, the training images here are %q: train one on them (`dfx train classifier -out DIR`) and pass DFX_MNIST_NETS=DIR", where, got, want.Data)
+		return nil, fmt.Errorf("mnist: the classifier %s was trained on %q, the training images here are %q: "+
+			"train one on them (`dfx train classifier -out DIR`) and pass DFX_MNIST_NETS=DIR", where, got, want.Data)
 	}
 	cst, _, err := networkOf(cc, where)
 	return cst, err

@@ -142,7 +142,8 @@ func RunBaselines(ctx context.Context, cfg BaselineConfig, log io.Writer) (*Base
 				res.Samples[name] = perClass
 			}
 		}
-		fmt.Fprintf(log, "baselines: %s: %d components, fitted in %.1f s: %.4f ± %.4f bpd, frame rms %.3f\n", f.Name, row.Components, row.FitSecs, row.BPD, row.SE, row.FrameRMS)
+		fmt.Fprintf(log, "baselines: %s: %d components, fitted in %.1f s: %.4f ± %.4f bpd, frame rms %.3f\n",
+			f.Name, row.Components, row.FitSecs, row.BPD, row.SE, row.FrameRMS)
 		res.Rows = append(res.Rows, row)
 	}
 	res.Elapsed = time.Since(start)
@@ -171,7 +172,8 @@ func baselineQualityRef(cfg BaselineConfig) (*QualityRef, error) {
 // scoreBaseline fits one baseline, scores the test images x exactly at co
 // (t_min) and measures samples of it (n per class): its row and the
 // samples of each class.
-func scoreBaseline(ctx context.Context, f BaselineFit, x *mat.Dense, co schedule.Coefficients, ref *QualityRef, n int, rng *rand.Rand) (BaselineRow, []*mat.Dense, error) {
+func scoreBaseline(ctx context.Context, f BaselineFit, x *mat.Dense, co schedule.Coefficients, ref *QualityRef, n int,
+	rng *rand.Rand) (BaselineRow, []*mat.Dense, error) {
 	row := BaselineRow{Name: f.Name}
 	t0 := time.Now()
 	g, err := mnist.FitMixtureContext(ctx, f.Opt)
@@ -241,10 +243,13 @@ func sampleClasses(g *mixture.Gaussian, rng *rand.Rand, n int, perClass bool) (*
 func (r *BaselineResult) Report() (*report.Report, error) {
 	where := fmt.Sprintf("Measured on %s, %s profile; `dfx reproduce mnist-baselines` in %.0f s.", mnist.Machine(), r.Config.Profile, r.Elapsed.Seconds())
 	t := &report.Table{Name: "baselines",
-		Title:   fmt.Sprintf("## Closed-form baselines: Gaussians and Gaussian mixtures fitted to MNIST\n\n%s Each density is fitted to the 60 000 training images (dequantised, seed 1; k-means within each class where per class, no EM; covariances shrunk 20 %% toward their diagonal except the single Gaussians) and scored exactly on the first %d dequantised test images: bpd = −log₂ q_{t_min}(x)/d + 7, with q_{t_min} the mixture diffused to the PF-ODE's start (σ ≈ 10⁻³), in closed form (no ODE, no solver error). A learned model must beat these rows under the same protocol.", where, r.Config.TestImages),
+		Title: fmt.Sprintf("## Closed-form baselines: Gaussians and Gaussian mixtures fitted to MNIST\n\n%s "+
+			"Each density is fitted to the training images (dequantised, seed 1) and scored exactly on the first %d dequantised test images: "+
+			"bpd = −log₂ q_{t_min}(x)/d + 7 in closed form. The protocol and its reading: NOTES.md.", where, r.Config.TestImages),
 		Caption: "closed-form baselines: exact test bpd of Gaussians and Gaussian mixtures fitted to MNIST, their size, fit time and the frame rms of their samples",
 		Columns: []report.Column{{Name: "density"}, {Name: "components"}, {Name: "stored values", NoCSV: true}, {Name: "stored_values", NoMarkdown: true},
-			{Name: "fit time", Key: "fit_time", Unit: "s", Format: "%.1f s"}, {Name: "test bpd", Key: "bpd", Format: "%.4f"}, {Name: "± SE", Key: "bpd_se", Format: "%.4f"},
+			{Name: "fit time", Key: "fit_time", Unit: "s", Format: "%.1f s"}, {Name: "test bpd", Key: "bpd", Format: "%.4f"},
+			{Name: "± SE", Key: "bpd_se", Format: "%.4f"},
 			{Name: "log q per image", Key: "eval_time", Unit: "ms", Format: "%.3g ms"}, {Name: "frame rms of samples", Key: "frame_rms", Format: "%.3f"},
 			percent("classifier agreement", "classifier_agreement"), percent("k-NN agreement", "knn_agreement"),
 			{Name: "Fréchet distance (classifier features)", Key: "frechet_distance", Format: "%.1f"},
@@ -265,10 +270,9 @@ func (r *BaselineResult) Report() (*report.Report, error) {
 		}
 		t.Add(report.Text(row.Name), comps, shown, vals, fit, report.Float(row.BPD), se, ev, report.Float(row.FrameRMS), ca, ka, fd, nn)
 	}
-	t.Notes = append(t.Notes,
-		fmt.Sprintf("Sample quality over %d exact samples per class (class-conditional for the per-class fits, drawn from the whole mixture otherwise): frame rms, the rms intensity in [0, 1] of the 2-pixel image frame (the dequantised test images give %.3f); classifier and k-NN agreement, the fraction whose requested class the classifier predicts and the majority of its %d nearest training images (raw pixels) has; the Fréchet distance between the samples' and %d test images' penultimate classifier features (this project's own feature space, not comparable with published FIDs; it carries a finite-sample bias); the median Euclidean distance (pixels in [−1, 1]) to the nearest training image, %.2f for test images.", r.Config.Samples, r.TestFrameRMS, knnK, r.Config.TestImages, r.Ref.TestNearest),
-		"Low rank: each covariance is kept as U diag(λ) Uᵀ (its r largest eigenpairs) plus one variance for the rest, with the component's idle pixels (variance < 10⁻⁴ in [−1, 1] units: never inked in the component, dequantisation noise only) apart with their own variance; at every t the diffused covariance stays diagonal in a known basis (mixture.Gaussian), so the exact score, Fisher and log q cost O(d r) per component. Without the idle pixels apart, the rest's single variance is far too large for the empty border.",
-		"Anchors: fully connected density models reach 1.89 (MAF) and 2.04 (MADE) bpd on MNIST; convolutional flows 0.97–1.06.")
+	t.Notes = append(t.Notes, fmt.Sprintf("Sample quality over %d exact samples per class; k-NN agreement by the %d nearest training images; "+
+		"Fréchet distance to %d test images' classifier features. The dequantised test images give a frame rms of %.3f and a median distance "+
+		"of %.2f to the nearest training image.", r.Config.Samples, knnK, r.Config.TestImages, r.TestFrameRMS, r.Ref.TestNearest))
 	rep := &report.Report{Name: "mnist-baselines", Title: "Closed-form MNIST baselines", Tables: []*report.Table{t}}
 	for i, name := range r.Config.Figure {
 		smp := r.Samples[name]
@@ -276,7 +280,8 @@ func (r *BaselineResult) Report() (*report.Report, error) {
 			continue
 		}
 		name := name
-		rep.Figures = append(rep.Figures, &report.Figure{Name: fmt.Sprintf("samples_%d.png", i+1), Caption: "exact samples of the fitted " + name + " (one row per class; intensities clipped to [−1, 1])",
+		rep.Figures = append(rep.Figures, &report.Figure{Name: fmt.Sprintf("samples_%d.png", i+1),
+			Caption: "exact samples of the fitted " + name + " (one row per class; intensities clipped to [−1, 1])",
 			Render: func(format string) ([]byte, error) {
 				var rows [][]*mat.Dense
 				for _, m := range smp {

@@ -73,7 +73,10 @@ func ReadCandidates(dir string) (*CandidatesResult, error) {
 // Report implements report.Result.
 func (r *CandidatesResult) Report() (*report.Report, error) {
 	t := &report.Table{Name: "candidates",
-		Title:   fmt.Sprintf("## Candidate ε-networks: what training adds to the skip, against training time\n\nRead from %s. ELBO gain: %s; positive means the network's likelihood bound is tighter than its skip mixture's on the same draws, ± the standard error of the paired differences. Validation bpd: %s, at the first and last step (solver and estimator error included; not the test bpd of the results).", r.Dir, mnist.ELBOProtocol(), r.Protocol),
+		Title: fmt.Sprintf("## Candidate ε-networks: what training adds to the skip, against training time\n\nRead from %s. "+
+			"ELBO gain: %s; positive means the network's likelihood bound is tighter than its skip mixture's on the same draws, "+
+			"± the standard error of the paired differences. Validation bpd: %s, at the first and last step "+
+			"(solver and estimator error included; not the test bpd of the results).", r.Dir, mnist.ELBOProtocol(), r.Protocol),
 		Caption: "candidate ε-networks: skip, architecture, data, t-sampling, and their validation along training",
 		Columns: []report.Column{{Name: "candidate"}, {Name: "skip"}, {Name: "trunk"}, {Name: "data"}, {Name: "t sampling", Key: "t_sampling"},
 			{Name: "parameters", Format: "%.3g"}, {Name: "steps"}, {Name: "training time", Key: "training_time", Unit: "s", Format: "%.2f h", Scale: 1.0 / 3600},
@@ -89,7 +92,8 @@ func (r *CandidatesResult) Report() (*report.Report, error) {
 		if run.Spec.Skip != nil {
 			skip = fmt.Sprintf("mixture %d/class, rank %d", run.Spec.Skip.Components, run.Spec.Skip.Rank)
 		}
-		trunk := fmt.Sprintf("%v %v×%v", orDefault(p["/score/"+models.ParamArch], models.ArchMLP), orDefault(p["/score/"+models.ParamWidth], p[models.ParamWidth]), orDefault(p["/score/"+models.ParamDepth], p[models.ParamDepth]))
+		trunk := fmt.Sprintf("%v %v×%v", orDefault(p["/score/"+models.ParamArch], models.ArchMLP),
+			orDefault(p["/score/"+models.ParamWidth], p[models.ParamWidth]), orDefault(p["/score/"+models.ParamDepth], p[models.ParamDepth]))
 		data := "8-bit"
 		if mnist.Dequantizes(run.Spec) {
 			data = "dequantised"
@@ -100,7 +104,8 @@ func (r *CandidatesResult) Report() (*report.Report, error) {
 		gain, first, last := none, none, none
 		for _, v := range run.Record.Val {
 			if v.ELBO != nil {
-				gain = point{report.Text(fmt.Sprintf("%+.4f ± %.4f (step %d)", v.ELBO.Gain, v.ELBO.GainSE, v.Step)), report.FloatSE(v.ELBO.Gain, v.ELBO.GainSE), report.Int(int(v.Step))}
+				gain = point{report.Text(fmt.Sprintf("%+.4f ± %.4f (step %d)", v.ELBO.Gain, v.ELBO.GainSE, v.Step)),
+					report.FloatSE(v.ELBO.Gain, v.ELBO.GainSE), report.Int(int(v.Step))}
 			}
 			if v.SE > 0 {
 				pt := point{report.Text(fmt.Sprintf("%.4f ± %.3f (step %d)", v.BPD, v.SE, v.Step)), report.FloatSE(v.BPD, v.SE), report.Int(int(v.Step))}
@@ -115,16 +120,19 @@ func (r *CandidatesResult) Report() (*report.Report, error) {
 		if run.Finished {
 			state = "finished"
 		}
-		t.Add(report.Text(run.Spec.Name), report.Text(skip), report.Text(trunk), report.Text(data), report.Text(fmt.Sprint(orDefault(p[models.ParamTimeSampling], "uniform"))),
+		t.Add(report.Text(run.Spec.Name), report.Text(skip), report.Text(trunk), report.Text(data),
+			report.Text(fmt.Sprint(orDefault(p[models.ParamTimeSampling], "uniform"))),
 			report.Float(float64(run.Params)), report.Int(int(run.Steps)), report.Float(run.Record.Seconds), gain.shown, first.shown, last.shown, report.Text(state),
 			gain.value, gain.step, first.value, first.step, last.value, last.step)
 	}
-	t.Notes = append(t.Notes, "Training time is wall-clock on the machine of each record (see `dfx ckpt`); runs that shared the machine with other work are slower per step, so compare at equal steps as well.")
+	t.Notes = append(t.Notes, "Training time is wall-clock on the machine of each record (see `dfx ckpt`); "+
+		"runs that shared the machine with other work are slower per step, so compare at equal steps as well.")
 	rep := &report.Report{Name: "mnist-candidates", Title: "Candidate MNIST ε-networks", Tables: []*report.Table{t}}
 	for _, run := range r.Runs {
 		if len(run.Record.Val) > 0 {
-			rep.Figures = append(rep.Figures, &report.Figure{Name: "candidates.png", Caption: "ELBO gain of each candidate ε-network over its skip mixture against training steps",
-				Render: r.figure})
+			rep.Figures = append(rep.Figures, &report.Figure{Name: "candidates.png",
+				Caption: "ELBO gain of each candidate ε-network over its skip mixture against training steps",
+				Render:  r.figure})
 			break
 		}
 	}
@@ -156,8 +164,10 @@ func (r *CandidatesResult) figure(format string) ([]byte, error) {
 	if len(series) == 0 {
 		return nil, fmt.Errorf("mnist: no candidate has an ELBO validation point yet")
 	}
-	series = append(plotx.Distinct(series), plotx.Series{Note: true, Name: fmt.Sprintf("bars: ± 1 standard error of the paired differences over %d held-out images", mnist.ValELBOImages)})
-	p, err := plotx.Lines("candidate ε-networks: ELBO gain over the skip mixture along training", "training step", "gain over the skip (bits/dim, higher is better)", series...)
+	series = append(plotx.Distinct(series),
+		plotx.Series{Note: true, Name: fmt.Sprintf("bars: ± 1 standard error of the paired differences over %d held-out images", mnist.ValELBOImages)})
+	p, err := plotx.Lines("candidate ε-networks: ELBO gain over the skip mixture along training", "training step",
+		"gain over the skip (bits/dim, higher is better)", series...)
 	if err != nil {
 		return nil, err
 	}

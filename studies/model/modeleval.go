@@ -157,7 +157,7 @@ func RunModelEval(ctx context.Context, cfg ModelEvalConfig, log io.Writer) (*Mod
 	}
 	defer lock.Release()
 	if cfg.part(PartLikelihood) {
-		if err := res.likelihood(ctx, backend, store, net, trace, skip, log); err != nil {
+		if err := res.likelihood(ctx, backend, net, trace, skip, log); err != nil {
 			return nil, err
 		}
 	}
@@ -172,7 +172,8 @@ func RunModelEval(ctx context.Context, cfg ModelEvalConfig, log io.Writer) (*Mod
 
 // likelihood computes (or reads from Config.Work, and completes) the test
 // bpd at RTol and 10·RTol, batch by batch, and the skip mixture's exact bpd.
-func (res *ModelEvalResult) likelihood(ctx context.Context, backend compute.Backend, store *model.Store, net *access.Net, trace score.TraceEstimator, skip *mixture.Gaussian, log io.Writer) error {
+func (res *ModelEvalResult) likelihood(ctx context.Context, backend compute.Backend, net *access.Net, trace score.TraceEstimator,
+	skip *mixture.Gaussian, log io.Writer) error {
 	cfg := res.Config
 	x, err := mnist.TestImages(cfg.Images)
 	if err != nil {
@@ -184,7 +185,8 @@ func (res *ModelEvalResult) likelihood(ctx context.Context, backend compute.Back
 		}
 	}
 	batch := cfg.batch()
-	w, err := loadLikelihood(cfg.Work, &likelihoodWork{Network: cfg.Name, Digest: res.digest, Images: cfg.Images, Batch: batch, RTol: cfg.RTol, Probes: cfg.Probes, Seed: cfg.Seed,
+	w, err := loadLikelihood(cfg.Work, &likelihoodWork{Network: cfg.Name, Digest: res.digest, Images: cfg.Images, Batch: batch,
+		RTol: cfg.RTol, Probes: cfg.Probes, Seed: cfg.Seed,
 		Trace: trace.Name(), Machine: mnist.Machine(), Backend: backend.Name()})
 	if err != nil {
 		return err
@@ -282,7 +284,8 @@ func (res *ModelEvalResult) samples(ctx context.Context, backend compute.Backend
 	}
 	measure := func(x *mat.Dense, class []int) (*Quality, error) {
 		if ref == nil {
-			return &Quality{N: len(class), ClassifierAgree: math.NaN(), KNNAgree: math.NaN(), FD: math.NaN(), NearestMedian: math.NaN(), Copies: math.NaN(), FrameRMS: mnist.FrameRMS(x)}, nil
+			return &Quality{N: len(class), ClassifierAgree: math.NaN(), KNNAgree: math.NaN(), FD: math.NaN(), NearestMedian: math.NaN(),
+				Copies: math.NaN(), FrameRMS: mnist.FrameRMS(x)}, nil
 		}
 		return ref.Measure(x, class)
 	}
@@ -303,7 +306,8 @@ func (res *ModelEvalResult) samples(ctx context.Context, backend compute.Backend
 			return err
 		}
 		if x == nil && !cfg.part(PartSamples) {
-			return fmt.Errorf("mnist-model: the quality part measures the samples of %s, which are not there: compute them (part samples) first", samplesPath(cfg.Work, s))
+			return fmt.Errorf("mnist-model: the quality part measures the samples of %s, which are not there: compute them (part samples) first",
+				samplesPath(cfg.Work, s))
 		}
 		if x != nil {
 			fmt.Fprintf(log, "mnist-model: %d samples at scale %g read from %s\n", n, s, samplesPath(cfg.Work, s))
@@ -369,7 +373,8 @@ func (r *ModelEvalResult) Report() (*report.Report, error) {
 			title = "its skip mixture, exact samples"
 		}
 		grid := s.Grid
-		rep.Figures = append(rep.Figures, &report.Figure{Name: fmt.Sprintf("samples_%d.png", i+1), Caption: "samples: " + title + " (one row per digit; 8-bit pixels, as measured)",
+		rep.Figures = append(rep.Figures, &report.Figure{Name: fmt.Sprintf("samples_%d.png", i+1),
+			Caption: "samples: " + title + " (one row per digit; 8-bit pixels, as measured)",
 			Render: func(format string) ([]byte, error) {
 				p, err := mnist.ImageGrid("samples: "+title, "sample", "digit (row)", grid, nil)
 				if err != nil {
@@ -390,10 +395,13 @@ func (r *ModelEvalResult) likelihoodTable() *report.Table {
 	}
 	solverErr, _ := stats.MeanSE(diffs)
 	t := &report.Table{Name: "likelihood",
-		Title: fmt.Sprintf("## Test likelihood of the ε-network %s\n\n%s profile of `dfx reproduce mnist-model`; the likelihood computed on %s in %.0f s. The first %d test images, dequantised (seed 2; the bpd is an upper bound): PF-ODE from t_min by dopri5 at rtol %g (%d model evaluations per batch of %d), trace %s. Solver error: the mean |Δbpd| per image against rtol %g. The skip mixture's bpd is exact (log q at t_min in closed form) on the same images; the difference is paired.",
+		Title: fmt.Sprintf("## Test likelihood of the ε-network %s\n\n%s profile; the likelihood computed on %s in %.0f s. "+
+			"The first %d test images, dequantised (seed 2); dopri5 at rtol %g (%d model evaluations per batch of %d), trace %s; "+
+			"solver error against rtol %g. The protocol and its reading: NOTES.md.",
 			r.About, c.Profile, r.LikelihoodMachine, r.LikelihoodSeconds, c.Images, c.RTol, r.NFE, c.batch(), r.Trace, 10*c.RTol),
 		Caption: "test bpd of the ε-network and of its skip mixture on the same images",
-		Columns: []report.Column{{Name: "model"}, {Name: "test bpd", Format: "%.4f"}, {Name: "± SE", Format: "%.4f"}, {Name: "solver error (mean |Δ|)", Format: "%.4f"}}, Align: "lrrr"}
+		Columns: []report.Column{{Name: "model"}, {Name: "test bpd", Format: "%.4f"}, {Name: "± SE", Format: "%.4f"},
+			{Name: "solver error (mean |Δ|)", Format: "%.4f"}}, Align: "lrrr"}
 	t.Add(report.Text("ε-network "+c.Name), report.Float(m), report.Float(se), report.Float(solverErr))
 	if r.Mixture != nil {
 		mm, ms := stats.MeanSE(r.Mixture)
@@ -403,7 +411,8 @@ func (r *ModelEvalResult) likelihoodTable() *report.Table {
 		}
 		dm, ds := stats.MeanSE(diffs)
 		// a signed difference in a column of bpd: its sign is shown, its value stays a number in CSV
-		t.Add(report.Text("mixture − network (paired; positive: the network is better)"), report.Text(fmt.Sprintf("%+.4f", dm)), report.Float(ds), report.None())
+		t.Add(report.Text("mixture − network (paired; positive: the network is better)"), report.Text(fmt.Sprintf("%+.4f", dm)),
+			report.Float(ds), report.None())
 	}
 	return t
 }
@@ -411,10 +420,13 @@ func (r *ModelEvalResult) likelihoodTable() *report.Table {
 func (r *ModelEvalResult) qualityTable() *report.Table {
 	c := r.Config
 	q := &report.Table{Name: "samples",
-		Title:   fmt.Sprintf("## Samples of the ε-network\n\nMeasured on %s. %d per digit, DDIM with %d steps (seed %d), classifier-free guidance scale s (1: the conditional model); the skip mixture's exact samples beside them; all rounded to 8-bit pixels. Measures as in mnist-baselines: classifier and 5-NN agreement with the requested digit, the rms intensity of the 2-pixel frame (MNIST test images ≈ 0.029), the Fréchet distance in the classifier's features to the test images, the median distance to the nearest training image and the fraction of near-copies.", r.Machine, c.PerClass, c.Steps, c.Seed),
+		Title: fmt.Sprintf("## Samples of the ε-network\n\nMeasured on %s. %d per digit, DDIM with %d steps (seed %d), classifier-free guidance scale s; "+
+			"the skip mixture's exact samples beside them; all rounded to 8-bit pixels. The measures: NOTES.md.", r.Machine, c.PerClass, c.Steps, c.Seed),
 		Caption: "sample quality of the ε-network and of its skip mixture",
-		Columns: []report.Column{{Name: "samples"}, {Name: "s"}, {Name: "classifier agreement", Format: "%.1f%%", Scale: 100}, {Name: "k-NN agreement", Format: "%.1f%%", Scale: 100},
-			{Name: "frame rms", Format: "%.3f"}, {Name: "Fréchet distance", Format: "%.1f"}, {Name: "median nearest distance", Format: "%.2f"}, {Name: "near-copies", Format: "%.2f%%", Scale: 100}}, Align: "lrrrrrrr"}
+		Columns: []report.Column{{Name: "samples"}, {Name: "s"},
+			{Name: "classifier agreement", Format: "%.1f%%", Scale: 100}, {Name: "k-NN agreement", Format: "%.1f%%", Scale: 100},
+			{Name: "frame rms", Format: "%.3f"}, {Name: "Fréchet distance", Format: "%.1f"}, {Name: "median nearest distance", Format: "%.2f"},
+			{Name: "near-copies", Format: "%.2f%%", Scale: 100}}, Align: "lrrrrrrr"}
 	for _, s := range r.Quality {
 		sc := report.None()
 		if !math.IsNaN(s.Scale) {

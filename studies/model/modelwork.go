@@ -78,9 +78,12 @@ func (w *likelihoodWork) addMachine(machine, backend string) {
 }
 
 func (w *likelihoodWork) matches(o *likelihoodWork) error {
-	if w.Network != o.Network || w.Digest != o.Digest || w.Images != o.Images || w.Batch != o.Batch || w.RTol != o.RTol || w.Probes != o.Probes || w.Seed != o.Seed || w.Trace != o.Trace {
-		return fmt.Errorf("it was made for %s (digest %.12s) on %d images in batches of %d, rtol %g, %d probes, seed %d, trace %s; this run asks for %s (digest %.12s), %d, %d, %g, %d, %d, %s: %w",
-			o.Network, o.Digest, o.Images, o.Batch, o.RTol, o.Probes, o.Seed, o.Trace, w.Network, w.Digest, w.Images, w.Batch, w.RTol, w.Probes, w.Seed, w.Trace, ErrWork)
+	if w.Network != o.Network || w.Digest != o.Digest || w.Images != o.Images || w.Batch != o.Batch || w.RTol != o.RTol || w.Probes != o.Probes ||
+		w.Seed != o.Seed || w.Trace != o.Trace {
+		return fmt.Errorf("it was made for %s (digest %.12s) on %d images in batches of %d, rtol %g, %d probes, seed %d, trace %s; "+
+			"this run asks for %s (digest %.12s), %d, %d, %g, %d, %d, %s: %w",
+			o.Network, o.Digest, o.Images, o.Batch, o.RTol, o.Probes, o.Seed, o.Trace,
+			w.Network, w.Digest, w.Images, w.Batch, w.RTol, w.Probes, w.Seed, w.Trace, ErrWork)
 	}
 	if len(o.BPD) != len(o.Coarse) || len(o.BPD) > o.Images || len(o.BPD)%o.Batch != 0 && len(o.BPD) != o.Images {
 		return fmt.Errorf("it holds %d fine and %d coarse values for %d images in batches of %d: %w", len(o.BPD), len(o.Coarse), o.Images, o.Batch, ErrWork)
@@ -166,9 +169,12 @@ func loadSamples(dir string, want samplesWork) (*mat.Dense, error) {
 		}
 		return nil, nil
 	}
-	if got.Network != want.Network || got.Digest != want.Digest || got.Scale != want.Scale || got.PerClass != want.PerClass || got.Steps != want.Steps || got.Seed != want.Seed {
-		return nil, fmt.Errorf("mnist-model: %s holds samples of %s (digest %.12s), scale %g, %d per digit, %d steps, seed %d; this run asks for %s (digest %.12s), %g, %d, %d, %d (remove it, or use another work folder): %w",
-			path, got.Network, got.Digest, got.Scale, got.PerClass, got.Steps, got.Seed, want.Network, want.Digest, want.Scale, want.PerClass, want.Steps, want.Seed, ErrWork)
+	if got.Network != want.Network || got.Digest != want.Digest || got.Scale != want.Scale || got.PerClass != want.PerClass ||
+		got.Steps != want.Steps || got.Seed != want.Seed {
+		return nil, fmt.Errorf("mnist-model: %s holds samples of %s (digest %.12s), scale %g, %d per digit, %d steps, seed %d; "+
+			"this run asks for %s (digest %.12s), %g, %d, %d, %d (remove it, or use another work folder): %w",
+			path, got.Network, got.Digest, got.Scale, got.PerClass, got.Steps, got.Seed,
+			want.Network, want.Digest, want.Scale, want.PerClass, want.Steps, want.Seed, ErrWork)
 	}
 	im, err := mnist.ReadImages(path)
 	if err != nil {

@@ -33,7 +33,8 @@ func init() {
 		Full:       ModelEvalFull,
 		Flags: func(fs *flag.FlagSet, c *ModelEvalConfig) {
 			fs.StringVar(&c.Name, "model", c.Name, "the ε-network to evaluate, a network or candidate name, read from -nets or the committed checkpoints")
-			fs.Func("parts", "the parts to compute, comma-separated likelihood,samples,quality (default all; without quality no classifier or training images are needed)",
+			fs.Func("parts", "the parts to compute, comma-separated likelihood,samples,quality "+
+				"(default all; without quality no classifier or training images are needed)",
 				func(v string) error {
 					parts, err := ParseModelParts(v)
 					c.Parts = parts
@@ -69,7 +70,8 @@ func init() {
 		},
 		Check: func(c CandidatesConfig, _ report.Env) error {
 			if st, err := os.Stat(c.Dir); err != nil || !st.IsDir() {
-				return fmt.Errorf("candidates folder %s is not a folder (-dir DIR, or DFX_MNIST_CANDIDATES=DIR; train a candidate with `dfx train <candidate> -out DIR`)", c.Dir)
+				return fmt.Errorf("candidates folder %s is not a folder (-dir DIR, or DFX_MNIST_CANDIDATES=DIR; "+
+					"train a candidate with `dfx train <candidate> -out DIR`)", c.Dir)
 			}
 			return nil
 		},
