@@ -69,7 +69,8 @@ func notesLines(out, name string) []string {
 	if _, err := os.Stat(filepath.Join(out, name, notesName)); err != nil {
 		return nil
 	}
-	return []string{fmt.Sprintf("- `%s/%s`: the reading and verdict of these outputs, with the dated measurements of the committed run (hand-written, kept across runs)", name, notesName)}
+	const what = "the reading and verdict of these outputs, with the dated measurements of the committed run (hand-written, kept across runs)"
+	return []string{fmt.Sprintf("- `%s/%s`: %s", name, notesName, what)}
 }
 
 // updateIndex replaces the section "## name" of the index at path (other
