@@ -20,6 +20,9 @@ const indexName = "INDEX.md"
 // maxIndexBytes bounds the index read back (it is a few KB).
 const maxIndexBytes = 16 << 20
 
+// notesName is an experiment folder's hand-written notes.
+const notesName = "NOTES.md"
+
 // reproduce runs experiment name, writes each of its reports through
 // report.WriteDir (a folder is swapped in whole) and then replaces the
 // experiment's section of <out>/INDEX.md (written atomically).
@@ -54,7 +57,17 @@ func reproduce(ctx context.Context, name, out string, p report.Profile, j report
 		}
 		lines = append(lines, r.IndexLines(rel, command)...)
 	}
-	return updateIndex(filepath.Join(out, indexName), name, lines)
+	return updateIndex(filepath.Join(out, indexName), name, append(lines, notesLines(out, name)...))
+}
+
+// notesLines is the index line of an experiment folder's hand-written
+// notes (report.WriteDir keeps them), if it has any.
+func notesLines(out, name string) []string {
+	if _, err := os.Stat(filepath.Join(out, name, notesName)); err != nil {
+		return nil
+	}
+	const what = "the reading and verdict of these outputs, with the dated measurements of the committed run (hand-written, kept across runs)"
+	return []string{fmt.Sprintf("- `%s/%s`: %s", name, notesName, what)}
 }
 
 // updateIndex replaces the section "## name" of the index at path (other

@@ -21,6 +21,12 @@ const maxMarkerBytes = 16 << 20
 // (one that holds output folders and an index, and is never replaced whole).
 const marker = ".dfx-output"
 
+// notesFile is the hand-written reading of an experiment's outputs (its
+// verdicts and dated measurements): CheckDir tolerates it beside the files
+// a marker lists, and WriteDir carries it into the folder it swaps in, so
+// that regenerating the outputs never loses their interpretation.
+const notesFile = "NOTES.md"
+
 // markerHead is the first line of every marker; a parent's marker has
 // nothing else, an output folder's lists its files, one a line.
 const (
@@ -60,7 +66,7 @@ func CheckDir(dir string) error {
 		return nil
 	}
 	for _, e := range ents {
-		if n := e.Name(); n != marker && !slices.Contains(manifest, n) {
+		if n := e.Name(); n != marker && n != notesFile && !slices.Contains(manifest, n) {
 			return fmt.Errorf("output folder %s holds %s, which dfx did not write (not listed in its %s): move it away or choose another folder: %w", dir, n, marker, errNotOwned)
 		}
 	}
