@@ -1,4 +1,4 @@
-# dfx with Jupyter + GoNB (the README's "Docker" section has the Podman and buildah commands):
+# dfx with Jupyter + GoNB (docs/docker.md has the Podman and buildah commands):
 #   docker build -t dfx . && docker run --rm -p 8888:8888 dfx
 # then open the printed http://127.0.0.1:8888/?token=… URL; notebooks/ is the working folder.
 # GPU variant (GoMLX's XLA backend through the PJRT CUDA plugin; untested, no GPU was at hand):

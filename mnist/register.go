@@ -61,7 +61,7 @@ func init() {
 	})
 	report.RegisterLegacy(report.Legacy{
 		Name: "mnist-density",
-		Doc:  "density guidance on MNIST (issue 24): samples steered to quantile levels and offsets of their log-density, exactly on a fitted Gaussian mixture and on the networks with DF-TM, DF-TM-c and Hutchinson traces, achieved bpd measured independently",
+		Doc:  "density guidance on MNIST: samples steered to quantile levels and offsets of their log-density, exactly on a fitted Gaussian mixture and on the networks with DF-TM, DF-TM-c and Hutchinson traces, achieved bpd measured independently",
 		Check: func(s report.Settings) error {
 			if err := checkDataNets(s); err != nil {
 				return err

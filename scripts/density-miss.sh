@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Why density-guided MNIST samples miss their quantile level when every
-# Hutchinson-type trace tracks them onto it (README, "Density guidance"):
+# Hutchinson-type trace tracks them onto it (figures/mnist-density/NOTES.md):
 # TestDensityMissDiagnosis on the committed networks, 4 samples guided to the
 # median level with skip-hutchinson:4. It compares the measurement at dopri5
 # rtol 1e-3 and 1e-4, RK4 with 100 and 400 steps, the guide's premise

@@ -111,7 +111,7 @@ func init() {
 		},
 	})
 	report.RegisterLegacy(report.Legacy{
-		Name: "density", Doc: "density guidance on analytic Gaussian mixtures: quantile and offset targets, exact and learned traces (issue 24)",
+		Name: "density", Doc: "density guidance on analytic Gaussian mixtures: quantile and offset targets, exact and learned traces",
 		Run: func(ctx context.Context, c report.Config) ([]report.Result, error) {
 			return report.One(RunDensity(ctx, DensityFor(c.Profile)))
 		},

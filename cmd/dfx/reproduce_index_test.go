@@ -62,3 +62,17 @@ func TestTheCLIRunsTheRegistry(t *testing.T) {
 		t.Errorf("standalone %q", got)
 	}
 }
+
+// TestTheIndexNamesAnExperimentsNotes: a folder's NOTES.md gets one index
+// line, a folder without notes none.
+func TestTheIndexNamesAnExperimentsNotes(t *testing.T) {
+	out := t.TempDir()
+	if got := notesLines(out, "ot"); got != nil {
+		t.Errorf("no notes, index lines %q", got)
+	}
+	os.MkdirAll(filepath.Join(out, "ot"), 0o755)
+	os.WriteFile(filepath.Join(out, "ot", notesName), []byte("# ot\n"), 0o644)
+	if got := notesLines(out, "ot"); len(got) != 1 || !strings.HasPrefix(got[0], "- `ot/NOTES.md`: ") {
+		t.Errorf("notes, index lines %q", got)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/dfx-lab/dfx/internal/input"
 )
 
 // Prefixes of the folders WriteDir creates beside its target. A process
@@ -59,6 +61,9 @@ func WriteDir(ctx context.Context, r *Report, dir string) error {
 	if err := os.WriteFile(filepath.Join(tmp, marker), manifestMarker(written), 0o644); err != nil {
 		return fmt.Errorf("report %s: %w", r.Name, err)
 	}
+	if err := keepNotes(dir, tmp); err != nil {
+		return fmt.Errorf("report %s: %w", r.Name, err)
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -70,6 +75,19 @@ func WriteDir(ctx context.Context, r *Report, dir string) error {
 	}
 	ok = true
 	return nil
+}
+
+// keepNotes copies dir's notesFile, if it has one, into tmp: the outputs
+// are replaced, their reading stays.
+func keepNotes(dir, tmp string) error {
+	b, err := input.ReadAll(filepath.Join(dir, notesFile), maxMarkerBytes)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(tmp, notesFile), b, 0o644)
 }
 
 // splitOutputDir cleans dir and splits it into its parent and its own name.

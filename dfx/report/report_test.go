@@ -275,3 +275,32 @@ func TestWriteDirWritesOnlyIntoItsOwnFolders(t *testing.T) {
 		t.Fatalf("WriteDir over a parent folder: %v", err)
 	}
 }
+
+// TestWriteDirKeepsTheExperimentsNotes: a hand-written NOTES.md beside an
+// experiment's outputs neither makes the folder foreign nor is lost when
+// the outputs are regenerated; any other added file still does.
+func TestWriteDirKeepsTheExperimentsNotes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "exp")
+	ctx := context.Background()
+	if err := WriteDir(ctx, sample(false), dir); err != nil {
+		t.Fatal(err)
+	}
+	notes := []byte("# exp\n\nThe reading of these outputs.\n")
+	if err := os.WriteFile(filepath.Join(dir, notesFile), notes, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteDir(ctx, sample(false), dir); err != nil {
+		t.Fatalf("a folder with notes refused: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, notesFile)); err != nil || string(b) != string(notes) {
+		t.Fatalf("notes after a rewrite: %q, %v", b, err)
+	}
+	m, _ := os.ReadFile(filepath.Join(dir, marker))
+	if _, names := parseMarker(string(m)); slices.Contains(names, notesFile) {
+		t.Errorf("the marker lists the notes as dfx's output: %v", names)
+	}
+	os.WriteFile(filepath.Join(dir, "mine.txt"), []byte("x"), 0o644)
+	if err := WriteDir(ctx, sample(false), dir); !errors.Is(err, errNotOwned) {
+		t.Errorf("a folder with a user's file: %v, want errNotOwned", err)
+	}
+}
