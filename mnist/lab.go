@@ -1,10 +1,12 @@
 package mnist
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/ml/model"
+	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/mixture"
 )
@@ -48,4 +50,43 @@ func TrainedClassifier(dir string) (*model.Store, error) {
 	}
 	cst, _, err := networkOf(cc, where)
 	return cst, err
+}
+
+// Lab is this package's networks, sampler, labels and fits as the model
+// studies ask for them (studies/model.Lab).
+type Lab struct{}
+
+// Network is LoadNetwork's store, with one line on its training.
+func (Lab) Network(dir, name string) (*model.Store, string, error) {
+	store, rec, err := LoadNetwork(dir, name)
+	if err != nil {
+		return nil, "", err
+	}
+	return store, fmt.Sprintf("%s: %d steps, %.1f h on %s", name, rec.Steps, rec.Seconds/3600, rec.Machine), nil
+}
+
+// Classifier is TrainedClassifier.
+func (Lab) Classifier(dir string) (*model.Store, error) { return TrainedClassifier(dir) }
+
+// Sample is Networks.SampleContext of the ε-network in store.
+func (Lab) Sample(ctx context.Context, backend compute.Backend, store *model.Store, steps int, seed uint64, class []int, scale []float64) (*mat.Dense, error) {
+	return (&Networks{Backend: backend, Store: store}).SampleContext(ctx, SampleConfig{Steps: steps, Seed: seed}, class, scale)
+}
+
+// Labels are the digits of the training images.
+func (Lab) Labels(context.Context) ([]int, error) {
+	set, err := Load(Train)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int, len(set.Labels))
+	for i, l := range set.Labels {
+		out[i] = int(l)
+	}
+	return out, nil
+}
+
+// Fit is FitMixtureContext.
+func (Lab) Fit(ctx context.Context, opt mixture.FitOptions) (*mixture.Gaussian, error) {
+	return FitMixtureContext(ctx, opt)
 }

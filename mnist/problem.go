@@ -35,6 +35,13 @@ func Problem() *problem.Problem {
 			}
 			return &problem.Networks{Net: n.Net}, nil
 		},
+		Dequantized: func(ctx context.Context, n int, seed uint64) (*mat.Dense, error) {
+			set, err := Load(Test)
+			if err != nil {
+				return nil, err
+			}
+			return set.DequantizedContext(ctx, 0, n, seed)
+		},
 	}
 }
 

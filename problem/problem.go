@@ -45,6 +45,10 @@ type Problem struct {
 	// Networks loads the problem's learned networks from the folder nets
 	// ("": the committed ones; nil: the problem has none).
 	Networks func(ctx context.Context, nets string) (*Networks, error)
+	// Dequantized reads the first n test rows of discrete data uniformly
+	// dequantised, x = 2(p + u)/Levels − 1 with u ~ U[0, 1) drawn from seed
+	// (nil: the data are not discrete).
+	Dequantized func(ctx context.Context, n int, seed uint64) (*mat.Dense, error)
 }
 
 // ImageShape is an image's height, width and channels; H·W·C = Dim.

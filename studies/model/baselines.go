@@ -19,6 +19,7 @@ import (
 	"github.com/dfx-lab/dfx/internal/stats"
 	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/models"
+	"github.com/dfx-lab/dfx/problem"
 )
 
 // BaselineFit is one closed-form density fitted to the dequantised training
@@ -108,17 +109,17 @@ type BaselineResult struct {
 // training images (FitMixture) and scores it exactly on the dequantised
 // test images: log q_{t_min} of a Gaussian mixture is in closed form (no
 // ODE), so these rows are what a learned model's bpd must beat.
-func RunBaselines(ctx context.Context, cfg BaselineConfig, log io.Writer) (*BaselineResult, error) {
+func RunBaselines(ctx context.Context, p *problem.Problem, lab Lab, cfg BaselineConfig, log io.Writer) (*BaselineResult, error) {
 	start := time.Now()
-	x, err := mnist.TestImages(cfg.TestImages)
+	x, err := p.Dequantized(ctx, cfg.TestImages, 2)
 	if err != nil {
 		return nil, err
 	}
 	res := &BaselineResult{Config: cfg, TestFrameRMS: mnist.FrameRMS(x), Samples: map[string][]*mat.Dense{}}
-	if res.Ref, err = baselineQualityRef(cfg); err != nil {
+	if res.Ref, err = baselineQualityRef(ctx, p, lab, cfg); err != nil {
 		return nil, err
 	}
-	s := mnist.Schedule()
+	s := p.Schedule
 	tMin, _ := s.Interval()
 	co, err := schedule.At(s, tMin)
 	if err != nil {
@@ -129,11 +130,11 @@ func RunBaselines(ctx context.Context, cfg BaselineConfig, log io.Writer) (*Base
 			return nil, err
 		}
 		if f.Opt.Components == 0 { // uniform: log p = −d log 2, frame of uniform noise
-			res.Rows = append(res.Rows, BaselineRow{Name: f.Name, BPD: 1 + mnist.Quant.Offset(), FrameRMS: math.Sqrt(1.0 / 3)})
+			res.Rows = append(res.Rows, BaselineRow{Name: f.Name, BPD: 1 + quantization(p).Offset(), FrameRMS: math.Sqrt(1.0 / 3)})
 			continue
 		}
 		rng := rand.New(rand.NewPCG(4, uint64(len(res.Rows))))
-		row, perClass, err := scoreBaseline(ctx, f, x, co, res.Ref, cfg.Samples, rng)
+		row, perClass, err := scoreBaseline(ctx, p, lab, f, x, co, res.Ref, cfg.Samples, rng)
 		if err != nil {
 			return nil, err
 		}
@@ -153,30 +154,30 @@ func RunBaselines(ctx context.Context, cfg BaselineConfig, log io.Writer) (*Base
 // baselineQualityRef is the quality reference of the classifier in
 // cfg.NetsDir (or the committed one), which must have been trained on the
 // training images here.
-func baselineQualityRef(cfg BaselineConfig) (*QualityRef, error) {
+func baselineQualityRef(ctx context.Context, p *problem.Problem, lab Lab, cfg BaselineConfig) (*QualityRef, error) {
 	backend, err := models.NewBackend()
 	if err != nil {
 		return nil, err
 	}
-	cst, err := mnist.TrainedClassifier(cfg.NetsDir)
+	cst, err := lab.Classifier(cfg.NetsDir)
 	if err != nil {
 		return nil, err
 	}
-	cls, err := models.NewClassifier(backend, cst, mnist.Dim)
+	cls, err := models.NewClassifier(backend, cst, p.Dim)
 	if err != nil {
 		return nil, err
 	}
-	return NewQualityRef(cls, cfg.TestImages)
+	return NewQualityRef(ctx, p, lab, cls, cfg.TestImages)
 }
 
 // scoreBaseline fits one baseline, scores the test images x exactly at co
 // (t_min) and measures samples of it (n per class): its row and the
 // samples of each class.
-func scoreBaseline(ctx context.Context, f BaselineFit, x *mat.Dense, co schedule.Coefficients, ref *QualityRef, n int,
+func scoreBaseline(ctx context.Context, p *problem.Problem, lab Lab, f BaselineFit, x *mat.Dense, co schedule.Coefficients, ref *QualityRef, n int,
 	rng *rand.Rand) (BaselineRow, []*mat.Dense, error) {
 	row := BaselineRow{Name: f.Name}
 	t0 := time.Now()
-	g, err := mnist.FitMixtureContext(ctx, f.Opt)
+	g, err := lab.Fit(ctx, f.Opt)
 	if err != nil {
 		return row, nil, fmt.Errorf("mnist: baseline %s: %w", f.Name, err)
 	}
@@ -185,7 +186,7 @@ func scoreBaseline(ctx context.Context, f BaselineFit, x *mat.Dense, co schedule
 	for k := 0; k < g.Components(); k++ {
 		c := g.Component(k)
 		r := len(c.Lambda)
-		row.Values += mnist.Dim + mnist.Dim*r + r + 2 + len(c.Idle)
+		row.Values += p.Dim + p.Dim*r + r + 2 + len(c.Idle)
 	}
 	t0 = time.Now()
 	lq, err := g.Eval(mixture.Query{At: co, X: x, Want: mixture.LogProb})
@@ -194,12 +195,13 @@ func scoreBaseline(ctx context.Context, f BaselineFit, x *mat.Dense, co schedule
 	}
 	nx, _ := x.Dims()
 	row.EvalMs = 1000 * time.Since(t0).Seconds() / float64(nx)
-	bpd, err := likelihood.BitsPerDim(lq.LogProb, mnist.Dim, &mnist.Quant)
+	quant := quantization(p)
+	bpd, err := likelihood.BitsPerDim(lq.LogProb, p.Dim, &quant)
 	if err != nil {
 		return row, nil, err
 	}
 	row.BPD, row.SE = stats.MeanSE(bpd)
-	stacked, perClass, err := sampleClasses(g, rng, n, f.Opt.PerClass)
+	stacked, perClass, err := sampleClasses(g, rng, n, p.Dim, f.Opt.PerClass)
 	if err != nil {
 		return row, nil, err
 	}
@@ -221,8 +223,8 @@ func scoreBaseline(ctx context.Context, f BaselineFit, x *mat.Dense, co schedule
 // sampleClasses draws n samples for each class from g (of the class's
 // components when perClass, of the whole mixture otherwise): all stacked,
 // class c in rows [c·n, (c+1)·n), and each class's apart.
-func sampleClasses(g *mixture.Gaussian, rng *rand.Rand, n int, perClass bool) (*mat.Dense, []*mat.Dense, error) {
-	stacked := mat.NewDense(10*n, mnist.Dim, nil)
+func sampleClasses(g *mixture.Gaussian, rng *rand.Rand, n, d int, perClass bool) (*mat.Dense, []*mat.Dense, error) {
+	stacked := mat.NewDense(10*n, d, nil)
 	var each []*mat.Dense
 	for c := 0; c < 10; c++ {
 		cls := c
@@ -233,7 +235,7 @@ func sampleClasses(g *mixture.Gaussian, rng *rand.Rand, n int, perClass bool) (*
 		if err != nil {
 			return nil, nil, err
 		}
-		stacked.Slice(c*n, (c+1)*n, 0, mnist.Dim).(*mat.Dense).Copy(smp)
+		stacked.Slice(c*n, (c+1)*n, 0, d).(*mat.Dense).Copy(smp)
 		each = append(each, smp)
 	}
 	return stacked, each, nil
@@ -286,9 +288,9 @@ func (r *BaselineResult) Report() (*report.Report, error) {
 				var rows [][]*mat.Dense
 				for _, m := range smp {
 					var row []*mat.Dense
-					n, _ := m.Dims()
+					n, d := m.Dims()
 					for j := 0; j < min(n, 10); j++ {
-						row = append(row, mat.NewDense(1, mnist.Dim, m.RawRowView(j)))
+						row = append(row, mat.NewDense(1, d, m.RawRowView(j)))
 					}
 					rows = append(rows, row)
 				}

@@ -11,18 +11,17 @@ import (
 	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/ml/model"
 	"gonum.org/v1/gonum/mat"
-	"gonum.org/v1/plot/vg"
 
 	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/likelihood"
 	"github.com/dfx-lab/dfx/dfx/mixture"
-	"github.com/dfx-lab/dfx/dfx/plotx"
 	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
 	"github.com/dfx-lab/dfx/internal/stats"
 	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/models"
+	"github.com/dfx-lab/dfx/problem"
 )
 
 // ModelEvalConfig says how RunModelEval evaluates one ε-network.
@@ -32,7 +31,7 @@ type ModelEvalConfig struct {
 	// else the committed checkpoint of that name) and the classifier
 	// (Dir/classifier.dfxckpt, else the committed one).
 	Dir, Name string
-	// The likelihood: the first mnist.Images dequantised test images (seed 2),
+	// The likelihood: the first Images dequantised test images (seed 2),
 	// dopri5 at RTol, and again at 10·RTol for the solver error; the trace
 	// by Hutchinson with Probes Rademacher probes, on the residual only
 	// (beside the skip's exact trace, access.ControlVariate) when the
@@ -98,7 +97,9 @@ type ModelEvalResult struct {
 	LikelihoodSeconds float64
 	Quality           []ModelQuality
 
-	digest string // the ε-network's (models.NetworkDigest)
+	digest  string // the ε-network's (models.NetworkDigest)
+	problem *problem.Problem
+	lab     Lab
 }
 
 // ModelQuality is the quality of one set of samples.
@@ -113,11 +114,12 @@ type ModelQuality struct {
 // gridOf is the first (up to) 10 of the perClass samples of each digit
 // (rows of x in digit order), clipped.
 func gridOf(x *mat.Dense, perClass int) [][]*mat.Dense {
+	_, d := x.Dims()
 	var rows [][]*mat.Dense
 	for c := range 10 {
 		var row []*mat.Dense
 		for j := 0; j < min(perClass, 10); j++ {
-			row = append(row, mat.NewDense(1, mnist.Dim, mat.DenseCopyOf(x.Slice(c*perClass+j, c*perClass+j+1, 0, mnist.Dim)).RawRowView(0)))
+			row = append(row, mat.NewDense(1, d, mat.DenseCopyOf(x.Slice(c*perClass+j, c*perClass+j+1, 0, d)).RawRowView(0)))
 		}
 		rows = append(rows, row)
 	}
@@ -127,23 +129,22 @@ func gridOf(x *mat.Dense, perClass int) [][]*mat.Dense {
 // RunModelEval measures the ε-network's test bpd (converged dopri5, solver
 // error and trace estimator stated) and the quality of its samples, beside
 // its skip mixture's exact bpd and exact samples.
-func RunModelEval(ctx context.Context, cfg ModelEvalConfig, log io.Writer) (*ModelEvalResult, error) {
+func RunModelEval(ctx context.Context, p *problem.Problem, lab Lab, cfg ModelEvalConfig, log io.Writer) (*ModelEvalResult, error) {
 	start := time.Now()
 	backend, err := models.NewBackend()
 	if err != nil {
 		return nil, err
 	}
-	store, rec, err := mnist.LoadNetwork(cfg.Dir, cfg.Name)
+	store, about, err := lab.Network(cfg.Dir, cfg.Name)
 	if err != nil {
 		return nil, err
 	}
-	net, err := models.NewAccessNet(backend, store, mnist.Schedule(), false)
+	net, err := models.NewAccessNet(backend, store, p.Schedule, false)
 	if err != nil {
 		return nil, err
 	}
-	res := &ModelEvalResult{Config: cfg, Machine: mnist.Machine(),
-		About: fmt.Sprintf("%s: %d steps, %.1f h on %s", cfg.Name, rec.Steps, rec.Seconds/3600, rec.Machine)}
-	trace, skip, err := evalTrace(backend, store, net, cfg)
+	res := &ModelEvalResult{Config: cfg, Machine: mnist.Machine(), About: about, problem: p, lab: lab}
+	trace, skip, err := evalTrace(backend, store, net, p, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -174,13 +175,14 @@ func RunModelEval(ctx context.Context, cfg ModelEvalConfig, log io.Writer) (*Mod
 // bpd at RTol and 10·RTol, batch by batch, and the skip mixture's exact bpd.
 func (res *ModelEvalResult) likelihood(ctx context.Context, backend compute.Backend, net *access.Net, trace score.TraceEstimator,
 	skip *mixture.Gaussian, log io.Writer) error {
-	cfg := res.Config
-	x, err := mnist.TestImages(cfg.Images)
+	cfg, p := res.Config, res.problem
+	quant := quantization(p)
+	x, err := p.Dequantized(ctx, cfg.Images, 2)
 	if err != nil {
 		return err
 	}
 	if skip != nil {
-		if res.Mixture, err = mixtureBPDAt(skip, x); err != nil {
+		if res.Mixture, err = mixtureBPDAt(p, skip, x); err != nil {
 			return err
 		}
 	}
@@ -200,13 +202,13 @@ func (res *ModelEvalResult) likelihood(ctx context.Context, backend compute.Back
 		}
 		t0 := time.Now()
 		hi := min(lo+batch, cfg.Images)
-		rows := x.Slice(lo, hi, 0, mnist.Dim).(*mat.Dense)
+		rows := x.Slice(lo, hi, 0, p.Dim).(*mat.Dense)
 		for i, rtol := range []float64{cfg.RTol, 10 * cfg.RTol} {
-			r, err := likelihood.LogProbContext(ctx, rows, access.NetModel{Net: net, Trace: trace}, likelihood.Config{Schedule: mnist.Schedule(), RTol: rtol})
+			r, err := likelihood.LogProbContext(ctx, rows, access.NetModel{Net: net, Trace: trace}, likelihood.Config{Schedule: p.Schedule, RTol: rtol})
 			if err != nil {
 				return err
 			}
-			bpd, err := likelihood.BitsPerDim(r.LogProb, mnist.Dim, &mnist.Quant)
+			bpd, err := likelihood.BitsPerDim(r.LogProb, p.Dim, &quant)
 			if err != nil {
 				return err
 			}
@@ -238,12 +240,13 @@ func (res *ModelEvalResult) likelihood(ctx context.Context, backend compute.Back
 // evalTrace is Hutchinson with cfg.Probes probes on the network, or, when
 // it has a mixture skip, the skip's exact trace plus Hutchinson on the
 // residual (access.ControlVariate); it returns the skip too (nil: none).
-func evalTrace(backend compute.Backend, store *model.Store, net *access.Net, cfg ModelEvalConfig) (score.TraceEstimator, *mixture.Gaussian, error) {
+func evalTrace(backend compute.Backend, store *model.Store, net *access.Net, p *problem.Problem,
+	cfg ModelEvalConfig) (score.TraceEstimator, *mixture.Gaussian, error) {
 	if !models.HasNetwork(store, models.MixtureScope) {
 		t, err := access.NewHutchinson(net, cfg.Probes, access.Rademacher, cfg.Seed)
 		return t, nil, err
 	}
-	cv, skip, err := models.SkipControlVariate(backend, store, mnist.Schedule(), net.DType, cfg.Probes, cfg.Seed)
+	cv, skip, err := models.SkipControlVariate(backend, store, p.Schedule, net.DType, cfg.Probes, cfg.Seed)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -251,9 +254,9 @@ func evalTrace(backend compute.Backend, store *model.Store, net *access.Net, cfg
 }
 
 // mixtureBPDAt is a mixture's exact bpd (log q at t_min) at the points x.
-func mixtureBPDAt(g *mixture.Gaussian, x *mat.Dense) ([]float64, error) {
-	tMin, _ := mnist.Schedule().Interval()
-	co, err := schedule.At(mnist.Schedule(), tMin)
+func mixtureBPDAt(p *problem.Problem, g *mixture.Gaussian, x *mat.Dense) ([]float64, error) {
+	tMin, _ := p.Schedule.Interval()
+	co, err := schedule.At(p.Schedule, tMin)
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +264,8 @@ func mixtureBPDAt(g *mixture.Gaussian, x *mat.Dense) ([]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	return likelihood.BitsPerDim(r.LogProb, mnist.Dim, &mnist.Quant)
+	quant := quantization(p)
+	return likelihood.BitsPerDim(r.LogProb, p.Dim, &quant)
 }
 
 // samples draws PerClass samples per digit from the network at each scale
@@ -270,15 +274,15 @@ func (res *ModelEvalResult) samples(ctx context.Context, backend compute.Backend
 	cfg ModelEvalConfig, log io.Writer) error {
 	var ref *QualityRef
 	if cfg.part(PartQuality) {
-		cst, _, err := mnist.LoadNetwork(cfg.Dir, "classifier")
+		cst, _, err := res.lab.Network(cfg.Dir, "classifier")
 		if err != nil {
 			return err
 		}
-		cls, err := models.NewClassifier(backend, cst, mnist.Dim)
+		cls, err := models.NewClassifier(backend, cst, res.problem.Dim)
 		if err != nil {
 			return err
 		}
-		if ref, err = NewQualityRef(cls, min(10000, 100*cfg.PerClass)); err != nil {
+		if ref, err = NewQualityRef(ctx, res.problem, res.lab, cls, min(10000, 100*cfg.PerClass)); err != nil {
 			return err
 		}
 	}
@@ -294,57 +298,21 @@ func (res *ModelEvalResult) samples(ctx context.Context, backend compute.Backend
 	for i := range class {
 		class[i] = i / cfg.PerClass
 	}
-	nets := &mnist.Networks{Backend: backend, Store: store}
 	for _, s := range cfg.Scales {
-		scale := make([]float64, n)
-		for i := range scale {
-			scale[i] = s
-		}
-		want := samplesWork{Network: cfg.Name, Digest: res.digest, Scale: s, PerClass: cfg.PerClass, Steps: cfg.Steps, Seed: cfg.Seed}
-		x, err := loadSamples(cfg.Work, want)
+		x, err := res.networkSamples(ctx, backend, store, cfg, s, class, log)
 		if err != nil {
 			return err
-		}
-		if x == nil && !cfg.part(PartSamples) {
-			return fmt.Errorf("mnist-model: the quality part measures the samples of %s, which are not there: compute them (part samples) first",
-				samplesPath(cfg.Work, s))
-		}
-		if x != nil {
-			fmt.Fprintf(log, "mnist-model: %d samples at scale %g read from %s\n", n, s, samplesPath(cfg.Work, s))
-		} else {
-			t0 := time.Now()
-			if x, err = nets.SampleContext(ctx, mnist.SampleConfig{Steps: cfg.Steps, Seed: cfg.Seed}, class, scale); err != nil {
-				return err
-			}
-			fmt.Fprintf(log, "mnist-model: %d samples at scale %g drawn in %.0f s\n", n, s, time.Since(t0).Seconds())
-			if x, err = eightBit(mnist.Clip(x)); err != nil {
-				return err
-			}
-			if cfg.Work != "" {
-				want.Backend = backend.Name()
-				if err := saveSamples(cfg.Work, want, x); err != nil {
-					return err
-				}
-			}
 		}
 		q, err := measure(x, class)
 		if err != nil {
 			return err
 		}
 		res.Quality = append(res.Quality, ModelQuality{Source: "network", Scale: s, Q: q, Grid: gridOf(x, cfg.PerClass)})
-		fmt.Fprintf(log, "mnist-model: %d samples at scale %g: classifier agreement %.1f%%, frame rms %.3f, FD %.1f\n", n, s, 100*q.ClassifierAgree, q.FrameRMS, q.FD)
+		fmt.Fprintf(log, "mnist-model: %d samples at scale %g: classifier agreement %.1f%%, frame rms %.3f, FD %.1f\n",
+			n, s, 100*q.ClassifierAgree, q.FrameRMS, q.FD)
 	}
 	if skip != nil {
-		rng := rand.New(rand.NewPCG(cfg.Seed, 0x5a))
-		x := mat.NewDense(n, mnist.Dim, nil)
-		for c := range 10 {
-			smp, err := skip.Sample(rng, cfg.PerClass, c)
-			if err != nil {
-				return err
-			}
-			x.Slice(c*cfg.PerClass, (c+1)*cfg.PerClass, 0, mnist.Dim).(*mat.Dense).Copy(smp)
-		}
-		x, err := eightBit(mnist.Clip(x))
+		x, err := skipSamples(skip, cfg, res.problem.Dim)
 		if err != nil {
 			return err
 		}
@@ -357,85 +325,59 @@ func (res *ModelEvalResult) samples(ctx context.Context, backend compute.Backend
 	return nil
 }
 
-// Report implements report.Result.
-func (r *ModelEvalResult) Report() (*report.Report, error) {
-	c := r.Config
-	rep := &report.Report{Name: "mnist-model", Title: "The MNIST ε-network: test likelihood and samples"}
-	if len(r.BPD) > 0 {
-		rep.Tables = append(rep.Tables, r.likelihoodTable())
+// networkSamples are the network's PerClass samples per digit (class, in
+// digit order) at guidance scale s, 8-bit: read from cfg.Work when kept
+// there, else drawn (and kept there).
+func (res *ModelEvalResult) networkSamples(ctx context.Context, backend compute.Backend, store *model.Store, cfg ModelEvalConfig, s float64,
+	class []int, log io.Writer) (*mat.Dense, error) {
+	n := len(class)
+	want := samplesWork{Network: cfg.Name, Digest: res.digest, Scale: s, PerClass: cfg.PerClass, Steps: cfg.Steps, Seed: cfg.Seed}
+	x, err := loadSamples(cfg.Work, want)
+	if err != nil {
+		return nil, err
 	}
-	if c.part(PartQuality) && len(r.Quality) > 0 {
-		rep.Tables = append(rep.Tables, r.qualityTable())
+	if x == nil && !cfg.part(PartSamples) {
+		return nil, fmt.Errorf("mnist-model: the quality part measures the samples of %s, which are not there: compute them (part samples) first",
+			samplesPath(cfg.Work, s))
 	}
-	for i, s := range r.Quality {
-		title := fmt.Sprintf("%s, guidance scale %g, DDIM %d", c.Name, s.Scale, c.Steps)
-		if math.IsNaN(s.Scale) {
-			title = "its skip mixture, exact samples"
+	if x != nil {
+		fmt.Fprintf(log, "mnist-model: %d samples at scale %g read from %s\n", n, s, samplesPath(cfg.Work, s))
+		return x, nil
+	}
+	scale := make([]float64, n)
+	for i := range scale {
+		scale[i] = s
+	}
+	t0 := time.Now()
+	if x, err = res.lab.Sample(ctx, backend, store, cfg.Steps, cfg.Seed, class, scale); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(log, "mnist-model: %d samples at scale %g drawn in %.0f s\n", n, s, time.Since(t0).Seconds())
+	if x, err = eightBit(mnist.Clip(x)); err != nil {
+		return nil, err
+	}
+	if cfg.Work != "" {
+		want.Backend = backend.Name()
+		if err := saveSamples(cfg.Work, want, x); err != nil {
+			return nil, err
 		}
-		grid := s.Grid
-		rep.Figures = append(rep.Figures, &report.Figure{Name: fmt.Sprintf("samples_%d.png", i+1),
-			Caption: "samples: " + title + " (one row per digit; 8-bit pixels, as measured)",
-			Render: func(format string) ([]byte, error) {
-				p, err := mnist.ImageGrid("samples: "+title, "sample", "digit (row)", grid, nil)
-				if err != nil {
-					return nil, err
-				}
-				return plotx.Bytes(p, vg.Length(len(grid[0]))*0.55*vg.Inch+1.3*vg.Inch, 10*0.55*vg.Inch+1.1*vg.Inch, format)
-			}})
 	}
-	return rep, nil
+	return x, nil
 }
 
-func (r *ModelEvalResult) likelihoodTable() *report.Table {
-	c := r.Config
-	m, se := stats.MeanSE(r.BPD)
-	diffs := make([]float64, len(r.BPD))
-	for i := range diffs {
-		diffs[i] = math.Abs(r.BPD[i] - r.Coarse[i])
-	}
-	solverErr, _ := stats.MeanSE(diffs)
-	t := &report.Table{Name: "likelihood",
-		Title: fmt.Sprintf("## Test likelihood of the ε-network %s\n\n%s profile; the likelihood computed on %s in %.0f s. "+
-			"The first %d test images, dequantised (seed 2); dopri5 at rtol %g (%d model evaluations per batch of %d), trace %s; "+
-			"solver error against rtol %g. The protocol and its reading: NOTES.md.",
-			r.About, c.Profile, r.LikelihoodMachine, r.LikelihoodSeconds, c.Images, c.RTol, r.NFE, c.batch(), r.Trace, 10*c.RTol),
-		Caption: "test bpd of the ε-network and of its skip mixture on the same images",
-		Columns: []report.Column{{Name: "model"}, {Name: "test bpd", Format: "%.4f"}, {Name: "± SE", Format: "%.4f"},
-			{Name: "solver error (mean |Δ|)", Format: "%.4f"}}, Align: "lrrr"}
-	t.Add(report.Text("ε-network "+c.Name), report.Float(m), report.Float(se), report.Float(solverErr))
-	if r.Mixture != nil {
-		mm, ms := stats.MeanSE(r.Mixture)
-		t.Add(report.Text("its skip mixture (exact)"), report.Float(mm), report.Float(ms), report.Text("0 (closed form)"))
-		for i := range diffs {
-			diffs[i] = r.Mixture[i] - r.BPD[i]
+// skipSamples are PerClass exact samples per digit of the skip mixture
+// (its class's components), 8-bit, [10·PerClass, d].
+func skipSamples(skip *mixture.Gaussian, cfg ModelEvalConfig, d int) (*mat.Dense, error) {
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x5a))
+	x := mat.NewDense(10*cfg.PerClass, d, nil)
+	for c := range 10 {
+		smp, err := skip.Sample(rng, cfg.PerClass, c)
+		if err != nil {
+			return nil, err
 		}
-		dm, ds := stats.MeanSE(diffs)
-		// a signed difference in a column of bpd: its sign is shown, its value stays a number in CSV
-		t.Add(report.Text("mixture − network (paired; positive: the network is better)"), report.Text(fmt.Sprintf("%+.4f", dm)),
-			report.Float(ds), report.None())
+		x.Slice(c*cfg.PerClass, (c+1)*cfg.PerClass, 0, d).(*mat.Dense).Copy(smp)
 	}
-	return t
-}
-
-func (r *ModelEvalResult) qualityTable() *report.Table {
-	c := r.Config
-	q := &report.Table{Name: "samples",
-		Title: fmt.Sprintf("## Samples of the ε-network\n\nMeasured on %s. %d per digit, DDIM with %d steps (seed %d), classifier-free guidance scale s; "+
-			"the skip mixture's exact samples beside them; all rounded to 8-bit pixels. The measures: NOTES.md.", r.Machine, c.PerClass, c.Steps, c.Seed),
-		Caption: "sample quality of the ε-network and of its skip mixture",
-		Columns: []report.Column{{Name: "samples"}, {Name: "s"},
-			{Name: "classifier agreement", Format: "%.1f%%", Scale: 100}, {Name: "k-NN agreement", Format: "%.1f%%", Scale: 100},
-			{Name: "frame rms", Format: "%.3f"}, {Name: "Fréchet distance", Format: "%.1f"}, {Name: "median nearest distance", Format: "%.2f"},
-			{Name: "near-copies", Format: "%.2f%%", Scale: 100}}, Align: "lrrrrrrr"}
-	for _, s := range r.Quality {
-		sc := report.None()
-		if !math.IsNaN(s.Scale) {
-			sc = report.Float(s.Scale)
-		}
-		q.Add(report.Text(s.Source), sc, report.Float(s.Q.ClassifierAgree), report.Float(s.Q.KNNAgree),
-			report.Float(s.Q.FrameRMS), report.Float(s.Q.FD), report.Float(s.Q.NearestMedian), report.Float(s.Q.Copies))
-	}
-	return q
+	return eightBit(mnist.Clip(x))
 }
 
 // eightBit is x rounded to 8-bit pixels (mnist.Quantize8) and scaled back to
@@ -443,5 +385,18 @@ func (r *ModelEvalResult) qualityTable() *report.Table {
 // drawn here or read from a work folder.
 func eightBit(x *mat.Dense) (*mat.Dense, error) {
 	b, _ := x.Dims()
-	return (&mnist.Set{Images: &mnist.Images{N: b, Rows: 28, Cols: 28, Pixels: mnist.Quantize8(x)}, Labels: make([]uint8, b)}).Scaled(0, b)
+	return scaled8(mnist.Quantize8(x), b)
+}
+
+// scaled8 is b rows of 8-bit pixels px scaled to x = p/127.5 − 1 ∈ [−1, 1].
+func scaled8(px []uint8, b int) (*mat.Dense, error) {
+	if b < 1 || len(px)%b != 0 {
+		return nil, fmt.Errorf("model: %d pixels in %d rows", len(px), b)
+	}
+	out := mat.NewDense(b, len(px)/b, nil)
+	raw := out.RawMatrix().Data
+	for i, p := range px {
+		raw[i] = float64(p)/127.5 - 1
+	}
+	return out, nil
 }

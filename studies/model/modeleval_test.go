@@ -22,7 +22,7 @@ func TestModelEvalQuick(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the committed networks (≈ 30 s)")
 	}
-	res, err := RunModelEval(context.Background(), ModelEvalQuick(), io.Discard)
+	res, err := RunModelEval(context.Background(), mnist.Problem(), mnist.Lab{}, ModelEvalQuick(), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestModelEvalWorkFolder(t *testing.T) {
 	cfg := ModelEvalQuick()
 	cfg.Images, cfg.Batch, cfg.PerClass, cfg.Steps = 2, 1, 1, 2 // batches of one image: the file can stop after the first
 	cfg.Work, cfg.Parts = work, map[string]bool{PartLikelihood: true, PartSamples: true}
-	first, err := RunModelEval(context.Background(), cfg, io.Discard)
+	first, err := RunModelEval(context.Background(), mnist.Problem(), mnist.Lab{}, cfg, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestModelEvalWorkFolder(t *testing.T) {
 	}
 	again := cfg
 	again.Parts = nil
-	second, err := RunModelEval(context.Background(), again, io.Discard)
+	second, err := RunModelEval(context.Background(), mnist.Problem(), mnist.Lab{}, again, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,28 +108,28 @@ func TestModelEvalWorkFolder(t *testing.T) {
 	}
 	quality := cfg
 	quality.Parts = map[string]bool{PartQuality: true}
-	if _, err := RunModelEval(context.Background(), quality, io.Discard); err != nil {
+	if _, err := RunModelEval(context.Background(), mnist.Problem(), mnist.Lab{}, quality, io.Discard); err != nil {
 		t.Errorf("quality alone on kept samples: %v", err)
 	}
 	quality.Work = t.TempDir()
-	if _, err := RunModelEval(context.Background(), quality, io.Discard); err == nil {
+	if _, err := RunModelEval(context.Background(), mnist.Problem(), mnist.Lab{}, quality, io.Discard); err == nil {
 		t.Error("quality alone without samples was accepted")
 	}
 	seed := cfg
 	seed.Seed++
 	seed.Parts = map[string]bool{PartSamples: true}
-	if _, err := RunModelEval(context.Background(), seed, io.Discard); err == nil || !strings.Contains(err.Error(), "samples_s1") {
+	if _, err := RunModelEval(context.Background(), mnist.Problem(), mnist.Lab{}, seed, io.Discard); err == nil || !strings.Contains(err.Error(), "samples_s1") {
 		t.Errorf("samples kept for another seed: %v", err)
 	}
 	other := cfg
 	other.RTol = 2 * cfg.RTol
-	if _, err := RunModelEval(context.Background(), other, io.Discard); err == nil || !strings.Contains(err.Error(), "likelihood.json") {
+	if _, err := RunModelEval(context.Background(), mnist.Problem(), mnist.Lab{}, other, io.Discard); err == nil || !strings.Contains(err.Error(), "likelihood.json") {
 		t.Errorf("a work folder made at another rtol: %v", err)
 	}
 	if err := os.WriteFile(filepath.Join(work, "likelihood.json"), raw[:len(raw)/2], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := RunModelEval(context.Background(), cfg, io.Discard); err == nil {
+	if _, err := RunModelEval(context.Background(), mnist.Problem(), mnist.Lab{}, cfg, io.Discard); err == nil {
 		t.Error("a truncated likelihood.json was accepted")
 	}
 }

@@ -183,7 +183,7 @@ func loadSamples(dir string, want samplesWork) (*mat.Dense, error) {
 	if n := 10 * want.PerClass; im.N != n || im.Rows != 28 || im.Cols != 28 {
 		return nil, fmt.Errorf("mnist-model: %s holds %d images of %d×%d, want %d of 28×28: %w", path, im.N, im.Rows, im.Cols, n, mnist.ErrFormat)
 	}
-	return (&mnist.Set{Images: im, Labels: make([]uint8, im.N)}).Scaled(0, im.N)
+	return scaled8(im.Pixels, im.N)
 }
 
 // saveSamples writes the samples x and what made them to dir.

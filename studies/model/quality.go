@@ -2,6 +2,7 @@ package model
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/models"
+	"github.com/dfx-lab/dfx/problem"
 )
 
 // knnK is the number of nearest training images that vote in the k-NN
@@ -32,16 +34,14 @@ type QualityRef struct {
 	// the training set looks like.
 	TestNearest float64
 	TestImages  int
+	dim         int // d of the samples
 }
 
-// NewQualityRef builds the reference from the classifier and the first
-// testN dequantised test images (seed 2).
-func NewQualityRef(cls *models.Classifier, testN int) (*QualityRef, error) {
-	tr, err := mnist.Load(mnist.Train)
-	if err != nil {
-		return nil, err
-	}
-	y, err := tr.Scaled(0, tr.Images.N)
+// NewQualityRef builds the reference of problem p from the classifier,
+// p's training rows with their classes (lab.Labels) and the first testN
+// dequantised test rows (seed 2).
+func NewQualityRef(ctx context.Context, p *problem.Problem, lab Lab, cls *models.Classifier, testN int) (*QualityRef, error) {
+	y, err := p.Train(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -49,11 +49,11 @@ func NewQualityRef(cls *models.Classifier, testN int) (*QualityRef, error) {
 	if err != nil {
 		return nil, err
 	}
-	ref := &QualityRef{cls: cls, train: dirac, TestImages: testN}
-	for _, l := range tr.Labels {
-		ref.trainLabels = append(ref.trainLabels, int(l))
+	ref := &QualityRef{cls: cls, train: dirac, TestImages: testN, dim: p.Dim}
+	if ref.trainLabels, err = lab.Labels(ctx); err != nil {
+		return nil, err
 	}
-	x, err := mnist.TestImages(testN)
+	x, err := p.Dequantized(ctx, testN, 2)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +93,7 @@ type Quality struct {
 // each sample's requested class.
 func (r *QualityRef) Measure(x *mat.Dense, requested []int) (*Quality, error) {
 	b, d := x.Dims()
-	if d != mnist.Dim || b < 2 || (requested != nil && len(requested) != b) {
+	if d != r.dim || b < 2 || (requested != nil && len(requested) != b) {
 		return nil, fmt.Errorf("mnist: quality of [%d, %d] samples with %d classes", b, d, len(requested))
 	}
 	q := &Quality{N: b, FrameRMS: mnist.FrameRMS(x), ClassifierAgree: math.NaN(), KNNAgree: math.NaN()}

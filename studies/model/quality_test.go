@@ -1,6 +1,7 @@
 package model
 
 import (
+	"context"
 	"math"
 	"testing"
 
@@ -67,7 +68,7 @@ func TestQualityOfTestImages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := NewQualityRef(cls, 500)
+	ref, err := NewQualityRef(context.Background(), mnist.Problem(), mnist.Lab{}, cls, 500)
 	if err != nil {
 		t.Fatal(err)
 	}

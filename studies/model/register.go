@@ -44,7 +44,7 @@ func init() {
 		Check: checkModelEval,
 		Run: func(ctx context.Context, c ModelEvalConfig, env report.Env) (report.Result, error) {
 			c.Dir, c.Work = env.Nets, env.Work
-			return RunModelEval(ctx, c, env.LogWriter())
+			return RunModelEval(ctx, mnist.Problem(), mnist.Lab{}, c, env.LogWriter())
 		},
 	})
 	report.Register(report.Spec[BaselineConfig]{
@@ -56,7 +56,7 @@ func init() {
 		Check: func(BaselineConfig, report.Env) error { return mnist.CheckData() }, // -nets: only its classifier is read
 		Run: func(ctx context.Context, c BaselineConfig, env report.Env) (report.Result, error) {
 			c.NetsDir = env.Nets
-			return RunBaselines(ctx, c, env.LogWriter())
+			return RunBaselines(ctx, mnist.Problem(), mnist.Lab{}, c, env.LogWriter())
 		},
 	})
 	report.Register(report.Spec[CandidatesConfig]{

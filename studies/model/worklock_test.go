@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/dfx-lab/dfx/internal/worklock"
+	"github.com/dfx-lab/dfx/mnist"
 )
 
 // TestSecondModelEvalOnOneWorkFolderIsRefused: while a run holds a work
@@ -41,13 +42,13 @@ func TestSecondModelEvalOnOneWorkFolderIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused("CheckModelWork", CheckModelWork(me.Work))
-	_, err = RunModelEval(ctx, me, io.Discard)
+	_, err = RunModelEval(ctx, mnist.Problem(), mnist.Lab{}, me, io.Discard)
 	refused("mnist-model", err)
 	held.Release()
 	if err := CheckModelWork(me.Work); err != nil {
 		t.Errorf("CheckModelWork of a free folder: %v", err)
 	}
-	if _, err := RunModelEval(ctx, me, io.Discard); errors.Is(err, ErrWork) {
+	if _, err := RunModelEval(ctx, mnist.Problem(), mnist.Lab{}, me, io.Discard); errors.Is(err, ErrWork) {
 		t.Errorf("mnist-model after the lock was released: %v", err)
 	}
 	// Release removes the lock file; a lock lost to the garbage collector's
