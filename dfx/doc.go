@@ -116,15 +116,15 @@
 // (toys.RunFields: dfx reproduce fields → figures/fields/summary.md).
 //
 // The image-scale model (issue 20): Gaussian mixtures fitted to MNIST as
-// exact baselines (mixture.Fit, mnist.RunBaselines: dfx reproduce
+// exact baselines (mixture.Fit, model.RunBaselines in studies/model: dfx reproduce
 // mnist-baselines → figures/mnist-baselines/baselines.md) and as a
 // network whose Fisher is known exactly (mnist.RunExactModel: dfx reproduce
 // mnist-exact-model); the ε-network with a mixture skip (models.MixtureEps,
 // models.PatchNet), its DF-TM with the skip (models.MixtureSecondMoment),
 // the control-variate trace (access.ControlVariate), the ELBO validation
-// (mnist.ValidationELBO), the design ablation (mnist.RunAblation: dfx
+// (mnist.ValidationELBO), the design ablation (model.RunAblation: dfx
 // reproduce mnist-ablation → figures/mnist-ablation/ablation.md) and one
-// network's test bpd and samples (mnist.RunModelEval: dfx reproduce
+// network's test bpd and samples (model.RunModelEval: dfx reproduce
 // mnist-model).
 //
 // Density guidance (issue 24, beyond the paper): d/dt log q_t(x_t) =
