@@ -34,21 +34,6 @@ func TestFrechetMatchesTheClosedForm(t *testing.T) {
 	}
 }
 
-// TestFrameRMS: an empty frame is 0, a white one 1.
-func TestFrameRMS(t *testing.T) {
-	x := mat.NewDense(2, mnist.Dim, nil)
-	for j := 0; j < mnist.Dim; j++ {
-		x.Set(0, j, -1)
-		x.Set(1, j, 1)
-	}
-	if v := mnist.FrameRMS(x.Slice(0, 1, 0, mnist.Dim).(*mat.Dense)); v != 0 {
-		t.Errorf("black frame rms %g, want 0", v)
-	}
-	if v := mnist.FrameRMS(x.Slice(1, 2, 0, mnist.Dim).(*mat.Dense)); v != 1 {
-		t.Errorf("white frame rms %g, want 1", v)
-	}
-}
-
 // TestQualityOfTestImages: held-out test images measured as samples agree
 // with their labels (classifier and k-NN), have a small Fréchet distance to
 // the reference statistics of other test images, and are not copies.
