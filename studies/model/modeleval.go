@@ -27,9 +27,8 @@ import (
 // ModelEvalConfig says how RunModelEval evaluates one ε-network.
 type ModelEvalConfig struct {
 	Profile report.Profile
-	// Dir and Name locate the ε-network (LoadNetwork: Dir/Name.dfxckpt,
-	// else the committed checkpoint of that name) and the classifier
-	// (Dir/classifier.dfxckpt, else the committed one).
+	// Name is the ε-network (-model) and Dir its folder (Env.Nets; "": the
+	// committed networks), read by Lab.Network, as is the classifier.
 	Dir, Name string
 	// The likelihood: the first Images dequantised test images (seed 2),
 	// dopri5 at RTol, and again at 10·RTol for the solver error; the trace
@@ -53,6 +52,7 @@ type ModelEvalConfig struct {
 	// same settings, is read instead of computed: the likelihood and the
 	// samples can be computed on a GPU machine and measured here. One run
 	// at a time uses a folder (lockWork): a second is refused (ErrWork).
+	// The registered experiment sets it from Env.Work.
 	Work string
 	// Parts are the parts to compute (ParseModelParts; nil: all). Without
 	// PartQuality the samples are drawn (and kept in Work) but not
