@@ -57,7 +57,8 @@ func ResidualAccessNetwork(store *model.Store) (access.Network, error) {
 // probes (seeded by seed) on the residual (access.ControlVariate): the
 // estimator's variance is the residual's alone. It returns the skip too.
 // The store is evaluated as given.
-func SkipControlVariate(backend compute.Backend, store *model.Store, s schedule.Schedule, dt dtypes.DType, k int, seed uint64) (access.ControlVariate, *mixture.Gaussian, error) {
+func SkipControlVariate(backend compute.Backend, store *model.Store, s schedule.Schedule, dt dtypes.DType, k int, seed uint64) (
+	access.ControlVariate, *mixture.Gaussian, error) {
 	rnet, err := ResidualAccessNetwork(store)
 	if err != nil {
 		return access.ControlVariate{}, nil, err

@@ -263,7 +263,8 @@ func (tr *Trainer) Load(path string) error {
 		return fmt.Errorf("models: checkpoint %s: the saved state and this run: %w", path, err)
 	}
 	if !h.Provenance.Schedule.Equal(mineP.Schedule) || h.Provenance.EpsNetwork != mineP.EpsNetwork {
-		return bad("the saved state was trained on schedule %v with ε-network %q, this run has %v with %q", h.Provenance.Schedule, h.Provenance.EpsNetwork, mineP.Schedule, mineP.EpsNetwork)
+		return bad("the saved state was trained on schedule %v with ε-network %q, this run has %v with %q",
+			h.Provenance.Schedule, h.Provenance.EpsNetwork, mineP.Schedule, mineP.EpsNetwork)
 	}
 	mine, err := encodeParams(tr.Store)
 	if err != nil {

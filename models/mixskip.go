@@ -220,7 +220,8 @@ func CheckMixtureSkip(store *model.Store) error {
 	}
 	for _, n := range []string{TraceScope, CentredTraceScope} {
 		if HasNetwork(store, n) && model.GetParamOr(store.RootScope().At("%s", n), ParamTraceSkip, false) {
-			return fmt.Errorf("models: the %s network starts from its ε-network's mixture skip (trace_skip), which this store lacks: load it beside its ε-network", n)
+			return fmt.Errorf("models: the %s network starts from its ε-network's mixture skip (trace_skip), which "+
+				"this store lacks: load it beside its ε-network", n)
 		}
 	}
 	return nil
@@ -383,7 +384,8 @@ func MixtureSkipOf(store *model.Store) (*mixture.Gaussian, error) {
 	kk, d := md[0], md[1]
 	centre, means, basis, lam := vals["centre"], vals["means"], vals["basis"], vals["lambda"]
 	rho, idle, nu, logw := vals["rho"], vals["idle"], vals["idle_var"], vals["log_weights"]
-	if len(centre) != d || len(lam) < kk || len(lam)%kk != 0 || len(basis) != d*len(lam) || len(rho) != kk || len(idle) != kk*d || len(nu) != kk || len(logw) != wd[0]*kk || wd[1] != kk {
+	if len(centre) != d || len(lam) < kk || len(lam)%kk != 0 || len(basis) != d*len(lam) || len(rho) != kk ||
+		len(idle) != kk*d || len(nu) != kk || len(logw) != wd[0]*kk || wd[1] != kk {
 		return nil, bad
 	}
 	r := len(lam) / kk
@@ -403,7 +405,8 @@ func MixtureSkipOf(store *model.Store) (*mixture.Gaussian, error) {
 				idx = append(idx, j)
 			}
 		}
-		comps[k] = mixture.Component{Mean: mean, Basis: orthonormalised(u), Lambda: lam[k*r : (k+1)*r], Rest: rho[k], Idle: idx, IdleVar: nu[k], Weight: math.Exp(logw[nc*kk+k])}
+		comps[k] = mixture.Component{Mean: mean, Basis: orthonormalised(u), Lambda: lam[k*r : (k+1)*r], Rest: rho[k],
+			Idle: idx, IdleVar: nu[k], Weight: math.Exp(logw[nc*kk+k])}
 		for c := 0; c < nc; c++ {
 			if logw[c*kk+k] > -1e29 {
 				labels[k] = c

@@ -55,9 +55,11 @@ const (
 	ParamMixtureComponents = "mixture_components" // K of the mixture skip (set by SetMixtureSkip)
 	ParamMixtureRank       = "mixture_rank"       // rank r of each of its covariances
 	ParamEmbedWidth        = "embed_width"        // FiLM: features of the time/class embedding (absent: the width)
-	ParamTraceSkip         = "trace_skip"         // t_θ, ν_θ: the mixture skip's exact value plus a zero-initialised residual (needs the ε-network's mixture skip; set it scoped, /dftm/trace_skip and /nu/trace_skip)
-	ParamZeroBias          = "zero_bias"          // Dense biases start at zero (absent/false: GoMLX's He initialiser, N(0, 2) for a [1, out] bias)
-	ParamDequantize        = "dequantize"         // width of one quantisation level added as uniform noise to x₀ (0: none)
+	// t_θ, ν_θ: the mixture skip's exact value plus a zero-initialised residual (needs the
+	// ε-network's mixture skip; set it scoped, /dftm/trace_skip and /nu/trace_skip).
+	ParamTraceSkip  = "trace_skip"
+	ParamZeroBias   = "zero_bias"  // Dense biases start at zero (absent/false: GoMLX's He initialiser, N(0, 2) for a [1, out] bias)
+	ParamDequantize = "dequantize" // width of one quantisation level added as uniform noise to x₀ (0: none)
 )
 
 // SetDefaults writes every hyperparameter's default into the store's root

@@ -52,7 +52,8 @@ type ScheduleSpec struct {
 
 // ErrNoProvenance is wrapped (with ErrCheckpoint) by loads of a checkpoint
 // written before provenance was recorded (format v2).
-var ErrNoProvenance = fmt.Errorf("checkpoint records no provenance (format v2, written before dfx recorded schedule, data and ε-network): retrain it, or re-stamp it if you know what it was trained on (see models.Restamp)")
+var ErrNoProvenance = fmt.Errorf("checkpoint records no provenance (format v2, written before dfx recorded schedule, " +
+	"data and ε-network): retrain it, or re-stamp it if you know what it was trained on (see models.Restamp)")
 
 // SpecOf is the ScheduleSpec of s; only the continuous schedules of
 // dfx/schedule (ve, vp, subvp, edm, linear) have one.
@@ -113,7 +114,8 @@ func (p *Provenance) check(h *CheckpointHeader) error {
 		}
 	}
 	// A classifier and a fitted mixture alone (q_0, for any schedule) need no schedule.
-	diffusion := slices.ContainsFunc(h.Networks, func(n string) bool { return n != ClassifierScope && n != MixtureScope }) || (h.Objective != "" && h.Objective != Classify.String())
+	diffusion := slices.ContainsFunc(h.Networks, func(n string) bool { return n != ClassifierScope && n != MixtureScope }) ||
+		(h.Objective != "" && h.Objective != Classify.String())
 	if p.Schedule == nil {
 		if diffusion {
 			return fmt.Errorf("provenance names no schedule for networks %v", h.Networks)
@@ -277,7 +279,8 @@ func CheckPair(eps, trace *Checkpoint) error {
 		return err
 	}
 	if want := trace.Header.Provenance.EpsNetwork; want != got {
-		return fmt.Errorf("models: the trace network was made for the ε-network %.12s…, this ε-network is %.12s… (use the pair trained together): %w", want, got, ErrCheckpoint)
+		return fmt.Errorf("models: the trace network was made for the ε-network %.12s…, this ε-network is %.12s… "+
+			"(use the pair trained together): %w", want, got, ErrCheckpoint)
 	}
 	return nil
 }

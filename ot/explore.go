@@ -86,7 +86,8 @@ func (r *ExploreResult) Report() (*report.Report, error) {
 			{Key: "ot", NoMarkdown: true},
 			{Name: "verdict", NoCSV: true},
 		}, Align: "rrrrl",
-		Notes: []string{"I(Φ) = ‖Φ − Φᵀ‖_F / (√2 ‖Φ‖_F) of the exact Jacobian of the computed map x_T ↦ x_s; a map is OT-compatible when I = 0 (to round-off) and ½(Φ + Φᵀ) ≻ 0 (Corollary 1)."}}
+		Notes: []string{"I(Φ) = ‖Φ − Φᵀ‖_F / (√2 ‖Φ‖_F) of the exact Jacobian of the computed map x_T ↦ x_s; a map " +
+			"is OT-compatible when I = 0 (to round-off) and ½(Φ + Φᵀ) ≻ 0 (Corollary 1)."}}
 	t.Add(report.Int(s.Chains), rateStat(s.Asym), report.Float(s.Asym.Worst), report.Float(s.MinEig.Worst),
 		report.Float(s.FailFrac), report.Text(strconv.FormatBool(s.OT)), report.Text(verdictWord(s)))
 	fig := plotFigure("explore.png", "per-chain asymmetry rate I(Φ) in %", func() (*plot.Plot, error) {

@@ -235,7 +235,8 @@ func (res *Result) figures() []*report.Figure {
 		return nil
 	}
 	fs := []*report.Figure{
-		plotFigure(FigAsymPublished, "published protocol, non-affine data: mean off-diagonal asymmetry (%) of the script's matrix along the chain, per schedule", func() (*plot.Plot, error) {
+		plotFigure(FigAsymPublished, "published protocol, non-affine data: mean off-diagonal asymmetry (%) of the "+
+			"script's matrix along the chain, per schedule", func() (*plot.Plot, error) {
 			p, err := curvePlot("Published protocol, non-affine: mean off-diagonal asymmetry along the chain",
 				"t (from T = 0.999 down to 0)", "mean off-diagonal asymmetry (%)", res.CurvesPublished, false)
 			if err == nil {
@@ -243,7 +244,8 @@ func (res *Result) figures() []*report.Figure {
 			}
 			return p, err
 		}),
-		plotFigure(FigAsymReference, "converged map, non-affine data: mean asymmetry I(Φ) (%) versus the noise level σ/α; the four schedules' curves coincide", func() (*plot.Plot, error) {
+		plotFigure(FigAsymReference, "converged map, non-affine data: mean asymmetry I(Φ) (%) versus the noise level "+
+			"σ/α; the four schedules' curves coincide", func() (*plot.Plot, error) {
 			p, err := curvePlot("Converged map, non-affine: mean I(Φ) of the map to time t",
 				"noise level σ(t)/α(t) (from large to small)", "mean asymmetry I (%)", res.CurvesReference, true)
 			if err == nil {
@@ -251,10 +253,12 @@ func (res *Result) figures() []*report.Figure {
 			}
 			return p, err
 		}),
-		plotFigure(FigHistPublished, "published protocol, non-affine data: histogram of the per-chain off-diagonal rate (%), the paper's values dashed", func() (*plot.Plot, error) {
+		plotFigure(FigHistPublished, "published protocol, non-affine data: histogram of the per-chain off-diagonal "+
+			"rate (%), the paper's values dashed", func() (*plot.Plot, error) {
 			return histPlot("Published protocol, non-affine: per-chain rate", "off-diagonal asymmetry (%)", res.HistPublished, PaperReported)
 		}),
-		plotFigure(FigHistReference, "converged map, non-affine data: histogram of the per-chain asymmetry I(Φ) (%); the four schedules coincide", func() (*plot.Plot, error) {
+		plotFigure(FigHistReference, "converged map, non-affine data: histogram of the per-chain asymmetry I(Φ) (%); "+
+			"the four schedules coincide", func() (*plot.Plot, error) {
 			return histPlot("Converged map, non-affine: per-chain I(Φ)", "asymmetry I (%)", res.HistReference, nil)
 		}),
 	}

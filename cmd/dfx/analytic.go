@@ -97,7 +97,8 @@ func analytic(ctx context.Context, a analyticArgs) ([]byte, error) {
 	if a.full {
 		what += " with --full"
 	}
-	if err := budget.Check(what, analyticBytes(n, b, d, a.full), "drop --full and use --vec V.csv for Fisher–vector products F·v, or pass fewer --points at a time"); err != nil {
+	if err := budget.Check(what, analyticBytes(n, b, d, a.full), "drop --full and use --vec V.csv for Fisher–vector "+
+		"products F·v, or pass fewer --points at a time"); err != nil {
 		return nil, err
 	}
 	m, err := mixture.NewDirac(y, w)

@@ -19,7 +19,12 @@ import (
 )
 
 // fitAbout follows fit's usage line (fitUsage) in -h.
-const fitAbout = `Fits a Gaussian mixture to the training images of the IDX set in DFX_MNIST_DIR (default: MNIST), dequantised (seed 1): k-means (within each class with -per-class), each component's covariance shrunk toward its diagonal, kept full (-rank 0) or as rank r plus one variance for the rest with the idle pixels (variance < -idle) apart. Writes it as a checkpoint (atomically) that dfx ckpt verifies and dfx nll --gmm reads as an exact model (its score, Fisher and log q_t are in closed form at every t; --exact), and prints its exact bpd on the first -test dequantised test images.`
+const fitAbout = `Fits a Gaussian mixture to the training images of the IDX set in DFX_MNIST_DIR (default: MNIST),
+dequantised (seed 1): k-means (within each class with -per-class), each component's covariance shrunk toward its
+diagonal, kept full (-rank 0) or as rank r plus one variance for the rest with the idle pixels (variance < -idle) apart.
+Writes it as a checkpoint (atomically) that dfx ckpt verifies and dfx nll --gmm reads as an exact model (its score,
+Fisher and log q_t are in closed form at every t; --exact), and prints its exact bpd on the first -test dequantised test
+images.`
 
 // fitProducer is the Producer of dfx fit's checkpoints: the only existing
 // files that -out replaces.
@@ -164,7 +169,8 @@ func checkFitSizes(k int, perClass bool, test int) error {
 	if perClass {
 		for _, l := range slices.Sorted(maps.Keys(perLabel)) {
 			if perLabel[l] < k {
-				return badInput(fmt.Errorf("-components %d with -per-class: class %d of %s has %d images, fewer than the components", k, l, set("training"), perLabel[l]))
+				return badInput(fmt.Errorf("-components %d with -per-class: class %d of %s has %d images, fewer than "+
+					"the components", k, l, set("training"), perLabel[l]))
 			}
 		}
 	}

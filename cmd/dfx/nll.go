@@ -20,7 +20,9 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-const nllUsage = "usage: dfx nll (--gmm G.json|G.dfxckpt | --checkpoint FILE [--checkpoint FILE2] [--trace vjp|hutchinson:K|hutchpp:K|skip-hutchinson:K|dftm|dftm-c]) --points X.csv|X.npy|IDX[.gz] [--schedule NAME: required with --gmm; a checkpoint's own by default] [--solver dopri5|euler|heun|rk4] [flags]"
+const nllUsage = "usage: dfx nll (--gmm G.json|G.dfxckpt | --checkpoint FILE [--checkpoint FILE2] [--trace " +
+	"vjp|hutchinson:K|hutchpp:K|skip-hutchinson:K|dftm|dftm-c]) --points X.csv|X.npy|IDX[.gz] [--schedule NAME: " +
+	"required with --gmm; a checkpoint's own by default] [--solver dopri5|euler|heun|rk4] [flags]"
 
 // listFlag is a repeatable string flag.
 type listFlag []string
@@ -52,9 +54,13 @@ type nllArgs struct {
 func runNLL(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dfx nll", flag.ContinueOnError)
 	a := nllArgs{}
-	fs.StringVar(&a.gmm, "gmm", "", `analytic Gaussian mixture: JSON {"weights":[…],"means":[[…],…],"covs":[[[…]],…]} (full covariances), or a .dfxckpt holding one (dfx fit's, or an ε-network's skip)`)
-	fs.Var(&a.checkpoints, "checkpoint", `"weights" checkpoint of a score network; repeat it to add the DF-TM (dftm) or centred DF-TM (nu) network from another file`)
-	fs.StringVar(&a.trace, "trace", "vjp", "trace estimator of a --checkpoint network: vjp (exact, d VJPs), hutchinson:K, hutchpp:K (K ≥ 3 matvecs), skip-hutchinson:K (a network with a mixture skip: the skip's exact trace plus Hutchinson on the residual), dftm, dftm-c")
+	fs.StringVar(&a.gmm, "gmm", "", `analytic Gaussian mixture: JSON {"weights":[…],"means":[[…],…],"covs":[[[…]],…]} (full covariances), `+
+		`or a .dfxckpt holding one (dfx fit's, or an ε-network's skip)`)
+	fs.Var(&a.checkpoints, "checkpoint", `"weights" checkpoint of a score network; `+
+		`repeat it to add the DF-TM (dftm) or centred DF-TM (nu) network from another file`)
+	fs.StringVar(&a.trace, "trace", "vjp", "trace estimator of a --checkpoint network: vjp (exact, d VJPs), "+
+		"hutchinson:K, hutchpp:K (K ≥ 3 matvecs), skip-hutchinson:K (a network with a mixture skip: the skip's exact "+
+		"trace plus Hutchinson on the residual), dftm, dftm-c")
 	fs.StringVar(&a.points, "points", "", "points x (N×d): CSV, .npy, or IDX images (.gz or not; scaled to [−1, 1]); - for stdin (CSV/.npy)")
 	fs.BoolVar(&a.header, "header", false, "skip the first line of a CSV --points file")
 	fs.Float64Var(&a.s, "s", 0, "start time s of the PF-ODE, in [t_min, T) (default: the schedule's t_min)")
@@ -62,7 +68,8 @@ func runNLL(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&a.steps, "steps", 100, "steps of a fixed-step solver (euler, heun, rk4)")
 	fs.Float64Var(&a.rtol, "rtol", 1e-5, "relative tolerance of dopri5")
 	fs.Float64Var(&a.atol, "atol", 1e-5, "absolute tolerance of dopri5")
-	fs.BoolVar(&a.solverError, "solver-error", true, "estimate the solver's error by a second, coarser solve (half the steps, or 32× the tolerances); costs ≈ 50% more")
+	fs.BoolVar(&a.solverError, "solver-error", true, "estimate the solver's error by a second, coarser solve (half "+
+		"the steps, or 32× the tolerances); costs ≈ 50% more")
 	fs.BoolVar(&a.dequantize, "dequantize", false, "IDX images only: x = 2(p+u)/256 − 1 with u ~ U[0,1) from --seed (the bpd is then an upper bound)")
 	a.seed = 1
 	fs.Var(&a.seed, "seed", "seed of --dequantize and of hutchinson/hutchpp probes, an integer in [0, 2^64−1]")

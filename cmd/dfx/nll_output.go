@@ -56,10 +56,12 @@ func nllOutputs(j *nllJob, r *nllResult) ([]nllPointOut, nllSummary, error) {
 	switch {
 	case j.pts.images && j.pts.dequantized:
 		q = &likelihood.Quantization{Levels: 256, Lo: -1, Hi: 1}
-		sum.BPDNote = "8-bit images in [−1, 1], uniformly dequantised: +7 bits (log₂ 256 − log₂ 2); the bpd is an upper bound on the discrete images' (in expectation over the noise)"
+		sum.BPDNote = "8-bit images in [−1, 1], uniformly dequantised: +7 bits (log₂ 256 − log₂ 2); the bpd is an " +
+			"upper bound on the discrete images' (in expectation over the noise)"
 	case j.pts.images:
 		q = &likelihood.Quantization{Levels: 256, Lo: -1, Hi: 1}
-		sum.BPDNote = "8-bit images in [−1, 1]: +7 bits (log₂ 256 − log₂ 2), density at the pixel values times the bin width; not a bound (use --dequantize for one)"
+		sum.BPDNote = "8-bit images in [−1, 1]: +7 bits (log₂ 256 − log₂ 2), density at the pixel values times the " +
+			"bin width; not a bound (use --dequantize for one)"
 	default:
 		sum.BPDNote = "no offset: the points are not known to be 8-bit images; bpd = nll/(d ln 2) of the continuous density"
 	}

@@ -25,11 +25,36 @@ import (
 )
 
 const sampleUsage = `usage: dfx sample [-class 0,1,…|all] [-n 8] [-scale 3] [-steps 25] [-seed 1] [-png samples.png] [-npy samples.npy] [-nets DIR] [-model eps]
-                  [-guide class|style|identity|centring [-operator dfea|vjp] [-window FROM:TO] [-strength 0.2] [-inner 10] [-target K] [-reference FILE [-reference-row I]]]
+                  [-guide class|style|identity|centring [-operator dfea|vjp] [-window FROM:TO] [-strength 0.2] [-inner
+10] [-target K] [-reference FILE [-reference-row I]]]
                   [-density offset:P|quantile:p [-trace df-tm-c|df-tm|hutchinson:K|skip-hutchinson:K|vjp] [-until T] [-gain 10] [-ref 64]]
-Draws class-conditional MNIST samples with DDIM (η = 0) and classifier-free guidance ε̃ = ε_∅ + s (ε_c − ε_∅) (-scale 0: unconditional, 1: conditional) from the committed networks (or -nets DIR, as written by dfx train; DFX_MNIST_NETS=DIR is -nets' default, and -nets wins). Writes a PNG grid (rows: classes, columns: seeds) and/or the samples as an .npy array [rows, 784] in [−1, 1] (clipped), each atomically. Sample i uses its own noise stream (seed, i); the network runs in float32 on 32 samples a graph call, so a sample can differ in its last digits (≈ 1e-5) with how many samples are drawn. Plain sampling loads the ε-network alone: -model picks another one (e.g. a candidate trained by dfx train NAME -out DIR, with -nets DIR).
-With -guide, adjoint guidance (paper sec. "Adjoint optimization sampling", SAG) steers each sample towards a reward of its predicted clean image x̂₀ (a 10-step inner DDIM solve, -inner) on the outer steps [FROM, TO) of -window (default: 30%–70% of the steps, 15:35 with -steps 50, the paper's protocol; -steps defaults to 50 with -guide): x ← x − S σ(t) λ/‖λ‖·√784 with λ = ∂L(x̂₀)/∂x_t by the discrete adjoint, S = -strength (a fraction of the noise's norm). -operator picks the Fisher product of the adjoint pass: dfea (DF-EA, eq. EA_approx, no network pass) or vjp (the unconditional network's vector-Jacobian product). Rewards (losses to minimise): class, −log p(K | x̂₀) of the classifier (the aesthetic/PickScore role; K = -target, default each row's class); style, a Gram-matrix loss on the classifier's hidden layers against -reference (the CLIP style role); identity, the relative distance of the classifier's penultimate features to -reference's (the ArcFace role); centring, the squared distance of the ink centroid from the image centre in pixels. -reference is one image of 784 pixels: an IDX image file (gzipped or not; pixels 0…255) or a CSV/.npy row in [−1, 1]; -reference-row picks the image (default 0).
-With -density, density guidance (dfx/pfode DensityGuide) draws -n unconditional samples along the PF-ODE (RK4, -steps default 100, uniform in log-SNR) moved by u = v + λ s/‖s‖², which changes d/dt log q_t(x_t) by λ: offset:P adds P nats of log-density per unit time (P > 0: smoother, more typical images; P < 0: more detail), quantile:p holds each sample's log q_t at the p-quantile of log q_t under q_t, the level read from -ref unguided samples carried along the PF-ODE with their log-density (gain -gain). -trace is the Fisher trace that tracks log q and steers a quantile target: df-tm-c (centred DF-TM, one network pass), df-tm (the paper's DF-TM, whose α²/σ⁴ factor amplifies its error at small t), hutchinson:K, skip-hutchinson:K (a network with a mixture skip, as the committed one: the skip's exact trace plus Hutchinson-K on the residual), or vjp (784 VJPs a point). -until T stops guiding below t = T. The tracked bpd of each sample goes to stderr.`
+Draws class-conditional MNIST samples with DDIM (η = 0) and classifier-free guidance ε̃ = ε_∅ + s (ε_c − ε_∅) (-scale 0:
+unconditional, 1: conditional) from the committed networks (or -nets DIR, as written by dfx train; DFX_MNIST_NETS=DIR is
+-nets' default, and -nets wins). Writes a PNG grid (rows: classes, columns: seeds) and/or the samples as an .npy array
+[rows, 784] in [−1, 1] (clipped), each atomically. Sample i uses its own noise stream (seed, i); the network runs in
+float32 on 32 samples a graph call, so a sample can differ in its last digits (≈ 1e-5) with how many samples are drawn.
+Plain sampling loads the ε-network alone: -model picks another one (e.g. a candidate trained by dfx train NAME -out DIR,
+with -nets DIR).
+With -guide, adjoint guidance (paper sec. "Adjoint optimization sampling", SAG) steers each sample towards a reward of
+its predicted clean image x̂₀ (a 10-step inner DDIM solve, -inner) on the outer steps [FROM, TO) of -window (default:
+30%–70% of the steps, 15:35 with -steps 50, the paper's protocol; -steps defaults to 50 with -guide): x ← x − S σ(t)
+λ/‖λ‖·√784 with λ = ∂L(x̂₀)/∂x_t by the discrete adjoint, S = -strength (a fraction of the noise's norm). -operator
+picks the Fisher product of the adjoint pass: dfea (DF-EA, eq. EA_approx, no network pass) or vjp (the unconditional
+network's vector-Jacobian product). Rewards (losses to minimise): class, −log p(K | x̂₀) of the classifier (the
+aesthetic/PickScore role; K = -target, default each row's class); style, a Gram-matrix loss on the classifier's hidden
+layers against -reference (the CLIP style role); identity, the relative distance of the classifier's penultimate
+features to -reference's (the ArcFace role); centring, the squared distance of the ink centroid from the image centre in
+pixels. -reference is one image of 784 pixels: an IDX image file (gzipped or not; pixels 0…255) or a CSV/.npy row in
+[−1, 1]; -reference-row picks the image (default 0).
+With -density, density guidance (dfx/pfode DensityGuide) draws -n unconditional samples along the PF-ODE (RK4, -steps
+default 100, uniform in log-SNR) moved by u = v + λ s/‖s‖², which changes d/dt log q_t(x_t) by λ: offset:P adds P nats
+of log-density per unit time (P > 0: smoother, more typical images; P < 0: more detail), quantile:p holds each sample's
+log q_t at the p-quantile of log q_t under q_t, the level read from -ref unguided samples carried along the PF-ODE with
+their log-density (gain -gain). -trace is the Fisher trace that tracks log q and steers a quantile target: df-tm-c
+(centred DF-TM, one network pass), df-tm (the paper's DF-TM, whose α²/σ⁴ factor amplifies its error at small t),
+hutchinson:K, skip-hutchinson:K (a network with a mixture skip, as the committed one: the skip's exact trace plus
+Hutchinson-K on the residual), or vjp (784 VJPs a point). -until T stops guiding below t = T. The tracked bpd of each
+sample goes to stderr.`
 
 func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("sample", flag.ContinueOnError)
@@ -67,7 +92,8 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return fail(stderr, "sample", err)
 	}
 	if isSet(fs, "model") && (gf.guide != "" || df.target != "") { // before their own checks: the conflict is the first thing to fix
-		return fail(stderr, "sample", errors.New("-model applies to plain sampling: -guide and -density use the committed set's eps (or -nets DIR's) with its DF-TM networks"))
+		return fail(stderr, "sample", errors.New("-model applies to plain sampling: -guide and -density use the "+
+			"committed set's eps (or -nets DIR's) with its DF-TM networks"))
 	}
 	guide, err := gf.check(fs, *steps)
 	if err != nil {
@@ -173,7 +199,8 @@ func checkSampleFlags(n, steps int, scale float64, pngOut, npyOut, nets, netsFro
 // sampleClasses draws n samples of each class (rows in class order, not
 // clipped), one class per call so that the progress display on stderr
 // moves, with adjoint guidance when guide is not nil.
-func sampleClasses(ctx context.Context, net *mnist.Networks, guide *sampleGuide, cls []int, n, steps int, scale float64, seed uint64, stderr io.Writer) (*mat.Dense, error) {
+func sampleClasses(ctx context.Context, net *mnist.Networks, guide *sampleGuide, cls []int, n, steps int, scale float64, seed uint64,
+	stderr io.Writer) (*mat.Dense, error) {
 	var class []int
 	var sc []float64
 	for _, k := range cls {

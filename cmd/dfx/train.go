@@ -20,7 +20,14 @@ import (
 const defaultTrainOut = "dfx-nets"
 
 const trainUsage = `usage: dfx train <network> [-steps N] [-out dfx-nets] [-resume | -force] [-save-every 500] [-val-every N]
-Trains one MNIST network with its fixed seed and writes its EMA weights to OUT/<network>.dfxckpt (atomically), with its loss curve, time and machine. The resumable trainer state is saved every -save-every steps and on SIGINT/SIGTERM to OUT/_<network>.state.dfxckpt; -resume continues from it, and a saved state is never replaced without -resume or -force. One run at a time trains a network into OUT: a second is refused at once (exit 2). dftm and dftm-c train against OUT/eps.dfxckpt (t_θ reads its mixture skip, ν_θ its ε-network), which must exist. OUT/<network>.dfxckpt is replaced only if an earlier dfx train of the same network wrote it; dfx never writes over a committed file nor into a package's folders (to change a committed network, copy the new file into mnist/checkpoints by hand). Use the networks with dfx sample -nets OUT or DFX_MNIST_NETS=OUT.`
+Trains one MNIST network with its fixed seed and writes its EMA weights to OUT/<network>.dfxckpt (atomically), with its
+loss curve, time and machine. The resumable trainer state is saved every -save-every steps and on SIGINT/SIGTERM to
+OUT/_<network>.state.dfxckpt; -resume continues from it, and a saved state is never replaced without -resume or -force.
+One run at a time trains a network into OUT: a second is refused at once (exit 2). dftm and dftm-c train against
+OUT/eps.dfxckpt (t_θ reads its mixture skip, ν_θ its ε-network), which must exist. OUT/<network>.dfxckpt is replaced
+only if an earlier dfx train of the same network wrote it; dfx never writes over a committed file nor into a package's
+folders (to change a committed network, copy the new file into mnist/checkpoints by hand). Use the networks with dfx
+sample -nets OUT or DFX_MNIST_NETS=OUT.`
 
 func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var names []string
@@ -87,7 +94,8 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return failErr(stderr, "train", err)
 	}
-	fmt.Fprintf(stdout, "%s\t%d steps\t%.0f s\tfinal loss %.4g\n", filepath.Join(*out, spec.Name+".dfxckpt"), rec.Steps, rec.Seconds, rec.Curve.Loss[len(rec.Curve.Loss)-1])
+	fmt.Fprintf(stdout, "%s\t%d steps\t%.0f s\tfinal loss %.4g\n",
+		filepath.Join(*out, spec.Name+".dfxckpt"), rec.Steps, rec.Seconds, rec.Curve.Loss[len(rec.Curve.Loss)-1])
 	return 0
 }
 

@@ -5,7 +5,8 @@ package mixture
 // #cgo LDFLAGS: -lopenblas
 // #if defined(__has_include)
 // #if !__has_include(<openblas_config.h>) || !__has_include(<cblas.h>)
-// #error "dfx/mixture: OpenBLAS is missing (no openblas_config.h / cblas.h). Install it with `make setup` (Debian: apt-get install libopenblas-dev), or build without -tags openblas (the default, pure-Go path)"
+// #error "dfx/mixture: OpenBLAS is missing (no openblas_config.h / cblas.h). Install it with `make setup` (Debian: apt-get
+// install libopenblas-dev), or build without -tags openblas (the default, pure-Go path)"
 // #endif
 // #endif
 // #include <cblas.h>

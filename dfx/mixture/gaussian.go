@@ -148,7 +148,8 @@ func NewLowRank(comps []Component) (*Gaussian, error) {
 			return nil, err
 		}
 		if r != len(c.Lambda) || r+len(c.Idle) > d {
-			return nil, fmt.Errorf("mixture: component %d: %d basis vectors, %d variances and %d idle coordinates in d = %d: %w", i, r, len(c.Lambda), len(c.Idle), d, ErrInput)
+			return nil, fmt.Errorf("mixture: component %d: %d basis vectors, %d variances and %d idle coordinates in "+
+				"d = %d: %w", i, r, len(c.Lambda), len(c.Idle), d, ErrInput)
 		}
 		for j, l := range c.Lambda {
 			if math.IsNaN(l) || math.IsInf(l, 0) || l < 0 {

@@ -218,7 +218,8 @@ func (ks *Knobs) staticHTML(hint string) string {
 	for _, k := range ks.knobs {
 		fmt.Fprintf(&b, `<span style="white-space:nowrap"><b>%s</b> `, html.EscapeString(k.Label))
 		if k.Values != nil {
-			fmt.Fprintf(&b, `<input type="range" disabled style="width:10em;display:inline-block;vertical-align:middle" min="0" max="%d" value="%d"> <code>%s</code>`, len(k.Values)-1, k.index, html.EscapeString(k.String()))
+			fmt.Fprintf(&b, `<input type="range" disabled style="width:10em;display:inline-block;vertical-align:middle" `+
+				`min="0" max="%d" value="%d"> <code>%s</code>`, len(k.Values)-1, k.index, html.EscapeString(k.String()))
 		} else {
 			b.WriteString(`<select disabled>`)
 			for i, o := range k.Options {

@@ -152,7 +152,8 @@ func ShowCommitted(dir string, names ...string) {
 			display(map[protocol.MIMEType]any{protocol.MIMETextPlain: string(data)})
 		}
 	}
-	display(map[protocol.MIMEType]any{protocol.MIMETextHTML: `<p style="font-size:smaller"><i>committed results from <code>figures/` + html.EscapeString(dir) + `/</code></i></p>`})
+	note := `<p style="font-size:smaller"><i>committed results from <code>figures/` + html.EscapeString(dir) + `/</code></i></p>`
+	display(map[protocol.MIMEType]any{protocol.MIMETextHTML: note})
 }
 
 // RepoRoot is the folder of the dfx module this package was built from

@@ -30,7 +30,8 @@ const notesFile = "NOTES.md"
 // markerHead is the first line of every marker; a parent's marker has
 // nothing else, an output folder's lists its files, one a line.
 const (
-	markerHead   = "# written by dfx: it replaces the files listed below when it writes here again, and writes only into folders that hold this file (or are empty)"
+	markerHead = "# written by dfx: it replaces the files listed below when it writes here again, and writes only " +
+		"into folders that hold this file (or are empty)"
 	parentMarker = "# a parent folder: dfx writes its index file and output folders here, and touches nothing else"
 )
 
@@ -59,7 +60,8 @@ func CheckDir(dir string) error {
 	}
 	raw, err := input.ReadAll(filepath.Join(dir, marker), maxMarkerBytes)
 	if err != nil {
-		return fmt.Errorf("output folder %s holds files dfx did not write (e.g. %s; no %s marker): choose a new or empty folder: %w", dir, ents[0].Name(), marker, errNotOwned)
+		return fmt.Errorf("output folder %s holds files dfx did not write (e.g. %s; no %s marker): choose a new or "+
+			"empty folder: %w", dir, ents[0].Name(), marker, errNotOwned)
 	}
 	parent, manifest := parseMarker(string(raw))
 	if parent {
@@ -67,7 +69,8 @@ func CheckDir(dir string) error {
 	}
 	for _, e := range ents {
 		if n := e.Name(); n != marker && n != notesFile && !slices.Contains(manifest, n) {
-			return fmt.Errorf("output folder %s holds %s, which dfx did not write (not listed in its %s): move it away or choose another folder: %w", dir, n, marker, errNotOwned)
+			return fmt.Errorf("output folder %s holds %s, which dfx did not write (not listed in its %s): move it "+
+				"away or choose another folder: %w", dir, n, marker, errNotOwned)
 		}
 	}
 	return nil

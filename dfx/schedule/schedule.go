@@ -186,7 +186,9 @@ func deref(p Schedule) Schedule {
 // named schedule does not take is an error (it would be ignored).
 func ByName(name string, p Params) (Schedule, error) {
 	set := map[string]float64{}
-	for k, v := range map[string]float64{ParamSigmaMin: p.SigmaMin, ParamSigmaMax: p.SigmaMax, ParamBetaMin: p.BetaMin, ParamBetaMax: p.BetaMax, ParamTMin: p.TMin, ParamTMax: p.TMax} {
+	for k, v := range map[string]float64{
+		ParamSigmaMin: p.SigmaMin, ParamSigmaMax: p.SigmaMax, ParamBetaMin: p.BetaMin, ParamBetaMax: p.BetaMax, ParamTMin: p.TMin, ParamTMax: p.TMax,
+	} {
 		if v != 0 {
 			set[k] = v
 		}
