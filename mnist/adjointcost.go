@@ -12,6 +12,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/adjoint"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/internal/stats"
 )
 
 // CostRow is the cost of one guided step with one Fisher operator at one
@@ -99,7 +100,7 @@ func runCost(ctx context.Context, nets *Networks, rw *rewardSet, cfg AdjointConf
 			}
 		}
 		for _, op := range ops {
-			m := func(i int) float64 { return median(samples[op][i]) }
+			m := func(i int) float64 { return stats.Median(samples[op][i]) }
 			r := CostRow{Batch: b, Operator: op, Forward: m(0), Inner: m(1), Loss: m(2), Adjoint: m(3), Step: m(4),
 				AllocMB: m(5) / (1 << 20), CacheMB: float64((2*cfg.InnerSteps+1)*b*Dim*8) / (1 << 20)}
 			r.PerProduct = r.Adjoint / float64(cfg.InnerSteps)

@@ -10,6 +10,7 @@ import (
 
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat"
 
 	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/pfode"
@@ -303,7 +304,7 @@ func ExploreDensity(ctx context.Context, nets *Networks, target, trace string, u
 func (r *DensityExplore) Report() (*report.Report, error) {
 	row := func(name string, x *mat.Dense, bpd []float64) []report.Cell {
 		m, se := stats.MeanSE(bpd)
-		return []report.Cell{report.Text(name), report.FloatSE(m, se), report.Float(mean(InkMass(x))), report.Float(mean(Detail(x))), report.Float(FrameRMS(x))}
+		return []report.Cell{report.Text(name), report.FloatSE(m, se), report.Float(stat.Mean(InkMass(x), nil)), report.Float(stat.Mean(Detail(x), nil)), report.Float(FrameRMS(x))}
 	}
 	title := fmt.Sprintf("### Density guidance %s with the %s trace", r.Target, r.Trace)
 	if !math.IsNaN(r.Level) {

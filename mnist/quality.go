@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/mixture"
+	"github.com/dfx-lab/dfx/internal/stats"
 	"github.com/dfx-lab/dfx/models"
 )
 
@@ -64,7 +65,7 @@ func NewQualityRef(cls *models.Classifier, testN int) (*QualityRef, error) {
 	if err != nil {
 		return nil, err
 	}
-	ref.TestNearest = median(firsts(dist))
+	ref.TestNearest = stats.Median(firsts(dist))
 	return ref, nil
 }
 
@@ -108,7 +109,7 @@ func (r *QualityRef) Measure(x *mat.Dense, requested []int) (*Quality, error) {
 		return nil, err
 	}
 	near := firsts(dist)
-	q.NearestMedian = median(near)
+	q.NearestMedian = stats.Median(near)
 	for _, v := range near {
 		if v < r.TestNearest/10 {
 			q.Copies++

@@ -68,13 +68,8 @@ const (
 // GMMMethods are the gradient methods in table order.
 var GMMMethods = []string{GMMExact, GMMVJP, GMMEANet, GMMEAExact}
 
-// MeanSE is a mean and its standard error over seeds.
-type MeanSE struct{ Mean, SE float64 }
-
-func meanSE(v []float64) MeanSE {
-	m, se := stats.MeanSE(v)
-	return MeanSE{m, se}
-}
+// MeanSE is a mean and its standard error over seeds (stats.EstimateOf).
+type MeanSE = stats.Estimate
 
 // AdjointGMMStep is one guided outer step of the exact guided path: the
 // gradient agreement of each method with the exact λ (cosine, relative
@@ -257,8 +252,8 @@ func gmmRewards(ctx context.Context, prob *GMM, net *access.Net, guides map[stri
 		if err != nil {
 			return err
 		}
-		out = append(out, AdjointGMMReward{Method: name, Reward: meanSE(l), PerSample: r.Elapsed / time.Duration(b),
-			NearTarget: prob.NearTarget(r.X), LogProb: meanSE(lp.LogProb)})
+		out = append(out, AdjointGMMReward{Method: name, Reward: stats.EstimateOf(l), PerSample: r.Elapsed / time.Duration(b),
+			NearTarget: prob.NearTarget(r.X), LogProb: stats.EstimateOf(lp.LogProb)})
 		return nil
 	}
 	plain := scfg

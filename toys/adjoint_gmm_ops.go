@@ -47,13 +47,13 @@ func scoreState(mix mixture.Mixture, net *access.Net, guides map[string]adjoint.
 			cs[i] = cosine(gr.Grad.RawRowView(i), ref.Grad.RawRowView(i))
 			rs[i] = stats.RelNorm(gr.Grad.RawRowView(i), ref.Grad.RawRowView(i))
 		}
-		row.Cos[m], row.RelErr[m] = meanSE(cs), meanSE(rs)
+		row.Cos[m], row.RelErr[m] = stats.EstimateOf(cs), stats.EstimateOf(rs)
 	}
 	gn := make([]float64, b)
 	for i := range b {
 		gn[i] = floats.Norm(ref.Grad.RawRowView(i), 2)
 	}
-	row.GradNormExact = meanSE(gn)
+	row.GradNormExact = stats.EstimateOf(gn)
 
 	ex, err := mix.Eval(mixture.Query{At: st.At, X: st.X, Want: mixture.Full | mixture.Score})
 	if err != nil {
@@ -63,7 +63,7 @@ func scoreState(mix mixture.Mixture, net *access.Net, guides map[string]adjoint.
 	for i := range b {
 		fn[i] = hsNorm(ex.Fisher[i])
 	}
-	row.FisherHS = meanSE(fn)
+	row.FisherHS = stats.EstimateOf(fn)
 	for _, m := range []string{GMMEANet, GMMEAExact} {
 		gr, ok := grads[m]
 		if !ok {
@@ -74,7 +74,7 @@ func scoreState(mix mixture.Mixture, net *access.Net, guides map[string]adjoint.
 		for i := range b {
 			hs[i] = hsErrorEA(ex.Fisher[i], x0.RawRowView(i), ybar.RawRowView(i), st.At)
 		}
-		row.HS[m] = meanSE(hs)
+		row.HS[m] = stats.EstimateOf(hs)
 	}
 	if g, ok := guides[GMMVJP]; ok {
 		nb := min(b, gmmVJPSeeds)
@@ -86,7 +86,7 @@ func scoreState(mix mixture.Mixture, net *access.Net, guides map[string]adjoint.
 		for i := range nb {
 			hs[i] = hsErrorDense(ex.Fisher[i], cols[i])
 		}
-		row.HS[GMMVJP] = meanSE(hs)
+		row.HS[GMMVJP] = stats.EstimateOf(hs)
 	}
 	if net != nil {
 		eps, err := net.EpsAt(st.At, st.X)
@@ -99,7 +99,7 @@ func scoreState(mix mixture.Mixture, net *access.Net, guides map[string]adjoint.
 		for i := range b {
 			er[i] = stats.RelNorm(eps.RawRowView(i), want.RawRowView(i))
 		}
-		row.NetEpsRelErr = meanSE(er)
+		row.NetEpsRelErr = stats.EstimateOf(er)
 	}
 	return row, nil
 }
