@@ -4,12 +4,13 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"time"
 
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/access"
-	"github.com/dfx-lab/dfx/dfx/adjoint"
+	dfxadjoint "github.com/dfx-lab/dfx/dfx/adjoint"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
 )
@@ -36,8 +37,8 @@ type CostRow struct {
 
 // runCost times the guided step of each operator, interleaved, with the
 // loss of the first reward, at a state of the window's first guided step.
-func runCost(ctx context.Context, nets *Networks, rw *rewardSet, cfg AdjointConfig) ([]CostRow, error) {
-	s := Schedule()
+func (gd *guidance) runCost(ctx context.Context) ([]CostRow, error) {
+	cfg, s := gd.cfg, gd.p.Schedule
 	lo, hi := s.Interval()
 	grid, err := schedule.TimeGrid(s, schedule.GridUniform, lo, hi, cfg.Steps)
 	if err != nil {
@@ -47,67 +48,118 @@ func runCost(ctx context.Context, nets *Networks, rw *rewardSet, cfg AdjointConf
 	if err != nil {
 		return nil, err
 	}
-	model := access.NetModel{Net: nets.Net}
+	ops := []string{OperatorVJP, OperatorDFEA}
 	var out []CostRow
 	for _, b := range cfg.CostBatches {
-		x := InitialNoise(cfg.Seed, 0, b)
+		x := gd.p.InitialNoise(cfg.Seed, 0, b)
 		x.Scale(at.Sigma/s.Sigma(hi), x)
-		loss, err := rw.loss(cfg.Rewards[0], b)
+		loss, err := gd.rw.Loss(cfg.Rewards[0], b)
 		if err != nil {
 			return nil, err
 		}
-		ops := []string{OperatorVJP, OperatorDFEA}
-		samples := map[string]*[7][]float64{}
+		parts := make(map[string]func() ([]float64, error), len(ops))
 		for _, op := range ops {
-			samples[op] = &[7][]float64{}
+			parts[op] = func() ([]float64, error) { return gd.stepParts(op, at, x, loss) }
 		}
-		for round := -1; round < cfg.CostRounds; round++ { // round −1 compiles and warms up
-			for _, op := range ops {
-				if err := ctx.Err(); err != nil {
-					return nil, err
-				}
-				o, err := nets.Operator(op)
-				if err != nil {
-					return nil, err
-				}
-				g := adjoint.Guide{Schedule: s, Model: model, Operator: o, Loss: loss}
-				var tr *adjoint.Trajectory
-				var grad *mat.Dense
-				fwd := timeIt(func() error { _, err := model.Eval(at, x, score.WantEps); return err })
-				inner := timeIt(func() (err error) { tr, err = g.Predict(x, at.T, cfg.InnerSteps); return })
-				if inner.err != nil {
-					return nil, inner.err
-				}
-				ls := timeIt(func() (err error) { _, grad, err = loss(tr.Endpoint()); return })
-				adj := timeIt(func() error { _, err := adjoint.Backprop(tr, o, grad); return err })
-				var ms runtime.MemStats
-				runtime.ReadMemStats(&ms)
-				before := ms.TotalAlloc
-				step := timeIt(func() error { _, err := g.Gradient(x, at.T, cfg.InnerSteps); return err })
-				runtime.ReadMemStats(&ms)
-				for _, e := range []error{fwd.err, ls.err, adj.err, step.err} {
-					if e != nil {
-						return nil, fmt.Errorf("cost of %s at batch %d: %w", op, b, e)
-					}
-				}
-				if round < 0 {
-					continue
-				}
-				for i, v := range []float64{fwd.s, inner.s, ls.s, adj.s, step.s, float64(ms.TotalAlloc - before)} {
-					samples[op][i] = append(samples[op][i], v)
-				}
-			}
+		med, err := interleaved(ctx, cfg.CostRounds, ops, parts)
+		if err != nil {
+			return nil, fmt.Errorf("cost at batch %d: %w", b, err)
 		}
 		for _, op := range ops {
-			m := func(i int) float64 { return median(samples[op][i]) }
-			r := CostRow{Batch: b, Operator: op, Forward: m(0), Inner: m(1), Loss: m(2), Adjoint: m(3), Step: m(4),
-				AllocMB: m(5) / (1 << 20), CacheMB: float64((2*cfg.InnerSteps+1)*b*Dim*8) / (1 << 20)}
+			m := med[op]
+			r := CostRow{Batch: b, Operator: op, Forward: m[0], Inner: m[1], Loss: m[2], Adjoint: m[3], Step: m[4],
+				AllocMB: m[5] / (1 << 20), CacheMB: float64((2*cfg.InnerSteps+1)*b*gd.p.Dim*8) / (1 << 20)}
 			r.PerProduct = r.Adjoint / float64(cfg.InnerSteps)
 			r.Marginal = r.PerProduct / r.Forward
 			out = append(out, r)
 		}
 	}
 	return out, nil
+}
+
+// stepParts measures one guided step with operator op at the states x
+// (time at): the seconds of a forward, the inner solve, the loss, the
+// adjoint pass and one whole Gradient call, and the bytes that call
+// allocated.
+func (gd *guidance) stepParts(op string, at schedule.Coefficients, x *mat.Dense, loss dfxadjoint.Loss) ([]float64, error) {
+	o, err := gd.operator(op)
+	if err != nil {
+		return nil, err
+	}
+	model := access.NetModel{Net: gd.net}
+	g := dfxadjoint.Guide{Schedule: gd.p.Schedule, Model: model, Operator: o, Loss: loss}
+	var tr *dfxadjoint.Trajectory
+	var grad *mat.Dense
+	fwd := timeIt(func() error { _, err := model.Eval(at, x, score.WantEps); return err })
+	inner := timeIt(func() (err error) { tr, err = g.Predict(x, at.T, gd.cfg.InnerSteps); return })
+	if inner.err != nil {
+		return nil, inner.err
+	}
+	ls := timeIt(func() (err error) { _, grad, err = loss(tr.Endpoint()); return })
+	adj := timeIt(func() error { _, err := dfxadjoint.Backprop(tr, o, grad); return err })
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	before := ms.TotalAlloc
+	step := timeIt(func() error { _, err := g.Gradient(x, at.T, gd.cfg.InnerSteps); return err })
+	runtime.ReadMemStats(&ms)
+	for _, e := range []error{fwd.err, ls.err, adj.err, step.err} {
+		if e != nil {
+			return nil, fmt.Errorf("%s: %w", op, e)
+		}
+	}
+	return []float64{fwd.s, inner.s, ls.s, adj.s, step.s, float64(ms.TotalAlloc - before)}, nil
+}
+
+// interleaved runs measure[name] for every name in turn, rounds times after
+// one warm-up round (which compiles and is not kept), and returns per name
+// the median of each measured quantity over the rounds. Interleaving puts
+// every name under the same machine load; it is the one timing loop of the
+// study, and the shape a shared interleaved timer (internal/timing) would
+// take: names, a measure per name returning several quantities, rounds
+// after a warm-up, medians out.
+func interleaved(ctx context.Context, rounds int, names []string, measure map[string]func() ([]float64, error)) (map[string][]float64, error) {
+	samples := map[string][][]float64{}
+	for round := -1; round < rounds; round++ {
+		for _, name := range names {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			v, err := measure[name]()
+			if err != nil {
+				return nil, err
+			}
+			if round < 0 {
+				continue
+			}
+			if samples[name] == nil {
+				samples[name] = make([][]float64, len(v))
+			}
+			for i, x := range v {
+				samples[name][i] = append(samples[name][i], x)
+			}
+		}
+	}
+	out := map[string][]float64{}
+	for name, qs := range samples {
+		for _, q := range qs {
+			out[name] = append(out[name], median(q))
+		}
+	}
+	return out, nil
+}
+
+// median is the middle value of v (the mean of the two middle ones for an
+// even count).
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 type timing struct {

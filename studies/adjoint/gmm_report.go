@@ -19,7 +19,7 @@ var gmmHSMethods = []string{GMMVJP, GMMEANet, GMMEAExact}
 // Report implements report.Result: the Markdown tables (adjoint-gmm.md),
 // full-precision CSVs (adjoint-gmm-steps.csv, one row per step and
 // method; adjoint-gmm-rewards.csv, the rewards section) and three figures.
-func (r *AdjointGMMResult) Report() (*report.Report, error) {
+func (r *GMMResult) Report() (*report.Report, error) {
 	c := r.Config
 	stepCols := []report.Column{{Name: "step"}, {Name: "t", Format: "%.3f"}, {Name: "σ", Key: "sigma", Format: "%.3f"}}
 	md := &report.Table{Name: "adjoint-gmm", NoCSV: true,
@@ -96,7 +96,7 @@ func (r *AdjointGMMResult) Report() (*report.Report, error) {
 
 // series is one curve per method of a per-step quantity, with a band of
 // ± 1 standard error over seeds.
-func (r *AdjointGMMResult) series(methods []string, get func(AdjointGMMStep, string) (MeanSE, bool)) []plotx.Series {
+func (r *GMMResult) series(methods []string, get func(GMMStep, string) (MeanSE, bool)) []plotx.Series {
 	var out []plotx.Series
 	for _, m := range methods {
 		s := plotx.Series{Name: m, Points: true}
@@ -113,10 +113,10 @@ func (r *AdjointGMMResult) series(methods []string, get func(AdjointGMMStep, str
 	return out
 }
 
-func (r *AdjointGMMResult) agreementFigure(format string) ([]byte, error) {
+func (r *GMMResult) agreementFigure(format string) ([]byte, error) {
 	approx := GMMMethods[1:]
-	cos := r.series(approx, func(s AdjointGMMStep, m string) (MeanSE, bool) { v, ok := s.Cos[m]; return v, ok })
-	rel := r.series(approx, func(s AdjointGMMStep, m string) (MeanSE, bool) { v, ok := s.RelErr[m]; return v, ok })
+	cos := r.series(approx, func(s GMMStep, m string) (MeanSE, bool) { v, ok := s.Cos[m]; return v, ok })
+	rel := r.series(approx, func(s GMMStep, m string) (MeanSE, bool) { v, ok := s.RelErr[m]; return v, ok })
 	note := plotx.Series{Name: "exact: cosine 1, error 0 (not drawn)", Note: true}
 	band := plotx.Series{Name: fmt.Sprintf("bands: mean ± 1 SE over %d seeds", r.Config.Seeds), Note: true}
 	p1, err := plotx.Lines(fmt.Sprintf("adjoint gradient cosine to exact (d = %d)", r.Config.Dim), "t", "mean cosine to exact λ", append(cos, note, band)...)
@@ -130,9 +130,9 @@ func (r *AdjointGMMResult) agreementFigure(format string) ([]byte, error) {
 	return plotx.TilesBytes([]*plot.Plot{p1, p2}, 2, 5.5*vg.Inch, 4*vg.Inch, format)
 }
 
-func (r *AdjointGMMResult) hsFigure(format string) ([]byte, error) {
-	ss := r.series(gmmHSMethods, func(s AdjointGMMStep, m string) (MeanSE, bool) { v, ok := s.HS[m]; return v, ok })
-	ss = append(ss, r.series([]string{"exact ‖F‖ (scale)"}, func(s AdjointGMMStep, _ string) (MeanSE, bool) { return s.FisherHS, true })...)
+func (r *GMMResult) hsFigure(format string) ([]byte, error) {
+	ss := r.series(gmmHSMethods, func(s GMMStep, m string) (MeanSE, bool) { v, ok := s.HS[m]; return v, ok })
+	ss = append(ss, r.series([]string{"exact ‖F‖ (scale)"}, func(s GMMStep, _ string) (MeanSE, bool) { return s.FisherHS, true })...)
 	ss = append(ss, plotx.Series{Name: fmt.Sprintf("bands: mean ± 1 SE over %d seeds", r.Config.Seeds), Note: true})
 	p, err := plotx.LogLines(fmt.Sprintf("Fisher operator error at the guided states (d = %d)", r.Config.Dim), "t", "mean Hilbert–Schmidt norm", false, true, ss...)
 	if err != nil {
@@ -141,7 +141,7 @@ func (r *AdjointGMMResult) hsFigure(format string) ([]byte, error) {
 	return plotx.Bytes(p, 6.5*vg.Inch, 4*vg.Inch, format)
 }
 
-func (r *AdjointGMMResult) rewardFigure(format string) ([]byte, error) {
+func (r *GMMResult) rewardFigure(format string) ([]byte, error) {
 	var names []string
 	s := plotx.Series{NoLine: true, Bars: true}
 	for i, w := range r.Rewards {

@@ -12,25 +12,17 @@ import (
 	"github.com/dfx-lab/dfx/dfx/report"
 )
 
-// GoalDFEAStepMarginal is the adjoint issue's goal: DF-EA's marginal cost
-// over the inner solve ≤ 5 % of one forward.
+// GoalDFEAStepMarginal is the goal for DF-EA's marginal cost over the
+// inner solve: ≤ 5 % of one forward.
 const GoalDFEAStepMarginal = 0.05
 
 const adjointCommand = "dfx reproduce adjoint"
 
-// rewardAbout says what each reward stands in for (table notes).
-var rewardAbout = map[string]string{
-	RewardClass:    "log p(k | x₀) of the classifier, target k = seed mod 10 (stands in for the aesthetic score / PickScore)",
-	RewardStyle:    fmt.Sprintf("−Gram-matrix style loss on the classifier's hidden features against the first test image of digit %d (CLIP style loss)", StyleRefDigit),
-	RewardIdentity: fmt.Sprintf("−distance of the classifier's penultimate features to those of the first test image of digit %d (ArcFace identity loss)", IdentityRefDigit),
-	RewardCentring: "−squared offset (pixels²) of the ink's centre of mass from the image centre (the designed differentiable aesthetic: MNIST digits are centred by construction, so an off-centre sample is a visible defect)",
-}
-
 // Report implements report.Result.
-func (r *AdjointResult) Report() (*report.Report, error) {
+func (r *GuidanceResult) Report() (*report.Report, error) {
 	rep := &report.Report{Name: "adjoint", Title: "Adjoint-guided sampling on MNIST: paper Figures 3–4, DF-EA vs VJP, and the exact-operator study"}
 	prof := "full profile"
-	if r.Config.Quick {
+	if r.Config.Profile == report.Quick {
 		prof = "quick profile (toy sizes; not the committed numbers)"
 	}
 	c := r.Config
@@ -54,17 +46,17 @@ func (r *AdjointResult) Report() (*report.Report, error) {
 }
 
 // meanSE is a column of means ± standard errors ("%.4g ± %.2g").
-func meanSE(name, key string) report.Column {
+func seColumn(name, key string) report.Column {
 	return report.Column{Name: name, Key: key, Format: "%.4g", SEFormat: "%.2g"}
 }
 
 // guidanceCols are the first columns of the grid and curve tables.
 var guidanceCols = []report.Column{{Name: "reward"}, {Name: "operator"}}
 
-func (r *AdjointResult) gridTable(where string) *report.Table {
+func (r *GuidanceResult) gridTable(where string) *report.Table {
 	t := &report.Table{Name: "strength_grid", Title: "## Guidance strength grid search (paper: VJP over 0.1…0.5, best 0.2, reused for DF-EA)",
 		Caption: "strength grid search per reward and operator: mean reward ± SE, classifier confidence, the best strength (VJP's drives both curves)",
-		Columns: append(guidanceCols[:2:2], report.Column{Name: "strength", Format: "%v"}, meanSE("reward (mean ± SE)", "mean_reward"),
+		Columns: append(guidanceCols[:2:2], report.Column{Name: "strength", Format: "%v"}, seColumn("reward (mean ± SE)", "mean_reward"),
 			report.Column{Name: "unguided", Key: "unguided_mean_reward", Format: "%.3g"}, report.Column{Name: "classifier confidence", Key: "classifier_confidence", Format: "%.3f"},
 			report.Column{Name: "s per run", Key: "seconds_per_run", Unit: "s", Format: "%.1f"}, report.Column{Name: "best"}),
 		Align: "llrrrrrc"}
@@ -78,16 +70,16 @@ func (r *AdjointResult) gridTable(where string) *report.Table {
 	}
 	t.Notes = append(t.Notes, where, fmt.Sprintf("%d seeds per point, %d guided steps (the largest window). Strength s moves x by s·σ(t)·√d per guided step (normalised gradient). Best: the highest mean reward per reward and operator; VJP's best is the strength of both operators' curves (the paper's protocol), DF-EA's own best adds a third curve where it differs. The classifier confidence (mean max-class probability) shows whether samples still read as digits.", r.Config.GridSeeds, r.Config.maxGuided()))
 	for _, name := range r.Config.Rewards {
-		t.Notes = append(t.Notes, fmt.Sprintf("%s: %s.", name, rewardAbout[name]))
+		t.Notes = append(t.Notes, fmt.Sprintf("%s: %s.", name, r.rw.About(name)))
 	}
 	return t
 }
 
-func (r *AdjointResult) curveTable(where string) *report.Table {
+func (r *GuidanceResult) curveTable(where string) *report.Table {
 	t := &report.Table{Name: "fig3_rewards", Title: "## Figure 3 analogue: reward against guided steps, VJP vs DF-EA",
 		Caption: "reward (mean ± SE) per reward, operator and number of guided steps, with seconds per sample and ε̂ evaluations",
 		Columns: append(guidanceCols[:2:2], report.Column{Name: "guided steps", Key: "guided_steps"}, report.Column{Name: "strength", Format: "%v"},
-			meanSE("reward (mean ± SE)", "mean_reward"), report.Column{Name: "s per sample", Key: "seconds_per_sample", Unit: "s", Format: "%.3f"},
+			seColumn("reward (mean ± SE)", "mean_reward"), report.Column{Name: "s per sample", Key: "seconds_per_sample", Unit: "s", Format: "%.3f"},
 			report.Column{Name: "ε̂ evals per run", Key: "eps_evals_per_run"}, report.Column{Name: "Fisher products per run", Key: "fisher_products_per_run"}),
 		Align: "llrrrrrr"}
 	for _, run := range r.Runs {
@@ -98,8 +90,10 @@ func (r *AdjointResult) curveTable(where string) *report.Table {
 	return t
 }
 
-func (r *AdjointResult) costTable(where string) *report.Table {
-	col := millis
+func (r *GuidanceResult) costTable(where string) *report.Table {
+	col := func(name, key string) report.Column {
+		return report.Column{Name: name, Key: key, Unit: "s", Format: "%.3g ms", Scale: 1e3}
+	}
 	t := &report.Table{Name: "cost", Title: "## Cost per guided step",
 		Caption: "time and memory of one guided step per Fisher operator and batch size: forward, inner solve, loss, adjoint pass, DF-EA's marginal cost",
 		Columns: []report.Column{{Name: "batch"}, {Name: "operator"}, col("forward", "forward"), col("inner solve", "inner_solve"), col("loss + grad", "loss_grad"),
@@ -119,11 +113,11 @@ func (r *AdjointResult) costTable(where string) *report.Table {
 // studyCols are the first columns of the exact study's per-step tables.
 var studyCols = []report.Column{{Name: "step"}, {Name: "t", Format: "%.3f"}, {Name: "method"}}
 
-func (r *AdjointResult) exactGradTable(where string) *report.Table {
+func (r *GuidanceResult) exactGradTable(where string) *report.Table {
 	e := r.Exact
 	t := &report.Table{Name: "exact_gradients", Title: "## Exact-operator study: adjoint gradients against the exact one (MNIST Dirac mixture)",
 		Caption: "cosine and relative error of each approximate λ_t against the exact adjoint gradient of the 60 000-image Dirac mixture, along the window",
-		Columns: append(studyCols[:3:3], meanSE("cosine (mean ± SE)", "cos"), meanSE("relative error (mean ± SE)", "rel_err")), Align: "rrlrr"}
+		Columns: append(studyCols[:3:3], seColumn("cosine (mean ± SE)", "cos"), seColumn("relative error (mean ± SE)", "rel_err")), Align: "rrlrr"}
 	for _, g := range e.Grad {
 		t.Add(report.Int(g.Step), report.Float(g.T), report.Text(g.Method), report.FloatSE(g.Cos, g.CosSE), report.FloatSE(g.RelErr, g.RelErrSE))
 	}
@@ -131,7 +125,7 @@ func (r *AdjointResult) exactGradTable(where string) *report.Table {
 	return t
 }
 
-func (r *AdjointResult) exactHSTable(where string) *report.Table {
+func (r *GuidanceResult) exactHSTable(where string) *report.Table {
 	e := r.Exact
 	t := &report.Table{Name: "exact_hs", Title: "## Exact-operator study: ‖F − F_op‖_HS against the corrected bound of Prop. error_bound_ea",
 		Caption: "Hilbert–Schmidt error of each Fisher operator at the guided states, the corrected DF-EA bound and the fraction of states within it",
@@ -146,15 +140,15 @@ func (r *AdjointResult) exactHSTable(where string) *report.Table {
 		}
 		t.Add(report.Int(h.Step), report.Float(h.T), report.Text(h.Method), report.FloatSE(h.HS, h.HSSE), report.Float(h.FisherHS), b, w, d)
 	}
-	t.Notes = append(t.Notes, where, fmt.Sprintf("F is the exact d×d Fisher of the Dirac mixture (mixture.Full), F_EA = I/σ² − (α²/σ⁴)(x̂₀x̂₀ᵀ − ȳȳᵀ) with each variant's own x̂₀ and ȳ, and the VJP operator's matrix is its products with the %d unit vectors. Bound: (α²/σ⁴)(2D² + δ(‖ȳ‖ + ‖ȳ_op‖)), D = max(max_i ‖y_i‖, ‖x̂₀‖) = %.3g or more; the paper prints α²/σ³, which bounds σ(F − F_EA), the Jacobian of ε. VJP has no bound (the paper: \"no theoretical bound\").", Dim, e.D))
+	t.Notes = append(t.Notes, where, fmt.Sprintf("F is the exact d×d Fisher of the Dirac mixture (mixture.Full), F_EA = I/σ² − (α²/σ⁴)(x̂₀x̂₀ᵀ − ȳȳᵀ) with each variant's own x̂₀ and ȳ, and the VJP operator's matrix is its products with the %d unit vectors. Bound: (α²/σ⁴)(2D² + δ(‖ȳ‖ + ‖ȳ_op‖)), D = max(max_i ‖y_i‖, ‖x̂₀‖) = %.3g or more; the paper prints α²/σ³, which bounds σ(F − F_EA), the Jacobian of ε. VJP has no bound (the paper: \"no theoretical bound\").", r.Dim, e.D))
 	return t
 }
 
-func (r *AdjointResult) exactRunTable(where string) *report.Table {
+func (r *GuidanceResult) exactRunTable(where string) *report.Table {
 	e := r.Exact
 	t := &report.Table{Name: "exact_rewards", Title: "## Exact-operator study: the guided samplers run to the end",
 		Caption: "reward, time and distance to the nearest training image of each sampler of the exact-operator study",
-		Columns: []report.Column{{Name: "sampler"}, meanSE("reward (mean ± SE)", "mean_reward"), {Name: "s per sample", Key: "seconds_per_sample", Unit: "s", Format: "%.2f"},
+		Columns: []report.Column{{Name: "sampler"}, seColumn("reward (mean ± SE)", "mean_reward"), {Name: "s per sample", Key: "seconds_per_sample", Unit: "s", Format: "%.2f"},
 			{Name: "distance to the nearest training image", Key: "nearest_training_distance", Format: "%.3g"}},
 		Align: "lrrr"}
 	for _, run := range e.Runs {
@@ -165,15 +159,15 @@ func (r *AdjointResult) exactRunTable(where string) *report.Table {
 }
 
 // stepsFigure: per reward, reward against guided steps for VJP and DF-EA.
-func (r *AdjointResult) stepsFigure(format string) ([]byte, error) {
+func (r *GuidanceResult) stepsFigure(format string) ([]byte, error) {
 	return r.curveFigure(format, false)
 }
 
-func (r *AdjointResult) timeFigure(format string) ([]byte, error) {
+func (r *GuidanceResult) timeFigure(format string) ([]byte, error) {
 	return r.curveFigure(format, true)
 }
 
-func (r *AdjointResult) curveFigure(format string, byTime bool) ([]byte, error) {
+func (r *GuidanceResult) curveFigure(format string, byTime bool) ([]byte, error) {
 	var ps []*plot.Plot
 	for _, reward := range r.Config.Rewards {
 		var series []plotx.Series
@@ -219,10 +213,11 @@ func (r *AdjointResult) curveFigure(format string, byTime bool) ([]byte, error) 
 
 // samplesFigure: per reward, rows unguided / VJP / DF-EA at the largest
 // window, the first Fig4Seeds seeds, reward under each image.
-func (r *AdjointResult) samplesFigure(format string) ([]byte, error) {
+func (r *GuidanceResult) samplesFigure(format string) ([]byte, error) {
 	n := r.Config.maxGuided()
 	k := r.Config.Fig4Seeds
 	var ps []*plot.Plot
+	var h vg.Length
 	for _, reward := range r.Config.Rewards {
 		runs := []*GuidedRun{r.Run(reward, "none", 0), r.Run(reward, OperatorVJP, n), r.Run(reward, OperatorDFEA, n)}
 		var rows [][]*mat.Dense
@@ -230,28 +225,28 @@ func (r *AdjointResult) samplesFigure(format string) ([]byte, error) {
 		var labels []string
 		for _, run := range runs {
 			if run == nil {
-				return nil, fmt.Errorf("mnist: figure 4: missing run for %s", reward)
+				return nil, fmt.Errorf("adjoint: figure 4: missing run for %s", reward)
 			}
 			var imgs []*mat.Dense
 			for i := range k {
-				imgs = append(imgs, mat.NewDense(1, Dim, Clip(run.Images).RawRowView(i)))
+				imgs = append(imgs, mat.NewDense(1, r.Dim, clipTo(run.Images, r.Image).RawRowView(i)))
 			}
 			rows, vals = append(rows, imgs), append(vals, run.Rewards[:k])
 			name := map[string]string{"none": "unguided", OperatorVJP: "VJP", OperatorDFEA: "DF-EA"}[run.Operator]
 			labels = append(labels, fmt.Sprintf("%s %.2fs", name, run.PerSample))
 		}
-		p, err := ImageGrid(fmt.Sprintf("%s reward, %d guided steps (reward under each image)", reward, n), "seed", "sampler, seconds per sample", rows, vals)
+		p, ph, err := r.rw.SampleGrid(fmt.Sprintf("%s reward, %d guided steps (reward under each image)", reward, n), "seed", "sampler, seconds per sample",
+			rows, vals, labels)
 		if err != nil {
 			return nil, err
 		}
-		LabelRows(p, labels)
-		ps = append(ps, p)
+		ps, h = append(ps, p), ph
 	}
 	w := max(vg.Length(k)*0.62*vg.Inch+2.2*vg.Inch, 6*vg.Inch)
-	return plotx.TilesBytes(ps, 1, w, vg.Length(3*0.62*gridStripScale)*vg.Inch+1.3*vg.Inch, format)
+	return plotx.TilesBytes(ps, 1, w, h, format)
 }
 
-func (r *AdjointResult) exactGradFigure(format string) ([]byte, error) {
+func (r *GuidanceResult) exactGradFigure(format string) ([]byte, error) {
 	e := r.Exact
 	methods := []string{StudyVJP, StudyEANet, StudyEAExact}
 	var cos, rel []plotx.Series
@@ -278,7 +273,7 @@ func (r *AdjointResult) exactGradFigure(format string) ([]byte, error) {
 	return plotx.TilesBytes([]*plot.Plot{p1, p2}, 2, 5.5*vg.Inch, 4*vg.Inch, format)
 }
 
-func (r *AdjointResult) exactHSFigure(format string) ([]byte, error) {
+func (r *GuidanceResult) exactHSFigure(format string) ([]byte, error) {
 	e := r.Exact
 	var series []plotx.Series
 	var fisher plotx.Series

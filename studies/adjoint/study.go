@@ -1,3 +1,10 @@
+// Package adjoint is the adjoint-guidance study (paper Figures 3–4 and the
+// exact-operator study), written once over a problem: guided sampling with
+// a pluggable Fisher operator (dfx/adjoint), each operator's error against
+// the exact Fisher of the problem's exact reference, and the cost per
+// guided step. `dfx reproduce adjoint` runs it on MNIST (mnist.Problem, its
+// classifier rewards) and on the d = 64 Gaussian mixture (toys.GMM, the
+// distance to a target between two components).
 package adjoint
 
 import (
@@ -5,49 +12,65 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"slices"
 	"time"
 
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
 
 	"github.com/dfx-lab/dfx/dfx/access"
-	"github.com/dfx-lab/dfx/dfx/adjoint"
+	dfxadjoint "github.com/dfx-lab/dfx/dfx/adjoint"
 	"github.com/dfx-lab/dfx/dfx/report"
+	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/problem"
 )
 
-// The rewards of the adjoint-guidance experiment (see rewards.go for what
-// each stands in for). Each is reported as a reward, −L, higher is better.
+// Rewards are a problem's differentiable rewards by name, and what the
+// study shows of its samples. The study knows no reward of its own: a
+// problem's rewards (a classifier's, a distance to a target) come with its
+// configuration.
+type Rewards interface {
+	// Loss is reward name's loss L(x₀) for rows samples (row i may have its
+	// own target).
+	Loss(name string, rows int) (dfxadjoint.Loss, error)
+	// About says in one line what reward name measures (table notes).
+	About(name string) string
+	// Confidence is a sample-quality score of the samples x in [0, 1] (a
+	// classifier's mean max-class probability).
+	Confidence(x *mat.Dense) (float64, error)
+	// SampleGrid draws rows of samples with a value under each sample and a
+	// label per row, and the height the drawing needs.
+	SampleGrid(title, xlabel, ylabel string, rows [][]*mat.Dense, values [][]float64, labels []string) (*plot.Plot, vg.Length, error)
+}
+
+// The Fisher operators of the study, by the names of its tables.
 const (
-	RewardClass    = "class"    // log p(k | x₀) of the classifier, target k = row mod 10 (aesthetic / PickScore role)
-	RewardStyle    = "style"    // −Gram-matrix style loss on the classifier's hidden features (CLIP style loss role)
-	RewardIdentity = "identity" // −distance of penultimate features to a reference (ArcFace identity role)
-	RewardCentring = "centring" // −squared offset of the ink's centre of mass (the designed "aesthetic")
+	OperatorVJP  = "vjp"  // access.VJPMatVec of the ε-network (eq. Adjoint_VJP)
+	OperatorDFEA = "dfea" // access.DFEA, DF endpoint approximation (eq. EA_approx)
 )
 
-// Reference images of the style and identity rewards: the first test image
-// of each digit (fixed, so the figures can be reproduced).
-const (
-	StyleRefDigit    = 0
-	IdentityRefDigit = 7
-)
-
-// AdjointConfig sizes `dfx reproduce adjoint` on MNIST: paper Figures 3–4
-// (reward against guided steps and time, VJP against DF-EA at one
-// strength), the VJP strength grid search, the cost per guided step, and the
-// exact-operator study on the 60 000-image Dirac mixture.
+// GuidanceConfig sizes the guidance study on a problem with networks:
+// paper Figures 3–4 (reward against guided steps and time, VJP against
+// DF-EA at one strength), the VJP strength grid search, the cost per guided
+// step, and the exact-operator study on the Dirac mixture of the training
+// set.
 //
 // The sampler is the paper's: DDIM with Steps outer steps; guidance on steps
 // [WindowEnd − n, WindowEnd) for n in Guided (paper: 50 steps, k from 15 to
 // 35, n = 0…20); the gradient normalised; x̂₀ from an InnerSteps-step inner
 // DDIM solve with the discrete adjoint through it. The base model is the
-// unconditional ε-network (null class), so that every reward has room to
-// move (a class-conditional model already satisfies the class reward).
-type AdjointConfig struct {
-	Quick   bool
-	NetsDir string
+// problem's unconditional ε-network, so that every reward has room to move.
+type GuidanceConfig struct {
+	// Profile names the profile in the report's notes.
+	Profile report.Profile
 	Seed    uint64
 
+	// RewardSet opens the problem's rewards on the networks of folder nets
+	// ("": the committed ones); Rewards are the names of those the study runs.
+	RewardSet  func(nets string) (Rewards, error)
 	Rewards    []string
 	Seeds      int   // samples of each curve point (one batch; ≥ 64 in the full profile)
 	Steps      int   // outer DDIM steps
@@ -59,8 +82,7 @@ type AdjointConfig struct {
 	// profile adds 0.025 and 0.05 because VJP's best lay at 0.1, the
 	// paper's lower edge). The chosen VJP strength drives both operators'
 	// curves, as in the paper; DF-EA is searched too, and where its own best
-	// differs, its curve at that strength is added (beyond the paper: does
-	// DF-EA lose only for want of its own strength?).
+	// differs, its curve at that strength is added.
 	Strengths []float64
 	GridSeeds int // samples per grid point (the first GridSeeds seeds)
 	Fig4Seeds int // columns of Figure 4 (the first seeds of the curve runs)
@@ -68,54 +90,29 @@ type AdjointConfig struct {
 	CostBatches []int // batch sizes of the cost table
 	CostRounds  int   // interleaved rounds of the cost table
 
-	Exact ExactStudyConfig
+	Exact ExactConfig
 }
 
-// AdjointFull is the committed profile.
-func AdjointFull() AdjointConfig {
-	return AdjointConfig{
-		Seed: 1, Rewards: []string{RewardClass, RewardStyle, RewardIdentity, RewardCentring},
-		Seeds: 64, Steps: 50, WindowEnd: 35, Guided: []int{0, 5, 10, 15, 20}, InnerSteps: 4,
-		Strengths: []float64{0.025, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5}, GridSeeds: 32, Fig4Seeds: 8,
-		CostBatches: []int{1, 64}, CostRounds: 5,
-		Exact: ExactStudyConfig{Seeds: 8, Guided: 20, ProbeEvery: 5, Reward: RewardClass},
-	}
-}
-
-// AdjointQuick runs every part at toy size (tests and the notebook).
-func AdjointQuick() AdjointConfig {
-	return AdjointConfig{
-		Quick: true, Seed: 1, Rewards: []string{RewardClass, RewardCentring},
-		Seeds: 4, Steps: 10, WindowEnd: 7, Guided: []int{0, 2, 4}, InnerSteps: 2,
-		Strengths: []float64{0.1, 0.3}, GridSeeds: 2, Fig4Seeds: 2,
-		CostBatches: []int{1}, CostRounds: 1,
-		Exact: ExactStudyConfig{Seeds: 2, Guided: 2, ProbeEvery: 2, Reward: RewardClass, Atoms: 2000},
-	}
-}
-
-// AdjointFor is AdjointQuick or AdjointFull.
-func AdjointFor(p report.Profile) AdjointConfig { return report.Pick(p, AdjointQuick, AdjointFull) }
-
-func (c AdjointConfig) validate() error {
+func (c GuidanceConfig) validate() error {
 	if c.Seeds < 1 || c.Steps < 1 || c.InnerSteps < 1 || c.WindowEnd < 1 || c.WindowEnd > c.Steps {
-		return fmt.Errorf("mnist: adjoint config needs Seeds, Steps, InnerSteps ≥ 1 and 1 ≤ WindowEnd ≤ Steps: %+v", c)
+		return fmt.Errorf("adjoint: config needs Seeds, Steps, InnerSteps ≥ 1 and 1 ≤ WindowEnd ≤ Steps: %+v", c)
 	}
-	if len(c.Rewards) == 0 || len(c.Guided) == 0 || len(c.Strengths) == 0 {
-		return fmt.Errorf("mnist: adjoint config needs rewards, guided-step counts and strengths")
+	if c.RewardSet == nil || len(c.Rewards) == 0 || len(c.Guided) == 0 || len(c.Strengths) == 0 {
+		return fmt.Errorf("adjoint: config needs rewards, guided-step counts and strengths")
 	}
 	for _, n := range c.Guided {
 		if n < 0 || n > c.WindowEnd {
-			return fmt.Errorf("mnist: %d guided steps do not fit before step %d", n, c.WindowEnd)
+			return fmt.Errorf("adjoint: %d guided steps do not fit before step %d", n, c.WindowEnd)
 		}
 	}
 	if c.GridSeeds < 1 || c.GridSeeds > c.Seeds || c.Fig4Seeds < 1 || c.Fig4Seeds > c.Seeds {
-		return fmt.Errorf("mnist: GridSeeds %d and Fig4Seeds %d must lie in 1…Seeds (%d)", c.GridSeeds, c.Fig4Seeds, c.Seeds)
+		return fmt.Errorf("adjoint: GridSeeds %d and Fig4Seeds %d must lie in 1…Seeds (%d)", c.GridSeeds, c.Fig4Seeds, c.Seeds)
 	}
 	return nil
 }
 
 // maxGuided is the largest number of guided steps of the curves.
-func (c AdjointConfig) maxGuided() int { return slices.Max(c.Guided) }
+func (c GuidanceConfig) maxGuided() int { return slices.Max(c.Guided) }
 
 // GuidedRun is one guided sampling run of Seeds (or GridSeeds) samples.
 type GuidedRun struct {
@@ -143,9 +140,12 @@ type GridRow struct {
 	ClassifierConf float64 // mean max-class probability: does the sample still read as a digit?
 }
 
-// AdjointResult is everything `dfx reproduce adjoint` measured on MNIST.
-type AdjointResult struct {
-	Config   AdjointConfig
+// GuidanceResult is everything the guidance study measured on a problem.
+type GuidanceResult struct {
+	Config   GuidanceConfig
+	Problem  string
+	Dim      int
+	Image    bool // samples are images on [−1, 1] (clipped before they are scored)
 	Machine  string
 	Backend  string
 	Grid     []GridRow
@@ -157,35 +157,51 @@ type AdjointResult struct {
 	Cost        []CostRow
 	Exact       *ExactStudy
 	Elapsed     time.Duration
+
+	rw Rewards // for the figures
 }
 
-// RunAdjoint runs the MNIST adjoint-guidance experiment.
-func RunAdjoint(ctx context.Context, cfg AdjointConfig, log io.Writer) (*AdjointResult, error) {
+// guidance is one run of the study: the problem, its network, rewards and
+// operators.
+type guidance struct {
+	p   *problem.Problem
+	cfg GuidanceConfig
+	net *access.Net
+	rw  Rewards
+	vjp *access.VJPMatVec
+	log io.Writer
+}
+
+// RunGuidance runs the guidance study on p's networks (env.Nets) with the
+// rewards of cfg.RewardSet.
+func RunGuidance(ctx context.Context, p *problem.Problem, cfg GuidanceConfig, env report.Env) (*GuidanceResult, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	if p.Networks == nil {
+		return nil, fmt.Errorf("adjoint: problem %s has no networks", p.Name)
+	}
 	start := time.Now()
-	nets, err := OpenNetworks(cfg.NetsDir)
+	nets, err := p.Networks(ctx, env.Nets)
 	if err != nil {
 		return nil, err
 	}
-	test, err := Load(Test)
+	rw, err := cfg.RewardSet(env.Nets)
 	if err != nil {
 		return nil, err
 	}
-	res := &AdjointResult{Config: cfg, Machine: Machine(), Backend: nets.Backend.Name(), Strength: map[string]float64{}, OwnStrength: map[string]float64{}}
-	rw, err := newRewardSet(nets, test)
-	if err != nil {
-		return nil, err
-	}
+	log := env.LogWriter()
+	gd := &guidance{p: p, cfg: cfg, net: nets.Net, rw: rw, log: log}
+	res := &GuidanceResult{Config: cfg, Problem: p.Name, Dim: p.Dim, Image: p.Image.IsImage(), Machine: machine(), Backend: nets.Net.Backend.Name(),
+		Strength: map[string]float64{}, OwnStrength: map[string]float64{}, rw: rw}
 	step := stepLogger(ctx, log, "adjoint")
-	if err := step("VJP strength grid search", func() error { return res.runGrid(ctx, nets, rw, log) }); err != nil {
+	if err := step("VJP strength grid search", func() error { return res.runGrid(ctx, gd) }); err != nil {
 		return nil, err
 	}
-	if err := step("Figure 3 curves", func() error { return res.runCurves(ctx, nets, rw, log) }); err != nil {
+	if err := step("Figure 3 curves", func() error { return res.runCurves(ctx, gd) }); err != nil {
 		return nil, err
 	}
-	if err := step("cost per guided step", func() (err error) { res.Cost, err = runCost(ctx, nets, rw, cfg); return }); err != nil {
+	if err := step("cost per guided step", func() (err error) { res.Cost, err = gd.runCost(ctx); return }); err != nil {
 		return nil, err
 	}
 	if err := step("exact-operator study (Dirac mixture)", func() (err error) {
@@ -193,7 +209,7 @@ func RunAdjoint(ctx context.Context, cfg AdjointConfig, log io.Writer) (*Adjoint
 		if !ok {
 			return fmt.Errorf("the study's reward %q is not among the grid-searched rewards %v", cfg.Exact.Reward, cfg.Rewards)
 		}
-		res.Exact, err = runExactStudy(ctx, nets, rw, cfg, s, log)
+		res.Exact, err = gd.runExactStudy(ctx, s)
 		return
 	}); err != nil {
 		return nil, err
@@ -202,64 +218,70 @@ func RunAdjoint(ctx context.Context, cfg AdjointConfig, log io.Writer) (*Adjoint
 	return res, nil
 }
 
-// rewardSet builds the reward losses for a number of rows.
-type rewardSet struct {
-	nets            *Networks
-	styleRef, idRef []float64
+// machine describes this computer in a few words.
+func machine() string {
+	return fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
 }
 
-func newRewardSet(nets *Networks, test *Set) (*rewardSet, error) {
-	ref := func(digit int) ([]float64, error) {
-		for i, l := range test.Labels {
-			if int(l) == digit {
-				x, err := test.Scaled(i, 1)
-				if err != nil {
-					return nil, err
-				}
-				return x.RawRowView(0), nil
-			}
+// stepLogger returns a runner of the study's named parts: it writes
+// "<prefix>: <name> …" and the part's time to log, wraps the part's error
+// with its name, and stops once ctx is done.
+func stepLogger(ctx context.Context, log io.Writer, prefix string) func(name string, f func() error) error {
+	return func(name string, f func() error) error {
+		t := time.Now()
+		fmt.Fprintf(log, "%s: %s …\n", prefix, name)
+		if err := f(); err != nil {
+			return fmt.Errorf("%s: %s: %w", prefix, name, err)
 		}
-		return nil, fmt.Errorf("mnist: no test image of digit %d", digit)
+		fmt.Fprintf(log, "%s: %s done in %.1fs\n", prefix, name, time.Since(t).Seconds())
+		return ctx.Err()
 	}
-	s, err := ref(StyleRefDigit)
-	if err != nil {
-		return nil, err
-	}
-	id, err := ref(IdentityRefDigit)
-	if err != nil {
-		return nil, err
-	}
-	return &rewardSet{nets: nets, styleRef: s, idRef: id}, nil
 }
 
-// loss is the loss of reward name for rows samples (the class reward's
-// target of row i is i mod 10).
-func (r *rewardSet) loss(name string, rows int) (adjoint.Loss, error) {
+// operator is the Fisher operator named name (OperatorVJP: the network's
+// VJP, compiled once; OperatorDFEA: DF-EA, which needs no network).
+func (gd *guidance) operator(name string) (score.FisherOperator, error) {
 	switch name {
-	case RewardClass:
-		target := make([]int, rows)
-		for i := range target {
-			target[i] = i % 10
+	case OperatorVJP:
+		if gd.vjp == nil {
+			op, err := access.NewVJPMatVec(gd.net)
+			if err != nil {
+				return nil, err
+			}
+			gd.vjp = op
 		}
-		return r.nets.ClassReward(target...)
-	case RewardStyle:
-		return r.nets.StyleReward(r.styleRef)
-	case RewardIdentity:
-		return r.nets.IdentityReward(r.idRef)
-	case RewardCentring:
-		return CentringReward(), nil
+		return gd.vjp, nil
+	case OperatorDFEA:
+		return access.DFEA{}, nil
 	}
-	return nil, fmt.Errorf("mnist: unknown reward %q (want %s, %s, %s or %s)", name, RewardClass, RewardStyle, RewardIdentity, RewardCentring)
+	return nil, fmt.Errorf("adjoint: unknown Fisher operator %q (want %s or %s)", name, OperatorVJP, OperatorDFEA)
 }
 
-// rewards evaluates reward name (−loss) on the clipped images x.
-func (r *rewardSet) rewards(name string, x *mat.Dense) ([]float64, error) {
+// clip is clipTo(x, whether the problem's samples are images).
+func (gd *guidance) clip(x *mat.Dense) *mat.Dense { return clipTo(x, gd.p.Image.IsImage()) }
+
+// clipTo clamps images to the data range [−1, 1] (a copy); other samples
+// (image false) are returned as they are.
+func clipTo(x *mat.Dense, image bool) *mat.Dense {
+	if !image {
+		return x
+	}
+	out := mat.DenseCopyOf(x)
+	raw := out.RawMatrix().Data
+	for i, v := range raw {
+		raw[i] = math.Max(-1, math.Min(1, v))
+	}
+	return out
+}
+
+// rewards evaluates reward name (−loss) on the clipped samples x.
+func (gd *guidance) rewards(name string, x *mat.Dense) ([]float64, error) {
 	rows, _ := x.Dims()
-	l, err := r.loss(name, rows)
+	l, err := gd.rw.Loss(name, rows)
 	if err != nil {
 		return nil, err
 	}
-	loss, _, err := l(Clip(x))
+	loss, _, err := l(gd.clip(x))
 	if err != nil {
 		return nil, err
 	}
@@ -273,26 +295,27 @@ func (r *rewardSet) rewards(name string, x *mat.Dense) ([]float64, error) {
 // guidedRun samples rows [0, rows) from the unconditional network, guided
 // by reward with operator op ("none": unguided) on n steps before the
 // window's end, and scores the clipped samples.
-func guidedRun(ctx context.Context, nets *Networks, rw *rewardSet, cfg AdjointConfig, reward, op string, n, rows int, strength float64) (*GuidedRun, error) {
-	g := adjoint.Guide{Schedule: Schedule(), Model: access.NetModel{Net: nets.Net}}
-	ac := adjoint.Config{Steps: cfg.Steps, From: cfg.WindowEnd, To: cfg.WindowEnd, InnerSteps: cfg.InnerSteps, Normalize: true}
+func (gd *guidance) guidedRun(ctx context.Context, reward, op string, n, rows int, strength float64) (*GuidedRun, error) {
+	cfg := gd.cfg
+	g := dfxadjoint.Guide{Schedule: gd.p.Schedule, Model: access.NetModel{Net: gd.net}}
+	ac := dfxadjoint.Config{Steps: cfg.Steps, From: cfg.WindowEnd, To: cfg.WindowEnd, InnerSteps: cfg.InnerSteps, Normalize: true}
 	if op != "none" && n > 0 {
-		o, err := nets.Operator(op)
+		o, err := gd.operator(op)
 		if err != nil {
 			return nil, err
 		}
-		l, err := rw.loss(reward, rows)
+		l, err := gd.rw.Loss(reward, rows)
 		if err != nil {
 			return nil, err
 		}
 		g.Operator, g.Loss = o, l
 		ac.From, ac.Strength = cfg.WindowEnd-n, strength
 	}
-	res, err := g.Sample(ctx, InitialNoise(cfg.Seed, 0, rows), ac)
+	res, err := g.Sample(ctx, gd.p.InitialNoise(cfg.Seed, 0, rows), ac)
 	if err != nil {
 		return nil, err
 	}
-	r, err := rw.rewards(reward, res.X)
+	r, err := gd.rewards(reward, res.X)
 	if err != nil {
 		return nil, err
 	}
@@ -309,10 +332,10 @@ func guidedRun(ctx context.Context, nets *Networks, rw *rewardSet, cfg AdjointCo
 // runGrid is the paper's strength search with the largest window, each
 // strength in turn for VJP (its best drives both operators' curves, as in
 // the paper) and for DF-EA (its own best, beyond the paper).
-func (r *AdjointResult) runGrid(ctx context.Context, nets *Networks, rw *rewardSet, log io.Writer) error {
+func (r *GuidanceResult) runGrid(ctx context.Context, gd *guidance) error {
 	cfg := r.Config
 	n := cfg.maxGuided()
-	_, bases, err := unguidedRewards(ctx, nets, rw, cfg, cfg.GridSeeds)
+	_, bases, err := gd.unguidedRewards(ctx, cfg.GridSeeds)
 	if err != nil {
 		return err
 	}
@@ -321,17 +344,17 @@ func (r *AdjointResult) runGrid(ctx context.Context, nets *Networks, rw *rewardS
 		for _, op := range []string{OperatorVJP, OperatorDFEA} {
 			best, bestMean := -1, math.Inf(-1)
 			for _, s := range cfg.Strengths {
-				run, err := guidedRun(ctx, nets, rw, cfg, reward, op, n, cfg.GridSeeds, s)
+				run, err := gd.guidedRun(ctx, reward, op, n, cfg.GridSeeds, s)
 				if err != nil {
 					return err
 				}
-				conf, err := meanConfidence(nets, run.Images)
+				conf, err := gd.rw.Confidence(gd.clip(run.Images))
 				if err != nil {
 					return err
 				}
 				r.Grid = append(r.Grid, GridRow{Reward: reward, Operator: op, Strength: s, Mean: run.Mean, SE: run.SE, UnguidedMean: stat.Mean(base, nil),
 					SecondsPerRun: run.Seconds, ClassifierConf: conf})
-				fmt.Fprintf(log, "adjoint: grid %s %s strength %g: reward %.4g ± %.2g (unguided %.4g), %.1fs\n", reward, op, s, run.Mean, run.SE, stat.Mean(base, nil), run.Seconds)
+				fmt.Fprintf(gd.log, "adjoint: grid %s %s strength %g: reward %.4g ± %.2g (unguided %.4g), %.1fs\n", reward, op, s, run.Mean, run.SE, stat.Mean(base, nil), run.Seconds)
 				if run.Mean > bestMean {
 					best, bestMean = len(r.Grid)-1, run.Mean
 				}
@@ -352,45 +375,27 @@ func (r *AdjointResult) runGrid(ctx context.Context, nets *Networks, rw *rewardS
 
 // unguidedRewards samples rows images without guidance and scores them
 // under every reward of cfg (the same samples for every reward).
-func unguidedRewards(ctx context.Context, nets *Networks, rw *rewardSet, cfg AdjointConfig, rows int) (*GuidedRun, map[string][]float64, error) {
-	unguided, err := guidedRun(ctx, nets, rw, cfg, cfg.Rewards[0], "none", 0, rows, 0)
+func (gd *guidance) unguidedRewards(ctx context.Context, rows int) (*GuidedRun, map[string][]float64, error) {
+	cfg := gd.cfg
+	unguided, err := gd.guidedRun(ctx, cfg.Rewards[0], "none", 0, rows, 0)
 	if err != nil {
 		return nil, nil, err
 	}
 	bases := map[string][]float64{}
 	for _, reward := range cfg.Rewards {
-		if bases[reward], err = rw.rewards(reward, unguided.Images); err != nil {
+		if bases[reward], err = gd.rewards(reward, unguided.Images); err != nil {
 			return nil, nil, err
 		}
 	}
 	return unguided, bases, nil
 }
 
-// meanConfidence is the classifier's mean max-class probability of the
-// clipped images (a sample that no longer reads as any digit scores low).
-func meanConfidence(nets *Networks, x *mat.Dense) (float64, error) {
-	lp, _, err := nets.Classifier.LogProbs(Clip(x))
-	if err != nil {
-		return 0, err
-	}
-	rows, k := lp.Dims()
-	s := 0.0
-	for i := range rows {
-		m := math.Inf(-1)
-		for j := range k {
-			m = math.Max(m, lp.At(i, j))
-		}
-		s += math.Exp(m)
-	}
-	return s / float64(rows), nil
-}
-
 // runCurves runs Figure 3: per reward, VJP and DF-EA at the chosen strength
 // for each number of guided steps, and the unguided run (n = 0, the same
 // samples for every reward).
-func (r *AdjointResult) runCurves(ctx context.Context, nets *Networks, rw *rewardSet, log io.Writer) error {
+func (r *GuidanceResult) runCurves(ctx context.Context, gd *guidance) error {
 	cfg := r.Config
-	unguided, bases, err := unguidedRewards(ctx, nets, rw, cfg, cfg.Seeds)
+	unguided, bases, err := gd.unguidedRewards(ctx, cfg.Seeds)
 	if err != nil {
 		return err
 	}
@@ -414,11 +419,11 @@ func (r *AdjointResult) runCurves(ctx context.Context, nets *Networks, rw *rewar
 				curves = append(curves, curve{OperatorDFEA, own})
 			}
 			for _, c := range curves {
-				run, err := guidedRun(ctx, nets, rw, cfg, reward, c.op, n, cfg.Seeds, c.s)
+				run, err := gd.guidedRun(ctx, reward, c.op, n, cfg.Seeds, c.s)
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(log, "adjoint: %s %s (strength %g) n=%d: reward %.4g ± %.2g, %.2f s/sample\n", reward, c.op, c.s, n, run.Mean, run.SE, run.PerSample)
+				fmt.Fprintf(gd.log, "adjoint: %s %s (strength %g) n=%d: reward %.4g ± %.2g, %.2f s/sample\n", reward, c.op, c.s, n, run.Mean, run.SE, run.PerSample)
 				r.Runs = append(r.Runs, run)
 			}
 		}
@@ -428,12 +433,12 @@ func (r *AdjointResult) runCurves(ctx context.Context, nets *Networks, rw *rewar
 
 // Run returns the curve run of reward, operator and guided-step count at
 // the VJP-chosen strength (the paper's comparison).
-func (r *AdjointResult) Run(reward, op string, n int) *GuidedRun {
+func (r *GuidanceResult) Run(reward, op string, n int) *GuidedRun {
 	return r.RunAt(reward, op, n, r.Strength[reward])
 }
 
 // RunAt is Run at strength s (n = 0: the unguided run).
-func (r *AdjointResult) RunAt(reward, op string, n int, s float64) *GuidedRun {
+func (r *GuidanceResult) RunAt(reward, op string, n int, s float64) *GuidedRun {
 	for _, run := range r.Runs {
 		if run.Reward == reward && run.Guided == n && (n == 0 || run.Operator == op && run.Strength == s) {
 			return run
