@@ -274,7 +274,8 @@ func agreement(k int, t float64, method string, got, want *mat.Dense) GradAgreem
 // DF-EA variants (F_EA = I/σ² − (α²/σ⁴)(x̂₀x̂₀ᵀ − ȳȳᵀ) with each one's
 // endpoint and denoiser at x) and for VJP (its d×d matrix from d products
 // per row), with F the mixture's exact Fisher.
-func (st *ExactStudy) hsErrors(k int, at schedule.Coefficients, x *mat.Dense, mix *mixture.Dirac, grads map[string]*dfxadjoint.GradientResult, gd *guidance) ([]HSRow, error) {
+func (st *ExactStudy) hsErrors(k int, at schedule.Coefficients, x *mat.Dense, mix *mixture.Dirac, grads map[string]*dfxadjoint.GradientResult,
+	gd *guidance) ([]HSRow, error) {
 	b, d := x.Dims()
 	ex, err := mix.Eval(mixture.Query{At: at, X: x, Want: mixture.Full | mixture.Denoiser})
 	if err != nil {

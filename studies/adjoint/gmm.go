@@ -235,7 +235,8 @@ func guidedPath(ctx context.Context, g dfxadjoint.Guide, xT *mat.Dense, cfg dfxa
 }
 
 // gmmRewards runs every sampler to completion from xT.
-func gmmRewards(ctx context.Context, prob *toys.GMM, net *access.Net, guides map[string]dfxadjoint.Guide, xT *mat.Dense, scfg dfxadjoint.Config) ([]GMMReward, error) {
+func gmmRewards(ctx context.Context, prob *toys.GMM, net *access.Net, guides map[string]dfxadjoint.Guide, xT *mat.Dense,
+	scfg dfxadjoint.Config) ([]GMMReward, error) {
 	loss := guides[GMMExact].Loss
 	b, _ := xT.Dims()
 	var out []GMMReward

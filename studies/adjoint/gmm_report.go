@@ -23,14 +23,22 @@ func (r *GMMResult) Report() (*report.Report, error) {
 	c := r.Config
 	stepCols := []report.Column{{Name: "step"}, {Name: "t", Format: "%.3f"}, {Name: "σ", Key: "sigma", Format: "%.3f"}}
 	md := &report.Table{Name: "adjoint-gmm", NoCSV: true,
-		Title: fmt.Sprintf("# Adjoint guidance with exact and approximate Fisher operators on a Gaussian mixture (d = %d, K = %d, %s)\n\n", c.Dim, c.Components, r.Schedule) +
-			fmt.Sprintf("Data: %d anisotropic Gaussian components (means N(0, 0.36 I), covariance rank 3 with variances 0.5, 0.3, 0.15 plus 0.05 I), uniform weights, seed %d. ", c.Components, c.Seed) +
-			fmt.Sprintf("Loss L(x₀) = ½‖x₀ − target‖², target midway between components %d and %d (%.3g apart); reward −L. ", r.Between[0], r.Between[1], r.TargetDist) +
-			fmt.Sprintf("Guidance: %d outer DDIM steps, guided on steps [%d, %d), %d inner DDIM steps, strength %g (normalised: %v), %d seeds. ", c.OuterSteps, c.From, c.To, c.InnerSteps, c.Strength, c.Normalize, c.Seeds) +
-			fmt.Sprintf("ε-network: residual MLP %d × %d, v-prediction (ε = αv + σx) trained by DSM with v weighting for %d steps on %d draws (final loss %.4g, %.0f s; ε-prediction made every network sampler diverge from DDIM's first steps, where α ≈ 0.007).\n\n", c.Width, c.Depth, c.TrainSteps, c.TrainSamples, r.TrainLoss, r.TrainTime.Seconds()) +
+		Title: fmt.Sprintf("# Adjoint guidance with exact and approximate Fisher operators on a Gaussian mixture (d = %d, K = %d, %s)\n\n",
+			c.Dim, c.Components, r.Schedule) +
+			fmt.Sprintf("Data: %d anisotropic Gaussian components (means N(0, 0.36 I), covariance rank 3 with variances 0.5, 0.3, 0.15 plus 0.05 I), ",
+				c.Components) +
+			fmt.Sprintf("uniform weights, seed %d. ", c.Seed) +
+			fmt.Sprintf("Loss L(x₀) = ½‖x₀ − target‖², target midway between components %d and %d (%.3g apart); reward −L. ",
+				r.Between[0], r.Between[1], r.TargetDist) +
+			fmt.Sprintf("Guidance: %d outer DDIM steps, guided on steps [%d, %d), %d inner DDIM steps, strength %g (normalised: %v), %d seeds. ",
+				c.OuterSteps, c.From, c.To, c.InnerSteps, c.Strength, c.Normalize, c.Seeds) +
+			fmt.Sprintf("ε-network: residual MLP %d × %d, v-prediction (ε = αv + σx) trained by DSM with v weighting ", c.Width, c.Depth) +
+			fmt.Sprintf("for %d steps on %d draws (final loss %.4g, %.0f s).\n\n", c.TrainSteps, c.TrainSamples, r.TrainLoss, r.TrainTime.Seconds()) +
 			"## Gradient agreement along the exact guided path\n\n" +
-			"At the state of each guided outer step of the exact sampler (all seeds), λ = ∂L(x̂₀(x_t))/∂x_t is computed by each method and compared with a separate exact computation λ*: cosine and ‖λ − λ*‖/‖λ*‖, mean ± standard error over seeds.",
-		Caption: fmt.Sprintf("adjoint guidance on a d = %d Gaussian mixture: gradient agreement, operator HS error and rewards of exact, VJP and DF-EA operators", c.Dim),
+			"At the state of each guided outer step of the exact sampler (all seeds), λ = ∂L(x̂₀(x_t))/∂x_t is computed by each method " +
+			"and compared with a separate exact computation λ*: cosine and ‖λ − λ*‖/‖λ*‖, mean ± standard error over seeds.",
+		Caption: fmt.Sprintf("adjoint guidance on a d = %d Gaussian mixture: gradient agreement, operator HS error and rewards of exact, VJP and DF-EA operators",
+			c.Dim),
 		Columns: append(stepCols[:3:3], report.Column{Name: "‖λ*‖", Format: "%.3g"}, report.Column{Name: "net ε rel. err", Format: "%.3g"})}
 	for _, m := range GMMMethods {
 		md.Columns = append(md.Columns, report.Column{Name: m + " cos", Format: "%.3f"})
@@ -38,13 +46,17 @@ func (r *GMMResult) Report() (*report.Report, error) {
 			md.Columns = append(md.Columns, report.Column{Name: m + " rel. err", Format: "%.3g"})
 		}
 	}
-	hs := &report.Table{Title: fmt.Sprintf("## Operator error at the same states\n\n‖F − F_op‖_HS per state against the exact Fisher F = −∇²log q_t (mixture.Gaussian, full matrix), mean ± SE over seeds. "+
-		"DF-EA's matrix is F_EA = I/σ² − (α²/σ⁴)(x̂₀x̂₀ᵀ − ȳȳᵀ) with x̂₀ the inner solve's endpoint and ȳ the denoiser at the state, of the network or of the exact mixture; the VJP's matrix is built from d VJP products with the basis vectors, at the first %d seeds only (its cost).", gmmVJPSeeds),
+	hs := &report.Table{Title: "## Operator error at the same states\n\n" +
+		"‖F − F_op‖_HS per state against the exact Fisher F = −∇²log q_t (mixture.Gaussian, full matrix), mean ± SE over seeds. " +
+		"DF-EA's matrix is F_EA = I/σ² − (α²/σ⁴)(x̂₀x̂₀ᵀ − ȳȳᵀ) with x̂₀ the inner solve's endpoint and ȳ the denoiser at the state, " +
+		"of the network or of the exact mixture; " +
+		fmt.Sprintf("the VJP's matrix is built from d VJP products with the basis vectors, at the first %d seeds only (its cost).", gmmVJPSeeds),
 		Columns: append(stepCols[:3:3], report.Column{Name: "‖F‖_HS", Format: "%.4g"})}
 	for _, m := range gmmHSMethods {
 		hs.Columns = append(hs.Columns, report.Column{Name: m + " ‖F − F_op‖_HS", Format: "%.3g"})
 	}
-	steps := &report.Table{Name: "adjoint-gmm-steps", NoMarkdown: true, Caption: "per guided step and method: cosine, relative error and HS error against the exact ones (full precision)",
+	steps := &report.Table{Name: "adjoint-gmm-steps", NoMarkdown: true,
+		Caption: "per guided step and method: cosine, relative error and HS error against the exact ones (full precision)",
 		Columns: append(stepCols[:3:3], report.Column{Name: "method"}, report.Column{Name: "cos"}, report.Column{Name: "rel_err"}, report.Column{Name: "hs_err"},
 			report.Column{Name: "fisher_hs"}, report.Column{Name: "net_eps_rel_err"}, report.Column{Name: "grad_norm_exact"})}
 	for _, s := range r.Steps {
@@ -74,10 +86,12 @@ func (r *GMMResult) Report() (*report.Report, error) {
 				report.Float(s.FisherHS.Mean), report.Float(s.NetEpsRelErr.Mean), report.Float(s.GradNormExact.Mean))...)
 		}
 	}
-	hs.Notes = []string{"The paper's error bound for DF-EA (Prop. error_bound_ea) is proved for Dirac mixtures; it does not apply to this Gaussian mixture, and no bound is claimed here (the MNIST Dirac half of the study checks it). " +
-		"With Gaussian components the posterior keeps an intrinsic covariance that x̂₀x̂₀ᵀ − ȳȳᵀ cannot represent: near the end of the inner solve x̂₀ ≈ ȳ and F_EA ≈ I/σ² in every direction, where the true F ≈ (α²Σ_k + σ²I)⁻¹ is smaller along the components' spread."}
+	hs.Notes = []string{"No bound is given: Prop. error_bound_ea is proved for Dirac mixtures."}
 	rw := &report.Table{Name: "adjoint-gmm-rewards", Caption: "reward, log-density under the mixture and time per sample of each sampler (full precision)",
-		Title: fmt.Sprintf("## Rewards\n\nEach sampler run to completion on its own path from the same %d noises; reward −L(x₀) mean ± SE, the mixture's exact log-density log q(x₀) of the samples (mean ± SE: a reward won by leaving the data shows here), the fraction of samples whose nearest component mean is one of the two the target lies between, and the wall time per sample (2-core CPU, batch %d).", c.Seeds, c.Seeds),
+		Title: fmt.Sprintf("## Rewards\n\nEach sampler run to completion on its own path from the same %d noises; reward −L(x₀) mean ± SE, ", c.Seeds) +
+			"the mixture's exact log-density log q(x₀) of the samples (mean ± SE), " +
+			"the fraction of samples whose nearest component mean is one of the two the target lies between, " +
+			fmt.Sprintf("and the wall time per sample (batch %d).", c.Seeds),
 		Columns: []report.Column{{Name: "sampler"}, {Name: "reward", Format: "%.4g"}, {Name: "log q(x₀)", Key: "log_q", Format: "%.4g"},
 			{Name: "near the target's components", Key: "near_target", Format: "%.2f"}, {Name: "time / sample", Key: "seconds_per_sample"}}}
 	for _, w := range r.Rewards {
@@ -88,8 +102,10 @@ func (r *GMMResult) Report() (*report.Report, error) {
 	return &report.Report{Name: "adjoint-gmm", Title: fmt.Sprintf("Adjoint guidance operators on a d = %d Gaussian mixture", c.Dim),
 		Tables: []*report.Table{md, steps},
 		Figures: []*report.Figure{
-			{Name: "adjoint-gmm-agreement.png", Render: r.agreementFigure, Caption: "cosine and relative error of each method's adjoint gradient against the exact one versus t"},
-			{Name: "adjoint-gmm-hs.png", Render: r.hsFigure, Caption: "Hilbert–Schmidt error of each approximate Fisher operator versus t, with the exact Fisher's norm"},
+			{Name: "adjoint-gmm-agreement.png", Render: r.agreementFigure,
+				Caption: "cosine and relative error of each method's adjoint gradient against the exact one versus t"},
+			{Name: "adjoint-gmm-hs.png", Render: r.hsFigure,
+				Caption: "Hilbert–Schmidt error of each approximate Fisher operator versus t, with the exact Fisher's norm"},
 			{Name: "adjoint-gmm-rewards.png", Render: r.rewardFigure, Caption: "mean reward ± standard error of each sampler"},
 		}}, nil
 }
@@ -123,7 +139,8 @@ func (r *GMMResult) agreementFigure(format string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	p2, err := plotx.LogLines(fmt.Sprintf("adjoint gradient relative error (d = %d)", r.Config.Dim), "t", "mean ‖λ − λ*‖ / ‖λ*‖", false, true, append(rel, note, band)...)
+	p2, err := plotx.LogLines(fmt.Sprintf("adjoint gradient relative error (d = %d)", r.Config.Dim), "t", "mean ‖λ − λ*‖ / ‖λ*‖",
+		false, true, append(rel, note, band)...)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +151,8 @@ func (r *GMMResult) hsFigure(format string) ([]byte, error) {
 	ss := r.series(gmmHSMethods, func(s GMMStep, m string) (MeanSE, bool) { v, ok := s.HS[m]; return v, ok })
 	ss = append(ss, r.series([]string{"exact ‖F‖ (scale)"}, func(s GMMStep, _ string) (MeanSE, bool) { return s.FisherHS, true })...)
 	ss = append(ss, plotx.Series{Name: fmt.Sprintf("bands: mean ± 1 SE over %d seeds", r.Config.Seeds), Note: true})
-	p, err := plotx.LogLines(fmt.Sprintf("Fisher operator error at the guided states (d = %d)", r.Config.Dim), "t", "mean Hilbert–Schmidt norm", false, true, ss...)
+	p, err := plotx.LogLines(fmt.Sprintf("Fisher operator error at the guided states (d = %d)", r.Config.Dim), "t", "mean Hilbert–Schmidt norm",
+		false, true, ss...)
 	if err != nil {
 		return nil, err
 	}

@@ -354,7 +354,8 @@ func (r *GuidanceResult) runGrid(ctx context.Context, gd *guidance) error {
 				}
 				r.Grid = append(r.Grid, GridRow{Reward: reward, Operator: op, Strength: s, Mean: run.Mean, SE: run.SE, UnguidedMean: stat.Mean(base, nil),
 					SecondsPerRun: run.Seconds, ClassifierConf: conf})
-				fmt.Fprintf(gd.log, "adjoint: grid %s %s strength %g: reward %.4g ± %.2g (unguided %.4g), %.1fs\n", reward, op, s, run.Mean, run.SE, stat.Mean(base, nil), run.Seconds)
+				fmt.Fprintf(gd.log, "adjoint: grid %s %s strength %g: reward %.4g ± %.2g (unguided %.4g), %.1fs\n",
+					reward, op, s, run.Mean, run.SE, stat.Mean(base, nil), run.Seconds)
 				if run.Mean > bestMean {
 					best, bestMean = len(r.Grid)-1, run.Mean
 				}
