@@ -112,10 +112,11 @@ func (gd *guidance) runExactStudy(ctx context.Context, strength float64) (*Exact
 	if err != nil {
 		return nil, err
 	}
-	guides, err := gd.studyGuides(mix, loss)
+	vjp, err := gd.operator(OperatorVJP)
 	if err != nil {
 		return nil, err
 	}
+	guides := operatorGuides(gd.p.Schedule, mix, gd.net, vjp, loss, studyNames)
 	approx := []string{StudyVJP, StudyEANet, StudyEAExact}
 	from := cfg.WindowEnd - ec.Guided
 	x0 := gd.p.InitialNoise(cfg.Seed+1000, 0, ec.Seeds) // seeds apart from the curves'
@@ -210,23 +211,6 @@ func (gd *guidance) studyData(ctx context.Context, atoms int) (*mat.Dense, *mixt
 	return y, mix, err
 }
 
-// studyGuides are the study's guides by method: the exact model with the
-// exact operator and with DF-EA, the network with VJP and with DF-EA.
-func (gd *guidance) studyGuides(mix *mixture.Dirac, loss dfxadjoint.Loss) (map[string]dfxadjoint.Guide, error) {
-	exactModel, netModel := score.Exact{Mixture: mix}, access.NetModel{Net: gd.net}
-	vjp, err := gd.operator(OperatorVJP)
-	if err != nil {
-		return nil, err
-	}
-	s := gd.p.Schedule
-	return map[string]dfxadjoint.Guide{
-		StudyExact:   {Schedule: s, Model: exactModel, Operator: exactModel, Loss: loss},
-		StudyVJP:     {Schedule: s, Model: netModel, Operator: vjp, Loss: loss},
-		StudyEANet:   {Schedule: s, Model: netModel, Operator: access.DFEA{}, Loss: loss},
-		StudyEAExact: {Schedule: s, Model: exactModel, Operator: access.DFEA{}, Loss: loss},
-	}, nil
-}
-
 // nearestDistance is min_i ‖x − y_i‖ for each row of x. ‖y_i‖² is summed
 // in order (not floats.Dot), so that the committed distances reproduce to
 // the bit.
@@ -260,9 +244,8 @@ func agreement(k int, t float64, method string, got, want *mat.Dense) GradAgreem
 	cos, rel := make([]float64, b), make([]float64, b)
 	for i := range b {
 		g, w := got.RawRowView(i), want.RawRowView(i)
-		ng, nw := floats.Norm(g, 2), floats.Norm(w, 2)
-		cos[i] = floats.Dot(g, w) / (ng * nw)
-		rel[i] = floats.Distance(g, w, 2) / nw
+		cos[i] = cosine(g, w)
+		rel[i] = floats.Distance(g, w, 2) / floats.Norm(w, 2)
 	}
 	a := GradAgreement{Step: k, T: t, Method: method}
 	a.Cos, a.CosSE = stats.MeanSE(cos)

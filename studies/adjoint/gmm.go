@@ -140,28 +140,14 @@ func trainGMMNet(ctx context.Context, cfg GMMConfig, s schedule.Schedule, data [
 	return net, loss, err
 }
 
-// gmmGuides are the guides of the study, by method name.
-func gmmGuides(s schedule.Schedule, mix mixture.Mixture, net *access.Net, loss dfxadjoint.Loss) (map[string]dfxadjoint.Guide, error) {
-	exact := score.Exact{Mixture: mix}
-	gs := map[string]dfxadjoint.Guide{
-		GMMExact:   {Schedule: s, Model: exact, Operator: exact, Loss: loss},
-		GMMEAExact: {Schedule: s, Model: exact, Operator: access.DFEA{}, Loss: loss},
-	}
-	if net != nil {
-		vjp, err := access.NewVJPMatVec(net)
-		if err != nil {
-			return nil, err
-		}
-		model := access.NetModel{Net: net}
-		gs[GMMVJP] = dfxadjoint.Guide{Schedule: s, Model: model, Operator: vjp, Loss: loss}
-		gs[GMMEANet] = dfxadjoint.Guide{Schedule: s, Model: model, Operator: access.DFEA{}, Loss: loss}
-	}
-	return gs, nil
-}
+// gmmNames are the methods' names in the tables of this half.
+var gmmNames = methodNames{Exact: GMMExact, VJP: GMMVJP, EANet: GMMEANet, EAExact: GMMEAExact}
 
-// RunGMM builds the mixture, trains the network, follows the exact
-// guided path scoring every method's λ and operator at its guided states,
-// then runs every sampler to completion from the same noises.
+// RunGMM draws the mixture (toys.GMM) and runs the study on it as a
+// problem: it trains the network on draws of the problem's exact
+// reference, follows the exact guided path scoring every method's λ and
+// operator at its guided states, then runs every sampler to completion
+// from the same noises.
 func RunGMM(ctx context.Context, cfg GMMConfig) (*GMMResult, error) {
 	start := time.Now()
 	if cfg.Dim < 1 || cfg.Components < 2 || cfg.TrainSamples < 1 || cfg.TrainSteps < 1 || cfg.Seeds < 1 || cfg.From >= cfg.To {
@@ -172,23 +158,31 @@ func RunGMM(ctx context.Context, cfg GMMConfig) (*GMMResult, error) {
 		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 29))
-	prob, err := toys.NewGMM(cfg.Dim, cfg.Components, rng)
+	gmm, err := toys.NewGMM(cfg.Dim, cfg.Components, rng)
 	if err != nil {
 		return nil, err
 	}
-	res := &GMMResult{Config: cfg, Schedule: s.Name(), Between: prob.Between,
-		TargetDist: floats.Distance(prob.Means.RawRowView(0), prob.Means.RawRowView(1), 2)}
+	p := gmm.Problem(fmt.Sprintf("gmm-%d", cfg.Dim), s)
+	mix, err := p.Exact(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res := &GMMResult{Config: cfg, Schedule: p.Schedule.Name(), Between: gmm.Between,
+		TargetDist: floats.Distance(gmm.Means.RawRowView(0), gmm.Means.RawRowView(1), 2)}
 	t0 := time.Now()
-	net, loss, err := trainGMMNet(ctx, cfg, s, prob.Sample(cfg.TrainSamples, rng))
+	net, loss, err := trainGMMNet(ctx, cfg, p.Schedule, gmm.Sample(cfg.TrainSamples, rng))
 	if err != nil {
 		return nil, err
 	}
 	res.TrainTime, res.TrainLoss = time.Since(t0), loss
-	guides, err := gmmGuides(s, prob.Mix, net, dfxadjoint.SquaredDistance(prob.Target))
-	if err != nil {
-		return nil, err
+	var vjp score.FisherOperator
+	if net != nil {
+		if vjp, err = access.NewVJPMatVec(net); err != nil {
+			return nil, err
+		}
 	}
-	xT := schedule.SamplePrior(schedule.Prior(s), cfg.Seeds, cfg.Dim, rng)
+	guides := operatorGuides(p.Schedule, mix, net, vjp, dfxadjoint.SquaredDistance(gmm.Target), gmmNames)
+	xT := schedule.SamplePrior(schedule.Prior(p.Schedule), cfg.Seeds, p.Dim, rng)
 	scfg := dfxadjoint.Config{Steps: cfg.OuterSteps, From: cfg.From, To: cfg.To, InnerSteps: cfg.InnerSteps, Strength: cfg.Strength, Normalize: cfg.Normalize}
 	states, _, err := guidedPath(ctx, guides[GMMExact], xT, scfg)
 	if err != nil {
@@ -198,13 +192,13 @@ func RunGMM(ctx context.Context, cfg GMMConfig) (*GMMResult, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		row, err := scoreState(prob.Mix, net, guides, st, cfg.InnerSteps)
+		row, err := scoreState(mix, net, guides, st, cfg.InnerSteps)
 		if err != nil {
 			return nil, err
 		}
 		res.Steps = append(res.Steps, *row)
 	}
-	if res.Rewards, err = gmmRewards(ctx, prob, net, guides, xT, scfg); err != nil {
+	if res.Rewards, err = gmmRewards(ctx, mix, gmm.NearTarget, net, guides, xT, scfg); err != nil {
 		return nil, err
 	}
 	res.Elapsed = time.Since(start)
@@ -235,8 +229,9 @@ func guidedPath(ctx context.Context, g dfxadjoint.Guide, xT *mat.Dense, cfg dfxa
 }
 
 // gmmRewards runs every sampler to completion from xT.
-func gmmRewards(ctx context.Context, prob *toys.GMM, net *access.Net, guides map[string]dfxadjoint.Guide, xT *mat.Dense,
-	scfg dfxadjoint.Config) ([]GMMReward, error) {
+// near is the fraction of samples near the target (toys.GMM.NearTarget).
+func gmmRewards(ctx context.Context, mix mixture.Mixture, near func(*mat.Dense) float64, net *access.Net, guides map[string]dfxadjoint.Guide,
+	xT *mat.Dense, scfg dfxadjoint.Config) ([]GMMReward, error) {
 	loss := guides[GMMExact].Loss
 	b, _ := xT.Dims()
 	var out []GMMReward
@@ -255,12 +250,12 @@ func gmmRewards(ctx context.Context, prob *toys.GMM, net *access.Net, guides map
 		if err != nil {
 			return err
 		}
-		lp, err := prob.Mix.Eval(mixture.Query{At: c, X: r.X, Want: mixture.LogProb})
+		lp, err := mix.Eval(mixture.Query{At: c, X: r.X, Want: mixture.LogProb})
 		if err != nil {
 			return err
 		}
 		out = append(out, GMMReward{Method: name, Reward: meanSE(l), PerSample: r.Elapsed / time.Duration(b),
-			NearTarget: prob.NearTarget(r.X), LogProb: meanSE(lp.LogProb)})
+			NearTarget: near(r.X), LogProb: meanSE(lp.LogProb)})
 		return nil
 	}
 	plain := scfg

@@ -104,10 +104,6 @@ func scoreState(mix mixture.Mixture, net *access.Net, guides map[string]dfxadjoi
 	return row, nil
 }
 
-func cosine(a, b []float64) float64 {
-	return floats.Dot(a, b) / (floats.Norm(a, 2) * floats.Norm(b, 2))
-}
-
 // hsNorm is ‖F‖_HS.
 func hsNorm(f *mat.SymDense) float64 {
 	d := f.SymmetricDim()

@@ -67,10 +67,7 @@ func smallGMM(t *testing.T) (*toys.GMM, map[string]dfxadjoint.Guide, []pathState
 		t.Fatal(err)
 	}
 	s := schedule.DefaultVP()
-	gs, err := gmmGuides(s, p.Mix, nil, dfxadjoint.SquaredDistance(p.Target))
-	if err != nil {
-		t.Fatal(err)
-	}
+	gs := operatorGuides(s, p.Mix, nil, nil, dfxadjoint.SquaredDistance(p.Target), gmmNames)
 	xT := schedule.SamplePrior(schedule.Prior(s), 6, 5, rng)
 	cfg := dfxadjoint.Config{Steps: 12, From: 3, To: 9, InnerSteps: 3, Strength: 0.3, Normalize: true}
 	states, final, err := guidedPath(context.Background(), gs[GMMExact], xT, cfg)
