@@ -20,8 +20,7 @@
 //	printed      label                      what                                          code
 //	Eq. 1        diffusion_kernel           x_t = α(t) x₀ + σ(t) ε                        schedule.Schedule, schedule.At
 //	Eq. 2        diffusion_sde              the forward SDE: f(t), g²(t)                  schedule.Coefficients
-//	Eq. 3        diffusion_sde_rev          the reverse SDE                               none: every sampler integrates the
-//	    PF-ODE (eq. PFODE) or takes DDIM steps
+//	Eq. 3        diffusion_sde_rev          the reverse SDE                               none: every sampler integrates the PF-ODE (eq. PFODE) or takes DDIM steps
 //	Eq. 4        dpm_objective              denoising score matching                      models.NewTrainer (models.DSM)
 //	Eq. 5        PFODE                      dx/dt = f x − ½ g² ∇log q_t                   pfode.Velocity, pfode.VelocityFromEps, pfode.New
 //	Eq. 6        dm_neural_ode              the PF-ODE with the learned score s_θ = −ε_θ/σ score.ScoreFromEps, access.NetModel
@@ -47,9 +46,8 @@
 //	Eq. 18       Adjoint_ODE                the adjoint along the PF-ODE                  pfode.Layout (pfode.Adjoint)
 //	Eq. 18 (discrete) Adjoint_ODE           the adjoint through cached DDIM steps         adjoint.Backprop, pfode.DDIMAdjointStep
 //	Eq. 19       Adjoint_VJP                F v by one VJP                                access.VJPMatVec, access.VJPMatVecGraph
-//	Eq. 20       EA_approx                  DF-EA matrix-vector product                   access.DFEA, access.DFEAApply,
-//	    access.DFEAMatVecGraph, access.DFEAMatrix
-//	Prop. 8      prop:error_bound_ea        DF-EA error bound (σ(F − F_EA) as printed)     access.DFEAErrorBound, mnist.ExactStudy
+//	Eq. 20       EA_approx                  DF-EA matrix-vector product                   access.DFEA, access.DFEAApply, access.DFEAMatVecGraph, access.DFEAMatrix
+//	Prop. 8      prop:error_bound_ea        DF-EA error bound (σ(F − F_EA) as printed)     access.DFEAErrorBound, studies/adjoint.ExactStudy
 //	Sec. 5       sec:ea                     adjoint-guided DDIM with a Fisher operator    adjoint.Guide, pfode.DDIMStep
 //	Sec. 6       sec:ot                     numerical OT verification of the PF-ODE map   ot.Run, ot.Table3
 //	Cor. 1       prop:ot                    PF-ODE map is OT iff its Jacobian is SPD      ot.Judge, pfode.VelocityJacobian
@@ -58,10 +56,9 @@
 //	Alg. 2       algo:ot                    the numerical OT test                         ot.Test
 //	Alg. 3       algo:to_detail             the detailed OT test (published protocol)     ot.PublishedRule, ot.Run
 //	App. B.1     app:extra_nll              NLL evaluation details                        likelihood.BitsPerDim, mnist.RunBPD
-//	App. B.2     app:extra_adjoint          adjoint guidance details                      adjoint.Config, mnist.RunAdjoint
+//	App. B.2     app:extra_adjoint          adjoint guidance details                      adjoint.Config, studies/adjoint.RunGuidance
 //	App. B.3     app:extra_ot               the OT experiments' protocol                  ot.PublishedRule, ot.Table3
-//	App. B.4     app:exp_models             the paper's pretrained models (Stable Diffusion, reward models)  none: the MNIST
-//	    networks are trained here (mnist.TrainNetwork, mnist.LoadNetworks)
+//	App. B.4     app:exp_models             the paper's pretrained models (Stable Diffusion, reward models)  none: the MNIST networks are trained here (mnist.TrainNetwork, mnist.LoadNetworks)
 //	App. C       app:discussion             discussions                                   (the rows below)
 //	App. C.1     app:singularity            F is singular at t = 0                        likelihood.Config (T0 > 0), mnist.RunBPD (the paper's t₁)
 //	App. C.2     (no label)                 BPD = −log p₀/(d log 2)                       likelihood.BitsPerDim
@@ -91,26 +88,20 @@
 // committed outputs; -quick gives a small version in minutes):
 //
 //	printed      label                what                                    code                         command → files
-//	Table 1      tab:my_label         cost and error of every access method   mnist.RunTiming, mnist.RunTruth  dfx reproduce
-//	    mnist → figures/mnist/table1.md, figures/mnist/truth.md
+//	Table 1      tab:my_label         cost and error of every access method   mnist.RunTiming, mnist.RunTruth  dfx reproduce mnist → figures/mnist/table1.md, figures/mnist/truth.md
 //	Table 2      tab:trace_toy        DF-TM vs VJP traces and NLL, 2-D        toys.Run                     dfx reproduce toys → figures/toys/table2.md
 //	Table 3      tab:ot               the OT test of four schedules           ot.Run, ot.Table3            dfx reproduce ot → figures/ot/table3.md
-//	Fig. 1       fig:xx               Fig. 1a and Fig. 1b together            mnist.Run                    dfx reproduce
-//	    mnist → figures/mnist/fig1a_loss.png, figures/mnist/fig1b_nll_vs_logp.png
+//	Fig. 1       fig:xx               Fig. 1a and Fig. 1b together            mnist.Run                    dfx reproduce mnist → figures/mnist/fig1a_loss.png, figures/mnist/fig1b_nll_vs_logp.png
 //	Fig. 1a      fig:train_loss       DF-TM training loss                     mnist.Run                    dfx reproduce mnist → figures/mnist/fig1a_loss.png
-//	Fig. 1b      fig:tradeoff         NLL against guidance score              mnist.RunGuidance            dfx reproduce
-//	    mnist → figures/mnist/fig1b_nll_vs_logp.png, figures/mnist/guidance.md
-//	Fig. 2       fig:nll_compare      samples ranked by NLL                   mnist.RunFig2                dfx reproduce
-//	    mnist → figures/mnist/fig2_ranked.png, figures/mnist/fig2.md
-//	Fig. 3       fig:adjoint_score    adjoint guidance, VJP vs DF-EA          mnist.RunAdjoint             dfx reproduce
-//	    adjoint → figures/adjoint/fig3_reward_vs_steps.png, figures/adjoint/fig3_rewards.md
-//	Fig. 4       fig:aes_shown        guided samples, VJP vs DF-EA            mnist.RunAdjoint             dfx reproduce
-//	    adjoint → figures/adjoint/fig4_samples.png
+//	Fig. 1b      fig:tradeoff         NLL against guidance score              mnist.RunGuidance            dfx reproduce mnist → figures/mnist/fig1b_nll_vs_logp.png, figures/mnist/guidance.md
+//	Fig. 2       fig:nll_compare      samples ranked by NLL                   mnist.RunFig2                dfx reproduce mnist → figures/mnist/fig2_ranked.png, figures/mnist/fig2.md
+//	Fig. 3       fig:adjoint_score    adjoint guidance, VJP vs DF-EA          studies/adjoint.RunGuidance  dfx reproduce adjoint → figures/adjoint/fig3_reward_vs_steps.png, figures/adjoint/fig3_rewards.md
+//	Fig. 4       fig:aes_shown        guided samples, VJP vs DF-EA            studies/adjoint.RunGuidance  dfx reproduce adjoint → figures/adjoint/fig4_samples.png
 //
 // Beyond the paper: the centred DF-TM (access.DFTMCentred, models.DFTMCentred),
 // the exact-mixture "network" (access.Mixture), the MNIST empirical
 // distribution as ground truth (mnist.RunTruth), the exact-operator study of
-// adjoint guidance (mnist.ExactStudy in mnist.RunAdjoint, toys.RunAdjointGMM), the access
+// adjoint guidance (studies/adjoint: ExactStudy in RunGuidance, RunGMM), the access
 // comparison against the exact Fisher (toys.RunAccess: dfx reproduce access
 // → figures/access/access.md) and the exact fields of a 2-D mixture
 // (toys.RunFields: dfx reproduce fields → figures/fields/summary.md).
@@ -145,7 +136,7 @@
 // report.Experiments) that `dfx reproduce`, notebook.Run and the tests use.
 // Each package's configurations come in threes, XQuick, XFull and
 // XFor(p) = report.Pick(p, XQuick, XFull) (toys.For, toys.FieldsFor,
-// ot.For, mnist.For, mnist.AdjointFor, …). Every network trains through
+// ot.For, mnist.For, studies/adjoint.Quick, …). Every network trains through
 // one loop, models.Trainer.Run with a models.Loop (loss curve, hooks for
 // validation, saves and logs). Only the entry points (cmd/dfx,
 // dfx/notebook) read the environment; the test beside this file fails when

@@ -1,4 +1,4 @@
-package toys
+package adjoint
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/access"
-	"github.com/dfx-lab/dfx/dfx/adjoint"
+	dfxadjoint "github.com/dfx-lab/dfx/dfx/adjoint"
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
@@ -23,15 +23,15 @@ const gmmVJPSeeds = 16
 // scoreState computes, at one state of the exact guided path, every
 // method's λ against a separately computed exact λ*, the operators'
 // Hilbert–Schmidt errors against the exact Fisher and the network's ε error.
-func scoreState(mix mixture.Mixture, net *access.Net, guides map[string]adjoint.Guide, st pathState, inner int) (*AdjointGMMStep, error) {
+func scoreState(mix mixture.Mixture, net *access.Net, guides map[string]dfxadjoint.Guide, st pathState, inner int) (*GMMStep, error) {
 	b, d := st.X.Dims()
-	row := &AdjointGMMStep{Step: st.Step, T: st.At.T, Sigma: st.At.Sigma,
+	row := &GMMStep{Step: st.Step, T: st.At.T, Sigma: st.At.Sigma,
 		Cos: map[string]MeanSE{}, RelErr: map[string]MeanSE{}, HS: map[string]MeanSE{}}
 	ref, err := guides[GMMExact].Gradient(st.X, st.At.T, inner)
 	if err != nil {
 		return nil, err
 	}
-	grads := map[string]*adjoint.GradientResult{}
+	grads := map[string]*dfxadjoint.GradientResult{}
 	for _, m := range GMMMethods {
 		g, ok := guides[m]
 		if !ok {
@@ -39,7 +39,7 @@ func scoreState(mix mixture.Mixture, net *access.Net, guides map[string]adjoint.
 		}
 		gr, err := g.Gradient(st.X, st.At.T, inner)
 		if err != nil {
-			return nil, fmt.Errorf("toys: adjoint-gmm %s at t = %g: %w", m, st.At.T, err)
+			return nil, fmt.Errorf("adjoint: gmm %s at t = %g: %w", m, st.At.T, err)
 		}
 		grads[m] = gr
 		cs, rs := make([]float64, b), make([]float64, b)
@@ -102,10 +102,6 @@ func scoreState(mix mixture.Mixture, net *access.Net, guides map[string]adjoint.
 		row.NetEpsRelErr = stats.EstimateOf(er)
 	}
 	return row, nil
-}
-
-func cosine(a, b []float64) float64 {
-	return floats.Dot(a, b) / (floats.Norm(a, 2) * floats.Norm(b, 2))
 }
 
 // hsNorm is ‖F‖_HS.
