@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
@@ -290,20 +289,7 @@ func (n *Networks) SampleRowsContext(ctx context.Context, cfg SampleConfig, clas
 
 // InitialNoise is x_T for rows [lo, hi) of a sampling run: row i from the
 // PCG stream (seed, i), scaled by σ(T).
-func InitialNoise(seed uint64, lo, hi int) *mat.Dense {
-	s := Schedule()
-	_, tMax := s.Interval()
-	sig := s.Sigma(tMax)
-	x := mat.NewDense(hi-lo, Dim, nil)
-	for i := lo; i < hi; i++ {
-		rng := rand.New(rand.NewPCG(seed, uint64(i)))
-		row := x.RawRowView(i - lo)
-		for j := range row {
-			row[j] = sig * rng.NormFloat64()
-		}
-	}
-	return x
-}
+func InitialNoise(seed uint64, lo, hi int) *mat.Dense { return Problem().InitialNoise(seed, lo, hi) }
 
 // ClassLogProb is the classifier's log p(c | x) of each row's requested
 // class, the stand-in for the CLIP score, and the penultimate features.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 
+	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat"
 )
 
@@ -138,4 +139,30 @@ func RelNorm(a, b []float64) float64 {
 		den += b[i] * b[i]
 	}
 	return math.Sqrt(num / den)
+}
+
+// NearestDistance is min_i ‖x_q − y_i‖ for each row x_q of x [B, d], over
+// the rows y_i of y [N, d]: by ‖x‖² − 2 x·y + ‖y‖² with one matrix product.
+// ‖y_i‖² is summed in index order (not floats.Dot), so that distances
+// committed in figures reproduce to the bit.
+func NearestDistance(y, x *mat.Dense) []float64 {
+	nq, _ := x.Dims()
+	ny, _ := y.Dims()
+	g := mat.NewDense(nq, ny, nil)
+	g.Mul(x, y.T())
+	out := make([]float64, nq)
+	for q := range nq {
+		xn := mat.Dot(x.RowView(q), x.RowView(q))
+		best := math.Inf(1)
+		row := g.RawRowView(q)
+		for i := range ny {
+			var yn float64
+			for _, v := range y.RawRowView(i) {
+				yn += v * v
+			}
+			best = math.Min(best, xn-2*row[i]+yn)
+		}
+		out[q] = math.Sqrt(math.Max(best, 0))
+	}
+	return out
 }

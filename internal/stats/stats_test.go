@@ -3,6 +3,8 @@ package stats
 import (
 	"math"
 	"testing"
+
+	"gonum.org/v1/gonum/mat"
 )
 
 // TestMeanSE: the mean and √(s²/n) of a small sample by hand; NaN standard
@@ -119,5 +121,14 @@ func TestMean(t *testing.T) {
 	}
 	if got := Mean(nil); !math.IsNaN(got) {
 		t.Errorf("Mean(nil) = %g, want NaN", got)
+	}
+}
+
+func TestNearestDistanceIsTheSmallestEuclideanDistance(t *testing.T) {
+	y := mat.NewDense(3, 2, []float64{0, 0, 3, 4, -1, 1})
+	x := mat.NewDense(2, 2, []float64{3, 5, 0.5, 0})
+	got := NearestDistance(y, x)
+	if want := []float64{1, 0.5}; math.Abs(got[0]-want[0]) > 1e-12 || math.Abs(got[1]-want[1]) > 1e-12 {
+		t.Errorf("NearestDistance = %v, want %v", got, want)
 	}
 }

@@ -185,7 +185,7 @@ func (st *ExactStudy) sample(ctx context.Context, gd *guidance, y, x0 *mat.Dense
 		return err
 	}
 	m, sd := stat.MeanStdDev(r, nil)
-	nd := stat.Mean(nearestDistance(y, gd.clip(res.X)), nil)
+	nd := stat.Mean(stats.NearestDistance(y, gd.clip(res.X)), nil)
 	st.Runs = append(st.Runs, StudyRun{Method: method, Mean: m, SE: sd / math.Sqrt(float64(len(r))),
 		PerSample: time.Since(t).Seconds() / float64(st.Config.Seeds), NearestDist: nd, Images: res.X})
 	fmt.Fprintf(gd.log, "adjoint: exact study %s: reward %.4g ± %.2g\n", method, m, sd/math.Sqrt(float64(len(r))))
@@ -209,32 +209,6 @@ func (gd *guidance) studyData(ctx context.Context, atoms int) (*mat.Dense, *mixt
 	y := mat.DenseCopyOf(train.Slice(0, atoms, 0, d))
 	mix, err := mixture.NewDirac(y, nil)
 	return y, mix, err
-}
-
-// nearestDistance is min_i ‖x − y_i‖ for each row of x. ‖y_i‖² is summed
-// in order (not floats.Dot), so that the committed distances reproduce to
-// the bit.
-func nearestDistance(y, x *mat.Dense) []float64 {
-	nq, _ := x.Dims()
-	ny, _ := y.Dims()
-	g := mat.NewDense(nq, ny, nil)
-	g.Mul(x, y.T())
-	out := make([]float64, nq)
-	for q := range nq {
-		xn := mat.Dot(x.RowView(q), x.RowView(q))
-		best := math.Inf(1)
-		row := g.RawRowView(q)
-		for i := range ny {
-			yi := y.RawRowView(i)
-			var yn float64
-			for _, v := range yi {
-				yn += v * v
-			}
-			best = math.Min(best, xn-2*row[i]+yn)
-		}
-		out[q] = math.Sqrt(math.Max(best, 0))
-	}
-	return out
 }
 
 // agreement scores λ against the exact λ* row by row: cosine and

@@ -25,6 +25,7 @@ import (
 	dfxadjoint "github.com/dfx-lab/dfx/dfx/adjoint"
 	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/internal/progress"
 	"github.com/dfx-lab/dfx/problem"
 )
 
@@ -194,7 +195,7 @@ func RunGuidance(ctx context.Context, p *problem.Problem, cfg GuidanceConfig, en
 	gd := &guidance{p: p, cfg: cfg, net: nets.Net, rw: rw, log: log}
 	res := &GuidanceResult{Config: cfg, Problem: p.Name, Dim: p.Dim, Image: p.Image.IsImage(), Machine: machine(), Backend: nets.Net.Backend.Name(),
 		Strength: map[string]float64{}, OwnStrength: map[string]float64{}, rw: rw}
-	step := stepLogger(ctx, log, "adjoint")
+	step := progress.Steps(ctx, log, "adjoint")
 	if err := step("VJP strength grid search", func() error { return res.runGrid(ctx, gd) }); err != nil {
 		return nil, err
 	}
@@ -221,21 +222,6 @@ func RunGuidance(ctx context.Context, p *problem.Problem, cfg GuidanceConfig, en
 // machine describes this computer in a few words.
 func machine() string {
 	return fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
-}
-
-// stepLogger returns a runner of the study's named parts: it writes
-// "<prefix>: <name> …" and the part's time to log, wraps the part's error
-// with its name, and stops once ctx is done.
-func stepLogger(ctx context.Context, log io.Writer, prefix string) func(name string, f func() error) error {
-	return func(name string, f func() error) error {
-		t := time.Now()
-		fmt.Fprintf(log, "%s: %s …\n", prefix, name)
-		if err := f(); err != nil {
-			return fmt.Errorf("%s: %s: %w", prefix, name, err)
-		}
-		fmt.Fprintf(log, "%s: %s done in %.1fs\n", prefix, name, time.Since(t).Seconds())
-		return ctx.Err()
-	}
 }
 
 // operator is the Fisher operator named name (OperatorVJP: the network's
