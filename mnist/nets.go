@@ -37,8 +37,8 @@ type Networks struct {
 	Records map[string]*TrainRecord
 
 	guided  *model.Exec
-	rewards map[string]*model.Exec // compiled reward graphs, by kind
-	vjp     *access.VJPMatVec      // the unconditional network's VJP Fisher operator
+	rewards map[string]*model.Exec          // compiled reward graphs, by kind
+	ops     map[string]score.FisherOperator // Fisher operators by canonical name (Operator)
 }
 
 // OpenNetworks is LoadNetworks on the default backend (models.NewBackend,

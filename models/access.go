@@ -73,6 +73,32 @@ func SkipControlVariate(backend compute.Backend, store *model.Store, s schedule.
 	return access.ControlVariate{Known: score.Exact{Mixture: mix}, Residual: h}, mix, nil
 }
 
+// SkipHutchinson is the registered trace family "skip-hutchinson" (spec
+// skip-hutchinson-K, or skip-hutchinson:K): SkipControlVariate with K
+// probes on the store of Env.Net, which must hold an ε-network with a
+// mixture skip; the probes' rows a call are Env.ProbeRows.
+var SkipHutchinson = access.TraceFamily{Name: "skip-hutchinson", Arg: "the number of probes", Random: true, Needs: access.NeedsNet,
+	Doc: "a network with a mixture skip: the skip's exact trace plus Hutchinson with K probes on the residual",
+	New: newSkipHutchinson}
+
+func init() { access.RegisterTrace(SkipHutchinson) }
+
+func newSkipHutchinson(k int, env access.Env) (score.TraceEstimator, error) {
+	n := env.Net
+	if !HasNetwork(n.Store, MixtureScope) {
+		return nil, fmt.Errorf("models: skip-hutchinson needs an ε-network with a mixture skip; this one has none (use hutchinson:%d)", k)
+	}
+	cv, _, err := SkipControlVariate(n.Backend, n.Store, n.Schedule, n.DType, k, env.Seed)
+	if err != nil {
+		return nil, err
+	}
+	if h, ok := cv.Residual.(*access.Hutchinson); ok && env.ProbeRows > 0 {
+		h.SetMaxRows(env.ProbeRows)
+	}
+	cv.Label = fmt.Sprintf("skip-hutchinson-%d", k)
+	return cv, nil
+}
+
 // NewAccessNet wraps a store's networks (AccessNetwork) as an access.Net in
 // the store's dtype. Use EMAStore(store) to evaluate the EMA weights. The
 // variables are moved to host memory, so the backend may differ from the one

@@ -56,6 +56,24 @@ func (m NetModel) EvalContext(ctx context.Context, c schedule.Coefficients, x *m
 	return ev, nil
 }
 
+// RowsPerPoint is the graph rows one point of est's trace takes, for
+// bounding a call's memory: d for the exact VJP trace, K for a
+// Hutchinson-type estimator (of a control variate, its residual's), 1 for
+// a one-pass estimator (DF-TM, the centred DF-TM, closed forms).
+func RowsPerPoint(est score.TraceEstimator, d int) int {
+	switch e := est.(type) {
+	case *VJPTrace:
+		return d
+	case *Hutchinson:
+		return e.K
+	case *HutchPP:
+		return e.M
+	case ControlVariate:
+		return RowsPerPoint(e.Residual, d)
+	}
+	return 1
+}
+
 // TraceInChunks is est's trace of the rows of x, perCall rows a call (≤ 0:
 // all at once).
 func TraceInChunks(est score.TraceEstimator, c schedule.Coefficients, x *mat.Dense, perCall int) ([]float64, error) {
