@@ -61,19 +61,8 @@ func (n *Networks) TraceModel(name string, seed uint64) (score.Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mnist: %w", err)
 	}
-	switch est.(type) {
-	case *access.DFTM, *access.DFTMCentred: // one fused pass of ε_θ, t_θ, ν_θ
-		f, err := newFused(n.Net)
-		if err != nil {
-			return nil, err
-		}
-		kind := traceDFTM
-		if _, ok := est.(*access.DFTMCentred); ok {
-			kind = traceDFTMC
-		}
-		return dynamics{f: f, kind: kind}, nil
-	}
-	return access.NetModel{Net: n.Net, Trace: est}, nil
+	// DF-TM and DF-TM-c in one graph with ε_θ (Fused); the others ignore it
+	return access.NetModel{Net: n.Net, Trace: est, Fused: true}, nil
 }
 
 // DensityConfig is how DensitySample integrates: RK4 with Steps steps

@@ -20,11 +20,17 @@ import (
 // for unconditional queries (the null class where the networks are
 // class-conditional): Eps is the score network (ScoreScope), and with
 // withTrace T is the DF-TM network (TraceScope) and Nu the centred DF-TM
-// network (CentredTraceScope) where the store holds one.
+// network (CentredTraceScope) where the store holds one; Guided is
+// classifier-free guidance (GuidedEps) where the network has classes.
 func AccessNetwork(store *model.Store, withTrace bool) access.Network {
 	net := access.Network{Eps: func(scope *model.Scope, x, alpha, sigma *graph.Node) *graph.Node {
 		return Eps(scope, Inputs{X: x, Alpha: alpha, Sigma: sigma, Class: nullClass(scope, x)})
 	}}
+	if model.GetParamOr(store.RootScope(), ParamNumClasses, 0) > 0 {
+		net.Guided = func(scope *model.Scope, x, class, scale, alpha, sigma *graph.Node) *graph.Node {
+			return GuidedEps(scope, Inputs{X: x, Class: class, Alpha: alpha, Sigma: sigma}, scale)
+		}
+	}
 	if withTrace {
 		net.T = func(scope *model.Scope, x, alpha, sigma *graph.Node) *graph.Node {
 			return TraceNet(scope, Inputs{X: x, Alpha: alpha, Sigma: sigma, Class: nullClass(scope, x)})
