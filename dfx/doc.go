@@ -49,7 +49,7 @@
 //	Eq. 19       Adjoint_VJP                F v by one VJP                                access.VJPMatVec, access.VJPMatVecGraph
 //	Eq. 20       EA_approx                  DF-EA matrix-vector product                   access.DFEA, access.DFEAApply,
 //	    access.DFEAMatVecGraph, access.DFEAMatrix
-//	Prop. 8      prop:error_bound_ea        DF-EA error bound (σ(F − F_EA) as printed)     access.DFEAErrorBound, mnist.ExactStudy
+//	Prop. 8      prop:error_bound_ea        DF-EA error bound (σ(F − F_EA) as printed)     access.DFEAErrorBound, studies/adjoint.ExactStudy
 //	Sec. 5       sec:ea                     adjoint-guided DDIM with a Fisher operator    adjoint.Guide, pfode.DDIMStep
 //	Sec. 6       sec:ot                     numerical OT verification of the PF-ODE map   ot.Run, ot.Table3
 //	Cor. 1       prop:ot                    PF-ODE map is OT iff its Jacobian is SPD      ot.Judge, pfode.VelocityJacobian
@@ -58,7 +58,7 @@
 //	Alg. 2       algo:ot                    the numerical OT test                         ot.Test
 //	Alg. 3       algo:to_detail             the detailed OT test (published protocol)     ot.PublishedRule, ot.Run
 //	App. B.1     app:extra_nll              NLL evaluation details                        likelihood.BitsPerDim, mnist.RunBPD
-//	App. B.2     app:extra_adjoint          adjoint guidance details                      adjoint.Config, mnist.RunAdjoint
+//	App. B.2     app:extra_adjoint          adjoint guidance details                      adjoint.Config, studies/adjoint.RunGuidance
 //	App. B.3     app:extra_ot               the OT experiments' protocol                  ot.PublishedRule, ot.Table3
 //	App. B.4     app:exp_models             the paper's pretrained models (Stable Diffusion, reward models)  none: the MNIST
 //	    networks are trained here (mnist.TrainNetwork, mnist.LoadNetworks)
@@ -102,15 +102,15 @@
 //	    mnist → figures/mnist/fig1b_nll_vs_logp.png, figures/mnist/guidance.md
 //	Fig. 2       fig:nll_compare      samples ranked by NLL                   mnist.RunFig2                dfx reproduce
 //	    mnist → figures/mnist/fig2_ranked.png, figures/mnist/fig2.md
-//	Fig. 3       fig:adjoint_score    adjoint guidance, VJP vs DF-EA          mnist.RunAdjoint             dfx reproduce
+//	Fig. 3       fig:adjoint_score    adjoint guidance, VJP vs DF-EA          studies/adjoint.RunGuidance  dfx reproduce
 //	    adjoint → figures/adjoint/fig3_reward_vs_steps.png, figures/adjoint/fig3_rewards.md
-//	Fig. 4       fig:aes_shown        guided samples, VJP vs DF-EA            mnist.RunAdjoint             dfx reproduce
+//	Fig. 4       fig:aes_shown        guided samples, VJP vs DF-EA            studies/adjoint.RunGuidance  dfx reproduce
 //	    adjoint → figures/adjoint/fig4_samples.png
 //
 // Beyond the paper: the centred DF-TM (access.DFTMCentred, models.DFTMCentred),
 // the exact-mixture "network" (access.Mixture), the MNIST empirical
 // distribution as ground truth (mnist.RunTruth), the exact-operator study of
-// adjoint guidance (mnist.ExactStudy in mnist.RunAdjoint, toys.RunAdjointGMM), the access
+// adjoint guidance (studies/adjoint: ExactStudy in RunGuidance, RunGMM), the access
 // comparison against the exact Fisher (toys.RunAccess: dfx reproduce access
 // → figures/access/access.md) and the exact fields of a 2-D mixture
 // (toys.RunFields: dfx reproduce fields → figures/fields/summary.md).
@@ -145,7 +145,7 @@
 // report.Experiments) that `dfx reproduce`, notebook.Run and the tests use.
 // Each package's configurations come in threes, XQuick, XFull and
 // XFor(p) = report.Pick(p, XQuick, XFull) (toys.For, toys.FieldsFor,
-// ot.For, mnist.For, mnist.AdjointFor, …). Every network trains through
+// ot.For, mnist.For, studies/adjoint.Quick, …). Every network trains through
 // one loop, models.Trainer.Run with a models.Loop (loss curve, hooks for
 // validation, saves and logs). Only the entry points (cmd/dfx,
 // dfx/notebook) read the environment; the test beside this file fails when

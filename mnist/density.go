@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat"
 
 	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/pfode"
@@ -36,63 +38,32 @@ var DensityTraces = []string{"df-tm", "df-tm-c", "hutchinson:K", "skip-hutchinso
 // TraceForms lists the trace names for messages.
 const TraceForms = "df-tm, df-tm-c, vjp, hutchinson:K or skip-hutchinson:K"
 
-// CheckTrace checks a trace name (one of DensityTraces) without a network:
-// it returns Hutchinson's K (0 for the others).
+// CheckTrace checks a trace spec (dfx/access's registry, one of the
+// families of DensityTraces, K ≤ 1024) without a network: it returns
+// Hutchinson's K (0 for the others).
 func CheckTrace(name string) (int, error) {
-	switch {
-	case name == "df-tm" || name == "df-tm-c" || name == "vjp":
-		return 0, nil
-	case strings.HasPrefix(name, "hutchinson:") || strings.HasPrefix(name, "skip-hutchinson:"):
-		_, arg, _ := strings.Cut(name, ":")
-		k, err := strconv.Atoi(arg)
-		if err == nil && k >= 1 && k <= 1024 {
-			return k, nil
-		}
+	s, err := access.ParseTrace(name)
+	if err == nil && slices.Contains(densityFamilies, s.Family) && s.K <= 1024 {
+		return s.K, nil
 	}
 	return 0, fmt.Errorf("unknown trace %q (want %s, with K in 1…1024)", name, TraceForms)
 }
 
+// densityFamilies are the registry's families of DensityTraces.
+var densityFamilies = []string{"df-tm", "df-tm-c", "hutchinson", models.SkipHutchinson.Name, "vjp-exact"}
+
 // TraceModel is the unconditional network with the named trace estimator
 // as a score.Model (one of DensityTraces; seed seeds Hutchinson's probes).
 func (n *Networks) TraceModel(name string, seed uint64) (score.Model, error) {
-	k, err := CheckTrace(name)
+	if _, err := CheckTrace(name); err != nil {
+		return nil, fmt.Errorf("mnist: %w", err)
+	}
+	est, err := access.NewTrace(name, access.Env{Net: n.Net, Seed: seed, ExactRows: access.PromptRows(Dim)})
 	if err != nil {
 		return nil, fmt.Errorf("mnist: %w", err)
 	}
-	switch {
-	case name == "df-tm" || name == "df-tm-c":
-		f, err := newFused(n.Net)
-		if err != nil {
-			return nil, err
-		}
-		kind := traceDFTM
-		if name == "df-tm-c" {
-			kind = traceDFTMC
-		}
-		return dynamics{f: f, kind: kind}, nil
-	case name == "vjp":
-		est, err := access.NewVJPTrace(n.Net, access.PromptRows(Dim))
-		if err != nil {
-			return nil, err
-		}
-		return access.NetModel{Net: n.Net, Trace: est}, nil
-	case strings.HasPrefix(name, "skip-"):
-		if !models.HasNetwork(n.Store, models.MixtureScope) {
-			return nil, fmt.Errorf("mnist: trace %s needs an ε-network with a mixture skip; this one has none (use hutchinson:%d)", name, k)
-		}
-		cv, _, err := models.SkipControlVariate(n.Backend, n.Store, Schedule(), n.Net.DType, k, seed)
-		if err != nil {
-			return nil, err
-		}
-		return access.NetModel{Net: n.Net, Trace: cv}, nil
-	case k > 0:
-		est, err := access.NewHutchinson(n.Net, k, access.Rademacher, seed)
-		if err != nil {
-			return nil, err
-		}
-		return access.NetModel{Net: n.Net, Trace: est}, nil
-	}
-	return nil, fmt.Errorf("mnist: unknown trace %q", name)
+	// DF-TM and DF-TM-c in one graph with ε_θ (Fused); the others ignore it
+	return access.NetModel{Net: n.Net, Trace: est, Fused: true}, nil
 }
 
 // DensityConfig is how DensitySample integrates: RK4 with Steps steps
@@ -303,7 +274,7 @@ func ExploreDensity(ctx context.Context, nets *Networks, target, trace string, u
 func (r *DensityExplore) Report() (*report.Report, error) {
 	row := func(name string, x *mat.Dense, bpd []float64) []report.Cell {
 		m, se := stats.MeanSE(bpd)
-		return []report.Cell{report.Text(name), report.FloatSE(m, se), report.Float(mean(InkMass(x))), report.Float(mean(Detail(x))), report.Float(FrameRMS(x))}
+		return []report.Cell{report.Text(name), report.FloatSE(m, se), report.Float(stat.Mean(InkMass(x), nil)), report.Float(stat.Mean(Detail(x), nil)), report.Float(FrameRMS(x))}
 	}
 	title := fmt.Sprintf("### Density guidance %s with the %s trace", r.Target, r.Trace)
 	if !math.IsNaN(r.Level) {

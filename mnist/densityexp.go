@@ -13,6 +13,7 @@ import (
 
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat"
 
 	"github.com/dfx-lab/dfx/dfx/likelihood"
 	"github.com/dfx-lab/dfx/dfx/mixture"
@@ -478,7 +479,7 @@ func (r *DensityExpResult) runCosts(ctx context.Context, xT *mat.Dense, nets *Ne
 		}
 	}
 	for i, m := range ms {
-		perStep := median(times[i]) / float64(cfg.CostSteps)
+		perStep := stats.Median(times[i]) / float64(cfg.CostSteps)
 		r.Costs = append(r.Costs, DensityCost{Model: m.model, Trace: m.trace, Rounds: len(times[i]),
 			PerStep:   time.Duration(perStep * float64(time.Second)),
 			PerSample: time.Duration(perStep * float64(cfg.Steps) / float64(cfg.Samples) * float64(time.Second))})
@@ -514,7 +515,7 @@ func densityRow(ctx context.Context, m score.Model, tg densityTarget, xT *mat.De
 	}
 	row := DensityExpRow{Target: tg.name, Level: BitsPerDim(tg.level), LevelNats: tg.level,
 		Achieved: stats.EstimateOf(ach), Tracked: stats.EstimateOf(trk), AbsMiss: stats.EstimateOf(miss),
-		Ink: mean(InkMass(run.X)), Frame: FrameRMS(run.X), Detail: mean(Detail(run.X)),
+		Ink: stat.Mean(InkMass(run.X), nil), Frame: FrameRMS(run.X), Detail: stat.Mean(Detail(run.X), nil),
 		PerSample: run.Time / time.Duration(n), NFE: run.NFE, SolverErr: floats.Max(solverErr) / (Dim * math.Ln2)}
 	if math.IsNaN(tg.level) {
 		row.Level, row.AbsMiss = math.NaN(), stats.Estimate{Mean: math.NaN(), SE: math.NaN()}
@@ -527,9 +528,4 @@ func densityRow(ctx context.Context, m score.Model, tg densityTarget, xT *mat.De
 		row.Grid = append(row.Grid, mat.NewDense(1, Dim, clipped.RawRowView(i)))
 	}
 	return row, nil
-}
-
-func mean(v []float64) float64 {
-	m, _ := stats.MeanSE(v)
-	return m
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 
@@ -199,10 +200,10 @@ func (r *DensityExpResult) accuracy(model, trace string) (track, miss float64) {
 	}
 	track, miss = math.NaN(), math.NaN()
 	if len(ts) > 0 {
-		track = mean(ts)
+		track = stat.Mean(ts, nil)
 	}
 	if len(ms) > 0 {
-		miss = mean(ms)
+		miss = stat.Mean(ms, nil)
 	}
 	return track, miss
 }

@@ -2,50 +2,34 @@ package mnist
 
 import (
 	"context"
-	"fmt"
 
-	"github.com/gomlx/compute/dtypes"
-	"github.com/gomlx/gomlx/core/graph"
-	"github.com/gomlx/gomlx/ml/model"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
-	"github.com/dfx-lab/dfx/internal/tensormat"
 )
 
-// fused evaluates, in one graph, the unconditional ε_θ and the DF-TM and
-// centred DF-TM traces at (x, c): the likelihood ODE with DF-TM costs one
-// ε-network and one t_θ pass per evaluation, not two ε passes.
+// fused holds the unconditional network's one-pass traces, DF-TM and
+// centred DF-TM, compiled once: each is evaluated beside ε_θ in one graph
+// (access.NetModel's Fused), so that the likelihood ODE with DF-TM costs
+// one ε-network and one t_θ pass per evaluation, not two ε passes.
 type fused struct {
-	net  *access.Net
-	exec *model.Exec
+	net   *access.Net
+	dftm  *access.DFTM
+	dftmc *access.DFTMCentred
 }
 
 func newFused(net *access.Net) (*fused, error) {
-	e, err := model.NewExec(net.Backend, net.Store, func(scope *model.Scope, in []*graph.Node) []*graph.Node {
-		x, a, s := in[0], in[1], in[2]
-		eps := net.Eps(scope, x, a, s)
-		ybar := access.DenoiserFromEpsGraph(x, eps, a, s)
-		dftm := access.DFTMTraceOf(ybar, net.T(scope, x, a, s), a, s)
-		nu := access.DFTMCentredTraceOf(net.Nu(scope, x, a, s), s, x.Shape().Dimensions[1])
-		return []*graph.Node{eps, dftm, nu}
-	})
+	dftm, err := access.NewDFTM(net)
 	if err != nil {
 		return nil, err
 	}
-	return &fused{net: net, exec: e}, nil
-}
-
-// eval returns ε_θ [B, d] and the DF-TM and centred DF-TM traces [B].
-func (f *fused) eval(c schedule.Coefficients, x *mat.Dense) (*mat.Dense, []float64, []float64, error) {
-	b, d := x.Dims()
-	out, err := f.exec.Exec(tensormat.FromMatrix(dtypes.Float32, x), tensormat.Filled(dtypes.Float32, b, c.Alpha), tensormat.Filled(dtypes.Float32, b, c.Sigma))
+	dftmc, err := access.NewDFTMCentred(net)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("mnist: %w", err)
+		return nil, err
 	}
-	return tensormat.Dense(out[0], b, d), tensormat.Values(out[1]), tensormat.Values(out[2]), nil
+	return &fused{net: net, dftm: dftm, dftmc: dftmc}, nil
 }
 
 // traceKind selects the trace of a likelihood run.
@@ -58,38 +42,33 @@ const (
 )
 
 // dynamics is the unconditional network with the chosen trace as a
-// score.Model (ε native, its trace from the fused graph or est).
+// score.Model: access.NetModel, fused with DF-TM or DF-TM-c, or with est.
 type dynamics struct {
 	f    *fused
 	kind traceKind
 	est  score.TraceEstimator
 }
 
+// model is the access.NetModel that d stands for.
+func (d dynamics) model() access.NetModel {
+	switch d.kind {
+	case traceDFTM:
+		return access.NetModel{Net: d.f.net, Trace: d.f.dftm, Fused: true}
+	case traceDFTMC:
+		return access.NetModel{Net: d.f.net, Trace: d.f.dftmc, Fused: true}
+	}
+	return access.NetModel{Net: d.f.net, Trace: d.est}
+}
+
 // Eval implements score.Model.
 func (d dynamics) Eval(c schedule.Coefficients, x *mat.Dense, want score.Want) (*score.Eval, error) {
-	return d.EvalContext(context.Background(), c, x, want)
+	return d.model().Eval(c, x, want)
 }
 
 // EvalContext implements score.ContextModel: a trace estimator's trace
 // stops between its graph calls once ctx is done.
 func (d dynamics) EvalContext(ctx context.Context, c schedule.Coefficients, x *mat.Dense, want score.Want) (*score.Eval, error) {
-	if want&score.WantFisher != 0 {
-		return nil, fmt.Errorf("mnist: the network model has no Fisher matrices")
-	}
-	eps, tr, nu, err := d.f.eval(c, x)
-	if err != nil {
-		return nil, err
-	}
-	switch d.kind {
-	case traceDFTMC:
-		tr = nu
-	case traceEstimator:
-		if tr, err = score.TraceContext(ctx, d.est, c, x); err != nil {
-			return nil, err
-		}
-	}
-	ev := &score.Eval{Eps: eps, Trace: tr}
-	return ev, ev.Fill(c, x, want)
+	return d.model().EvalContext(ctx, c, x, want)
 }
 
 var _ score.ContextModel = dynamics{}

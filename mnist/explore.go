@@ -356,25 +356,12 @@ func sortedBy(x, y []float64) []float64 {
 }
 
 // LikelihoodDynamics is the PF-ODE likelihood's dynamics (dfx/likelihood)
-// of the unconditional ε-network: score −ε_θ/σ and the trace by method, one
-// of TraceMethods (seed: Hutchinson's probes).
+// of the unconditional ε-network: score −ε_θ/σ and the trace by method, a
+// spec of dfx/access's registry, e.g. one of TraceMethods (seed: Hutchinson's probes).
 func (n *Networks) LikelihoodDynamics(method string, seed uint64) (score.Model, error) {
-	var est score.TraceEstimator
-	var err error
-	switch method {
-	case "vjp-exact":
-		est, err = access.NewVJPTrace(n.Net, Dim)
-	case "hutchinson-16":
-		est, err = access.NewHutchinson(n.Net, 16, access.Rademacher, seed)
-	case "df-tm":
-		est, err = access.NewDFTM(n.Net)
-	case "df-tm-c":
-		est, err = access.NewDFTMCentred(n.Net)
-	default:
-		return nil, fmt.Errorf("mnist: unknown trace method %q (one of %v)", method, TraceMethods)
-	}
+	est, err := access.NewTrace(method, access.Env{Net: n.Net, Seed: seed, ExactRows: Dim})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("mnist: %w", err)
 	}
 	return access.NetModel{Net: n.Net, Trace: est}, nil
 }

@@ -9,33 +9,41 @@ import (
 	"github.com/dfx-lab/dfx/dfx/score"
 )
 
-// The Fisher operators of adjoint-guided sampling, by name.
+// The Fisher operators of adjoint-guided sampling: specs of dfx/access's
+// registry, the names the adjoint experiment keys its rows by.
 const (
 	OperatorVJP  = "vjp"  // access.VJPMatVec of the unconditional ε-network (eq. Adjoint_VJP)
 	OperatorDFEA = "dfea" // access.DFEA, DF endpoint approximation (eq. EA_approx)
 )
 
-// Operator returns the Fisher operator named name (OperatorVJP or
-// OperatorDFEA). The VJP operator is the unconditional network's (n.Net):
-// F v ≈ (1/σ) ∂⟨ε_θ(x, ∅), v⟩/∂x, one forward and backward pass, compiled
-// once and kept on n. DF-EA needs no network: it uses the denoiser ȳ of the
+// Operator returns the Fisher operator that the spec name gives
+// (access.NewOperator; e.g. OperatorVJP or OperatorDFEA), built once per
+// canonical name and kept on n. The VJP operator is the unconditional
+// network's (n.Net): F v ≈ (1/σ) ∂⟨ε_θ(x, ∅), v⟩/∂x, one forward and
+// backward pass. DF-EA needs no network: it uses the denoiser ȳ of the
 // guided ε̃ that the inner solve computed, so it approximates the Fisher of
 // the guided model itself.
 func (n *Networks) Operator(name string) (score.FisherOperator, error) {
-	switch name {
-	case OperatorVJP:
-		if n.vjp == nil {
-			op, err := access.NewVJPMatVec(n.Net)
-			if err != nil {
-				return nil, err
-			}
-			n.vjp = op
-		}
-		return n.vjp, nil
-	case OperatorDFEA:
-		return access.DFEA{}, nil
+	s, err := access.ParseOperator(name)
+	if err != nil {
+		return nil, fmt.Errorf("mnist: %w", err)
 	}
-	return nil, fmt.Errorf("mnist: unknown Fisher operator %q (want %s or %s)", name, OperatorVJP, OperatorDFEA)
+	if op, ok := n.ops[s.Name]; ok {
+		return op, nil
+	}
+	env := access.Env{Net: n.Net}
+	if s.Needs == 0 {
+		env.Net = nil // DF-EA from the sampler's denoiser, as the guided model's
+	}
+	op, err := access.NewOperator(name, env)
+	if err != nil {
+		return nil, fmt.Errorf("mnist: %w", err)
+	}
+	if n.ops == nil {
+		n.ops = map[string]score.FisherOperator{}
+	}
+	n.ops[s.Name] = op
+	return op, nil
 }
 
 // GuidedSample draws one image per class by adjoint-guided DDIM (η = 0,

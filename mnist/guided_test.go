@@ -88,7 +88,7 @@ func TestGuidedSampleRefusesBadInput(t *testing.T) {
 	nets := tinyNetworks(t)
 	cfg := adjoint.Config{Steps: 2, From: 0, To: 1, InnerSteps: 1, Strength: 0.1}
 	ctx := context.Background()
-	for _, op := range []string{"", "exact", "df-ea", "VJP"} {
+	for _, op := range []string{"", "exact", "df-eb", "VJP"} {
 		if _, err := GuidedSample(ctx, nets, []int{1}, 1, CentringReward(), op, cfg, 1); err == nil || !strings.Contains(err.Error(), "unknown Fisher operator") {
 			t.Errorf("operator %q: %v", op, err)
 		}

@@ -5,12 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
-	"github.com/gomlx/gomlx/core/graph"
-	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"gonum.org/v1/gonum/mat"
 
@@ -18,7 +15,6 @@ import (
 	"github.com/dfx-lab/dfx/dfx/pfode"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
-	"github.com/dfx-lab/dfx/internal/tensormat"
 	"github.com/dfx-lab/dfx/models"
 )
 
@@ -36,9 +32,9 @@ type Networks struct {
 	// Records are the training records of each network, by name.
 	Records map[string]*TrainRecord
 
-	guided  *model.Exec
-	rewards map[string]*model.Exec // compiled reward graphs, by kind
-	vjp     *access.VJPMatVec      // the unconditional network's VJP Fisher operator
+	eps     *access.Net                     // the ε-network alone, where Net is nil (epsNet)
+	rewards map[string]*model.Exec          // compiled reward graphs, by kind
+	ops     map[string]score.FisherOperator // Fisher operators by canonical name (Operator)
 }
 
 // OpenNetworks is LoadNetworks on the default backend (models.NewBackend,
@@ -133,47 +129,52 @@ func OpenEps(backend compute.Backend, dir, name string) (*Networks, error) {
 	return &Networks{Backend: backend, Store: store}, nil
 }
 
-// GuidedEps is classifier-free guidance (models.GuidedEps) with
-// per-row scale and class: ε̃ = ε(x, ∅) + s (ε(x, c) − ε(x, ∅)) [B, d] at the
-// coefficients at, one forward pass of 2B rows (s = 1 is the conditional
-// model, s = 0 the unconditional one; the paper's "guidance scale" is s).
+// GuidedEps is classifier-free guidance (models.GuidedEps through
+// access.Net.GuidedEpsAt) with per-row scale and class: ε̃ = ε(x, ∅) +
+// s (ε(x, c) − ε(x, ∅)) [B, d] at the coefficients at, one forward pass of
+// 2B rows (s = 1 is the conditional model, s = 0 the unconditional one;
+// the paper's "guidance scale" is s).
 func (n *Networks) GuidedEps(at schedule.Coefficients, x *mat.Dense, class []int, scale []float64) (*mat.Dense, error) {
 	b, d := x.Dims()
 	if d != Dim || len(class) != b || len(scale) != b {
 		return nil, fmt.Errorf("mnist: guided ε of [%d, %d] points with %d classes and %d scales", b, d, len(class), len(scale))
 	}
-	if err := at.Check(); err != nil {
+	if err := checkClasses(class); err != nil {
 		return nil, err
 	}
-	var err error
-	if n.guided == nil {
-		n.guided, err = model.NewExec(n.Backend, n.Store, func(scope *model.Scope, in []*graph.Node) *graph.Node {
-			return models.GuidedEps(scope, models.Inputs{X: in[0], Class: in[1], Alpha: in[3], Sigma: in[4]}, in[2])
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	cl := make([]int32, b)
-	for i, k := range class {
-		if k < 0 || k > 9 {
-			return nil, fmt.Errorf("mnist: class %d outside 0…9", k)
-		}
-		cl[i] = int32(k)
-	}
-	out, err := n.guided.Exec(tensormat.FromMatrix(dtypes.Float32, x), tensors.FromFlatDataAndDimensions(cl, b),
-		tensormat.Float32s(scale), tensormat.Filled(dtypes.Float32, b, at.Alpha), tensormat.Filled(dtypes.Float32, b, at.Sigma))
+	eps, err := n.epsNet().GuidedEpsAt(at, x, class, scale)
 	if err != nil {
-		return nil, fmt.Errorf("mnist: guided ε: %w", err)
+		return nil, fmt.Errorf("mnist: %w", err)
 	}
-	return tensormat.Dense(out[0], b, d), nil
+	return eps, nil
+}
+
+// checkClasses refuses a class outside 0…9.
+func checkClasses(class []int) error {
+	for _, k := range class {
+		if k < 0 || k > 9 {
+			return fmt.Errorf("mnist: class %d outside 0…9", k)
+		}
+	}
+	return nil
+}
+
+// epsNet is the access.Net of the ε-network: Net, or for Networks of an
+// ε-network alone (OpenEps, a store), one over Store, made once.
+func (n *Networks) epsNet() *access.Net {
+	if n.Net != nil {
+		return n.Net
+	}
+	if n.eps == nil {
+		n.eps = access.NewNet(n.Backend, n.Store, Schedule(), dtypes.Float32, models.AccessNetwork(n.Store, false))
+	}
+	return n.eps
 }
 
 // CFGModel is classifier-free guidance (GuidedEps) with fixed per-row
 // classes and one scale as a score.Model (ε̃ native). It takes exactly
 // len(class) rows.
 func (n *Networks) CFGModel(class []int, scale float64) score.Model {
-	class = append([]int(nil), class...)
 	sc := make([]float64, len(class))
 	for i := range sc {
 		sc[i] = scale
@@ -181,18 +182,11 @@ func (n *Networks) CFGModel(class []int, scale float64) score.Model {
 	return n.cfgModel(class, sc)
 }
 
-func (n *Networks) cfgModel(class []int, scale []float64) score.Model {
-	return score.ModelFunc(func(c schedule.Coefficients, x *mat.Dense, want score.Want) (*score.Eval, error) {
-		if want&(score.WantTrace|score.WantFisher) != 0 {
-			return nil, fmt.Errorf("mnist: classifier-free guidance has no Fisher trace or matrices")
-		}
-		eps, err := n.GuidedEps(c, x, class, scale)
-		if err != nil {
-			return nil, err
-		}
-		ev := &score.Eval{Eps: eps}
-		return ev, ev.Fill(c, x, want)
-	})
+// cfgModel is access.NetModel with classifier-free guidance (copies of
+// class and scale).
+func (n *Networks) cfgModel(class []int, scale []float64) access.NetModel {
+	g := &access.Guidance{Class: append([]int(nil), class...), Scale: append([]float64(nil), scale...)}
+	return access.NetModel{Net: n.epsNet(), Guidance: g}
 }
 
 // SampleConfig is a DDIM run of the guided sampler.
@@ -203,10 +197,11 @@ type SampleConfig struct {
 	Batch int // rows per network call (0: 64, measured ≈ 1.6× cheaper per row than 256 on the Go backend)
 }
 
-// Sample draws one image per (class, scale) pair by DDIM (η = 0,
-// pfode.DDIMStep) with classifier-free guidance (GuidedEps), from x_T ~ N(0, σ_T² I) drawn from Seed (row i
-// from its own stream, so a row does not depend on the batch it is in). It
-// returns the images at Final [B, d] (not clipped).
+// Sample draws one image per (class, scale) pair by DDIM (η = 0, dfx/pfode's
+// Solve with DDIM, driven by ε) with classifier-free guidance (GuidedEps),
+// from x_T ~ N(0, σ_T² I) drawn from Seed (row i from its own stream, so a
+// row does not depend on the batch it is in). It returns the images at
+// Final [B, d] (not clipped).
 func (n *Networks) Sample(cfg SampleConfig, class []int, scale []float64) (*mat.Dense, error) {
 	return n.SampleContext(context.Background(), cfg, class, scale)
 }
@@ -263,47 +258,36 @@ func (n *Networks) SampleRowsContext(ctx context.Context, cfg SampleConfig, clas
 	if final < tMin || final >= tMax {
 		return nil, fmt.Errorf("mnist: final time %g outside [%g, %g)", final, tMin, tMax)
 	}
+	if err := checkClasses(class[lo:hi]); err != nil {
+		return nil, err
+	}
 	grid := make([]float64, cfg.Steps+1)
 	for i := range grid {
 		grid[i] = tMax + (final-tMax)*float64(i)/float64(cfg.Steps)
 	}
 	x := InitialNoise(cfg.Seed, lo, hi)
-	m := n.cfgModel(class[lo:hi], scale[lo:hi])
-	// α and σ at the grid's times, unchecked: the last time may round a
-	// hair below t_min.
-	at := func(t float64) schedule.Coefficients {
-		return schedule.Coefficients{T: t, Alpha: s.Alpha(t), Sigma: s.Sigma(t)}
+	sys := pfode.New(ddimTimes{s}, n.cfgModel(class[lo:hi], scale[lo:hi]), hi-lo, Dim, 0)
+	sys.Drive = score.WantEps
+	y := sys.Init(x, nil)
+	if _, err := pfode.Solve(ctx, sys, pfode.DDIM, grid, y, nil); err != nil {
+		return nil, err // ctx's error as it is, or a step's, which names pfode and the step
 	}
-	for k := 0; k+1 < len(grid); k++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		c0, c1 := at(grid[k]), at(grid[k+1])
-		ev, err := m.Eval(c0, x, score.WantEps)
-		if err != nil {
-			return nil, err
-		}
-		pfode.DDIMStep(x, c0, c1, ev)
-	}
-	return x, nil
+	return mat.DenseCopyOf(sys.X(y)), nil
+}
+
+// ddimTimes is the schedule's α and σ at the times of a DDIM grid,
+// unchecked against its interval: the grid's last time, computed as
+// t_max + (final − t_max)·1, may round a hair below t_min.
+type ddimTimes struct{ schedule.Schedule }
+
+// At implements schedule.Source (α and σ; DDIM needs no more).
+func (s ddimTimes) At(t float64) (schedule.Coefficients, error) {
+	return schedule.Coefficients{T: t, Alpha: s.Alpha(t), Sigma: s.Sigma(t)}, nil
 }
 
 // InitialNoise is x_T for rows [lo, hi) of a sampling run: row i from the
 // PCG stream (seed, i), scaled by σ(T).
-func InitialNoise(seed uint64, lo, hi int) *mat.Dense {
-	s := Schedule()
-	_, tMax := s.Interval()
-	sig := s.Sigma(tMax)
-	x := mat.NewDense(hi-lo, Dim, nil)
-	for i := lo; i < hi; i++ {
-		rng := rand.New(rand.NewPCG(seed, uint64(i)))
-		row := x.RawRowView(i - lo)
-		for j := range row {
-			row[j] = sig * rng.NormFloat64()
-		}
-	}
-	return x
-}
+func InitialNoise(seed uint64, lo, hi int) *mat.Dense { return Problem().InitialNoise(seed, lo, hi) }
 
 // ClassLogProb is the classifier's log p(c | x) of each row's requested
 // class, the stand-in for the CLIP score, and the penultimate features.

@@ -16,7 +16,9 @@ import (
 
 	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/mixture"
+	"github.com/dfx-lab/dfx/dfx/pfode"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 	"github.com/dfx-lab/dfx/models"
 )
 
@@ -86,9 +88,17 @@ func TestFusedGraphMatchesTheAccessEstimators(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		eps, tr, nu, err := f.eval(c, x)
+		evTM, err := dynamics{f: f, kind: traceDFTM}.Eval(c, x, score.WantTrace)
 		if err != nil {
 			t.Fatal(err)
+		}
+		evC, err := dynamics{f: f, kind: traceDFTMC}.Eval(c, x, score.WantTrace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eps, tr, nu := evTM.Eps, evTM.Trace, evC.Trace
+		if !mat.Equal(eps, evC.Eps) {
+			t.Errorf("t=%g: the two fused graphs' ε differ", tm)
 		}
 		wantEps, _ := nets.Net.EpsAt(c, x)
 		wantTr, _ := dftm.Trace(c, x)
@@ -258,4 +268,44 @@ func checkResumesExactly(t *testing.T, spec NetSpec) (*TrainRecord, string) {
 		t.Fatal("no variables compared")
 	}
 	return recB, resumed
+}
+
+// TestSampleIsTheDDIMLoopItReplaced: Sample runs through dfx/pfode (Solve
+// with DDIM, ε-driven) and gives, bit for bit, what a plain loop of
+// pfode.DDIMStep over the guided ε on the same grid gives — on a network
+// without its DF-TM networks (a store alone, as OpenEps loads) too.
+func TestSampleIsTheDDIMLoopItReplaced(t *testing.T) {
+	tiny := tinyNetworks(t)
+	for _, nets := range []*Networks{tiny, {Backend: tiny.Backend, Store: tiny.Store}} {
+		class, scale := []int{0, 4, 9}, []float64{1, 2.5, 0}
+		cfg := SampleConfig{Steps: 5, Seed: 3, Final: 0.02}
+		got, err := nets.Sample(cfg, class, scale)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := Schedule()
+		_, tMax := s.Interval()
+		x := InitialNoise(cfg.Seed, 0, len(class))
+		at := func(t float64) schedule.Coefficients {
+			return schedule.Coefficients{T: t, Alpha: s.Alpha(t), Sigma: s.Sigma(t)}
+		}
+		for k := range cfg.Steps {
+			t0 := tMax + (cfg.Final-tMax)*float64(k)/float64(cfg.Steps)
+			t1 := tMax + (cfg.Final-tMax)*float64(k+1)/float64(cfg.Steps)
+			eps, err := nets.GuidedEps(at(t0), x, class, scale)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pfode.DDIMStep(x, at(t0), at(t1), &score.Eval{Eps: eps})
+		}
+		if !mat.Equal(got, x) {
+			t.Errorf("Sample differs from the DDIM loop (largest row sum of |Δ| %g)", normInf(got, x))
+		}
+	}
+}
+
+func normInf(a, b *mat.Dense) float64 {
+	var d mat.Dense
+	d.Sub(a, b)
+	return mat.Norm(&d, math.Inf(1))
 }

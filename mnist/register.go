@@ -6,7 +6,6 @@ import (
 	"os"
 
 	"github.com/dfx-lab/dfx/dfx/report"
-	"github.com/dfx-lab/dfx/toys"
 )
 
 // CheckNets checks that dir ("" for the committed networks) holds every
@@ -52,14 +51,6 @@ func init() {
 		},
 	})
 	report.RegisterLegacy(report.Legacy{
-		Name:  "adjoint",
-		Doc:   "paper Figures 3–4 on MNIST: adjoint guidance with VJP vs DF-EA, the strength grid search, cost per step, and the exact-operator study (60 000-image Dirac mixture and a d = 64 Gaussian mixture)",
-		Check: checkDataNets,
-		Run: func(ctx context.Context, c report.Config) ([]report.Result, error) {
-			return report.One(RunAdjointStudy(ctx, c))
-		},
-	})
-	report.RegisterLegacy(report.Legacy{
 		Name: "mnist-density",
 		Doc:  "density guidance on MNIST: samples steered to quantile levels and offsets of their log-density, exactly on a fitted Gaussian mixture and on the networks with DF-TM, DF-TM-c and Hutchinson traces, achieved bpd measured independently",
 		Check: func(s report.Settings) error {
@@ -99,45 +90,4 @@ func init() {
 			return report.One(RunExactModel(ctx, report.Pick(c.Profile, ExactModelQuick, ExactModelFull), c.LogWriter()))
 		},
 	})
-}
-
-// AdjointStudy is `dfx reproduce adjoint`'s one folder: the MNIST
-// experiment (RunAdjoint) and the d = 64 Gaussian-mixture half of the
-// exact-operator study (toys.RunAdjointGMM).
-type AdjointStudy struct {
-	MNIST *AdjointResult
-	GMM   *toys.AdjointGMMResult
-}
-
-// RunAdjointStudy runs both halves at c's profile, on c's networks.
-func RunAdjointStudy(ctx context.Context, c report.Config) (*AdjointStudy, error) {
-	log := c.LogWriter()
-	cfg, gcfg := AdjointFor(c.Profile), toys.AdjointGMMFor(c.Profile)
-	cfg.NetsDir = c.Settings.NetsDir
-	res, err := RunAdjoint(ctx, cfg, log)
-	if err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(log, "adjoint: MNIST computed in %.1fs\n", res.Elapsed.Seconds())
-	fmt.Fprintf(log, "adjoint: d = %d Gaussian-mixture study …\n", gcfg.Dim)
-	gmm, err := toys.RunAdjointGMM(ctx, gcfg)
-	if err != nil {
-		return nil, fmt.Errorf("adjoint: Gaussian-mixture study: %w", err)
-	}
-	fmt.Fprintf(log, "adjoint: Gaussian-mixture study computed in %.1fs\n", gmm.Elapsed.Seconds())
-	return &AdjointStudy{res, gmm}, nil
-}
-
-// Report implements report.Result: both halves' tables and figures.
-func (a *AdjointStudy) Report() (*report.Report, error) {
-	m, err := a.MNIST.Report()
-	if err != nil {
-		return nil, err
-	}
-	g, err := a.GMM.Report()
-	if err != nil {
-		return nil, err
-	}
-	rep := report.Merge(m.Name, m.Title, m, g)
-	return rep, rep.Check()
 }

@@ -3,7 +3,6 @@ package mnist
 import (
 	"context"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	"gonum.org/v1/gonum/mat"
@@ -11,6 +10,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/internal/stats"
 )
 
 // TimingRow is one method at one batch size: the median wall time of one
@@ -102,22 +102,10 @@ func RunTiming(ctx context.Context, nets *Networks, cfg Config, train *Set) (*Ti
 			return nil, err
 		}
 		for i, m := range ms {
-			res.Rows = append(res.Rows, TimingRow{Kind: m.kind, Method: m.name, Batch: b, Seconds: median(times[i]), Rounds: len(times[i]), Note: m.note})
+			res.Rows = append(res.Rows, TimingRow{Kind: m.kind, Method: m.name, Batch: b, Seconds: stats.Median(times[i]), Rounds: len(times[i]), Note: m.note})
 		}
 	}
 	return res, nil
-}
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // timedMethod is one row of the timing table: what it calls and how often.

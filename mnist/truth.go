@@ -11,6 +11,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/internal/stats"
 )
 
 // TruthRow summarises the estimators against the exact Fisher of the
@@ -197,6 +198,6 @@ func dftmBound(row *TruthRow, n *access.Net, dftm score.TraceEstimator, y, x *ma
 		row.NetCov += (tt[i] - ynet/Dim) / float64(q)
 		row.NearestShare += nearest[i] / float64(q)
 	}
-	row.BoundRatio = median(ratios)
+	row.BoundRatio = stats.Median(ratios)
 	return nil
 }

@@ -20,11 +20,17 @@ import (
 // for unconditional queries (the null class where the networks are
 // class-conditional): Eps is the score network (ScoreScope), and with
 // withTrace T is the DF-TM network (TraceScope) and Nu the centred DF-TM
-// network (CentredTraceScope) where the store holds one.
+// network (CentredTraceScope) where the store holds one; Guided is
+// classifier-free guidance (GuidedEps) where the network has classes.
 func AccessNetwork(store *model.Store, withTrace bool) access.Network {
 	net := access.Network{Eps: func(scope *model.Scope, x, alpha, sigma *graph.Node) *graph.Node {
 		return Eps(scope, Inputs{X: x, Alpha: alpha, Sigma: sigma, Class: nullClass(scope, x)})
 	}}
+	if model.GetParamOr(store.RootScope(), ParamNumClasses, 0) > 0 {
+		net.Guided = func(scope *model.Scope, x, class, scale, alpha, sigma *graph.Node) *graph.Node {
+			return GuidedEps(scope, Inputs{X: x, Class: class, Alpha: alpha, Sigma: sigma}, scale)
+		}
+	}
 	if withTrace {
 		net.T = func(scope *model.Scope, x, alpha, sigma *graph.Node) *graph.Node {
 			return TraceNet(scope, Inputs{X: x, Alpha: alpha, Sigma: sigma, Class: nullClass(scope, x)})
@@ -72,6 +78,32 @@ func SkipControlVariate(backend compute.Backend, store *model.Store, s schedule.
 		return access.ControlVariate{}, nil, err
 	}
 	return access.ControlVariate{Known: score.Exact{Mixture: mix}, Residual: h}, mix, nil
+}
+
+// SkipHutchinson is the registered trace family "skip-hutchinson" (spec
+// skip-hutchinson-K, or skip-hutchinson:K): SkipControlVariate with K
+// probes on the store of Env.Net, which must hold an ε-network with a
+// mixture skip; the probes' rows a call are Env.ProbeRows.
+var SkipHutchinson = access.TraceFamily{Name: "skip-hutchinson", Arg: "the number of probes", Random: true, Needs: access.NeedsNet,
+	Doc: "a network with a mixture skip: the skip's exact trace plus Hutchinson with K probes on the residual",
+	New: newSkipHutchinson}
+
+func init() { access.RegisterTrace(SkipHutchinson) }
+
+func newSkipHutchinson(k int, env access.Env) (score.TraceEstimator, error) {
+	n := env.Net
+	if !HasNetwork(n.Store, MixtureScope) {
+		return nil, fmt.Errorf("models: skip-hutchinson needs an ε-network with a mixture skip; this one has none (use hutchinson:%d)", k)
+	}
+	cv, _, err := SkipControlVariate(n.Backend, n.Store, n.Schedule, n.DType, k, env.Seed)
+	if err != nil {
+		return nil, err
+	}
+	if h, ok := cv.Residual.(*access.Hutchinson); ok && env.ProbeRows > 0 {
+		h.SetMaxRows(env.ProbeRows)
+	}
+	cv.Label = fmt.Sprintf("skip-hutchinson-%d", k)
+	return cv, nil
 }
 
 // NewAccessNet wraps a store's networks (AccessNetwork) as an access.Net in

@@ -9,9 +9,8 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-[ -d /usr/local/go/bin ] && PATH="$PATH:/usr/local/go/bin"
-export GOEXPERIMENT=simd
-unset GOMLX_BACKEND
+. scripts/lib.sh
+go_env
 before="${1:?usage: bench-before-after.sh BEFORE [AFTER] [REGEX]}"
 after="${2:-HEAD}"
 # go test matches a -bench pattern level by level (split at /): the network is one level.

@@ -44,27 +44,10 @@ BENCHTIME_NET="${BENCHTIME_NET:-5x}"
 TORCH_THREADS="${TORCH_THREADS:-2 1}"
 TORCH_ARGS="${TORCH_ARGS:---warmup 2 --repeats 3}"
 setup=1 gobench=1 torchbench=1
-for a in "$@"; do
-  case "$a" in
-    --no-setup) setup=0 ;;
-    --go-only) torchbench=0 ;;
-    --torch-only) gobench=0 ;;
-    -h|--help) sed -n '2,28p' "${BASH_SOURCE[0]}"; exit 0 ;;
-    *) echo "bench-torch: unknown argument $a" >&2; exit 2 ;;
-  esac
-done
-[ -d /usr/local/go/bin ] && PATH="$PATH:/usr/local/go/bin"
-export GOEXPERIMENT=simd # the Go backend's AVX2/AVX-512 kernels; 7-11x slower without
-unset GOMLX_BACKEND      # the library's own backend config (models.TrainBackendConfig)
-
-SUDO=()
-[ "$(id -u)" = 0 ] || ! command -v sudo >/dev/null 2>&1 || SUDO=(sudo)
-apt_install() {
-  [ "$setup" = 1 ] || return 1
-  echo "bench-torch: apt-get install $*" >&2
-  "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q </dev/null >/dev/null &&
-  "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" </dev/null >/dev/null
-}
+. "$here/lib.sh"
+parse_opts bench-torch 2,28 "--no-setup=setup=0 --go-only=torchbench=0 --torch-only=gobench=0" "$@"
+go_env # GOEXPERIMENT=simd; GOMLX_BACKEND unset: the library's own backend config (models.TrainBackendConfig)
+apt_install() { apt_install_as bench-torch "$@"; }
 
 tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
 rows="$tmp/rows"   # source<TAB>case<TAB>ms, one line per measurement

@@ -25,27 +25,11 @@ ROUNDS="${ROUNDS:-3}"
 BENCHTIME="${BENCHTIME:-3x}"
 SIGMA="${SIGMA:-0.5}"
 PY=/usr/bin/python3
-export GOEXPERIMENT=simd
 openblas=1 gobench=1 setup=1
-for a in "$@"; do
-  case "$a" in
-    --no-openblas) openblas=0 ;;
-    --numpy-only) gobench=0 ;;
-    --no-setup) setup=0 ;;
-    -h|--help) sed -n '2,16p' "${BASH_SOURCE[0]}"; exit 0 ;;
-    *) echo "bench-trace: unknown argument $a" >&2; exit 2 ;;
-  esac
-done
-[ -d /usr/local/go/bin ] && PATH="$PATH:/usr/local/go/bin"
-
-SUDO=()
-[ "$(id -u)" = 0 ] || ! command -v sudo >/dev/null 2>&1 || SUDO=(sudo)
-apt_install() {
-  [ "$setup" = 1 ] || return 1
-  echo "bench-trace: apt-get install $*" >&2
-  "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q </dev/null >/dev/null &&
-  "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" </dev/null >/dev/null
-}
+. "$here/lib.sh"
+parse_opts bench-trace 2,16 "--no-openblas=openblas=0 --numpy-only=gobench=0 --no-setup=setup=0" "$@"
+go_env
+apt_install() { apt_install_as bench-trace "$@"; }
 
 tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
 rows="$tmp/rows"   # round<TAB>name<TAB>seconds<TAB>GFLOP/s

@@ -15,9 +15,8 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 cd "$root"
-[ -d /usr/local/go/bin ] && PATH="$PATH:/usr/local/go/bin"
-export GOEXPERIMENT=simd
-unset GOMLX_BACKEND
+. "$here/lib.sh"
+go_env
 filter="${1:-.}"
 out="figures/bench/profiles"
 tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT

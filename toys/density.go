@@ -14,6 +14,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/pfode"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/internal/stats"
 	"github.com/dfx-lab/dfx/models"
 )
 
@@ -318,7 +319,7 @@ func densityRuns(ctx context.Context, cfg DensityConfig, s schedule.Schedule, mi
 		if err != nil {
 			return nil, nil, err
 		}
-		row := DensityRow{Dim: d, Method: m.name, Target: tg.name, Level: tg.level, Achieved: meanSE(ex.LogProb),
+		row := DensityRow{Dim: d, Method: m.name, Target: tg.name, Level: tg.level, Achieved: stats.EstimateOf(ex.LogProb),
 			PerSample: elapsed / time.Duration(cfg.Samples), NFE: st.NFE}
 		if gd.Evals > 0 {
 			row.Limited = float64(gd.Limited) / float64(gd.Evals)
@@ -333,11 +334,11 @@ func densityRuns(ctx context.Context, cfg DensityConfig, s schedule.Schedule, mi
 				row.AtMode++
 			}
 		}
-		row.Tracked = meanSE(track)
+		row.Tracked = stats.EstimateOf(track)
 		if !math.IsNaN(tg.level) {
-			row.Miss, row.AbsMiss = meanSE(miss), meanSE(abs)
+			row.Miss, row.AbsMiss = stats.EstimateOf(miss), stats.EstimateOf(abs)
 		} else {
-			row.Miss, row.AbsMiss = MeanSE{math.NaN(), math.NaN()}, MeanSE{math.NaN(), math.NaN()}
+			row.Miss, row.AbsMiss = MeanSE{Mean: math.NaN(), SE: math.NaN()}, MeanSE{Mean: math.NaN(), SE: math.NaN()}
 			row.AtMode = 0
 		}
 		if tg.target == nil {

@@ -76,7 +76,7 @@ func (ev *evaluator) row(t float64, withNLL bool) (Row, error) {
 			if err != nil {
 				return row, fmt.Errorf("toys: exact at t = %g: %w", t, err)
 			}
-			exTr = append(exTr, mean(ex.Trace))
+			exTr = append(exTr, stats.Mean(ex.Trace))
 			if len(ev.nets) == 0 {
 				continue
 			}
@@ -117,7 +117,7 @@ func (ev *evaluator) row(t float64, withNLL bool) (Row, error) {
 	if err != nil {
 		return row, err
 	}
-	row.ExactNLL = -mean(ex.LogProb)
+	row.ExactNLL = -stats.Mean(ex.LogProb)
 	methods := []string{MethodExact}
 	if len(ev.nets) > 0 {
 		methods = append(methods, MethodVJP, MethodDFTM, MethodDFTMC)
@@ -134,7 +134,7 @@ func (ev *evaluator) row(t float64, withNLL bool) (Row, error) {
 			return row, fmt.Errorf("toys: NLL of %s at t = %g: %w", m, t, err)
 		}
 		row.NLLErr[m] = RelErr(r.LogProb, ex.LogProb)
-		row.SolverErr[m] = mean(r.SolverError)
+		row.SolverErr[m] = stats.Mean(r.SolverError)
 	}
 	return row, nil
 }
@@ -155,14 +155,6 @@ func RelL2(est, ref *mat.Dense) float64 {
 	var diff mat.Dense
 	diff.Sub(est, ref)
 	return mat.Norm(&diff, 2) / mat.Norm(ref, 2)
-}
-
-func mean(v []float64) float64 {
-	s := 0.0
-	for _, x := range v {
-		s += x
-	}
-	return s / float64(len(v))
 }
 
 // stat is the mean and sample standard deviation of v over seeds; with one

@@ -27,11 +27,6 @@ func AccessPlaneFor(p report.Profile) AccessConfig {
 	return report.Pick(p, AccessPlaneQuick, AccessPlaneFull)
 }
 
-// AdjointGMMFor is AdjointGMMQuick or AdjointGMMFull.
-func AdjointGMMFor(p report.Profile) AdjointGMMConfig {
-	return report.Pick(p, AdjointGMMQuick, AdjointGMMFull)
-}
-
 // DensityFor is DensityQuick or DensityFull.
 func DensityFor(p report.Profile) DensityConfig {
 	if p == report.Quick {

@@ -54,7 +54,7 @@ func FuzzParseGMM(f *testing.F) {
 }
 
 // FuzzParseTrace: no --trace value panics; whatever parses is a known
-// estimator, with K ≥ 1 (≥ 3 for hutchpp) exactly when it takes one, and
+// estimator, with K ≥ 1 (≥ 3 for Hutch++) exactly when it takes one, and
 // its String parses back to itself.
 func FuzzParseTrace(f *testing.F) {
 	for _, s := range []string{"vjp", "hutchinson:4", "hutchpp:3", "hutchpp:2", "dftm", "dftm-c", "df-tm-c", "Hutch++:9", "vjp:1", "hutchinson:", "hutchinson:-1", "hutchinson:99999999999999999999", " exact "} {
@@ -65,14 +65,14 @@ func FuzzParseTrace(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if !slices.Contains([]string{"vjp", "hutchinson", "hutchpp", "dftm", "dftm-c"}, tr.kind) {
-			t.Fatalf("%q parsed to unknown kind %q", v, tr.kind)
+		if !slices.Contains([]string{"vjp-exact", "hutchinson", "hutch++", "df-tm", "df-tm-c", "skip-hutchinson"}, tr.Family) {
+			t.Fatalf("%q parsed to unknown family %q", v, tr.Family)
 		}
-		if tr.random() != (tr.k >= 1) || (tr.kind == "hutchpp" && tr.k < 3) {
+		if tr.random() != (tr.K >= 1) || (tr.Family == "hutch++" && tr.K < 3) {
 			t.Fatalf("%q parsed to %+v", v, tr)
 		}
 		back, err := parseTrace(tr.String())
-		if err != nil || back != tr {
+		if err != nil || back.Spec != tr.Spec {
 			t.Fatalf("%q → %v → %+v, %v", v, tr, back, err)
 		}
 	})

@@ -199,55 +199,41 @@ func parseGMM(raw []byte) (*gmmSpec, error) {
 
 // --- trained networks -------------------------------------------------------
 
-// traceSpec is a parsed --trace.
+// traceSpec is a parsed --trace: a spec of dfx/access's registry.
 type traceSpec struct {
-	kind string // vjp, hutchinson, hutchpp, skip-hutchinson, dftm, dftm-c
-	k    int    // probes (hutchinson, skip-hutchinson) or matvecs (hutchpp)
+	access.Spec
+	spec string // as given, in lower case
 }
 
-func (t traceSpec) random() bool {
-	return t.kind == "hutchinson" || t.kind == "hutchpp" || t.kind == "skip-hutchinson"
-}
+func (t traceSpec) random() bool { return t.Random }
 
+// String is how dfx nll has always named the trace in its output (dftm,
+// hutchinson:K, …), whichever spelling was given.
 func (t traceSpec) String() string {
-	if t.random() {
-		return t.kind + ":" + strconv.Itoa(t.k)
+	name := map[string]string{"vjp-exact": "vjp", "df-tm": "dftm", "df-tm-c": "dftm-c", "hutch++": "hutchpp"}[t.Family]
+	if name == "" {
+		name = t.Family
 	}
-	return t.kind
+	if t.K > 0 {
+		name += ":" + strconv.Itoa(t.K)
+	}
+	return name
 }
 
-const traceForms = "vjp, hutchinson:K, hutchpp:K, skip-hutchinson:K, dftm, dftm-c"
-
+// parseTrace reads --trace (any case) with dfx/access's registry.
 func parseTrace(v string) (traceSpec, error) {
-	name, arg, hasArg := strings.Cut(strings.ToLower(strings.TrimSpace(v)), ":")
-	switch name {
-	case "df-tm":
-		name = "dftm"
-	case "df-tm-c", "dftmc":
-		name = "dftm-c"
-	case "hutch++":
-		name = "hutchpp"
+	spec := strings.ToLower(strings.TrimSpace(v))
+	s, err := access.ParseTrace(spec)
+	var se *access.SpecError
+	switch {
+	case errors.As(err, &se) && se.Unknown:
+		return traceSpec{}, fmt.Errorf("unknown --trace %q (want one of %s)", v, se.Valid)
+	case errors.As(err, &se):
+		return traceSpec{}, fmt.Errorf("--trace %s: %s", spec, se.Reason)
+	case err != nil:
+		return traceSpec{}, err
 	}
-	switch name {
-	case "vjp", "dftm", "dftm-c":
-		if hasArg {
-			return traceSpec{}, fmt.Errorf("--trace %s takes no :K", name)
-		}
-		return traceSpec{kind: name}, nil
-	case "hutchinson", "hutchpp", "skip-hutchinson":
-		if !hasArg {
-			return traceSpec{}, fmt.Errorf("--trace %s needs the number of probes: %s:K", name, name)
-		}
-		k, err := strconv.Atoi(arg)
-		if err != nil || k < 1 {
-			return traceSpec{}, fmt.Errorf("--trace %s:%s: K must be an integer ≥ 1", name, arg)
-		}
-		if name == "hutchpp" && k < 3 {
-			return traceSpec{}, fmt.Errorf("--trace hutchpp:%d: Hutch++ needs K ≥ 3 matvecs (a third each for the sketch, its range and the residual)", k)
-		}
-		return traceSpec{kind: name, k: k}, nil
-	}
-	return traceSpec{}, fmt.Errorf("unknown --trace %q (want one of %s)", v, traceForms)
+	return traceSpec{Spec: s, spec: spec}, nil
 }
 
 // loadNetModel reads the --checkpoint files (weights checkpoints; networks
@@ -268,10 +254,16 @@ func loadNetModel(paths []string, tr traceSpec, d int, s schedule.Schedule, seed
 			}
 		}
 	}
-	need := map[string]string{"dftm": models.TraceScope, "dftm-c": models.CentredTraceScope}[tr.kind]
+	need := ""
+	switch {
+	case tr.Needs&access.NeedsT != 0:
+		need = models.TraceScope
+	case tr.Needs&access.NeedsNu != 0:
+		need = models.CentredTraceScope
+	}
 	if _, ok := have[need]; need != "" && !ok {
 		return nllModel{}, fmt.Errorf("--trace %s needs the %s network in a --checkpoint (repeat --checkpoint with the file that holds it, e.g. the *-%s-* checkpoint beside the score network's); the files hold %s",
-			tr.kind, need, map[string]string{"dftm": "df-tm", "dftm-c": "df-tm-c"}[tr.kind], strings.Join(held, ", "))
+			tr, need, tr.Family, strings.Join(held, ", "))
 	}
 	for _, p := range paths { // a file loaded and not used is a mistake, not a no-op
 		used := false
@@ -284,7 +276,7 @@ func loadNetModel(paths []string, tr traceSpec, d int, s schedule.Schedule, seed
 		}
 		if !used {
 			slices.Sort(holds)
-			return nllModel{}, fmt.Errorf("--checkpoint %s holds %s, which --trace %s does not use: leave it out, or choose the --trace that uses it", p, strings.Join(holds, ", "), tr.kind)
+			return nllModel{}, fmt.Errorf("--checkpoint %s holds %s, which --trace %s does not use: leave it out, or choose the --trace that uses it", p, strings.Join(holds, ", "), tr)
 		}
 	}
 	backend, err := models.NewBackend()
@@ -295,46 +287,21 @@ func loadNetModel(paths []string, tr traceSpec, d int, s schedule.Schedule, seed
 	if err != nil {
 		return nllModel{}, fmt.Errorf("--checkpoint: %w", err)
 	}
-	if tr.kind != "dftm" {
+	if tr.Needs&access.NeedsT == 0 {
 		net.T = nil
-	}
-	nm := access.NetModel{Net: net}
-	rowsPer := 1 // graph rows per point of one trace call
-	switch tr.kind {
-	case "vjp":
-		nm.Trace, err = access.NewVJPTrace(net, access.PromptRows(d))
-		rowsPer = d
-	case "hutchinson":
-		nm.Trace, err = access.NewHutchinson(net, tr.k, access.Rademacher, seed)
-		rowsPer = tr.k
-	case "hutchpp":
-		nm.Trace, err = access.NewHutchPP(net, tr.k, seed)
-		rowsPer = tr.k
-	case "skip-hutchinson":
-		nm.Trace, _, err = models.SkipControlVariate(backend, store, s, net.DType, tr.k, seed)
-		rowsPer = tr.k
-	case "dftm":
-		nm.Trace, err = access.NewDFTM(net)
-	case "dftm-c":
-		nm.Trace, err = access.NewDFTMCentred(net)
-	}
-	if err != nil {
-		return nllModel{}, fmt.Errorf("--trace %s: %w", tr, err)
 	}
 	// The trace is evaluated PerCall points at a time, which bounds a call's
 	// rows and fixes the probe stream (drawn per call from the seed); inside
 	// it, VJP rows run in graph calls of PromptRows, short enough for an
 	// interrupt to be seen within a fraction of a second, without changing
 	// which probe each point gets.
-	nm.PerCall = max(1, access.DefaultMaxRows/rowsPer)
-	if prompt, ok := nm.Trace.(interface{ SetMaxRows(int) }); ok {
-		prompt.SetMaxRows(access.PromptRows(d))
+	prompt := access.PromptRows(d)
+	est, err := access.NewTrace(tr.spec, access.Env{Net: net, Seed: seed, ExactRows: prompt, ProbeRows: prompt})
+	if err != nil {
+		return nllModel{}, fmt.Errorf("--trace %s: %w", tr, err)
 	}
-	if cv, ok := nm.Trace.(access.ControlVariate); ok {
-		if prompt, ok := cv.Residual.(interface{ SetMaxRows(int) }); ok {
-			prompt.SetMaxRows(access.PromptRows(d))
-		}
-	}
+	rowsPer := access.RowsPerPoint(est, d) // graph rows per point of one trace call
+	nm := access.NetModel{Net: net, Trace: est, PerCall: max(1, access.DefaultMaxRows/rowsPer)}
 	width := float64(model.GetParamOr(store.Scope("/"), models.ParamWidth, 256))
 	fd := float64(d)
 	return nllModel{kind: "checkpoint", trace: tr.String(), model: nm,

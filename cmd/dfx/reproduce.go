@@ -14,6 +14,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/ot"
+	_ "github.com/dfx-lab/dfx/studies/adjoint"
 	_ "github.com/dfx-lab/dfx/studies/model"
 	"github.com/dfx-lab/dfx/toys"
 )

@@ -86,25 +86,29 @@ func (d *sampleDensityFlags) check(fs *flag.FlagSet, guide string) (*sampleDensi
 	return &sampleDensity{kind: kind, value: v, flags: d}, nil
 }
 
-// densityTrace reads a -trace name with dfx nll's parser (parseTrace), so
-// that both commands take the same spellings (dftm or df-tm, dftm-c,
-// df-tm-c or dftmc, any case), and returns its name in mnist.DensityTraces;
-// it builds nothing. Hutch++ is nll's alone.
+// densityTrace reads a -trace name with dfx nll's parser (parseTrace, on
+// dfx/access's registry), so that both commands take the same spellings
+// (df-tm or dftm, df-tm-c, dftm-c or dftmc, hutchinson:K or hutchinson-K,
+// any case), and returns its name in mnist.DensityTraces; it builds
+// nothing. Hutch++ is nll's alone.
 func densityTrace(v string) (string, error) {
 	unknown := fmt.Errorf("unknown --trace %q (want %s, with K in 1…1024)", v, mnist.TraceForms)
 	tr, err := parseTrace(v)
-	if err != nil {
+	switch {
+	case err != nil:
 		return "", unknown
-	}
-	name := map[string]string{"dftm": "df-tm", "dftm-c": "df-tm-c", "vjp": "vjp"}[tr.kind]
-	switch tr.kind {
-	case "hutchinson", "skip-hutchinson":
-		name = fmt.Sprintf("%s:%d", tr.kind, tr.k)
-	case "hutchpp":
+	case tr.Family == "hutch++":
 		return "", fmt.Errorf("--trace %s: Hutch++ is a trace of dfx nll; density guidance takes %s", v, mnist.TraceForms)
 	}
-	if _, err := mnist.CheckTrace(name); err != nil {
+	if _, err := mnist.CheckTrace(tr.spec); err != nil {
 		return "", unknown
+	}
+	name := tr.Family
+	if name == "vjp-exact" {
+		name = "vjp"
+	}
+	if tr.K > 0 {
+		name += fmt.Sprintf(":%d", tr.K)
 	}
 	return name, nil
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/adjoint"
 	"github.com/dfx-lab/dfx/internal/input"
 	"github.com/dfx-lab/dfx/mnist"
@@ -64,8 +65,8 @@ func (g *sampleGuideFlags) check(fs *flag.FlagSet, steps int) (*sampleGuide, err
 	if !known {
 		return nil, fmt.Errorf("unknown --guide %q (want one of %s)", g.guide, strings.Join(guideRewards, ", "))
 	}
-	if g.operator != mnist.OperatorDFEA && g.operator != mnist.OperatorVJP {
-		return nil, fmt.Errorf("unknown --operator %q (want %s or %s)", g.operator, mnist.OperatorDFEA, mnist.OperatorVJP)
+	if _, err := access.ParseOperator(g.operator); err != nil {
+		return nil, fmt.Errorf("unknown --operator %q (want one of %s)", g.operator, access.OperatorSpellings())
 	}
 	from, to := 3*steps/10, 7*steps/10
 	if isSet(fs, "window") {

@@ -103,20 +103,20 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 func trainHelp(stderr io.Writer) {
 	fmt.Fprintln(stderr, trainUsage)
 	fmt.Fprintln(stderr, "networks (train in this order):")
-	for _, s := range mnist.Specs() {
-		need := ""
-		if s.Needs != "" {
-			need = " (needs " + s.Needs + ")"
-		}
-		fmt.Fprintf(stderr, "  %-11s %s, %d steps%s\n", s.Name, s.About, s.Steps, need)
-	}
+	listSpecs(stderr, mnist.Specs(), 11)
 	fmt.Fprintln(stderr, "candidates (ε-networks compared by validation bpd at equal training time, and the trace networks of the chosen one):")
-	for _, s := range mnist.Candidates() {
+	listSpecs(stderr, mnist.Candidates(), 16)
+}
+
+// listSpecs prints one line per network: name (padded to width), what it
+// is, its steps and what it needs trained first.
+func listSpecs(w io.Writer, specs []mnist.NetSpec, width int) {
+	for _, s := range specs {
 		need := ""
 		if s.Needs != "" {
 			need = " (needs " + s.Needs + ")"
 		}
-		fmt.Fprintf(stderr, "  %-16s %s, %d steps%s\n", s.Name, s.About, s.Steps, need)
+		fmt.Fprintf(w, "  %-*s %s, %d steps%s\n", width, s.Name, s.About, s.Steps, need)
 	}
 }
 

@@ -30,6 +30,14 @@
 //     analytic_dirac), whose Net is also usable as an exact "network";
 //     score.Exact is the float64 reference.
 //
+// NewTrace and NewOperator build every one of them from a spec string, the
+// one registry of the repository: a spec's canonical name ("vjp-exact",
+// "hutchinson-16", "hutch++-48", "df-tm", "df-tm-c", "vjp-matvec", "df-ea")
+// is what the built value's Name() prints, the older spellings
+// ("hutchinson:16", "dftm", "dfea", "vjp", …) are aliases, and packages
+// with networks of their own register their families (RegisterTrace; e.g.
+// models' "skip-hutchinson-K").
+//
 // OperatorMatrix turns any operator into its d×d matrix. The graph builders
 // behind them (VJPMatVecGraph, DFTMTraceGraph, DFTMCentredTraceGraph,
 // DFEAMatVecGraph, DenoiserGraph, GuidedEpsGraph) are exported so they

@@ -52,29 +52,71 @@ func NewDFTM(n *Net) (*DFTM, error) {
 	if n.T == nil {
 		return nil, errors.New("access: DF-TM needs a trace network (Net.T)")
 	}
-	st, err := newScalarTrace(n, "df-tm", DFTMTraceGraph)
+	st, err := newScalarTrace(n, "df-tm", DFTMTraceGraph, dftmFromEps)
 	return &DFTM{st}, err
 }
 
 // scalarTrace is a trace estimator that is one compiled graph of (x, α, σ)
-// per query row: DF-TM, the centred DF-TM.
+// per query row: DF-TM, the centred DF-TM. fromEps builds the same trace
+// from an ε_θ already in the graph, for NetModel's Fused evaluation.
 type scalarTrace struct {
-	name string
-	net  *Net
-	exec *model.Exec
+	name    string
+	net     *Net
+	exec    *model.Exec
+	fromEps func(net Network, scope *model.Scope, x, eps, alpha, sigma *graph.Node) *graph.Node
+	fused   *model.Exec // ε_θ and the trace in one graph, compiled on first use
 }
 
-func newScalarTrace(n *Net, name string, build func(Network, *model.Scope, *graph.Node, *graph.Node, *graph.Node) *graph.Node) (scalarTrace, error) {
+func newScalarTrace(n *Net, name string, build func(Network, *model.Scope, *graph.Node, *graph.Node, *graph.Node) *graph.Node,
+	fromEps func(Network, *model.Scope, *graph.Node, *graph.Node, *graph.Node, *graph.Node) *graph.Node) (scalarTrace, error) {
 	e, err := n.exec(func(scope *model.Scope, in []*graph.Node) *graph.Node {
 		return build(n.Network, scope, in[0], in[1], in[2])
 	})
-	return scalarTrace{name, n, e}, err
+	return scalarTrace{name: name, net: n, exec: e, fromEps: fromEps}, err
 }
 
 func (e scalarTrace) Name() string { return e.name }
 
 func (e scalarTrace) Trace(c schedule.Coefficients, x *mat.Dense) ([]float64, error) {
 	return e.net.scalarAt(e.exec, c, x)
+}
+
+// epsAndTrace is ε_θ(x) [B, d] and the trace [B] at c from one graph: one
+// pass of ε_θ where Net.EpsAt and Trace take two.
+func (e *scalarTrace) epsAndTrace(c schedule.Coefficients, x *mat.Dense) (*mat.Dense, []float64, error) {
+	b, d, err := checkAt(c, x, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	n := e.net
+	if e.fused == nil {
+		if e.fused, err = model.NewExec(n.Backend, n.Store, func(scope *model.Scope, in []*graph.Node) []*graph.Node {
+			x, a, s := in[0], in[1], in[2]
+			eps := n.Eps(scope, x, a, s)
+			return []*graph.Node{eps, e.fromEps(n.Network, scope, x, eps, a, s)}
+		}); err != nil {
+			return nil, nil, err
+		}
+	}
+	dt := n.DType
+	out, err := e.fused.Exec(tensormat.FromMatrix(dt, x), tensormat.Filled(dt, b, c.Alpha), tensormat.Filled(dt, b, c.Sigma))
+	if err != nil {
+		return nil, nil, fmt.Errorf("access: %w", err)
+	}
+	return tensormat.Dense(out[0], b, d), tensormat.Values(out[1]), nil
+}
+
+// netOf is the Net the estimator runs on.
+func (e *scalarTrace) netOf() *Net { return e.net }
+
+// dftmFromEps is eq. trace_appro with ε_θ given: ȳ_θ by Tweedie, t_θ by the network.
+func dftmFromEps(net Network, scope *model.Scope, x, eps, alpha, sigma *graph.Node) *graph.Node {
+	return DFTMTraceOf(DenoiserFromEpsGraph(x, eps, alpha, sigma), net.T(scope, x, alpha, sigma), alpha, sigma)
+}
+
+// dftmCentredFromEps is the centred DF-TM trace, which needs ν_θ alone.
+func dftmCentredFromEps(net Network, scope *model.Scope, x, _, alpha, sigma *graph.Node) *graph.Node {
+	return DFTMCentredTraceOf(net.Nu(scope, x, alpha, sigma), sigma, x.Shape().Dimensions[1])
 }
 
 // DFEA is DF endpoint approximation (eq. EA_approx), the Fisher of Prop.

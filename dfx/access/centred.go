@@ -24,6 +24,6 @@ func NewDFTMCentred(n *Net) (*DFTMCentred, error) {
 	if n.Nu == nil {
 		return nil, errors.New("access: centred DF-TM needs a centred trace network (Net.Nu)")
 	}
-	st, err := newScalarTrace(n, "df-tm-c", DFTMCentredTraceGraph)
+	st, err := newScalarTrace(n, "df-tm-c", DFTMCentredTraceGraph, dftmCentredFromEps)
 	return &DFTMCentred{st}, err
 }

@@ -19,10 +19,16 @@ import (
 // estimate: the known part is the control variate of Hutchinson's probes.
 type ControlVariate struct {
 	Known, Residual score.TraceEstimator
+	// Label is the name of a registered estimator built this way (e.g.
+	// "skip-hutchinson-4"); "" names it by its parts, "known+residual".
+	Label string
 }
 
 // Name implements score.TraceEstimator.
 func (cv ControlVariate) Name() string {
+	if cv.Label != "" {
+		return cv.Label
+	}
 	return fmt.Sprintf("%s+%s", cv.Known.Name(), cv.Residual.Name())
 }
 

@@ -12,9 +12,11 @@ import (
 
 // NetModel is a network as a score.Model: ε_θ from Net (its native output;
 // the score and denoiser by Tweedie when asked) and, when asked, the trace
-// from Trace. It is the one adapter from a network and a trace estimator
-// to the PF-ODE (dfx/pfode), the likelihood ODE (dfx/likelihood) and
-// guided sampling (dfx/adjoint).
+// from Trace. It is the one adapter from a network to the samplers and
+// the PF-ODE (dfx/pfode), the likelihood ODE (dfx/likelihood) and guided
+// sampling (dfx/adjoint); its options are what those need of a network:
+// classifier-free guidance (Guidance) and ε_θ fused with a one-pass trace
+// (Fused).
 type NetModel struct {
 	Net *Net
 	// Trace answers score.WantTrace (nil: the model has no trace).
@@ -22,6 +24,29 @@ type NetModel struct {
 	// PerCall bounds the points of one Trace call (≤ 0: all at once), e.g.
 	// DefaultMaxRows / d for the d VJPs a point of VJPTrace costs.
 	PerCall int
+	// Fused evaluates ε_θ and a one-pass Trace on Net (DF-TM, centred
+	// DF-TM) in one graph at every evaluation, the trace dropped when not
+	// asked: one ε_θ pass where ε_θ and the trace take two. Other traces
+	// ignore it.
+	Fused bool
+	// Guidance, if set, makes ε the classifier-free guided ε̃ of
+	// Net.GuidedEpsAt (each row's class and scale); the model then has no
+	// trace.
+	Guidance *Guidance
+}
+
+// Guidance is classifier-free guidance with fixed per-row classes and
+// scales (GuidedEpsGraph's convention: s = 0 unconditional, s = 1
+// conditional, s > 1 guided); a model with it takes exactly len(Class) rows.
+type Guidance struct {
+	Class []int
+	Scale []float64
+}
+
+// fusedTrace is a trace that shares the graph of ε_θ (scalarTrace).
+type fusedTrace interface {
+	netOf() *Net
+	epsAndTrace(c schedule.Coefficients, x *mat.Dense) (*mat.Dense, []float64, error)
 }
 
 // Eval implements score.Model. The Fisher matrices are not available
@@ -37,9 +62,34 @@ func (m NetModel) EvalContext(ctx context.Context, c schedule.Coefficients, x *m
 	if want&score.WantFisher != 0 {
 		return nil, fmt.Errorf("access: a network model has no Fisher matrices (use a FisherOperator)")
 	}
-	if want&score.WantTrace != 0 && m.Trace == nil {
+	if want&score.WantTrace != 0 && (m.Trace == nil || m.Guidance != nil) {
 		return nil, fmt.Errorf("access: the network model has no trace estimator")
 	}
+	var ev *score.Eval
+	var err error
+	switch f, fused := m.Trace.(fusedTrace); {
+	case m.Guidance != nil:
+		ev = &score.Eval{}
+		ev.Eps, err = m.Net.GuidedEpsAt(c, x, m.Guidance.Class, m.Guidance.Scale)
+	case m.Fused && fused && f.netOf() == m.Net:
+		ev = &score.Eval{}
+		if ev.Eps, ev.Trace, err = f.epsAndTrace(c, x); want&score.WantTrace == 0 {
+			ev.Trace = nil
+		}
+	default:
+		ev, err = m.epsAndTrace(ctx, c, x, want)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := ev.Fill(c, x, want); err != nil {
+		return nil, err
+	}
+	return ev, nil
+}
+
+// epsAndTrace is ε_θ from Net and, as want asks, the trace from Trace.
+func (m NetModel) epsAndTrace(ctx context.Context, c schedule.Coefficients, x *mat.Dense, want score.Want) (*score.Eval, error) {
 	eps, err := m.Net.EpsAt(c, x)
 	if err != nil {
 		return nil, err
@@ -50,10 +100,25 @@ func (m NetModel) EvalContext(ctx context.Context, c schedule.Coefficients, x *m
 			return nil, err
 		}
 	}
-	if err := ev.Fill(c, x, want); err != nil {
-		return nil, err
-	}
 	return ev, nil
+}
+
+// RowsPerPoint is the graph rows one point of est's trace takes, for
+// bounding a call's memory: d for the exact VJP trace, K for a
+// Hutchinson-type estimator (of a control variate, its residual's), 1 for
+// a one-pass estimator (DF-TM, the centred DF-TM, closed forms).
+func RowsPerPoint(est score.TraceEstimator, d int) int {
+	switch e := est.(type) {
+	case *VJPTrace:
+		return d
+	case *Hutchinson:
+		return e.K
+	case *HutchPP:
+		return e.M
+	case ControlVariate:
+		return RowsPerPoint(e.Residual, d)
+	}
+	return 1
 }
 
 // TraceInChunks is est's trace of the rows of x, perCall rows a call (≤ 0:

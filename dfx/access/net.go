@@ -7,6 +7,7 @@ import (
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"gonum.org/v1/gonum/mat"
 
@@ -22,6 +23,11 @@ type EpsFn func(scope *model.Scope, x, alpha, sigma *graph.Node) *graph.Node
 // DF-TM network t_θ.
 type ScalarFn func(scope *model.Scope, x, alpha, sigma *graph.Node) *graph.Node
 
+// GuidedFn builds classifier-free guidance ε̃ = ε_∅ + s (ε_c − ε_∅) [R, d]
+// (GuidedEpsGraph) of a class-conditional network for x [R, d], the class
+// labels [R] (Int32) and the scales s [R], at per-row α, σ [R].
+type GuidedFn func(scope *model.Scope, x, class, scale, alpha, sigma *graph.Node) *graph.Node
+
 // Network is what a noise-conditional network must provide to dfx/access,
 // as graph functions (one model contract for every estimator and sampler):
 //
@@ -30,14 +36,17 @@ type ScalarFn func(scope *model.Scope, x, alpha, sigma *graph.Node) *graph.Node
 //   - T: the DF-TM scalar t_θ(x_t, t) [R] ≈ E[‖x₀‖² | x_t]/d (paper
 //     Algorithm tnet, Prop. optimal_t); nil if none;
 //   - Nu: the centred DF-TM scalar ν_θ(x_t, t) [R] ≈ ‖ε̂_θ − ε‖²/d (ours,
-//     see DFTMCentred); nil if none.
+//     see DFTMCentred); nil if none;
+//   - Guided: classifier-free guidance of a class-conditional network
+//     (NetModel.Guidance); nil if none.
 //
 // Each function reads its variables from the scope it is given; it may be
 // called more than once in one graph (VJPs call Eps once per graph).
 type Network struct {
-	Eps EpsFn
-	T   ScalarFn
-	Nu  ScalarFn
+	Eps    EpsFn
+	T      ScalarFn
+	Nu     ScalarFn
+	Guided GuidedFn
 }
 
 // EpsFromDenoiser turns a denoiser ȳ_θ(x, t) [R, d] into the noise
@@ -65,7 +74,7 @@ type Net struct {
 	host hostExecs // compiled host wrappers
 }
 
-type hostExecs struct{ eps, den, t, nu *model.Exec }
+type hostExecs struct{ eps, den, t, nu, guided *model.Exec }
 
 // NewNet bundles a network with its backend, variables (a new store when
 // store is nil), schedule and dtype.
@@ -102,6 +111,40 @@ func (n *Net) NuAt(c schedule.Coefficients, x *mat.Dense) ([]float64, error) {
 		return nil, errors.New("access: no centred DF-TM network (Net.Nu)")
 	}
 	return n.scalarFnAt(&n.host.nu, n.Nu, c, x)
+}
+
+// GuidedEpsAt is classifier-free guidance ε̃ = ε(x, ∅) + s (ε(x, c) − ε(x, ∅))
+// [B, d] at c for queries x [B, d], row i with class[i] and scale[i] (one
+// pass of Network.Guided).
+func (n *Net) GuidedEpsAt(c schedule.Coefficients, x *mat.Dense, class []int, scale []float64) (*mat.Dense, error) {
+	if n.Guided == nil {
+		return nil, errors.New("access: no classifier-free guidance (Net.Guided): the network is not class-conditional")
+	}
+	b, d, err := checkAt(c, x, nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(class) != b || len(scale) != b {
+		return nil, fmt.Errorf("access: guided ε of %d points with %d classes and %d scales", b, len(class), len(scale))
+	}
+	if n.host.guided == nil {
+		if n.host.guided, err = n.exec(func(scope *model.Scope, in []*graph.Node) *graph.Node {
+			return n.Guided(scope, in[0], in[1], in[2], in[3], in[4])
+		}); err != nil {
+			return nil, err
+		}
+	}
+	cl := make([]int32, b)
+	for i, k := range class {
+		cl[i] = int32(k)
+	}
+	dt := n.DType
+	out, err := n.host.guided.Exec(tensormat.FromMatrix(dt, x), tensors.FromFlatDataAndDimensions(cl, b), tensormat.FromFlat(dt, scale, b),
+		tensormat.Filled(dt, b, c.Alpha), tensormat.Filled(dt, b, c.Sigma))
+	if err != nil {
+		return nil, fmt.Errorf("access: guided ε: %w", err)
+	}
+	return tensormat.Dense(out[0], b, d), nil
 }
 
 func (n *Net) rowsAt(slot **model.Exec, fn EpsFn, c schedule.Coefficients, x *mat.Dense) (*mat.Dense, error) {

@@ -207,9 +207,17 @@ func Settings() report.Settings {
 }
 
 // Run runs the registered experiment name (report.Lookup; the cell imports
-// its package, e.g. _ "github.com/dfx-lab/dfx/toys") at Profile with
-// Settings, with a progress line, and shows each of its results.
-func Run(name string) {
+// its package, e.g. _ "github.com/dfx-lab/dfx/studies/access") at Profile,
+// with a progress line, and shows each of its results.
+func Run(name string) { RunAt(name, Profile()) }
+
+// RunQuick is Run at the quick profile, for a cell beside committed full
+// results whose full profile is too long for a notebook.
+func RunQuick(name string) { RunAt(name, QuickProfile()) }
+
+// RunAt runs the registered experiment name at profile p: its job's check,
+// then its run, on the networks of DFX_MNIST_NETS ("": the committed ones).
+func RunAt(name string, p report.Profile) {
 	e, ok := report.Lookup(name)
 	if !ok {
 		var names []string
@@ -219,7 +227,7 @@ func Run(name string) {
 		Fail(fmt.Errorf("no experiment %q is registered (import its package; registered: %s)", name, strings.Join(names, ", ")))
 		return
 	}
-	j := e.Configure(Profile(), nil)
+	j := e.Configure(p, nil)
 	if c, ok := j.Config().(*report.Config); ok {
 		c.Settings = Settings()
 	}

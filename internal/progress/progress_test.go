@@ -2,6 +2,8 @@ package progress
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -33,5 +35,25 @@ func TestNoETABeforeTheFirstUnit(t *testing.T) {
 	m.Set(0, "")
 	if out := b.String(); out != "nll batch 0/4  ETA …\n" {
 		t.Fatalf("got %q", out)
+	}
+}
+
+func TestStepsLogsNamesWrapsErrorsAndStopsOnCancel(t *testing.T) {
+	var log strings.Builder
+	ctx, cancel := context.WithCancel(context.Background())
+	step := Steps(ctx, &log, "exp")
+	if err := step("a", func() error { return nil }); err != nil {
+		t.Fatalf("a: %v", err)
+	}
+	boom := errors.New("boom")
+	if err := step("b", func() error { return boom }); !errors.Is(err, boom) || !strings.Contains(err.Error(), "exp: b: boom") {
+		t.Errorf("b: %v, want exp: b: boom", err)
+	}
+	cancel()
+	if err := step("c", func() error { return nil }); !errors.Is(err, context.Canceled) {
+		t.Errorf("after cancel: %v", err)
+	}
+	if !strings.Contains(log.String(), "exp: a …\nexp: a done in") {
+		t.Errorf("log %q", log.String())
 	}
 }

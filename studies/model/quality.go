@@ -5,11 +5,11 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"slices"
 
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/mixture"
+	"github.com/dfx-lab/dfx/internal/stats"
 	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/models"
 	"github.com/dfx-lab/dfx/problem"
@@ -66,7 +66,7 @@ func NewQualityRef(ctx context.Context, p *problem.Problem, lab Lab, cls *models
 	if err != nil {
 		return nil, err
 	}
-	ref.TestNearest = median(firsts(dist))
+	ref.TestNearest = stats.Median(firsts(dist))
 	return ref, nil
 }
 
@@ -110,7 +110,7 @@ func (r *QualityRef) Measure(x *mat.Dense, requested []int) (*Quality, error) {
 		return nil, err
 	}
 	near := firsts(dist)
-	q.NearestMedian = median(near)
+	q.NearestMedian = stats.Median(near)
 	for _, v := range near {
 		if v < r.TestNearest/10 {
 			q.Copies++
@@ -222,18 +222,4 @@ func argmax[T cmp.Ordered](v []T) int {
 		}
 	}
 	return best
-}
-
-// median is the middle value of v (the mean of the two middle ones when
-// len(v) is even; 0 when v is empty).
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

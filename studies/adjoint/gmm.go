@@ -1,4 +1,4 @@
-package toys
+package adjoint
 
 import (
 	"context"
@@ -10,21 +10,22 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/access"
-	"github.com/dfx-lab/dfx/dfx/adjoint"
+	dfxadjoint "github.com/dfx-lab/dfx/dfx/adjoint"
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
 	"github.com/dfx-lab/dfx/internal/stats"
 	"github.com/dfx-lab/dfx/models"
+	"github.com/dfx-lab/dfx/toys"
 )
 
-// AdjointGMMConfig configures the Gaussian-mixture half of the
-// exact-operator study of adjoint guidance (issue 13, item 4): an
+// GMMConfig configures the Gaussian-mixture half of the
+// exact-operator study of adjoint guidance: an
 // anisotropic Gaussian mixture in Dim dimensions whose exact ε and Fisher
 // are known, an ε-network trained on TrainSamples draws of it, and adjoint
 // guidance (dfx/adjoint) toward a target between two components with the
 // exact, VJP and DF-EA Fisher operators.
-type AdjointGMMConfig struct {
+type GMMConfig struct {
 	Dim, Components int
 	// TrainSamples draws of the mixture train the ε-network (DSM) for
 	// TrainSteps steps; residual MLP of Width × Depth. EMA weights are used
@@ -34,24 +35,24 @@ type AdjointGMMConfig struct {
 	// every method.
 	Seeds int
 	// OuterSteps DDIM steps on the VP schedule, guidance on the outer steps
-	// [From, To), InnerSteps DDIM steps in each inner solve (adjoint.Config).
+	// [From, To), InnerSteps DDIM steps in each inner solve (dfxadjoint.Config).
 	OuterSteps, From, To, InnerSteps int
 	Strength                         float64
 	Normalize                        bool
 	Seed                             uint64
 }
 
-// AdjointGMMQuick is the test profile (seconds).
-func AdjointGMMQuick() AdjointGMMConfig {
-	return AdjointGMMConfig{Dim: 8, Components: 4, TrainSamples: 2048, TrainSteps: 200, Width: 32, Depth: 1, Seeds: 4,
+// GMMQuick is the test profile (seconds).
+func GMMQuick() GMMConfig {
+	return GMMConfig{Dim: 8, Components: 4, TrainSamples: 2048, TrainSteps: 200, Width: 32, Depth: 1, Seeds: 4,
 		OuterSteps: 20, From: 6, To: 14, InnerSteps: 3, Strength: 0.3, Normalize: true, Seed: 1}
 }
 
-// AdjointGMMFull is the profile of the report (a few minutes on 2 cores,
+// GMMFull is the profile of the report (a few minutes on 2 cores,
 // most of it training). 1 000 steps of a 128×2 network left ε 46 % off at
 // t = 0.32 and its unguided samples at log q ≈ −490 (typical data: +7).
-func AdjointGMMFull() AdjointGMMConfig {
-	return AdjointGMMConfig{Dim: 64, Components: 8, TrainSamples: 8192, TrainSteps: 3000, Width: 256, Depth: 2, Seeds: 128,
+func GMMFull() GMMConfig {
+	return GMMConfig{Dim: 64, Components: 8, TrainSamples: 8192, TrainSteps: 3000, Width: 256, Depth: 2, Seeds: 128,
 		OuterSteps: 50, From: 15, To: 35, InnerSteps: 4, Strength: 0.3, Normalize: true, Seed: 1}
 }
 
@@ -68,19 +69,14 @@ const (
 // GMMMethods are the gradient methods in table order.
 var GMMMethods = []string{GMMExact, GMMVJP, GMMEANet, GMMEAExact}
 
-// MeanSE is a mean and its standard error over seeds.
-type MeanSE struct{ Mean, SE float64 }
+// MeanSE is a mean and its standard error over seeds (stats.EstimateOf).
+type MeanSE = stats.Estimate
 
-func meanSE(v []float64) MeanSE {
-	m, se := stats.MeanSE(v)
-	return MeanSE{m, se}
-}
-
-// AdjointGMMStep is one guided outer step of the exact guided path: the
+// GMMStep is one guided outer step of the exact guided path: the
 // gradient agreement of each method with the exact λ (cosine, relative
 // error), the Hilbert–Schmidt error of each approximate Fisher operator at
 // the step's states, and the network's ε error there.
-type AdjointGMMStep struct {
+type GMMStep struct {
 	Step          int
 	T, Sigma      float64
 	Cos, RelErr   map[string]MeanSE // by GMMMethods
@@ -90,8 +86,8 @@ type AdjointGMMStep struct {
 	GradNormExact MeanSE            // ‖λ*‖
 }
 
-// AdjointGMMReward is one sampler run to completion from the shared noises.
-type AdjointGMMReward struct {
+// GMMReward is one sampler run to completion from the shared noises.
+type GMMReward struct {
 	Method     string
 	Reward     MeanSE // −L(x₀)
 	PerSample  time.Duration
@@ -101,16 +97,16 @@ type AdjointGMMReward struct {
 	LogProb MeanSE
 }
 
-// AdjointGMMResult is the result of RunAdjointGMM.
-type AdjointGMMResult struct {
-	Config     AdjointGMMConfig
+// GMMResult is the result of RunGMM.
+type GMMResult struct {
+	Config     GMMConfig
 	Schedule   string
 	Between    [2]int // the components the target lies between
 	TargetDist float64
 	TrainLoss  float64
 	TrainTime  time.Duration
-	Steps      []AdjointGMMStep
-	Rewards    []AdjointGMMReward
+	Steps      []GMMStep
+	Rewards    []GMMReward
 	Elapsed    time.Duration
 }
 
@@ -118,7 +114,7 @@ type AdjointGMMResult struct {
 // v weighting: with ε-prediction, DDIM's first VP steps (α(1) ≈ 0.007)
 // amplify the network's ε error by σ/α and the samplers diverge; with
 // v-prediction ε = α v + σ x (VP) is accurate where α is small.
-func trainGMMNet(ctx context.Context, cfg AdjointGMMConfig, s schedule.Schedule, data [][]float64) (*access.Net, float64, error) {
+func trainGMMNet(ctx context.Context, cfg GMMConfig, s schedule.Schedule, data [][]float64) (*access.Net, float64, error) {
 	store := models.NewStore()
 	store.SetParams(map[string]any{models.ParamWidth: cfg.Width, models.ParamDepth: cfg.Depth,
 		models.ParamCosineSteps: cfg.TrainSteps, models.ParamSeed: int(cfg.Seed), models.ParamBatchSize: 128,
@@ -139,56 +135,50 @@ func trainGMMNet(ctx context.Context, cfg AdjointGMMConfig, s schedule.Schedule,
 	return net, loss, err
 }
 
-// gmmGuides are the guides of the study, by method name.
-func gmmGuides(s schedule.Schedule, mix mixture.Mixture, net *access.Net, loss adjoint.Loss) (map[string]adjoint.Guide, error) {
-	exact := score.Exact{Mixture: mix}
-	gs := map[string]adjoint.Guide{
-		GMMExact:   {Schedule: s, Model: exact, Operator: exact, Loss: loss},
-		GMMEAExact: {Schedule: s, Model: exact, Operator: access.DFEA{}, Loss: loss},
-	}
-	if net != nil {
-		vjp, err := access.NewVJPMatVec(net)
-		if err != nil {
-			return nil, err
-		}
-		model := access.NetModel{Net: net}
-		gs[GMMVJP] = adjoint.Guide{Schedule: s, Model: model, Operator: vjp, Loss: loss}
-		gs[GMMEANet] = adjoint.Guide{Schedule: s, Model: model, Operator: access.DFEA{}, Loss: loss}
-	}
-	return gs, nil
-}
+// gmmNames are the methods' names in the tables of this half.
+var gmmNames = methodNames{Exact: GMMExact, VJP: GMMVJP, EANet: GMMEANet, EAExact: GMMEAExact}
 
-// RunAdjointGMM builds the mixture, trains the network, follows the exact
-// guided path scoring every method's λ and operator at its guided states,
-// then runs every sampler to completion from the same noises.
-func RunAdjointGMM(ctx context.Context, cfg AdjointGMMConfig) (*AdjointGMMResult, error) {
+// RunGMM draws the mixture (toys.GMM) and runs the study on it as a
+// problem: it trains the network on draws of the problem's exact
+// reference, follows the exact guided path scoring every method's λ and
+// operator at its guided states, then runs every sampler to completion
+// from the same noises.
+func RunGMM(ctx context.Context, cfg GMMConfig) (*GMMResult, error) {
 	start := time.Now()
 	if cfg.Dim < 1 || cfg.Components < 2 || cfg.TrainSamples < 1 || cfg.TrainSteps < 1 || cfg.Seeds < 1 || cfg.From >= cfg.To {
-		return nil, fmt.Errorf("toys: adjoint-gmm config needs Dim ≥ 1, Components ≥ 2, positive TrainSamples, TrainSteps, Seeds and a guidance window: %+v", cfg)
+		return nil, fmt.Errorf("adjoint: gmm config needs Dim ≥ 1, Components ≥ 2, positive TrainSamples, TrainSteps, Seeds and a guidance window: %+v", cfg)
 	}
 	s, err := schedule.ByName("vp", schedule.Params{})
 	if err != nil {
 		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 29))
-	prob, err := NewGMM(cfg.Dim, cfg.Components, rng)
+	gmm, err := toys.NewGMM(cfg.Dim, cfg.Components, rng)
 	if err != nil {
 		return nil, err
 	}
-	res := &AdjointGMMResult{Config: cfg, Schedule: s.Name(), Between: prob.Between,
-		TargetDist: floats.Distance(prob.Means.RawRowView(0), prob.Means.RawRowView(1), 2)}
+	p := gmm.Problem(fmt.Sprintf("gmm-%d", cfg.Dim), s)
+	mix, err := p.Exact(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res := &GMMResult{Config: cfg, Schedule: p.Schedule.Name(), Between: gmm.Between,
+		TargetDist: floats.Distance(gmm.Means.RawRowView(0), gmm.Means.RawRowView(1), 2)}
 	t0 := time.Now()
-	net, loss, err := trainGMMNet(ctx, cfg, s, prob.Sample(cfg.TrainSamples, rng))
+	net, loss, err := trainGMMNet(ctx, cfg, p.Schedule, gmm.Sample(cfg.TrainSamples, rng))
 	if err != nil {
 		return nil, err
 	}
 	res.TrainTime, res.TrainLoss = time.Since(t0), loss
-	guides, err := gmmGuides(s, prob.Mix, net, adjoint.SquaredDistance(prob.Target))
-	if err != nil {
-		return nil, err
+	var vjp score.FisherOperator
+	if net != nil {
+		if vjp, err = access.NewVJPMatVec(net); err != nil {
+			return nil, err
+		}
 	}
-	xT := schedule.SamplePrior(schedule.Prior(s), cfg.Seeds, cfg.Dim, rng)
-	scfg := adjoint.Config{Steps: cfg.OuterSteps, From: cfg.From, To: cfg.To, InnerSteps: cfg.InnerSteps, Strength: cfg.Strength, Normalize: cfg.Normalize}
+	guides := operatorGuides(p.Schedule, mix, net, vjp, dfxadjoint.SquaredDistance(gmm.Target), gmmNames)
+	xT := schedule.SamplePrior(schedule.Prior(p.Schedule), cfg.Seeds, p.Dim, rng)
+	scfg := dfxadjoint.Config{Steps: cfg.OuterSteps, From: cfg.From, To: cfg.To, InnerSteps: cfg.InnerSteps, Strength: cfg.Strength, Normalize: cfg.Normalize}
 	states, _, err := guidedPath(ctx, guides[GMMExact], xT, scfg)
 	if err != nil {
 		return nil, err
@@ -197,13 +187,13 @@ func RunAdjointGMM(ctx context.Context, cfg AdjointGMMConfig) (*AdjointGMMResult
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		row, err := scoreState(prob.Mix, net, guides, st, cfg.InnerSteps)
+		row, err := scoreState(mix, net, guides, st, cfg.InnerSteps)
 		if err != nil {
 			return nil, err
 		}
 		res.Steps = append(res.Steps, *row)
 	}
-	if res.Rewards, err = gmmRewards(ctx, prob, net, guides, xT, scfg); err != nil {
+	if res.Rewards, err = gmmRewards(ctx, mix, gmm.NearTarget, net, guides, xT, scfg); err != nil {
 		return nil, err
 	}
 	res.Elapsed = time.Since(start)
@@ -218,11 +208,11 @@ type pathState struct {
 }
 
 // guidedPath runs g.Sample and returns the state at each guided outer
-// step, before the step's guidance update (adjoint.Config.Observe), and the
+// step, before the step's guidance update (dfxadjoint.Config.Observe), and the
 // final samples.
-func guidedPath(ctx context.Context, g adjoint.Guide, xT *mat.Dense, cfg adjoint.Config) ([]pathState, *mat.Dense, error) {
+func guidedPath(ctx context.Context, g dfxadjoint.Guide, xT *mat.Dense, cfg dfxadjoint.Config) ([]pathState, *mat.Dense, error) {
 	var out []pathState
-	cfg.Observe = func(k int, at schedule.Coefficients, x *mat.Dense, _ *adjoint.GradientResult) error {
+	cfg.Observe = func(k int, at schedule.Coefficients, x *mat.Dense, _ *dfxadjoint.GradientResult) error {
 		out = append(out, pathState{Step: k, At: at, X: mat.DenseCopyOf(x)})
 		return nil
 	}
@@ -234,14 +224,16 @@ func guidedPath(ctx context.Context, g adjoint.Guide, xT *mat.Dense, cfg adjoint
 }
 
 // gmmRewards runs every sampler to completion from xT.
-func gmmRewards(ctx context.Context, prob *GMM, net *access.Net, guides map[string]adjoint.Guide, xT *mat.Dense, scfg adjoint.Config) ([]AdjointGMMReward, error) {
+// near is the fraction of samples near the target (toys.GMM.NearTarget).
+func gmmRewards(ctx context.Context, mix mixture.Mixture, near func(*mat.Dense) float64, net *access.Net, guides map[string]dfxadjoint.Guide,
+	xT *mat.Dense, scfg dfxadjoint.Config) ([]GMMReward, error) {
 	loss := guides[GMMExact].Loss
 	b, _ := xT.Dims()
-	var out []AdjointGMMReward
-	run := func(name string, g adjoint.Guide, cfg adjoint.Config) error {
+	var out []GMMReward
+	run := func(name string, g dfxadjoint.Guide, cfg dfxadjoint.Config) error {
 		r, err := g.Sample(ctx, xT, cfg)
 		if err != nil {
-			return fmt.Errorf("toys: adjoint-gmm %s: %w", name, err)
+			return fmt.Errorf("adjoint: gmm %s: %w", name, err)
 		}
 		l, _, err := loss(r.X)
 		if err != nil {
@@ -253,12 +245,12 @@ func gmmRewards(ctx context.Context, prob *GMM, net *access.Net, guides map[stri
 		if err != nil {
 			return err
 		}
-		lp, err := prob.Mix.Eval(mixture.Query{At: c, X: r.X, Want: mixture.LogProb})
+		lp, err := mix.Eval(mixture.Query{At: c, X: r.X, Want: mixture.LogProb})
 		if err != nil {
 			return err
 		}
-		out = append(out, AdjointGMMReward{Method: name, Reward: meanSE(l), PerSample: r.Elapsed / time.Duration(b),
-			NearTarget: prob.NearTarget(r.X), LogProb: meanSE(lp.LogProb)})
+		out = append(out, GMMReward{Method: name, Reward: stats.EstimateOf(l), PerSample: r.Elapsed / time.Duration(b),
+			NearTarget: near(r.X), LogProb: stats.EstimateOf(lp.LogProb)})
 		return nil
 	}
 	plain := scfg

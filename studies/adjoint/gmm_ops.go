@@ -1,4 +1,4 @@
-package toys
+package adjoint
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/access"
-	"github.com/dfx-lab/dfx/dfx/adjoint"
+	dfxadjoint "github.com/dfx-lab/dfx/dfx/adjoint"
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
@@ -23,15 +23,15 @@ const gmmVJPSeeds = 16
 // scoreState computes, at one state of the exact guided path, every
 // method's λ against a separately computed exact λ*, the operators'
 // Hilbert–Schmidt errors against the exact Fisher and the network's ε error.
-func scoreState(mix mixture.Mixture, net *access.Net, guides map[string]adjoint.Guide, st pathState, inner int) (*AdjointGMMStep, error) {
+func scoreState(mix mixture.Mixture, net *access.Net, guides map[string]dfxadjoint.Guide, st pathState, inner int) (*GMMStep, error) {
 	b, d := st.X.Dims()
-	row := &AdjointGMMStep{Step: st.Step, T: st.At.T, Sigma: st.At.Sigma,
+	row := &GMMStep{Step: st.Step, T: st.At.T, Sigma: st.At.Sigma,
 		Cos: map[string]MeanSE{}, RelErr: map[string]MeanSE{}, HS: map[string]MeanSE{}}
 	ref, err := guides[GMMExact].Gradient(st.X, st.At.T, inner)
 	if err != nil {
 		return nil, err
 	}
-	grads := map[string]*adjoint.GradientResult{}
+	grads := map[string]*dfxadjoint.GradientResult{}
 	for _, m := range GMMMethods {
 		g, ok := guides[m]
 		if !ok {
@@ -39,7 +39,7 @@ func scoreState(mix mixture.Mixture, net *access.Net, guides map[string]adjoint.
 		}
 		gr, err := g.Gradient(st.X, st.At.T, inner)
 		if err != nil {
-			return nil, fmt.Errorf("toys: adjoint-gmm %s at t = %g: %w", m, st.At.T, err)
+			return nil, fmt.Errorf("adjoint: gmm %s at t = %g: %w", m, st.At.T, err)
 		}
 		grads[m] = gr
 		cs, rs := make([]float64, b), make([]float64, b)
@@ -47,13 +47,13 @@ func scoreState(mix mixture.Mixture, net *access.Net, guides map[string]adjoint.
 			cs[i] = cosine(gr.Grad.RawRowView(i), ref.Grad.RawRowView(i))
 			rs[i] = stats.RelNorm(gr.Grad.RawRowView(i), ref.Grad.RawRowView(i))
 		}
-		row.Cos[m], row.RelErr[m] = meanSE(cs), meanSE(rs)
+		row.Cos[m], row.RelErr[m] = stats.EstimateOf(cs), stats.EstimateOf(rs)
 	}
 	gn := make([]float64, b)
 	for i := range b {
 		gn[i] = floats.Norm(ref.Grad.RawRowView(i), 2)
 	}
-	row.GradNormExact = meanSE(gn)
+	row.GradNormExact = stats.EstimateOf(gn)
 
 	ex, err := mix.Eval(mixture.Query{At: st.At, X: st.X, Want: mixture.Full | mixture.Score})
 	if err != nil {
@@ -63,7 +63,7 @@ func scoreState(mix mixture.Mixture, net *access.Net, guides map[string]adjoint.
 	for i := range b {
 		fn[i] = hsNorm(ex.Fisher[i])
 	}
-	row.FisherHS = meanSE(fn)
+	row.FisherHS = stats.EstimateOf(fn)
 	for _, m := range []string{GMMEANet, GMMEAExact} {
 		gr, ok := grads[m]
 		if !ok {
@@ -74,7 +74,7 @@ func scoreState(mix mixture.Mixture, net *access.Net, guides map[string]adjoint.
 		for i := range b {
 			hs[i] = hsErrorEA(ex.Fisher[i], x0.RawRowView(i), ybar.RawRowView(i), st.At)
 		}
-		row.HS[m] = meanSE(hs)
+		row.HS[m] = stats.EstimateOf(hs)
 	}
 	if g, ok := guides[GMMVJP]; ok {
 		nb := min(b, gmmVJPSeeds)
@@ -86,7 +86,7 @@ func scoreState(mix mixture.Mixture, net *access.Net, guides map[string]adjoint.
 		for i := range nb {
 			hs[i] = hsErrorDense(ex.Fisher[i], cols[i])
 		}
-		row.HS[GMMVJP] = meanSE(hs)
+		row.HS[GMMVJP] = stats.EstimateOf(hs)
 	}
 	if net != nil {
 		eps, err := net.EpsAt(st.At, st.X)
@@ -99,13 +99,9 @@ func scoreState(mix mixture.Mixture, net *access.Net, guides map[string]adjoint.
 		for i := range b {
 			er[i] = stats.RelNorm(eps.RawRowView(i), want.RawRowView(i))
 		}
-		row.NetEpsRelErr = meanSE(er)
+		row.NetEpsRelErr = stats.EstimateOf(er)
 	}
 	return row, nil
-}
-
-func cosine(a, b []float64) float64 {
-	return floats.Dot(a, b) / (floats.Norm(a, 2) * floats.Norm(b, 2))
 }
 
 // hsNorm is ‖F‖_HS.

@@ -1,21 +1,24 @@
-package mnist
+package adjoint
 
 import (
 	"bytes"
 	"context"
 	"math"
 	"testing"
+
+	"github.com/dfx-lab/dfx/dfx/report"
+	"github.com/dfx-lab/dfx/mnist"
 )
 
-// TestAdjointQuickRunsAndReports: the quick profile of `dfx reproduce
-// adjoint` runs end to end, its numbers are finite, guidance moves the
+// TestAdjointQuickRunsAndReports: the quick profile of the guidance study
+// on MNIST runs end to end, its numbers are finite, guidance moves the
 // class reward, and its report renders.
 func TestAdjointQuickRunsAndReports(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the networks (≈ 15 s)")
 	}
 	var log bytes.Buffer
-	res, err := RunAdjoint(context.Background(), AdjointQuick(), &log)
+	res, err := RunGuidance(context.Background(), mnist.Problem(), MNISTQuick(), report.Env{Log: &log})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
@@ -25,7 +28,7 @@ func TestAdjointQuickRunsAndReports(t *testing.T) {
 		}
 	}
 	n := res.Config.maxGuided()
-	if u, v := res.Run(RewardClass, "none", 0), res.Run(RewardClass, OperatorVJP, n); u == nil || v == nil || v.Mean <= u.Mean {
+	if u, v := res.Run(mnist.RewardClass, "none", 0), res.Run(mnist.RewardClass, OperatorVJP, n); u == nil || v == nil || v.Mean <= u.Mean {
 		t.Errorf("VJP guidance did not raise the class reward: unguided %+v, guided %+v", u, v)
 	}
 	for _, g := range res.Exact.Grad {

@@ -1,4 +1,4 @@
-package toys
+package adjoint
 
 import (
 	"context"
@@ -11,14 +11,15 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/access"
-	"github.com/dfx-lab/dfx/dfx/adjoint"
+	dfxadjoint "github.com/dfx-lab/dfx/dfx/adjoint"
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/toys"
 )
 
-func logGMM(t *testing.T, r *AdjointGMMResult) {
+func logGMM(t *testing.T, r *GMMResult) {
 	t.Helper()
 	t.Logf("train %v loss %.4g, total %v, target dist %.3g", r.TrainTime, r.TrainLoss, r.Elapsed, r.TargetDist)
 	for _, s := range r.Steps {
@@ -32,14 +33,14 @@ func logGMM(t *testing.T, r *AdjointGMMResult) {
 	}
 }
 
-// TestAdjointGMMFullProfile runs AdjointGMMFull when DFX_GMM_FULL is set
+// TestGMMFullProfile runs GMMFull when DFX_GMM_FULL is set
 // (minutes) and writes its report into DFX_GMM_OUT when that is set.
-func TestAdjointGMMFullProfile(t *testing.T) {
+func TestGMMFullProfile(t *testing.T) {
 	if os.Getenv("DFX_GMM_FULL") == "" {
 		t.Skip("set DFX_GMM_FULL=1 to run the full profile")
 	}
 	start := time.Now()
-	r, err := RunAdjointGMM(context.Background(), AdjointGMMFull())
+	r, err := RunGMM(context.Background(), GMMFull())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,20 +59,17 @@ func TestAdjointGMMFullProfile(t *testing.T) {
 
 // smallGMM is a 2-component problem in d = 5 with its guides (no network)
 // and the states of the exact guided path.
-func smallGMM(t *testing.T) (*GMM, map[string]adjoint.Guide, []pathState, *mat.Dense, adjoint.Config, *mat.Dense) {
+func smallGMM(t *testing.T) (*toys.GMM, map[string]dfxadjoint.Guide, []pathState, *mat.Dense, dfxadjoint.Config, *mat.Dense) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(3, 5))
-	p, err := NewGMM(5, 2, rng)
+	p, err := toys.NewGMM(5, 2, rng)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := schedule.DefaultVP()
-	gs, err := gmmGuides(s, p.Mix, nil, adjoint.SquaredDistance(p.Target))
-	if err != nil {
-		t.Fatal(err)
-	}
+	gs := operatorGuides(s, p.Mix, nil, nil, dfxadjoint.SquaredDistance(p.Target), gmmNames)
 	xT := schedule.SamplePrior(schedule.Prior(s), 6, 5, rng)
-	cfg := adjoint.Config{Steps: 12, From: 3, To: 9, InnerSteps: 3, Strength: 0.3, Normalize: true}
+	cfg := dfxadjoint.Config{Steps: 12, From: 3, To: 9, InnerSteps: 3, Strength: 0.3, Normalize: true}
 	states, final, err := guidedPath(context.Background(), gs[GMMExact], xT, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +78,7 @@ func smallGMM(t *testing.T) (*GMM, map[string]adjoint.Guide, []pathState, *mat.D
 }
 
 // TestGuidedPathIsGuideSample checks that the replayed exact guided path
-// ends on adjoint.Guide.Sample's samples bit for bit and yields one state
+// ends on dfxadjoint.Guide.Sample's samples bit for bit and yields one state
 // per guided step.
 func TestGuidedPathIsGuideSample(t *testing.T) {
 	_, gs, states, final, cfg, xT := smallGMM(t)
@@ -199,13 +197,13 @@ func TestHSErrorEAZeroForADirac(t *testing.T) {
 	}
 }
 
-// TestAdjointGMMQuick runs the quick profile: it must take seconds, give
+// TestGMMQuick runs the quick profile: it must take seconds, give
 // finite numbers everywhere, cosine 1 for exact against exact, a better
 // reward for exact guidance than for unguided sampling, and a report that
 // passes report.Check with figures that render.
-func TestAdjointGMMQuick(t *testing.T) {
+func TestGMMQuick(t *testing.T) {
 	start := time.Now()
-	r, err := RunAdjointGMM(context.Background(), AdjointGMMQuick())
+	r, err := RunGMM(context.Background(), GMMQuick())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +242,7 @@ func TestAdjointGMMQuick(t *testing.T) {
 			t.Errorf("t=%g: exact against exact cosine %v", s.T, c)
 		}
 	}
-	rw := map[string]AdjointGMMReward{}
+	rw := map[string]GMMReward{}
 	for _, w := range r.Rewards {
 		fin(w.Method+" reward", w.Reward.Mean)
 		fin(w.Method+" log q", w.LogProb.Mean)

@@ -1,9 +1,8 @@
-package mnist
+package adjoint
 
 import (
 	"context"
 	"fmt"
-	"io"
 	"math"
 	"time"
 
@@ -12,23 +11,23 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/dfx-lab/dfx/dfx/access"
-	"github.com/dfx-lab/dfx/dfx/adjoint"
+	dfxadjoint "github.com/dfx-lab/dfx/dfx/adjoint"
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
 	"github.com/dfx-lab/dfx/internal/stats"
 )
 
-// ExactStudyConfig sizes the exact-operator study on MNIST: the empirical
-// training distribution is a Dirac mixture, so its Fisher, its denoiser and
-// the whole guided sampler are exact, and every approximate operator can be
-// scored against them at image scale.
-type ExactStudyConfig struct {
+// ExactConfig sizes the exact-operator study on a problem's training set:
+// the empirical training distribution is a Dirac mixture, so its Fisher, its
+// denoiser and the whole guided sampler are exact, and every approximate
+// operator can be scored against them at the data's scale.
+type ExactConfig struct {
 	Seeds      int    // guided samples (one batch)
-	Guided     int    // guided steps, ending at AdjointConfig.WindowEnd
+	Guided     int    // guided steps, ending at GuidanceConfig.WindowEnd
 	ProbeEvery int    // Hilbert–Schmidt errors at every ProbeEvery-th guided step (d×d matrices: costly)
 	Reward     string // the loss of the study
-	Atoms      int    // training images in the mixture (0: all 60 000)
+	Atoms      int    // training rows in the mixture (0: all)
 }
 
 // The operators of the study, by the names of its tables.
@@ -74,9 +73,9 @@ type StudyRun struct {
 	Images      *mat.Dense
 }
 
-// ExactStudy is the exact-operator study of RunAdjoint (AdjointResult.Exact).
+// ExactStudy is the exact-operator study of RunGuidance (GuidanceResult.Exact).
 type ExactStudy struct {
-	Config   ExactStudyConfig
+	Config   ExactConfig
 	Atoms    int
 	Strength float64
 	D        float64 // max ‖y_i‖ over the atoms (the D_y of the bound, before x̂₀)
@@ -94,12 +93,13 @@ type ExactStudy struct {
 // Fisher (d×d, from mixture.Full) and the corrected bound of Prop.
 // error_bound_ea, (α²/σ⁴)(2D² + δ(‖ȳ‖ + ‖ȳ_θ‖)) with D = max(max_i ‖y_i‖,
 // ‖x̂₀‖) and δ = ‖ȳ_θ − ȳ‖ (the paper's α²/σ³ bounds σ(F − F_EA)).
-func runExactStudy(ctx context.Context, nets *Networks, rw *rewardSet, cfg AdjointConfig, strength float64, log io.Writer) (*ExactStudy, error) {
+func (gd *guidance) runExactStudy(ctx context.Context, strength float64) (*ExactStudy, error) {
+	cfg, log := gd.cfg, gd.log
 	ec := cfg.Exact
 	if ec.Seeds < 1 || ec.Guided < 1 || ec.Guided > cfg.WindowEnd || ec.ProbeEvery < 1 {
-		return nil, fmt.Errorf("mnist: exact study needs Seeds, Guided ≥ 1 (≤ WindowEnd) and ProbeEvery ≥ 1: %+v", ec)
+		return nil, fmt.Errorf("adjoint: exact study needs Seeds, Guided ≥ 1 (≤ WindowEnd) and ProbeEvery ≥ 1: %+v", ec)
 	}
-	y, mix, err := studyData(ec.Atoms)
+	y, mix, err := gd.studyData(ctx, ec.Atoms)
 	if err != nil {
 		return nil, err
 	}
@@ -108,26 +108,27 @@ func runExactStudy(ctx context.Context, nets *Networks, rw *rewardSet, cfg Adjoi
 	for i := range atoms {
 		st.D = math.Max(st.D, floats.Norm(y.RawRowView(i), 2))
 	}
-	loss, err := rw.loss(ec.Reward, ec.Seeds)
+	loss, err := gd.rw.Loss(ec.Reward, ec.Seeds)
 	if err != nil {
 		return nil, err
 	}
-	guides, err := studyGuides(nets, mix, loss)
+	vjp, err := gd.operator(OperatorVJP)
 	if err != nil {
 		return nil, err
 	}
+	guides := operatorGuides(gd.p.Schedule, mix, gd.net, vjp, loss, studyNames)
 	approx := []string{StudyVJP, StudyEANet, StudyEAExact}
 	from := cfg.WindowEnd - ec.Guided
-	x0 := InitialNoise(cfg.Seed+1000, 0, ec.Seeds) // seeds apart from the curves'
-	ac := adjoint.Config{Steps: cfg.Steps, From: from, To: cfg.WindowEnd, InnerSteps: cfg.InnerSteps, Strength: strength, Normalize: true}
+	x0 := gd.p.InitialNoise(cfg.Seed+1000, 0, ec.Seeds) // seeds apart from the curves'
+	ac := dfxadjoint.Config{Steps: cfg.Steps, From: from, To: cfg.WindowEnd, InnerSteps: cfg.InnerSteps, Strength: strength, Normalize: true}
 
 	// The exact guided sampler, observed at each guided step.
 	obs := ac
-	obs.Observe = func(k int, at schedule.Coefficients, x *mat.Dense, exact *adjoint.GradientResult) error {
+	obs.Observe = func(k int, at schedule.Coefficients, x *mat.Dense, exact *dfxadjoint.GradientResult) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		grads := map[string]*adjoint.GradientResult{}
+		grads := map[string]*dfxadjoint.GradientResult{}
 		for _, m := range approx {
 			g, err := guides[m].Gradient(x, at.T, cfg.InnerSteps)
 			if err != nil {
@@ -137,7 +138,7 @@ func runExactStudy(ctx context.Context, nets *Networks, rw *rewardSet, cfg Adjoi
 			st.Grad = append(st.Grad, agreement(k, at.T, m, g.Grad, exact.Grad))
 		}
 		if (k-from)%ec.ProbeEvery == 0 {
-			rows, err := st.hsErrors(k, at, x, mix, grads, nets)
+			rows, err := st.hsErrors(k, at, x, mix, grads, gd)
 			if err != nil {
 				return err
 			}
@@ -147,8 +148,8 @@ func runExactStudy(ctx context.Context, nets *Networks, rw *rewardSet, cfg Adjoi
 		}
 		return nil
 	}
-	run := func(method string, g adjoint.Guide, c adjoint.Config) error {
-		return st.sample(ctx, rw, y, x0, method, g, c, log)
+	run := func(method string, g dfxadjoint.Guide, c dfxadjoint.Config) error {
+		return st.sample(ctx, gd, y, x0, method, g, c)
 	}
 	if err := run(StudyExact, guides[StudyExact], obs); err != nil {
 		return nil, err
@@ -158,10 +159,10 @@ func runExactStudy(ctx context.Context, nets *Networks, rw *rewardSet, cfg Adjoi
 			return nil, err
 		}
 	}
-	if err := run(StudyUngExact, adjoint.Guide{Schedule: Schedule(), Model: guides[StudyExact].Model}, ac); err != nil {
+	if err := run(StudyUngExact, dfxadjoint.Guide{Schedule: gd.p.Schedule, Model: guides[StudyExact].Model}, ac); err != nil {
 		return nil, err
 	}
-	if err := run(StudyUnguided, adjoint.Guide{Schedule: Schedule(), Model: guides[StudyVJP].Model}, ac); err != nil {
+	if err := run(StudyUnguided, dfxadjoint.Guide{Schedule: gd.p.Schedule, Model: guides[StudyVJP].Model}, ac); err != nil {
 		return nil, err
 	}
 	return st, nil
@@ -170,7 +171,7 @@ func runExactStudy(ctx context.Context, nets *Networks, rw *rewardSet, cfg Adjoi
 // sample runs one sampler of the study to completion from x0 (unguided
 // when g has no operator) and appends its reward (mean ± SE), time per
 // sample and distance to the nearest of the data y to st.Runs.
-func (st *ExactStudy) sample(ctx context.Context, rw *rewardSet, y, x0 *mat.Dense, method string, g adjoint.Guide, c adjoint.Config, log io.Writer) error {
+func (st *ExactStudy) sample(ctx context.Context, gd *guidance, y, x0 *mat.Dense, method string, g dfxadjoint.Guide, c dfxadjoint.Config) error {
 	if g.Operator == nil {
 		c.From = c.To
 	}
@@ -179,50 +180,35 @@ func (st *ExactStudy) sample(ctx context.Context, rw *rewardSet, y, x0 *mat.Dens
 	if err != nil {
 		return fmt.Errorf("%s sampler: %w", method, err)
 	}
-	r, err := rw.rewards(st.Config.Reward, res.X)
+	r, err := gd.rewards(st.Config.Reward, res.X)
 	if err != nil {
 		return err
 	}
 	m, sd := stat.MeanStdDev(r, nil)
-	nd := stat.Mean(nearestDistance(y, Clip(res.X)), nil)
+	nd := stat.Mean(stats.NearestDistance(y, gd.clip(res.X)), nil)
 	st.Runs = append(st.Runs, StudyRun{Method: method, Mean: m, SE: sd / math.Sqrt(float64(len(r))),
 		PerSample: time.Since(t).Seconds() / float64(st.Config.Seeds), NearestDist: nd, Images: res.X})
-	fmt.Fprintf(log, "adjoint: exact study %s: reward %.4g ± %.2g\n", method, m, sd/math.Sqrt(float64(len(r))))
+	fmt.Fprintf(gd.log, "adjoint: exact study %s: reward %.4g ± %.2g\n", method, m, sd/math.Sqrt(float64(len(r))))
 	return nil
 }
 
-// studyData is the exact study's data: the first atoms training images
-// (all for atoms ≤ 0) and their Dirac mixture.
-func studyData(atoms int) (*mat.Dense, *mixture.Dirac, error) {
-	train, err := Load(Train)
+// studyData is the exact study's data: the first atoms training rows of
+// the problem (all for atoms ≤ 0) and their Dirac mixture.
+func (gd *guidance) studyData(ctx context.Context, atoms int) (*mat.Dense, *mixture.Dirac, error) {
+	if gd.p.Train == nil {
+		return nil, nil, fmt.Errorf("problem %s has no training data", gd.p.Name)
+	}
+	train, err := gd.p.Train(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	if atoms <= 0 || atoms > len(train.Labels) {
-		atoms = len(train.Labels)
+	n, d := train.Dims()
+	if atoms <= 0 || atoms > n {
+		atoms = n
 	}
-	y, err := train.Scaled(0, atoms)
-	if err != nil {
-		return nil, nil, err
-	}
+	y := mat.DenseCopyOf(train.Slice(0, atoms, 0, d))
 	mix, err := mixture.NewDirac(y, nil)
 	return y, mix, err
-}
-
-// studyGuides are the study's guides by method: the exact model with the
-// exact operator and with DF-EA, the network with VJP and with DF-EA.
-func studyGuides(nets *Networks, mix *mixture.Dirac, loss adjoint.Loss) (map[string]adjoint.Guide, error) {
-	exactModel, netModel := score.Exact{Mixture: mix}, access.NetModel{Net: nets.Net}
-	vjp, err := nets.Operator(OperatorVJP)
-	if err != nil {
-		return nil, err
-	}
-	return map[string]adjoint.Guide{
-		StudyExact:   {Schedule: Schedule(), Model: exactModel, Operator: exactModel, Loss: loss},
-		StudyVJP:     {Schedule: Schedule(), Model: netModel, Operator: vjp, Loss: loss},
-		StudyEANet:   {Schedule: Schedule(), Model: netModel, Operator: access.DFEA{}, Loss: loss},
-		StudyEAExact: {Schedule: Schedule(), Model: exactModel, Operator: access.DFEA{}, Loss: loss},
-	}, nil
 }
 
 // agreement scores λ against the exact λ* row by row: cosine and
@@ -232,9 +218,8 @@ func agreement(k int, t float64, method string, got, want *mat.Dense) GradAgreem
 	cos, rel := make([]float64, b), make([]float64, b)
 	for i := range b {
 		g, w := got.RawRowView(i), want.RawRowView(i)
-		ng, nw := floats.Norm(g, 2), floats.Norm(w, 2)
-		cos[i] = floats.Dot(g, w) / (ng * nw)
-		rel[i] = floats.Distance(g, w, 2) / nw
+		cos[i] = cosine(g, w)
+		rel[i] = floats.Distance(g, w, 2) / floats.Norm(w, 2)
 	}
 	a := GradAgreement{Step: k, T: t, Method: method}
 	a.Cos, a.CosSE = stats.MeanSE(cos)
@@ -246,13 +231,14 @@ func agreement(k int, t float64, method string, got, want *mat.Dense) GradAgreem
 // DF-EA variants (F_EA = I/σ² − (α²/σ⁴)(x̂₀x̂₀ᵀ − ȳȳᵀ) with each one's
 // endpoint and denoiser at x) and for VJP (its d×d matrix from d products
 // per row), with F the mixture's exact Fisher.
-func (st *ExactStudy) hsErrors(k int, at schedule.Coefficients, x *mat.Dense, mix *mixture.Dirac, grads map[string]*adjoint.GradientResult, nets *Networks) ([]HSRow, error) {
+func (st *ExactStudy) hsErrors(k int, at schedule.Coefficients, x *mat.Dense, mix *mixture.Dirac, grads map[string]*dfxadjoint.GradientResult,
+	gd *guidance) ([]HSRow, error) {
 	b, d := x.Dims()
 	ex, err := mix.Eval(mixture.Query{At: at, X: x, Want: mixture.Full | mixture.Denoiser})
 	if err != nil {
 		return nil, err
 	}
-	vjp, err := nets.Operator(OperatorVJP)
+	vjp, err := gd.operator(OperatorVJP)
 	if err != nil {
 		return nil, err
 	}

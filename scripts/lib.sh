@@ -1,0 +1,39 @@
+# lib.sh — what the benchmark and profiling scripts share; sourced, not run.
+
+# go_env puts Go on PATH and sets what every Go build here needs: the Go
+# backend's AVX2/AVX-512 kernels (GOEXPERIMENT=simd: 7-11x slower without),
+# and no GOMLX_BACKEND, so that the library's own backend config is used.
+go_env() {
+  [ -d /usr/local/go/bin ] && PATH="$PATH:/usr/local/go/bin"
+  export GOEXPERIMENT=simd
+  unset GOMLX_BACKEND
+}
+
+# parse_opts NAME LINES SPEC ARGS…: each argument must be one of SPEC's
+# "--option=assignment" words (the assignment is made); -h prints the lines
+# LINES (sed range) of the calling script's header; anything else is an
+# error (exit 2).
+parse_opts() {
+  local name=$1 lines=$2 spec=$3 a s found
+  shift 3
+  for a in "$@"; do
+    if [ "$a" = -h ] || [ "$a" = --help ]; then sed -n "${lines}p" "${BASH_SOURCE[1]}"; exit 0; fi
+    found=0
+    for s in $spec; do
+      if [ "${s%%=*}" = "$a" ]; then eval "${s#*=}"; found=1; fi
+    done
+    [ "$found" = 1 ] || { echo "$name: unknown argument $a" >&2; exit 2; }
+  done
+}
+
+# apt_install NAME PKG…: installs Debian packages quietly (with sudo when not
+# root), unless the caller's $setup is 0.
+apt_install_as() {
+  local name=$1 sudo=()
+  shift
+  [ "${setup:-1}" = 1 ] || return 1
+  [ "$(id -u)" = 0 ] || ! command -v sudo >/dev/null 2>&1 || sudo=(sudo)
+  echo "$name: apt-get install $*" >&2
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q </dev/null >/dev/null &&
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" </dev/null >/dev/null
+}
