@@ -44,7 +44,7 @@ func init() {
 		Check: checkModelEval,
 		Run: func(ctx context.Context, c ModelEvalConfig, env report.Env) (report.Result, error) {
 			c.Dir, c.Work = env.Nets, env.Work
-			return RunModelEval(ctx, mnist.Problem(), mnist.Lab{}, c, env.LogWriter())
+			return result(RunModelEval(ctx, mnist.Problem(), mnist.Lab{}, c, env.LogWriter()))
 		},
 	})
 	report.Register(report.Spec[BaselineConfig]{
@@ -56,7 +56,7 @@ func init() {
 		Check: func(BaselineConfig, report.Env) error { return mnist.CheckData() }, // -nets: only its classifier is read
 		Run: func(ctx context.Context, c BaselineConfig, env report.Env) (report.Result, error) {
 			c.NetsDir = env.Nets
-			return RunBaselines(ctx, mnist.Problem(), mnist.Lab{}, c, env.LogWriter())
+			return result(RunBaselines(ctx, mnist.Problem(), mnist.Lab{}, c, env.LogWriter()))
 		},
 	})
 	report.Register(report.Spec[CandidatesConfig]{
@@ -76,7 +76,7 @@ func init() {
 			return nil
 		},
 		Run: func(_ context.Context, c CandidatesConfig, _ report.Env) (report.Result, error) {
-			return ReadCandidates(c.Dir)
+			return result(ReadCandidates(c.Dir))
 		},
 	})
 	report.Register(report.Spec[AblationConfig]{
@@ -88,7 +88,7 @@ func init() {
 		Full:       AblationFull,
 		Check:      func(AblationConfig, report.Env) error { return mnist.CheckData() },
 		Run: func(ctx context.Context, c AblationConfig, env report.Env) (report.Result, error) {
-			return RunAblation(ctx, c, env.LogWriter())
+			return result(RunAblation(ctx, c, env.LogWriter()))
 		},
 	})
 }
@@ -116,4 +116,13 @@ func checkModelEval(c ModelEvalConfig, env report.Env) error {
 		return err
 	}
 	return CheckModelWork(env.Work)
+}
+
+// result is r as a report.Result, nil when err is not nil (never a nil
+// pointer in a non-nil interface).
+func result[R report.Result](r R, err error) (report.Result, error) {
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
