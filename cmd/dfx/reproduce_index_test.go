@@ -58,7 +58,7 @@ func TestTheCLIRunsTheRegistry(t *testing.T) {
 			t.Errorf("%s: doc %q missing from dfx reproduce -h", e.Name, e.Doc)
 		}
 	}
-	if got := strings.Join(notTest(standalone()), " "); got != "mnist-ablation mnist-candidates mnist-model" {
+	if got := strings.Join(notTest(standalone()), " "); got != "mnist-candidates mnist-model" {
 		t.Errorf("standalone %q", got)
 	}
 }

@@ -83,10 +83,9 @@ func init() {
 		Name: "mnist-ablation",
 		Doc: "the MNIST ε-network's design at equal training steps: ELBO gain over the skip mixture of the chosen patch network and of one change each " +
 			"(t sampling, dequantisation, trunk, skip)",
-		Standalone: true,
-		Quick:      AblationQuick,
-		Full:       AblationFull,
-		Check:      func(AblationConfig, report.Env) error { return mnist.CheckData() },
+		Quick: AblationQuick,
+		Full:  AblationFull,
+		Check: func(AblationConfig, report.Env) error { return mnist.CheckData() },
 		Run: func(ctx context.Context, c AblationConfig, env report.Env) (report.Result, error) {
 			return result(RunAblation(ctx, c, env.LogWriter()))
 		},
