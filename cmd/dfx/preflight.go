@@ -56,10 +56,10 @@ func envHint(name string, s report.Settings) string {
 				vars = append(vars, v[0]+"="+v[1])
 			}
 		}
-	case name == "mnist-density" && (s.DensityWork != "" || s.DensityShard != ""):
-		vars = append(vars, "DFX_MNIST_DENSITY_WORK="+s.DensityWork)
-		if s.DensityShard != "" {
-			vars = append(vars, "DFX_MNIST_DENSITY_SHARD="+s.DensityShard)
+	case name == "mnist-density" && (os.Getenv("DFX_MNIST_DENSITY_WORK") != "" || os.Getenv("DFX_MNIST_DENSITY_SHARD") != ""):
+		vars = append(vars, "DFX_MNIST_DENSITY_WORK="+os.Getenv("DFX_MNIST_DENSITY_WORK"))
+		if v := os.Getenv("DFX_MNIST_DENSITY_SHARD"); v != "" {
+			vars = append(vars, "DFX_MNIST_DENSITY_SHARD="+v)
 		}
 		if s.NetsDir != "" {
 			vars = append(vars, "DFX_MNIST_NETS="+s.NetsDir)

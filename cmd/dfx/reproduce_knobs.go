@@ -27,7 +27,10 @@ type knobVar struct {
 // knobVars are the variables of the experiments that have moved to their
 // own configurations (report.Spec); legacy experiments read theirs in
 // reproduceSettings.
-var knobVars = []knobVar{}
+var knobVars = []knobVar{
+	{"DFX_MNIST_DENSITY_WORK", []string{"mnist-density"}, "work"},
+	{"DFX_MNIST_DENSITY_SHARD", []string{"mnist-density"}, "shard"},
+}
 
 // knobValue records what the command line gave a knob that several named
 // experiments may share; each job's own flag is set from it afterwards.

@@ -1,9 +1,10 @@
-package mnist
+package density
 
 import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -12,102 +13,140 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/access"
+	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/pfode"
-	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
-	"github.com/dfx-lab/dfx/internal/stats"
 	"github.com/dfx-lab/dfx/models"
+	"github.com/dfx-lab/dfx/problem"
 )
 
-// Density guidance on MNIST (issue 24): unconditional PF-ODE samples whose
-// log-density follows a target (dfx/pfode DensityGuide), steered and
-// tracked with a trace estimator of the network, or exactly with a
-// Gaussian mixture.
+// Density guidance (dfx/pfode DensityGuide): PF-ODE samples whose
+// log-density follows a target, steered and tracked with a trace
+// estimator of a network, or exactly with a Gaussian mixture, on any
+// problem.
 
-// DensityTraces are the trace estimators density guidance can steer a
-// network with: DF-TM and centred DF-TM (one fused pass of ε_θ, t_θ, ν_θ),
+// Traces are the trace estimators density guidance can steer a network
+// with: DF-TM and centred DF-TM (one pass of ε_θ and t_θ or ν_θ),
 // Hutchinson with K Rademacher probes ("hutchinson:K"), for a network with
 // a mixture skip the skip's exact trace plus Hutchinson-K on the residual
 // ("skip-hutchinson:K", a control variate: the residual's variance alone),
 // and the exact VJP trace (d vector-Jacobian products per point).
-var DensityTraces = []string{"df-tm", "df-tm-c", "hutchinson:K", "skip-hutchinson:K", "vjp"}
+var Traces = []string{"df-tm", "df-tm-c", "hutchinson:K", "skip-hutchinson:K", "vjp"}
 
 // TraceForms lists the trace names for messages.
 const TraceForms = "df-tm, df-tm-c, vjp, hutchinson:K or skip-hutchinson:K"
 
-// CheckTrace checks a trace name (one of DensityTraces) without a network:
-// it returns Hutchinson's K (0 for the others).
+// CheckTrace checks a trace name (one of Traces; hutchinson-K is
+// hutchinson:K) without a network: it returns Hutchinson's K (0 for the
+// others).
 func CheckTrace(name string) (int, error) {
 	switch {
 	case name == "df-tm" || name == "df-tm-c" || name == "vjp":
 		return 0, nil
-	case strings.HasPrefix(name, "hutchinson:") || strings.HasPrefix(name, "skip-hutchinson:"):
-		_, arg, _ := strings.Cut(name, ":")
+	case strings.HasPrefix(name, "hutchinson") || strings.HasPrefix(name, "skip-hutchinson"):
+		_, arg, ok := strings.Cut(name, ":")
+		if !ok && strings.HasPrefix(name, "hutchinson-") {
+			arg = strings.TrimPrefix(name, "hutchinson-")
+		}
 		k, err := strconv.Atoi(arg)
-		if err == nil && k >= 1 && k <= 1024 {
+		if err == nil && k >= 1 && k <= 1024 && strings.Trim(arg, "0123456789") == "" {
 			return k, nil
 		}
 	}
 	return 0, fmt.Errorf("unknown trace %q (want %s, with K in 1…1024)", name, TraceForms)
 }
 
-// TraceModel is the unconditional network with the named trace estimator
-// as a score.Model (one of DensityTraces; seed seeds Hutchinson's probes).
-func (n *Networks) TraceModel(name string, seed uint64) (score.Model, error) {
+// TraceModel is net with the named trace estimator as a score.Model (one
+// of Traces; seed seeds Hutchinson's probes; exactRows bounds the rows of
+// one call of the exact VJP trace, ≤ 0: access.DefaultMaxRows). It is the
+// one place the study builds a trace estimator from its name.
+func TraceModel(net *access.Net, name string, seed uint64, exactRows int) (score.Model, error) {
 	k, err := CheckTrace(name)
 	if err != nil {
-		return nil, fmt.Errorf("mnist: %w", err)
+		return nil, fmt.Errorf("density: %w", err)
 	}
+	var est score.TraceEstimator
 	switch {
-	case name == "df-tm" || name == "df-tm-c":
-		f, err := newFused(n.Net)
-		if err != nil {
-			return nil, err
-		}
-		kind := traceDFTM
-		if name == "df-tm-c" {
-			kind = traceDFTMC
-		}
-		return dynamics{f: f, kind: kind}, nil
+	case name == "df-tm":
+		est, err = access.NewDFTM(net)
+	case name == "df-tm-c":
+		est, err = access.NewDFTMCentred(net)
 	case name == "vjp":
-		est, err := access.NewVJPTrace(n.Net, access.PromptRows(Dim))
-		if err != nil {
-			return nil, err
-		}
-		return access.NetModel{Net: n.Net, Trace: est}, nil
+		est, err = access.NewVJPTrace(net, exactRows)
 	case strings.HasPrefix(name, "skip-"):
-		if !models.HasNetwork(n.Store, models.MixtureScope) {
-			return nil, fmt.Errorf("mnist: trace %s needs an ε-network with a mixture skip; this one has none (use hutchinson:%d)", name, k)
+		if !models.HasNetwork(net.Store, models.MixtureScope) {
+			return nil, fmt.Errorf("density: trace %s needs an ε-network with a mixture skip; this one has none (use hutchinson:%d)", name, k)
 		}
-		cv, _, err := models.SkipControlVariate(n.Backend, n.Store, Schedule(), n.Net.DType, k, seed)
-		if err != nil {
-			return nil, err
-		}
-		return access.NetModel{Net: n.Net, Trace: cv}, nil
-	case k > 0:
-		est, err := access.NewHutchinson(n.Net, k, access.Rademacher, seed)
-		if err != nil {
-			return nil, err
-		}
-		return access.NetModel{Net: n.Net, Trace: est}, nil
+		est, _, err = models.SkipControlVariate(net.Backend, net.Store, net.Schedule, net.DType, k, seed)
+	default:
+		est, err = access.NewHutchinson(net, k, access.Rademacher, seed)
 	}
-	return nil, fmt.Errorf("mnist: unknown trace %q", name)
+	if err != nil {
+		return nil, err
+	}
+	return access.NetModel{Net: net, Trace: est}, nil
 }
 
-// DensityConfig is how DensitySample integrates: RK4 with Steps steps
-// uniform in log-SNR from T = 1 to t_min (geometric in t near t_min, where
-// the PF-ODE is stiff; a σ-spaced grid such as Karras' takes its first
-// step from t = 1 to 0.5 on the VP schedule, where σ hardly changes, and
-// the guided samples' ℓ lost 200 nats there); no guidance below Until.
-type DensityConfig struct {
-	Steps int
-	Until float64
+// traceModel is TraceModel on an image problem's network: its exact trace
+// in calls of access.PromptRows(d) rows.
+func traceModel(p *problem.Problem, net *access.Net, name string, seed uint64) (score.Model, error) {
+	return TraceModel(net, name, seed, access.PromptRows(p.Dim))
 }
 
-// DensityRun is one batch of density-guided samples.
-type DensityRun struct {
-	X *mat.Dense // the samples at t_min [B, 784], not clipped
+// runnableTrace is the trace name runs as on net: skip-hutchinson:K needs
+// a mixture skip, and without one is hutchinson:K.
+func runnableTrace(net *access.Net, name string) string {
+	if rest, ok := strings.CutPrefix(name, "skip-"); ok && !models.HasNetwork(net.Store, models.MixtureScope) {
+		return rest
+	}
+	return name
+}
+
+// Grids of the guided PF-ODE.
+const (
+	GridLogSNR  = "log-snr" // uniform in log-SNR: geometric in t near t_min, where the PF-ODE is stiff
+	GridUniform = "uniform" // uniform in t from T = 1
+)
+
+// SampleConfig is how Sample integrates: RK4 with Steps steps on Grid from
+// T to TMin (0: the schedule's interval), no guidance below Until. A
+// σ-spaced grid such as Karras' takes its first step from t = 1 to 0.5 on
+// the VP schedule, where σ hardly changes: guided samples' ℓ lost 200 nats
+// there; the log-SNR grid does not.
+type SampleConfig struct {
+	Schedule schedule.Schedule
+	Grid     string
+	TMin     float64
+	Steps    int
+	Until    float64
+}
+
+// Times is the grid t_0 = T > … > t_Steps = TMin.
+func (c SampleConfig) Times() ([]float64, error) {
+	tMin, tMax := c.Schedule.Interval()
+	if c.TMin > 0 {
+		tMin = c.TMin
+	}
+	if c.Grid == GridUniform {
+		return uniformTimes(1, tMin, c.Steps), nil
+	}
+	return schedule.TimeGrid(c.Schedule, schedule.GridLogSNR, tMin, tMax, c.Steps)
+}
+
+// uniformTimes is t1, …, t0 in m equal steps.
+func uniformTimes(t1, t0 float64, m int) []float64 {
+	g := make([]float64, m+1)
+	for i := range g {
+		g[i] = t1 + (t0-t1)*float64(i)/float64(m)
+	}
+	g[m] = t0
+	return g
+}
+
+// Run is one batch of density-guided samples.
+type Run struct {
+	X *mat.Dense // the samples at t_min [B, d], not clipped
 	// Ell is the tracked log q_{t_min}(x) [B]: the start plus the
 	// integrated rate, exact when the trace is.
 	Ell   []float64
@@ -116,24 +155,19 @@ type DensityRun struct {
 	Time  time.Duration
 }
 
-// densityGrid is the log-SNR grid from T to t_min.
-func densityGrid(steps int) ([]float64, error) {
-	tMin, tMax := Schedule().Interval()
-	return schedule.TimeGrid(Schedule(), schedule.GridLogSNR, tMin, tMax, steps)
-}
-
-// DensitySample integrates the density-guided PF-ODE of model m from the
-// points xT at T = 1, whose log q_1 (or its estimate, the prior's) is
-// start, to t_min, with target (nil: unguided, ℓ still tracked). obs, if
-// not nil, is called at every grid time with the tracked ℓ and the points
-// x_t [B, 784] (a view of the solver's state: copy what is kept).
-func DensitySample(ctx context.Context, m score.Model, target pfode.DensityTarget, xT *mat.Dense, start []float64, cfg DensityConfig, obs func(t float64, ell []float64, x *mat.Dense)) (*DensityRun, error) {
+// Sample integrates the density-guided PF-ODE of model m from the points
+// xT [B, d] at T, whose log q_T (or its estimate, the prior's) is start, to
+// t_min, with target (nil: unguided, ℓ still tracked). obs, if not nil, is
+// called at every grid time with the tracked ℓ and the points x_t [B, d]
+// (a view of the solver's state: copy what is kept).
+func Sample(ctx context.Context, m score.Model, target pfode.DensityTarget, xT *mat.Dense, start []float64, cfg SampleConfig,
+	obs func(t float64, ell []float64, x *mat.Dense)) (*Run, error) {
 	b, d := xT.Dims()
 	if cfg.Steps < 1 || len(start) != b {
-		return nil, fmt.Errorf("mnist: density sampling needs Steps ≥ 1 and one start value per point (%d steps, %d values, %d points)", cfg.Steps, len(start), b)
+		return nil, fmt.Errorf("density: sampling needs Steps ≥ 1 and one start value per point (%d steps, %d values, %d points)", cfg.Steps, len(start), b)
 	}
 	// bound to ctx, an evaluation (e.g. d VJPs of an exact trace) stops inside too
-	sys := pfode.New(schedule.Continuous{Schedule: Schedule()}, score.WithContext(ctx, m), b, d, pfode.LogDensity)
+	sys := pfode.New(schedule.Continuous{Schedule: cfg.Schedule}, score.WithContext(ctx, m), b, d, pfode.LogDensity)
 	gd := &pfode.DensityGuide{Target: target, Start: start, Until: cfg.Until}
 	sys.Guide = gd
 	y := sys.Init(xT, nil)
@@ -142,7 +176,7 @@ func DensitySample(ctx context.Context, m score.Model, target pfode.DensityTarge
 		floats.Add(e, start)
 		return e
 	}
-	grid, err := densityGrid(cfg.Steps)
+	grid, err := cfg.Times()
 	if err != nil {
 		return nil, err
 	}
@@ -156,26 +190,27 @@ func DensitySample(ctx context.Context, m score.Model, target pfode.DensityTarge
 	if err != nil {
 		return nil, err
 	}
-	return &DensityRun{X: mat.DenseCopyOf(sys.X(y)), Ell: ellOf(y), Guide: *gd, NFE: st.NFE, Time: time.Since(t0)}, nil
+	return &Run{X: mat.DenseCopyOf(sys.X(y)), Ell: ellOf(y), Guide: *gd, NFE: st.NFE, Time: time.Since(t0)}, nil
 }
 
-// PriorStart is log N(x; 0, σ_1² I) of each row: where a network's ℓ starts
-// (the prior stands in for q_1).
-func PriorStart(xT *mat.Dense) []float64 {
-	_, tMax := Schedule().Interval()
-	c, _ := schedule.At(Schedule(), tMax)
+// PriorStart is log N(x; 0, σ_T² I) of each row at the schedule's T: where
+// a network's ℓ starts (the prior stands in for q_T).
+func PriorStart(s schedule.Schedule, xT *mat.Dense) []float64 {
+	_, tMax := s.Interval()
+	c, _ := schedule.At(s, tMax)
 	return schedule.PriorLogProb(c, xT)
 }
 
 // ReferenceLevels are quantiles ps of log q_t(X_t), X_t ~ q_t, on the
-// sampling grid, from an unguided batch: the PF-ODE carries q_1 to q_t, so
+// sampling grid, from an unguided batch: the PF-ODE carries q_T to q_t, so
 // the tracked ℓ of the batch's points at t are draws of log q_t(X_t) (with
 // the model's trace, from the prior's log-density at T). That is how a
 // network's levels are obtained without exact samples of q_t.
-func ReferenceLevels(ctx context.Context, m score.Model, xT *mat.Dense, ps []float64, cfg DensityConfig) (*pfode.Quantiles, *DensityRun, error) {
+func ReferenceLevels(ctx context.Context, m score.Model, xT *mat.Dense, ps []float64, cfg SampleConfig) (*pfode.Quantiles, *Run, error) {
 	var times []float64
 	var ells [][]float64
-	run, err := DensitySample(ctx, m, nil, xT, PriorStart(xT), DensityConfig{Steps: cfg.Steps}, func(t float64, ell []float64, _ *mat.Dense) {
+	cfg.Until = 0
+	run, err := Sample(ctx, m, nil, xT, PriorStart(cfg.Schedule, xT), cfg, func(t float64, ell []float64, _ *mat.Dense) {
 		times, ells = append(times, t), append(ells, ell)
 	})
 	if err != nil {
@@ -183,6 +218,66 @@ func ReferenceLevels(ctx context.Context, m score.Model, xT *mat.Dense, ps []flo
 	}
 	q, err := pfode.QuantilesOf(times, ells, ps, fmt.Sprintf("an unguided batch of %d prior draws carried along the PF-ODE (RK4, %d steps), ℓ from the prior's log-density and the model's trace", len(run.Ell), cfg.Steps))
 	return q, run, err
+}
+
+// ExactLevels are the quantiles ps of log q_t(X_t), X_t ~ q_t, of the
+// Gaussian mixture g at times: draws exact draws of q_t (the same x₀ and ε
+// at each time, so that the curves are smooth in t) and the closed-form
+// log q_t; how says so in the report.
+func ExactLevels(g *mixture.Gaussian, s schedule.Schedule, times, ps []float64, draws int, rng *rand.Rand, how string) (*pfode.Quantiles, error) {
+	cs := make([]schedule.Coefficients, len(times))
+	for i, t := range times {
+		var err error
+		if cs[i], err = schedule.At(s, t); err != nil {
+			return nil, err
+		}
+	}
+	ells, err := g.DiffusedLogProbs(rng, draws, cs)
+	if err != nil {
+		return nil, err
+	}
+	return pfode.QuantilesOf(times, ells, ps, how)
+}
+
+// Targets are the study's density targets: offsets in nats per unit time,
+// quantile levels of log q_t held with Gain, and the median level again
+// with guidance stopped below each of Untils. Until: no guidance below
+// this t for the others.
+type Targets struct {
+	Offsets, Quantiles []float64
+	Gain, Until        float64
+	Untils             []float64
+}
+
+// target is one target of the study.
+type target struct {
+	name   string
+	target pfode.DensityTarget
+	level  float64 // log q asked at t_min (NaN: none)
+	until  float64
+}
+
+// list is the targets in table order against the levels q: none, the
+// offsets, the quantile levels, then (when untils) the median level (the
+// quantile nearest 0.5) with each of Untils.
+func (c Targets) list(q *pfode.Quantiles, untils bool) []target {
+	out := []target{{name: "none", level: math.NaN()}}
+	for _, o := range c.Offsets {
+		out = append(out, target{fmt.Sprintf("offset %+g", o), pfode.Offset{PerUnitTime: o}, math.NaN(), c.Until})
+	}
+	last, mid := len(q.Times)-1, 0
+	for k, p := range q.Ps {
+		out = append(out, target{fmt.Sprintf("q=%g", p), q.Level(k, c.Gain), q.Values[last][k], c.Until})
+		if math.Abs(p-0.5) < math.Abs(q.Ps[mid]-0.5) {
+			mid = k
+		}
+	}
+	if untils {
+		for _, u := range c.Untils {
+			out = append(out, target{fmt.Sprintf("q=%g, until %g", q.Ps[mid], u), q.Level(mid, c.Gain), q.Values[last][mid], u})
+		}
+	}
+	return out
 }
 
 // ParseDensityTarget reads "offset:P" (P nats per unit time, positive
@@ -201,122 +296,4 @@ func ParseDensityTarget(s string) (kind string, v float64, err error) {
 		return k, v, nil
 	}
 	return "", 0, fmt.Errorf("density target %q: want offset:P, or quantile:p with p in (0, 1)", s)
-}
-
-// InkMass is the mean intensity in [0, 1] of each clipped image;
-// Detail the mean absolute difference between neighbouring pixels (total
-// variation per pixel pair), in [0, 1] units.
-func InkMass(x *mat.Dense) []float64 {
-	n, _ := x.Dims()
-	out := make([]float64, n)
-	for i := range n {
-		for _, v := range x.RawRowView(i)[:Dim] {
-			out[i] += unit(v) / Dim
-		}
-	}
-	return out
-}
-
-// Detail is the mean |difference| of horizontally and vertically
-// neighbouring pixels of each clipped image, in [0, 1] units.
-func Detail(x *mat.Dense) []float64 {
-	n, _ := x.Dims()
-	out := make([]float64, n)
-	const pairs = 2 * 28 * 27
-	for i := range n {
-		r := x.RawRowView(i)
-		for y := range 28 {
-			for c := range 28 {
-				if c < 27 {
-					out[i] += math.Abs(unit(r[y*28+c+1])-unit(r[y*28+c])) / pairs
-				}
-				if y < 27 {
-					out[i] += math.Abs(unit(r[(y+1)*28+c])-unit(r[y*28+c])) / pairs
-				}
-			}
-		}
-	}
-	return out
-}
-
-// unit maps a pixel in [−1, 1] (clipped) to [0, 1].
-func unit(v float64) float64 { return (math.Max(-1, math.Min(1, v)) + 1) / 2 }
-
-// DensityExplore is one target's density-guided samples beside the
-// unguided ones from the same noise (the notebook's knobs).
-type DensityExplore struct {
-	Target, Trace string
-	Until         float64
-	Level         float64 // the quantile level in bpd (NaN for an offset)
-	// Unguided and Guided images (clipped) and their tracked bpd.
-	Unguided, Guided       *mat.Dense
-	BPDUnguided, BPDGuided []float64
-	Seconds                float64
-}
-
-// ExploreDensity draws n unconditional samples (RK4, steps steps) with and
-// without density guidance to target (ParseDensityTarget's form), steered
-// and tracked with the named trace (TraceModel); a quantile's level comes
-// from ref unguided samples (ReferenceLevels).
-func ExploreDensity(ctx context.Context, nets *Networks, target, trace string, until float64, n, steps, ref int, seed uint64) (*DensityExplore, error) {
-	kind, v, err := ParseDensityTarget(target)
-	if err != nil {
-		return nil, err
-	}
-	m, err := nets.TraceModel(trace, seed)
-	if err != nil {
-		return nil, err
-	}
-	cfg := DensityConfig{Steps: steps, Until: until}
-	res := &DensityExplore{Target: target, Trace: trace, Until: until, Level: math.NaN()}
-	var tg pfode.DensityTarget = pfode.Offset{PerUnitTime: v}
-	if kind == "quantile" {
-		q, _, err := ReferenceLevels(ctx, m, InitialNoise(seed+1, 0, ref), []float64{v}, cfg)
-		if err != nil {
-			return nil, err
-		}
-		tg, res.Level = q.Level(0, 10), BitsPerDim(q.Values[len(q.Values)-1][0])
-	}
-	xT := InitialNoise(seed, 0, n)
-	t0 := time.Now()
-	for i, target := range []pfode.DensityTarget{nil, tg} {
-		run, err := DensitySample(ctx, m, target, xT, PriorStart(xT), cfg, nil)
-		if err != nil {
-			return nil, err
-		}
-		bpd := make([]float64, n)
-		for k, e := range run.Ell {
-			bpd[k] = BitsPerDim(e)
-		}
-		if i == 0 {
-			res.Unguided, res.BPDUnguided = Clip(run.X), bpd
-		} else {
-			res.Guided, res.BPDGuided = Clip(run.X), bpd
-		}
-	}
-	res.Seconds = time.Since(t0).Seconds()
-	return res, nil
-}
-
-// Report is the two rows of images with their tracked bpd, and a table of
-// the means with ink and detail.
-func (r *DensityExplore) Report() (*report.Report, error) {
-	row := func(name string, x *mat.Dense, bpd []float64) []report.Cell {
-		m, se := stats.MeanSE(bpd)
-		return []report.Cell{report.Text(name), report.FloatSE(m, se), report.Float(mean(InkMass(x))), report.Float(mean(Detail(x))), report.Float(FrameRMS(x))}
-	}
-	title := fmt.Sprintf("### Density guidance %s with the %s trace", r.Target, r.Trace)
-	if !math.IsNaN(r.Level) {
-		title += fmt.Sprintf(" (level %.4f bpd)", r.Level)
-	}
-	t := &report.Table{Name: "density", Title: title,
-		Columns: []report.Column{{Name: "sampler"}, {Name: "tracked bpd", Format: "%.4f"}, {Name: "ink", Format: "%.3f"}, {Name: "detail", Format: "%.4f"}, {Name: "frame rms", Format: "%.3f"}},
-		Cells:   [][]report.Cell{row("unguided", r.Unguided, r.BPDUnguided), row("guided", r.Guided, r.BPDGuided)},
-		Notes:   []string{fmt.Sprintf("Same noise for both rows; tracked bpd: the log-density the %s trace integrates along the path (%.1f s for both rows).", r.Trace, r.Seconds)}}
-	fig := &report.Figure{Name: "density.png", Caption: "unguided (top) and density-guided (bottom) samples from the same noise, tracked bpd under each",
-		Render: func(format string) ([]byte, error) {
-			return imageRow(fmt.Sprintf("density %s (%s trace): unguided (top), guided (bottom)", r.Target, r.Trace), "seed", []string{"unguided", "guided"},
-				[][]*mat.Dense{rowsOf(r.Unguided), rowsOf(r.Guided)}, [][]float64{r.BPDUnguided, r.BPDGuided}, format)
-		}}
-	return &report.Report{Name: "density-explore", Tables: []*report.Table{t}, Figures: []*report.Figure{fig}}, nil
 }

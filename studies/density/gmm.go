@@ -1,4 +1,4 @@
-package toys
+package density
 
 import (
 	"context"
@@ -8,25 +8,29 @@ import (
 	"time"
 
 	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/mat"
 
-	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/pfode"
+	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/internal/stats"
 	"github.com/dfx-lab/dfx/models"
+	"github.com/dfx-lab/dfx/problem"
+	"github.com/dfx-lab/dfx/toys"
 )
 
-// DensityConfig configures the density-guidance study on analytic
-// Gaussian mixtures (issue 24, item 2): the mixture of the adjoint study
-// (NewGMM) in each of Dims dimensions, whose log q_t, score and
+// GMMConfig configures density guidance on analytic Gaussian mixtures
+// (`dfx reproduce density`): the mixture problem of the adjoint study
+// (toys.NewGMM) in each of Dims dimensions, whose log q_t, score and
 // Fisher trace are exact at every t; samples guided to quantiles of
 // log q_t (Level targets) and by offsets per unit time, first with the
 // exact model and trace, then with an ε-network trained on draws of the
 // mixture and each trace estimator (VJP, Hutchinson, DF-TM, centred
 // DF-TM). The achieved log-density is always the mixture's exact log q at
 // the end point.
-type DensityConfig struct {
+type GMMConfig struct {
 	Dims       []int
 	Components int
 	// TrainSamples draws train the ε-network (v-prediction, as in the
@@ -53,34 +57,35 @@ type DensityConfig struct {
 	Seed                 uint64
 }
 
-// DensityQuick is the test profile (seconds).
-func DensityQuick() DensityConfig {
-	return DensityConfig{Dims: []int{2, 8}, Components: 4, TrainSamples: 2048, TrainSteps: 300, Width: 32, Depth: 1,
+// GMMQuick is the test profile (seconds).
+func GMMQuick() GMMConfig {
+	return GMMConfig{Dims: []int{2, 8}, Components: 4, TrainSamples: 2048, TrainSteps: 300, Width: 32, Depth: 1,
 		Samples: 8, Steps: 40, TMin: 0.01, Quantiles: []float64{0.1, 0.5}, Offsets: []float64{-20}, Gain: 10, Untils: []float64{0.1},
 		RefSamples: 400, RefTimes: 21, HutchK: 2, Seed: 1}
 }
 
-// DensityFull is the profile of the committed report.
-func DensityFull() DensityConfig {
-	return DensityConfig{Dims: []int{2, 64}, Components: 8, TrainSamples: 8192, TrainSteps: 3000, Width: 256, Depth: 2,
+// GMMFull is the profile of the committed report.
+func GMMFull() GMMConfig {
+	return GMMConfig{Dims: []int{2, 64}, Components: 8, TrainSamples: 8192, TrainSteps: 3000, Width: 256, Depth: 2,
 		Samples: 64, Steps: 200, TMin: 0.01, Quantiles: []float64{0.05, 0.25, 0.5, 0.75, 0.95}, Offsets: []float64{-20, 20}, Gain: 10,
 		Untils: []float64{0.02, 0.05, 0.1, 0.2}, RefSamples: 4000, RefTimes: 101, HutchK: 4, Seed: 1}
 }
 
-// The density-guidance methods: the model and the trace it is tracked and
-// steered with.
-const (
-	DensityExact = "exact" // score.Exact: the mixture's score and trace
-	DensityVJP   = "vjp"   // network + exact VJP trace (d VJPs)
-	DensityDFTM  = "df-tm"
-	DensityDFTMC = "df-tm-c"
-)
+// GMMFor is GMMQuick or GMMFull.
+func GMMFor(p report.Profile) GMMConfig { return report.Pick(p, GMMQuick, GMMFull) }
 
-// densityHutch names the Hutchinson method with k probes.
-func densityHutch(k int) string { return fmt.Sprintf("hutchinson-%d", k) }
+// MethodExact is the mixture's own score and trace (score.Exact), the
+// method of the exact rows.
+const MethodExact = "exact"
 
-// DensityRow is one method and target in one dimension.
-type DensityRow struct {
+// gmmTraces are the network's methods: each trace's label (as the tables
+// print it) and its name (TraceModel).
+func gmmTraces(hutchK int) [][2]string {
+	return [][2]string{{"vjp", "vjp"}, {fmt.Sprintf("hutchinson-%d", hutchK), fmt.Sprintf("hutchinson:%d", hutchK)}, {"df-tm", "df-tm"}, {"df-tm-c", "df-tm-c"}}
+}
+
+// GMMRow is one method and target in one dimension.
+type GMMRow struct {
 	Dim    int
 	Method string
 	// Target is "none", "offset P" or "q=p"; Level is the target log q at
@@ -90,10 +95,10 @@ type DensityRow struct {
 	// Achieved is the mixture's exact log q_TMin at the end points;
 	// Miss = Achieved − Level; AbsMiss its absolute value (mean ± SE over
 	// samples).
-	Achieved, Miss, AbsMiss MeanSE
+	Achieved, Miss, AbsMiss stats.Estimate
 	// Tracked is the mean |ℓ − log q| at the end: how far the ℓ the guide
 	// steered by is from the truth (the model's and the trace's error).
-	Tracked MeanSE
+	Tracked stats.Estimate
 	// AtMode counts samples that end below a quantile level at a mode
 	// (‖s‖² < tr F/10): levels above that mode's height are infeasible.
 	AtMode    int
@@ -102,11 +107,11 @@ type DensityRow struct {
 	NFE       int
 }
 
-// DensityResult is the result of RunDensity.
-type DensityResult struct {
-	Config    DensityConfig
+// GMMResult is the result of RunGMM.
+type GMMResult struct {
+	Config    GMMConfig
 	Schedule  string
-	Rows      []DensityRow
+	Rows      []GMMRow
 	Quantiles map[int]*pfode.Quantiles // by dimension: the exact quantile curves
 	// RefQuantiles[d][method] are the quantiles at TMin that each method's
 	// unguided samples give, ℓ carried from the prior with its trace: how a
@@ -116,92 +121,111 @@ type DensityResult struct {
 	Elapsed      time.Duration
 }
 
-// densityMethod is a model and its trace estimator; exact methods start ℓ
+// gmmMethod is a model and its trace estimator; exact methods start ℓ
 // at the exact log q_T, networks at the prior's log-density.
-type densityMethod struct {
+type gmmMethod struct {
 	name  string
 	model score.Model
 	exact bool
 }
 
-// RunDensity runs the study.
-func RunDensity(ctx context.Context, cfg DensityConfig) (*DensityResult, error) {
+// RunGMM runs the study: for each dimension d of Dims, the mixture
+// problem toys.NewGMM(d, Components) drawn from the stream (Seed, d), which
+// then draws the exact levels and the networks' training data.
+func RunGMM(ctx context.Context, cfg GMMConfig) (*GMMResult, error) {
 	start := time.Now()
 	if len(cfg.Dims) == 0 || cfg.Components < 1 || cfg.Samples < 2 || cfg.Steps < 1 || !(cfg.TMin > 0) || cfg.RefSamples < 2 || cfg.RefTimes < 2 {
-		return nil, fmt.Errorf("toys: density config needs Dims, Components ≥ 1, Samples ≥ 2, Steps ≥ 1, TMin > 0, RefSamples ≥ 2, RefTimes ≥ 2: %+v", cfg)
+		return nil, fmt.Errorf("density: config needs Dims, Components ≥ 1, Samples ≥ 2, Steps ≥ 1, TMin > 0, RefSamples ≥ 2, RefTimes ≥ 2: %+v", cfg)
 	}
 	s, err := schedule.ByName("vp", schedule.Params{})
 	if err != nil {
 		return nil, err
 	}
-	res := &DensityResult{Config: cfg, Schedule: s.Name(), Quantiles: map[int]*pfode.Quantiles{}, RefQuantiles: map[int]map[string][]float64{}}
+	res := &GMMResult{Config: cfg, Schedule: s.Name(), Quantiles: map[int]*pfode.Quantiles{}, RefQuantiles: map[int]map[string][]float64{}}
 	for _, d := range cfg.Dims {
 		rng := rand.New(rand.NewPCG(cfg.Seed, uint64(d)))
-		prob, err := NewGMM(d, cfg.Components, rng)
+		g, err := toys.NewGMM(d, cfg.Components, rng)
 		if err != nil {
 			return nil, err
 		}
-		q, err := exactQuantiles(s, prob.Mix, cfg, rng)
-		if err != nil {
+		p := g.Problem(fmt.Sprintf("gmm-%d", d), s)
+		p.Train = func(context.Context) (*mat.Dense, error) { return rowsDense(g.Sample(cfg.TrainSamples, rng)), nil }
+		if err := res.runProblem(ctx, p, rng); err != nil {
 			return nil, err
-		}
-		res.Quantiles[d] = q
-		methods := []densityMethod{{name: DensityExact, model: score.Exact{Mixture: prob.Mix}, exact: true}}
-		if cfg.TrainSteps > 0 {
-			t0 := time.Now()
-			nets, err := densityNetMethods(ctx, cfg, s, prob.Sample(cfg.TrainSamples, rng))
-			if err != nil {
-				return nil, err
-			}
-			res.TrainTime += time.Since(t0)
-			methods = append(methods, nets...)
-		}
-		res.RefQuantiles[d] = map[string][]float64{}
-		for _, m := range methods {
-			rows, ref, err := densityRuns(ctx, cfg, s, prob.Mix, q, m, d)
-			if err != nil {
-				return nil, fmt.Errorf("toys: density d = %d, %s: %w", d, m.name, err)
-			}
-			res.Rows = append(res.Rows, rows...)
-			res.RefQuantiles[d][m.name] = ref
 		}
 	}
 	res.Elapsed = time.Since(start)
 	return res, nil
 }
 
-// exactQuantiles are the quantiles of log q_t(X_t), X_t ~ q_t, on a uniform
-// grid from T = 1 to TMin: RefSamples exact draws of q_t at each time and
-// the closed-form log q_t.
-func exactQuantiles(s schedule.Schedule, mix *mixture.Gaussian, cfg DensityConfig, rng *rand.Rand) (*pfode.Quantiles, error) {
-	grid := uniformTimes(1, cfg.TMin, cfg.RefTimes-1)
-	cs := make([]schedule.Coefficients, len(grid))
-	for i, t := range grid {
-		var err error
-		if cs[i], err = schedule.At(s, t); err != nil {
-			return nil, err
-		}
+// rowsDense is the rows v as a matrix [len(v), d].
+func rowsDense(v [][]float64) *mat.Dense {
+	out := mat.NewDense(len(v), len(v[0]), nil)
+	for i, r := range v {
+		out.SetRow(i, r)
 	}
-	ells, err := mix.DiffusedLogProbs(rng, cfg.RefSamples, cs)
+	return out
+}
+
+// runProblem adds the rows of problem p, whose Exact is a Gaussian mixture
+// and whose Train draws the networks' training data: its exact levels
+// (from rng), the exact method's rows, and (TrainSteps > 0) the rows of
+// the networks trained on Train with each trace.
+func (res *GMMResult) runProblem(ctx context.Context, p *problem.Problem, rng *rand.Rand) error {
+	cfg, d := res.Config, p.Dim
+	ex, err := p.Exact(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return pfode.QuantilesOf(grid, ells, cfg.Quantiles, fmt.Sprintf("%d exact draws x_t = α x₀ + σ ε of q_t (the same x₀ and ε at each of %d times: smooth curves), closed-form log q_t", cfg.RefSamples, len(grid)))
+	mix, ok := ex.(*mixture.Gaussian)
+	if !ok {
+		return fmt.Errorf("density: problem %s: the exact reference is not a Gaussian mixture", p.Name)
+	}
+	sc := SampleConfig{Schedule: p.Schedule, Grid: GridUniform, TMin: cfg.TMin, Steps: cfg.RefTimes - 1}
+	grid, err := sc.Times()
+	if err != nil {
+		return err
+	}
+	q, err := ExactLevels(mix, p.Schedule, grid, cfg.Quantiles, cfg.RefSamples, rng,
+		fmt.Sprintf("%d exact draws x_t = α x₀ + σ ε of q_t (the same x₀ and ε at each of %d times: smooth curves), closed-form log q_t", cfg.RefSamples, len(grid)))
+	if err != nil {
+		return err
+	}
+	res.Quantiles[d] = q
+	methods := []gmmMethod{{name: MethodExact, model: score.Exact{Mixture: mix}, exact: true}}
+	if cfg.TrainSteps > 0 {
+		t0 := time.Now()
+		data, err := p.Train(ctx)
+		if err != nil {
+			return err
+		}
+		nets, err := gmmNetMethods(ctx, cfg, p.Schedule, data)
+		if err != nil {
+			return err
+		}
+		res.TrainTime += time.Since(t0)
+		methods = append(methods, nets...)
+	}
+	res.RefQuantiles[d] = map[string][]float64{}
+	for _, m := range methods {
+		rows, ref, err := gmmRuns(ctx, cfg, p.Schedule, mix, q, m, d)
+		if err != nil {
+			return fmt.Errorf("density: d = %d, %s: %w", d, m.name, err)
+		}
+		res.Rows = append(res.Rows, rows...)
+		res.RefQuantiles[d][m.name] = ref
+	}
+	return nil
 }
 
-// uniformTimes is t1, …, t0 in m equal steps.
-func uniformTimes(t1, t0 float64, m int) []float64 {
-	g := make([]float64, m+1)
-	for i := range g {
-		g[i] = t1 + (t0-t1)*float64(i)/float64(m)
+// gmmNetMethods trains the ε-network, t_θ and ν_θ on data [N, d] and
+// returns the network with each trace estimator.
+func gmmNetMethods(ctx context.Context, cfg GMMConfig, s schedule.Schedule, x *mat.Dense) ([]gmmMethod, error) {
+	n, _ := x.Dims()
+	data := make([][]float64, n)
+	for i := range data {
+		data[i] = x.RawRowView(i)
 	}
-	g[m] = t0
-	return g
-}
-
-// densityNetMethods trains the ε-network, t_θ and ν_θ on data and returns
-// the network with each trace estimator.
-func densityNetMethods(ctx context.Context, cfg DensityConfig, s schedule.Schedule, data [][]float64) ([]densityMethod, error) {
 	store := models.NewStore()
 	store.SetParams(map[string]any{models.ParamWidth: cfg.Width, models.ParamDepth: cfg.Depth,
 		models.ParamCosineSteps: cfg.TrainSteps, models.ParamSeed: int(cfg.Seed), models.ParamBatchSize: 128,
@@ -220,67 +244,31 @@ func densityNetMethods(ctx context.Context, cfg DensityConfig, s schedule.Schedu
 	if err != nil {
 		return nil, err
 	}
-	vjp, err := access.NewVJPTrace(net, 0)
-	if err != nil {
-		return nil, err
-	}
-	hut, err := access.NewHutchinson(net, cfg.HutchK, access.Rademacher, cfg.Seed)
-	if err != nil {
-		return nil, err
-	}
-	dftm, err := access.NewDFTM(net)
-	if err != nil {
-		return nil, err
-	}
-	dftmc, err := access.NewDFTMCentred(net)
-	if err != nil {
-		return nil, err
-	}
-	var out []densityMethod
-	for _, e := range []struct {
-		name string
-		est  score.TraceEstimator
-	}{{DensityVJP, vjp}, {densityHutch(cfg.HutchK), hut}, {DensityDFTM, dftm}, {DensityDFTMC, dftmc}} {
-		out = append(out, densityMethod{name: e.name, model: access.NetModel{Net: net, Trace: e.est}})
+	var out []gmmMethod
+	for _, tr := range gmmTraces(cfg.HutchK) {
+		m, err := TraceModel(net, tr[1], cfg.Seed, 0)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, gmmMethod{name: tr[0], model: m})
 	}
 	return out, nil
 }
 
-// densityTarget is one target of the study.
-type densityTarget struct {
-	name   string
-	target pfode.DensityTarget
-	level  float64 // log q asked at TMin (NaN: none)
-	until  float64
+// targets are cfg's targets.
+func (cfg GMMConfig) targets() Targets {
+	return Targets{Offsets: cfg.Offsets, Quantiles: cfg.Quantiles, Gain: cfg.Gain, Until: cfg.Until, Untils: cfg.Untils}
 }
 
-// densityTargets are the study's targets in table order: none, the
-// offsets, the quantile levels, then the median level with guidance
-// stopped below each of Untils.
-func densityTargets(cfg DensityConfig, q *pfode.Quantiles) []densityTarget {
-	out := []densityTarget{{name: "none", level: math.NaN()}}
-	for _, o := range cfg.Offsets {
-		out = append(out, densityTarget{fmt.Sprintf("offset %+g", o), pfode.Offset{PerUnitTime: o}, math.NaN(), cfg.Until})
-	}
-	last, mid := len(q.Times)-1, 0
-	for k, p := range q.Ps {
-		out = append(out, densityTarget{fmt.Sprintf("q=%g", p), q.Level(k, cfg.Gain), q.Values[last][k], cfg.Until})
-		if math.Abs(p-0.5) < math.Abs(q.Ps[mid]-0.5) {
-			mid = k
-		}
-	}
-	for _, u := range cfg.Untils {
-		out = append(out, densityTarget{fmt.Sprintf("q=%g, until %g", q.Ps[mid], u), q.Level(mid, cfg.Gain), q.Values[last][mid], u})
-	}
-	return out
-}
-
-// densityRuns guides cfg.Samples prior draws with method m to every target
+// gmmRuns guides cfg.Samples prior draws with method m to every target
 // and scores the end points against the exact mixture; it also returns the
 // quantiles at TMin of the unguided run's tracked ℓ.
-func densityRuns(ctx context.Context, cfg DensityConfig, s schedule.Schedule, mix *mixture.Gaussian, q *pfode.Quantiles, m densityMethod, d int) ([]DensityRow, []float64, error) {
-	src := schedule.Continuous{Schedule: s}
-	grid := uniformTimes(1, cfg.TMin, cfg.Steps)
+func gmmRuns(ctx context.Context, cfg GMMConfig, s schedule.Schedule, mix *mixture.Gaussian, q *pfode.Quantiles, m gmmMethod, d int) ([]GMMRow, []float64, error) {
+	sc := SampleConfig{Schedule: s, Grid: GridUniform, TMin: cfg.TMin, Steps: cfg.Steps}
+	grid, err := sc.Times()
+	if err != nil {
+		return nil, nil, err
+	}
 	cT, err := schedule.At(s, grid[0])
 	if err != nil {
 		return nil, nil, err
@@ -298,30 +286,23 @@ func densityRuns(ctx context.Context, cfg DensityConfig, s schedule.Schedule, mi
 		}
 		start = r.LogProb
 	}
-	var rows []DensityRow
+	var rows []GMMRow
 	var ref []float64
-	for _, tg := range densityTargets(cfg, q) {
-		sys := pfode.New(src, m.model, cfg.Samples, d, pfode.LogDensity)
-		gd := &pfode.DensityGuide{Target: tg.target, Start: start, Until: tg.until}
-		sys.Guide = gd
-		y := sys.Init(xT, nil)
-		t0 := time.Now()
-		st, err := pfode.Solve(ctx, sys, pfode.RK4, grid, y, nil)
+	for _, tg := range cfg.targets().list(q, true) {
+		sc.Until = tg.until
+		run, err := Sample(ctx, m.model, tg.target, xT, start, sc, nil)
 		if err != nil {
 			return nil, nil, err
 		}
-		elapsed := time.Since(t0)
-		x := sys.X(y)
-		ell := append([]float64(nil), sys.LogDensity(y)...)
-		floats.Add(ell, start)
-		ex, err := mix.Eval(mixture.Query{At: c0, X: x, Want: mixture.LogProb | mixture.Score | mixture.Trace})
+		ell := run.Ell
+		ex, err := mix.Eval(mixture.Query{At: c0, X: run.X, Want: mixture.LogProb | mixture.Score | mixture.Trace})
 		if err != nil {
 			return nil, nil, err
 		}
-		row := DensityRow{Dim: d, Method: m.name, Target: tg.name, Level: tg.level, Achieved: meanSE(ex.LogProb),
-			PerSample: elapsed / time.Duration(cfg.Samples), NFE: st.NFE}
-		if gd.Evals > 0 {
-			row.Limited = float64(gd.Limited) / float64(gd.Evals)
+		row := GMMRow{Dim: d, Method: m.name, Target: tg.name, Level: tg.level, Achieved: stats.EstimateOf(ex.LogProb),
+			PerSample: run.Time / time.Duration(cfg.Samples), NFE: run.NFE}
+		if run.Guide.Evals > 0 {
+			row.Limited = float64(run.Guide.Limited) / float64(run.Guide.Evals)
 		}
 		track, miss, abs := make([]float64, cfg.Samples), make([]float64, cfg.Samples), make([]float64, cfg.Samples)
 		for k := range track {
@@ -333,11 +314,11 @@ func densityRuns(ctx context.Context, cfg DensityConfig, s schedule.Schedule, mi
 				row.AtMode++
 			}
 		}
-		row.Tracked = meanSE(track)
+		row.Tracked = stats.EstimateOf(track)
 		if !math.IsNaN(tg.level) {
-			row.Miss, row.AbsMiss = meanSE(miss), meanSE(abs)
+			row.Miss, row.AbsMiss = stats.EstimateOf(miss), stats.EstimateOf(abs)
 		} else {
-			row.Miss, row.AbsMiss = MeanSE{math.NaN(), math.NaN()}, MeanSE{math.NaN(), math.NaN()}
+			row.Miss, row.AbsMiss = stats.Estimate{Mean: math.NaN(), SE: math.NaN()}, stats.Estimate{Mean: math.NaN(), SE: math.NaN()}
 			row.AtMode = 0
 		}
 		if tg.target == nil {

@@ -1,4 +1,4 @@
-package toys
+package density
 
 import (
 	"fmt"
@@ -15,7 +15,7 @@ import (
 // Report implements report.Result: density.md / density.csv (every method
 // and target), the quantile routes, and two figures: achieved against
 // target level, and the level miss against the cost per sample.
-func (r *DensityResult) Report() (*report.Report, error) {
+func (r *GMMResult) Report() (*report.Report, error) {
 	c := r.Config
 	main := &report.Table{Name: "density",
 		Title: fmt.Sprintf("# Density guidance on analytic Gaussian mixtures (%s, d = %v, K = %d)\n\n", r.Schedule, c.Dims, c.Components) +
@@ -32,12 +32,12 @@ func (r *DensityResult) Report() (*report.Report, error) {
 			{Name: "|ℓ − log q|", Key: "tracked", Format: "%.3g"}, {Name: "at a mode", Key: "at_mode"}, {Name: "λ limited", Key: "limited", Format: "%.3f"},
 			{Name: "time / sample", Key: "per_sample", Unit: "s"}, {Name: "NFE"}}}
 	for _, w := range r.Rows {
-		lvl, miss, abs := report.Float(w.Level), seCell(w.Miss), seCell(w.AbsMiss)
+		lvl, miss, abs := report.Float(w.Level), report.FloatSE(w.Miss.Mean, w.Miss.SE), report.FloatSE(w.AbsMiss.Mean, w.AbsMiss.SE)
 		if math.IsNaN(w.Level) {
 			lvl, miss, abs = report.None(), report.None(), report.None()
 		}
-		main.Add(report.Int(w.Dim), report.Text(w.Method), report.Text(w.Target), lvl, seCell(w.Achieved), miss, abs,
-			seCell(w.Tracked), report.Int(w.AtMode), report.Float(w.Limited), report.Duration(w.PerSample), report.Int(w.NFE))
+		main.Add(report.Int(w.Dim), report.Text(w.Method), report.Text(w.Target), lvl, report.FloatSE(w.Achieved.Mean, w.Achieved.SE), miss, abs,
+			report.FloatSE(w.Tracked.Mean, w.Tracked.SE), report.Int(w.AtMode), report.Float(w.Limited), report.Duration(w.PerSample), report.Int(w.NFE))
 	}
 	main.Notes = []string{"'at a mode': samples that end below their level with ‖s‖² < tr F/10 (a typical point has ‖s‖² ≈ tr F): the level is above the height of the mode they are in, so no velocity reaches it; guidance holds them at the mode. " +
 		"'λ limited': the fraction of guided evaluations whose λ the speed bound (DefaultCap) more than halved."}
@@ -73,7 +73,7 @@ func (r *DensityResult) Report() (*report.Report, error) {
 		}}, nil
 }
 
-func (r *DensityResult) quantileHow() string {
+func (r *GMMResult) quantileHow() string {
 	for _, q := range r.Quantiles {
 		return q.How + "."
 	}
@@ -81,7 +81,7 @@ func (r *DensityResult) quantileHow() string {
 }
 
 // methods lists the methods of dimension d in row order.
-func (r *DensityResult) methods(d int) []string {
+func (r *GMMResult) methods(d int) []string {
 	var out []string
 	for _, w := range r.Rows {
 		if w.Dim == d && (len(out) == 0 || out[len(out)-1] != w.Method) {
@@ -93,8 +93,8 @@ func (r *DensityResult) methods(d int) []string {
 
 // levelRows are the quantile-target rows of method m in dimension d,
 // guided to t_min (the "until" rows stop early and are left out).
-func (r *DensityResult) levelRows(d int, m string) []DensityRow {
-	var out []DensityRow
+func (r *GMMResult) levelRows(d int, m string) []GMMRow {
+	var out []GMMRow
 	for _, w := range r.Rows {
 		if w.Dim == d && w.Method == m && strings.HasPrefix(w.Target, "q=") && !strings.Contains(w.Target, "until") {
 			out = append(out, w)
@@ -108,12 +108,12 @@ func (r *DensityResult) levelRows(d int, m string) []DensityRow {
 // margin of a quarter of their range, and a method's points that fall
 // outside are counted in the legend (k of n off scale), not drawn, so that
 // one diverging trace (DF-TM at small t) does not flatten the rest.
-func (r *DensityResult) levelsFigure(format string) ([]byte, error) {
+func (r *GMMResult) levelsFigure(format string) ([]byte, error) {
 	var plots []*plot.Plot
 	for _, d := range r.Config.Dims {
 		lo, hi := math.Inf(1), math.Inf(-1)
 		diag := plotx.Series{Name: "achieved = level"}
-		for _, w := range r.levelRows(d, DensityExact) {
+		for _, w := range r.levelRows(d, MethodExact) {
 			lo, hi = math.Min(lo, w.Level), math.Max(hi, w.Level)
 			diag.X, diag.Y = append(diag.X, w.Level), append(diag.Y, w.Level)
 		}
@@ -152,7 +152,7 @@ func (r *DensityResult) levelsFigure(format string) ([]byte, error) {
 
 // costFigure has one panel per dimension, stacked: each method's mean
 // |miss| over the levels against its time per guided sample, log–log.
-func (r *DensityResult) costFigure(format string) ([]byte, error) {
+func (r *GMMResult) costFigure(format string) ([]byte, error) {
 	var plots []*plot.Plot
 	for _, d := range r.Config.Dims {
 		var ss []plotx.Series

@@ -1,4 +1,4 @@
-package mnist
+package density
 
 import (
 	"fmt"
@@ -14,12 +14,13 @@ import (
 
 	"github.com/dfx-lab/dfx/dfx/plotx"
 	"github.com/dfx-lab/dfx/dfx/report"
+	"github.com/dfx-lab/dfx/mnist"
 )
 
 // Report implements report.Result: mnist-density.md/.csv (every model,
 // trace and target), the sample grids across targets, and the achieved
 // bpd against the level asked.
-func (r *DensityExpResult) Report() (*report.Report, error) {
+func (r *Result) Report() (*report.Report, error) {
 	c := r.Config
 	t := &report.Table{Name: "mnist-density",
 		Title: fmt.Sprintf("# Density guidance on MNIST (%s profile)\n\nComputed on %s: %.0f s of computing for its rows, summed over the runs that made them%s.\n\n", c.Profile, r.Machine, r.RowTime.Seconds(), costTimeAbout(r.CostTime)) +
@@ -65,9 +66,9 @@ func (r *DensityExpResult) Report() (*report.Report, error) {
 	if r.Shard != "" {
 		// A shard's partial report: the rows in the folder so far, no
 		// figures, no cost table.
-		all := len(c.targets(r.Levels["mixture"], true))
+		all := len(c.targets().list(r.Levels["mixture"], true))
 		for _, tr := range c.Traces {
-			all += len(c.targets(r.Levels["network"], slices.Contains(c.UntilTraces, tr)))
+			all += len(c.targets().list(r.Levels["network"], slices.Contains(c.UntilTraces, tr)))
 		}
 		t.Title = fmt.Sprintf("# Density guidance on MNIST (%s profile): partial, shard %s\n\nThis shard holds %d of the %d rows (its own and those it read from the work folder); the run without a shard writes the whole report with its figures and cost table.\n\n", c.Profile, r.Shard, len(r.Rows), all) +
 			strings.SplitN(t.Title, "\n\n", 3)[2]
@@ -88,7 +89,7 @@ type gridKey struct{ model, trace string }
 
 // gridKeys are the (model, trace) pairs drawn as sample grids: the mixture
 // and the network with each of GridTraces.
-func (r *DensityExpResult) gridKeys() []gridKey {
+func (r *Result) gridKeys() []gridKey {
 	out := []gridKey{{"mixture", "exact"}}
 	for _, tr := range r.Config.GridTraces {
 		out = append(out, gridKey{"network", tr})
@@ -96,7 +97,7 @@ func (r *DensityExpResult) gridKeys() []gridKey {
 	return out
 }
 
-func (r *DensityExpResult) samplesFigure(k gridKey, format string) ([]byte, error) {
+func (r *Result) samplesFigure(k gridKey, format string) ([]byte, error) {
 	var rows [][]*mat.Dense
 	var labels []string
 	for _, w := range r.Rows {
@@ -107,13 +108,13 @@ func (r *DensityExpResult) samplesFigure(k gridKey, format string) ([]byte, erro
 		labels = append(labels, fmt.Sprintf("%s: %.4g bpd", w.Target, w.Achieved.Mean))
 	}
 	if len(rows) == 0 {
-		return nil, fmt.Errorf("mnist: no samples of %s/%s", k.model, k.trace)
+		return nil, fmt.Errorf("density: no samples of %s/%s", k.model, k.trace)
 	}
-	p, err := ImageGrid(fmt.Sprintf("density guidance, %s (%s trace)", k.model, k.trace), "sample (same noise in every row)", "target", rows, nil)
+	p, err := mnist.ImageGrid(fmt.Sprintf("density guidance, %s (%s trace)", k.model, k.trace), "sample (same noise in every row)", "target", rows, nil)
 	if err != nil {
 		return nil, err
 	}
-	LabelRows(p, labels)
+	mnist.LabelRows(p, labels)
 	return plotx.Bytes(p, vg.Length(len(rows[0]))*0.6*vg.Inch+2.6*vg.Inch, vg.Length(len(rows))*0.6*vg.Inch+1.1*vg.Inch, format)
 }
 
@@ -122,7 +123,7 @@ func (r *DensityExpResult) samplesFigure(k gridKey, format string) ([]byte, erro
 // a method whose points fall outside is not drawn there but named in the
 // legend with its range ("off scale"), so one exploding trace does not
 // flatten the others.
-func (r *DensityExpResult) levelsFigure(format string) ([]byte, error) {
+func (r *Result) levelsFigure(format string) ([]byte, error) {
 	var plots []*plot.Plot
 	for _, model := range []string{"mixture", "network"} {
 		lo, hi := math.Inf(1), math.Inf(-1)
@@ -178,7 +179,7 @@ func (r *DensityExpResult) levelsFigure(format string) ([]byte, error) {
 		plots = append(plots, p)
 	}
 	if len(plots) == 0 {
-		return nil, fmt.Errorf("mnist: no quantile targets to draw")
+		return nil, fmt.Errorf("density: no quantile targets to draw")
 	}
 	return plotx.TilesBytes(plots, 1, 11*vg.Inch, 4*vg.Inch, format) // one above the other, wide: the legends are long
 }
@@ -186,7 +187,7 @@ func (r *DensityExpResult) levelsFigure(format string) ([]byte, error) {
 // accuracy is a model and trace's mean |achieved − tracked| over its
 // unguided and offset rows and its mean per-sample |miss| over its quantile
 // rows guided to t_min (NaN where it has no such rows).
-func (r *DensityExpResult) accuracy(model, trace string) (track, miss float64) {
+func (r *Result) accuracy(model, trace string) (track, miss float64) {
 	var ts, ms []float64
 	for _, w := range r.Rows {
 		switch {
