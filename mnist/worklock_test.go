@@ -14,11 +14,10 @@ import (
 )
 
 // TestSecondRunOnOneWorkFileIsRefused: while a run holds a work file's
-// lock (held here by lockWork, as a run takes it), the density experiment,
-// the model evaluation and training on that file are refused with ErrWork
+// lock (held here by lockWork, as a run takes it), the model evaluation
+// and training on that file are refused with ErrWork
 // naming the holder, before any work, and so are the checks made before a
-// run (CheckModelWork, CheckTrainFree); a shard's own file is another
-// lock; each run gives its lock back when it returns. Contexts are
+// run (CheckModelWork, CheckTrainFree); each run gives its lock back when it returns. Contexts are
 // cancelled, so that a run that ignored the lock would end at once with
 // context.Canceled instead.
 func TestSecondRunOnOneWorkFileIsRefused(t *testing.T) {
@@ -57,24 +56,6 @@ func TestSecondRunOnOneWorkFileIsRefused(t *testing.T) {
 		}
 		l.Release()
 	}
-
-	work := t.TempDir()
-	cfg := DensityExpQuick("")
-	cfg.Work = work
-	held := lock(work, densityWorkFile(cfg.Profile))
-	_, err := RunDensityExp(ctx, cfg, io.Discard)
-	refused("mnist-density", err)
-	shard := cfg
-	shard.Shard, shard.Shards = 1, 2
-	if _, err := RunDensityExp(ctx, shard, io.Discard); errors.Is(err, ErrWork) {
-		t.Errorf("a shard, whose file is its own, refused: %v", err)
-	}
-	released("a shard", work, DensityShardFile(cfg.Profile, 1, 2))
-	held.Release()
-	if _, err := RunDensityExp(ctx, cfg, io.Discard); errors.Is(err, ErrWork) {
-		t.Errorf("mnist-density after the lock was released: %v", err)
-	}
-	released("mnist-density", work, densityWorkFile(cfg.Profile))
 
 	me := ModelEvalQuick("", "eps")
 	me.Work = t.TempDir()

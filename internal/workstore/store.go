@@ -293,7 +293,10 @@ func (s *Store) AwaitValue(ctx context.Context, name string, v any, poll time.Du
 			if err != nil {
 				return err
 			}
-			if raw, ok := got.Values[name]; found && ok {
+			if !found {
+				continue
+			}
+			if raw, ok := got.Values[name]; ok {
 				s.values[name] = raw
 				return json.Unmarshal(raw, v)
 			}

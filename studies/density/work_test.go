@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -15,8 +16,17 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/pfode"
+	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/internal/stats"
+	"github.com/dfx-lab/dfx/internal/worklock"
+	"github.com/dfx-lab/dfx/internal/workstore"
+	"github.com/dfx-lab/dfx/mnist"
 )
+
+// checkWork is the experiment's strict read of a work folder.
+func checkWork(dir string) error {
+	return workstore.Check("mnist-density", dir, MNISTQuick().stem(), MNISTFull().stem())
+}
 
 // A kept row and the network's levels come back as they were (NaN, the
 // "no level" of an unguided row, and an exploding trace's ±Inf included);
@@ -25,18 +35,19 @@ import (
 // as ErrWork (bad input).
 func TestDensityWorkResumes(t *testing.T) {
 	dir := t.TempDir()
-	cfg := DensityExpQuick("")
+	cfg := MNISTQuick()
 	cfg.GridTraces = []string{"df-tm"}
-	keep, err := openDensityWork(dir, cfg, "score:abc", "Go Backend")
+	const dim = mnist.Dim
+	keep, err := openStore("test", dir, cfg, "score:abc", "Go Backend", dim)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if keep.where() != "" {
-		t.Errorf("nothing computed yet, but the work says %q", keep.where())
+	if keep.Where() != "" {
+		t.Errorf("nothing computed yet, but the work says %q", keep.Where())
 	}
-	grid := mat.NewDense(1, Dim, nil)
+	grid := mat.NewDense(1, dim, nil)
 	grid.Set(0, 3, 0.25)
-	rows := []DensityExpRow{
+	rows := []Row{
 		{Model: "network", Trace: "df-tm", Target: "none", Level: math.NaN(), LevelNats: math.NaN(), Achieved: stats.Estimate{Mean: 1.5, SE: 0.1},
 			Tracked: stats.Estimate{Mean: 1.4, SE: 0.2}, AbsMiss: stats.Estimate{Mean: math.NaN(), SE: math.NaN()}, Ink: 0.2, Frame: 0.03, Detail: 0.1,
 			PerSample: 1234567891 * time.Nanosecond, NFE: 400, Grid: []*mat.Dense{grid}},
@@ -51,18 +62,18 @@ func TestDensityWorkResumes(t *testing.T) {
 		}
 	}
 	q := &pfode.Quantiles{Times: []float64{1, 0.5, 0.01}, Ps: []float64{0.5}, Values: [][]float64{{-1000}, {-900}, {-800}}, How: "test"}
-	if err := keep.keepLevels("network", q); err != nil {
+	if err := keep.keepLevels(q); err != nil {
 		t.Fatal(err)
 	}
 
-	again, err := openDensityWork(dir, cfg, "score:abc", "xla")
+	again, err := openStore("test", dir, cfg, "score:abc", "xla", dim)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range rows {
-		got, ok := again.row(w.Model, w.Trace, w.Target)
-		if !ok {
-			t.Fatalf("row %s not kept", w.key())
+		got, ok, err := again.row(w.Model, w.Trace, w.Target, dim)
+		if err != nil || !ok {
+			t.Fatalf("row %s not kept (%v)", w.key(), err)
 		}
 		same := func(a, b float64) bool { return a == b || math.IsNaN(a) && math.IsNaN(b) }
 		if !same(got.Level, w.Level) || !same(got.AbsMiss.Mean, w.AbsMiss.Mean) || !same(got.Achieved.Mean, w.Achieved.Mean) || !same(got.Tracked.Mean, w.Tracked.Mean) ||
@@ -75,63 +86,66 @@ func TestDensityWorkResumes(t *testing.T) {
 			}
 		}
 	}
-	if err := keep.keep(DensityExpRow{Model: "network", Trace: "hutchinson:4", Target: "none", Grid: []*mat.Dense{grid}}); err != nil {
+	if err := keep.keep(Row{Model: "network", Trace: "hutchinson:4", Target: "none", Grid: []*mat.Dense{grid}}); err != nil {
 		t.Fatal(err)
 	}
-	if k, err := openDensityWork(dir, cfg, "score:abc", "Go Backend"); err != nil {
+	if k, err := openStore("test", dir, cfg, "score:abc", "Go Backend", dim); err != nil {
 		t.Fatal(err)
-	} else if w, ok := k.row("network", "hutchinson:4", "none"); !ok || len(w.Grid) != 0 {
+	} else if w, ok, _ := k.row("network", "hutchinson:4", "none", dim); !ok || len(w.Grid) != 0 {
 		t.Errorf("a row no figure draws kept %d grid images (found: %v)", len(w.Grid), ok)
 	}
-	if _, ok := again.row("network", "df-tm-c", "none"); ok {
+	if _, ok, _ := again.row("network", "df-tm-c", "none", dim); ok {
 		t.Error("a row never kept was found")
 	}
-	gq, err := again.levels("network")
+	gq, err := again.levels()
 	if err != nil || gq == nil || gq.Values[1][0] != -900 || gq.How != "test" {
 		t.Errorf("levels came back as %+v (%v)", gq, err)
 	}
-	if again.where() != keep.where() || again.base <= 0 {
-		t.Errorf("a run that only read: machines %q (the first run's: %q), %g s before it", again.where(), keep.where(), again.base)
+	if again.Where() != keep.Where() || again.ReadSeconds() <= 0 {
+		t.Errorf("a run that only read: machines %q (the first run's: %q), %g s before it", again.Where(), keep.Where(), again.ReadSeconds())
 	}
-	if err := again.keep(DensityExpRow{Model: "network", Trace: "df-tm-c", Target: "none", Achieved: stats.Estimate{Mean: 2}}); err != nil {
+	before := again.ReadSeconds()
+	if err := again.keep(Row{Model: "network", Trace: "df-tm-c", Target: "none", Achieved: stats.Estimate{Mean: 2}}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(again.work.Backend, "Go Backend and xla") || again.work.Seconds < again.base {
-		t.Errorf("backends %q, %g s (%g before): the second run's not added", again.work.Backend, again.work.Seconds, again.base)
+	if w := again.Where(); !strings.Contains(w, "Go Backend and xla") || readFile(t, filepath.Join(dir, "density-quick.json")).Seconds < before {
+		t.Errorf("where %q: the second run's backend or seconds not added", w)
 	}
-	if _, err := openDensityWork(dir, cfg, "score:abc", "xla"); err != nil {
+	if _, err := openStore("test", dir, cfg, "score:abc", "xla", dim); err != nil {
 		t.Fatal(err)
 	}
 
 	other := cfg
 	other.Samples++
-	if _, err := openDensityWork(dir, other, "score:abc", "Go Backend"); !errors.Is(err, ErrWork) {
+	if _, err := openStore("test", dir, other, "score:abc", "Go Backend", dim); !errors.Is(err, workstore.ErrWork) {
 		t.Errorf("a work file of other settings: %v", err)
 	}
-	if _, err := openDensityWork(dir, cfg, "score:def", "Go Backend"); !errors.Is(err, ErrWork) {
+	if _, err := openStore("test", dir, cfg, "score:def", "Go Backend", dim); !errors.Is(err, workstore.ErrWork) {
 		t.Errorf("a work file of other networks: %v", err)
 	}
-	full := DensityExpFull("")
-	if k, err := openDensityWork(dir, full, "score:abc", "Go Backend"); err != nil || len(k.rows) != 0 {
+	if k, err := openStore("test", dir, MNISTFull(), "score:abc", "Go Backend", dim); err != nil || k.Len() != 0 {
 		t.Errorf("the full profile read the quick profile's file: %v", err)
 	}
-	other = cfg
-	other.Work, other.Dir = "elsewhere", "nets"
-	if _, err := openDensityWork(dir, other, "score:abc", "Go Backend"); err != nil {
-		t.Errorf("the folders are not settings: %v", err)
-	}
+	corrupt(t, dir, cfg, dim)
+}
 
-	path := filepath.Join(dir, densityWorkFile(cfg.Profile))
+// corrupt damages the quick profile's work file of dir in several ways,
+// each refused as ErrWork.
+func corrupt(t *testing.T, dir string, cfg Config, dim int) {
+	path := filepath.Join(dir, workstore.Shard{}.File(cfg.stem()))
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	twice := strings.Replace(strings.Replace(string(raw), `"target":"q=0.5"`, `"target":"none"`, 1), `"key":"network|df-tm|q=0.5"`, `"key":"network|df-tm|none"`, 1)
 	for name, bad := range map[string]string{
 		"truncated":     string(raw[:len(raw)/2]),
 		"unknown field": strings.Replace(string(raw), `"rows"`, `"rowz"`, 1),
+		"unknown row":   strings.Replace(string(raw), `"level_nats"`, `"level_natz"`, 1),
 		"short grid":    strings.Replace(string(raw), `"grid":[[0,0,0,0.25,`, `"grid":[[0.25,`, 1),
-		"row twice":     strings.Replace(string(raw), `"target":"q=0.5"`, `"target":"none"`, 1),
-		"null levels":   strings.Replace(string(raw), `"network":{"times"`, `"network":null,"x":{"times"`, 1),
+		"row twice":     twice,
+		"misfiled row":  strings.Replace(string(raw), `"target":"q=0.5"`, `"target":"none"`, 1),
+		"null levels":   strings.Replace(string(raw), `"levels network":{"times"`, `"levels network":null,"x":{"times"`, 1),
 		"trailing data": string(raw) + "{}",
 	} {
 		if bad == string(raw) {
@@ -140,39 +154,43 @@ func TestDensityWorkResumes(t *testing.T) {
 		if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := openDensityWork(dir, cfg, "score:abc", "Go Backend"); !errors.Is(err, ErrWork) {
+		if _, err := openStore("test", dir, cfg, "score:abc", "Go Backend", dim); !errors.Is(err, workstore.ErrWork) {
 			t.Errorf("%s file: %v", name, err)
 		}
 		if name == "truncated" || name == "unknown field" || name == "trailing data" {
-			if err := CheckDensityWork(dir); !errors.Is(err, ErrWork) {
-				t.Errorf("CheckDensityWork: %s file: %v", name, err)
+			if err := checkWork(dir); !errors.Is(err, workstore.ErrWork) {
+				t.Errorf("checkWork: %s file: %v", name, err)
 			}
 		}
 	}
 }
 
-// Shards share one folder: each computes every n-th row (mine), keeps its
+// Shards share one folder: each computes every n-th row (Mine), keeps its
 // rows in its own file and never writes another's; every run reads all of
 // the profile's files (rows, levels, seconds and machines); a malformed
 // shard file is refused like the main one.
 func TestDensityWorkShards(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run[1] *?")
-	cfg := DensityExpQuick("")
-	open := func(k, n int, backend string) *densityKeeper {
+	cfg := MNISTQuick()
+	const dim = mnist.Dim
+	open := func(k, n int, backend string) *store {
 		t.Helper()
 		c := cfg
-		c.Shard, c.Shards = k, n
-		keep, err := openDensityWork(dir, c, "score:abc", backend)
+		if n > 0 {
+			c.Shard = fmt.Sprintf("%d/%d", k, n)
+		}
+		keep, err := openStore("test", dir, c, "score:abc", backend, dim)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return keep
 	}
+	file := func(k, n int) string { return filepath.Join(dir, workstore.Shard{K: k, N: n}.File(cfg.stem())) }
 	// Positions 0…4 of shard 2 of 3 are 1 and 4; without shards, all.
 	var got []int
 	s2 := open(2, 3, "Go Backend")
 	for p := range 5 {
-		if s2.mine() {
+		if s2.Mine() {
 			got = append(got, p)
 		}
 	}
@@ -181,120 +199,170 @@ func TestDensityWorkShards(t *testing.T) {
 	}
 	whole := open(0, 0, "Go Backend")
 	for p := range 5 {
-		if !whole.mine() {
+		if !whole.Mine() {
 			t.Errorf("the run without shards skips position %d", p)
 		}
 	}
 
 	s1 := open(1, 2, "Go Backend")
-	if err := s1.keep(DensityExpRow{Model: "network", Trace: "df-tm", Target: "none", Achieved: stats.Estimate{Mean: 1}}); err != nil {
+	if err := s1.keep(Row{Model: "network", Trace: "df-tm", Target: "none", Achieved: stats.Estimate{Mean: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	q := &pfode.Quantiles{Times: []float64{1, 0.01}, Ps: []float64{0.5}, Values: [][]float64{{-1000}, {-800}}, How: "shard 1"}
-	if err := s1.keepLevels("network", q); err != nil {
+	if err := s1.keepLevels(q); err != nil {
 		t.Fatal(err)
 	}
 	s2 = open(2, 2, "xla")
-	if lv, err := s2.levels("network"); err != nil || lv == nil || lv.How != "shard 1" {
+	if lv, err := s2.levels(); err != nil || lv == nil || lv.How != "shard 1" {
 		t.Errorf("shard 2 does not read shard 1's levels: %v, %v", lv, err)
 	}
-	if _, ok := s2.row("network", "df-tm", "none"); !ok {
+	if _, ok, _ := s2.row("network", "df-tm", "none", dim); !ok {
 		t.Error("shard 2 does not read shard 1's row")
 	}
-	if err := s2.keep(DensityExpRow{Model: "network", Trace: "df-tm", Target: "offset +300", Achieved: stats.Estimate{Mean: 2}}); err != nil {
+	if err := s2.keep(Row{Model: "network", Trace: "df-tm", Target: "offset +300", Achieved: stats.Estimate{Mean: 2}}); err != nil {
 		t.Fatal(err)
 	}
-	for k, want := range map[int]string{1: "none", 2: "offset +300"} {
-		var w densityWork
-		if _, err := readStrict("test", filepath.Join(dir, DensityShardFile(cfg.Profile, k, 2)), &w); err != nil {
-			t.Fatal(err)
-		}
-		if len(w.Rows) != 1 || w.Rows[0].Target != want {
+	for k, want := range map[int]string{1: "network|df-tm|none", 2: "network|df-tm|offset +300"} {
+		if w := readFile(t, file(k, 2)); len(w.Rows) != 1 || w.Rows[0].Key != want {
 			t.Errorf("shard %d's file holds %d rows (%+v), want its own row %q only", k, len(w.Rows), w.Rows, want)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, densityWorkFile(cfg.Profile))); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(file(0, 0)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a shard wrote the main file: %v", err)
 	}
 	all := open(0, 0, "Go Backend")
 	for _, tg := range []string{"none", "offset +300"} {
-		if _, ok := all.row("network", "df-tm", tg); !ok {
+		if _, ok, _ := all.row("network", "df-tm", tg, dim); !ok {
 			t.Errorf("the whole run does not read row %q", tg)
 		}
 	}
-	if w := all.where(); !strings.Contains(w, "Go Backend") || !strings.Contains(w, "xla") {
+	if w := all.Where(); !strings.Contains(w, "Go Backend") || !strings.Contains(w, "xla") {
 		t.Errorf("the whole run's machines: %q, want both shards' backends", w)
 	}
-	if all.readSeconds() <= 0 || all.base != 0 {
-		t.Errorf("the whole run read %g s of earlier work (%g s in its own file)", all.readSeconds(), all.base)
+	if all.ReadSeconds() <= 0 {
+		t.Errorf("the whole run read %g s of earlier work", all.ReadSeconds())
 	}
-	if err := CheckDensityWork(dir); err != nil {
+	if err := checkWork(dir); err != nil {
 		t.Fatal(err)
 	}
-	// A shard's file keeps its own seconds only.
-	var w1, w2 densityWork
-	if _, err := readStrict("test", filepath.Join(dir, DensityShardFile(cfg.Profile, 1, 2)), &w1); err != nil {
-		t.Fatal(err)
-	}
-	w1.Seconds = 1000
-	raw1, _ := json.Marshal(w1)
-	if err := os.WriteFile(filepath.Join(dir, DensityShardFile(cfg.Profile, 1, 2)), raw1, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s2 = open(2, 2, "xla")
-	if err := s2.keep(DensityExpRow{Model: "network", Trace: "df-tm", Target: "offset -300"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := readStrict("test", filepath.Join(dir, DensityShardFile(cfg.Profile, 2, 2)), &w2); err != nil || w2.Seconds >= 1000 {
-		t.Errorf("shard 2's file keeps %g s (%v): it counted shard 1's 1000 s", w2.Seconds, err)
-	}
-	if all := open(0, 0, "Go Backend"); all.readSeconds() < 1000 {
-		t.Errorf("the whole run read %g s, want shard 1's 1000 s and shard 2's", all.readSeconds())
-	}
-	// A shard after the first waits for the first's levels; levels that
-	// differ between files are refused.
-	c3 := cfg
-	c3.Shard, c3.Shards = 3, 3
-	k3, err := openDensityWork(dir, c3, "score:abc", "Go Backend")
+	shardSeconds(t, file, open)
+	shardLevels(t, dir, cfg, file, dim)
+}
+
+// shardSeconds: a shard's file keeps its own seconds only; the whole run
+// reads every file's.
+func shardSeconds(t *testing.T, file func(k, n int) string, open func(k, n int, backend string) *store) {
+	raw, err := os.ReadFile(file(1, 2))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lv, err := k3.awaitLevels(context.Background(), "network", time.Millisecond, io.Discard); err != nil || lv.How != "shard 1" {
+	var w1 map[string]any
+	if err := json.Unmarshal(raw, &w1); err != nil {
+		t.Fatal(err)
+	}
+	w1["seconds"] = 1000
+	raw1, _ := json.Marshal(w1)
+	if err := os.WriteFile(file(1, 2), raw1, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s2 := open(2, 2, "xla")
+	if err := s2.keep(Row{Model: "network", Trace: "df-tm", Target: "offset -300"}); err != nil {
+		t.Fatal(err)
+	}
+	if w2 := readFile(t, file(2, 2)); w2.Seconds >= 1000 {
+		t.Errorf("shard 2's file keeps %g s: it counted shard 1's 1000 s", w2.Seconds)
+	}
+	if all := open(0, 0, "Go Backend"); all.ReadSeconds() < 1000 {
+		t.Errorf("the whole run read %g s, want shard 1's 1000 s and shard 2's", all.ReadSeconds())
+	}
+}
+
+// shardLevels: a shard after the first waits for the first's levels;
+// levels that differ between files, and a truncated shard file, are
+// refused.
+func shardLevels(t *testing.T, dir string, cfg Config, file func(k, n int) string, dim int) {
+	c3 := cfg
+	c3.Shard = "3/3"
+	k3, err := openStore("test", dir, c3, "score:abc", "Go Backend", dim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lv, err := k3.awaitLevels(context.Background(), time.Millisecond, io.Discard); err != nil || lv.How != "shard 1" {
 		t.Errorf("awaitLevels: %v, %v; want shard 1's", lv, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	if _, err := k3.awaitLevels(ctx, "mixture", time.Millisecond, io.Discard); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("awaitLevels of levels no file has: %v, want to wait until cancelled", err)
+	if err := k3.AwaitValue(ctx, "levels mixture", &quantilesWork{}, time.Millisecond, io.Discard); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("AwaitValue of a value no file has: %v, want to wait until cancelled", err)
 	}
 	cancel()
 	other := &pfode.Quantiles{Times: []float64{1, 0.01}, Ps: []float64{0.5}, Values: [][]float64{{-1000}, {-801}}, How: "shard 1"}
-	if err := k3.keepLevels("network", other); err != nil {
+	if err := k3.keepLevels(other); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := openDensityWork(dir, cfg, "score:abc", "Go Backend"); !errors.Is(err, ErrWork) {
+	if _, err := openStore("test", dir, cfg, "score:abc", "Go Backend", dim); !errors.Is(err, workstore.ErrWork) {
 		t.Errorf("two files with different levels: %v", err)
 	}
-	if err := os.Remove(filepath.Join(dir, DensityShardFile(cfg.Profile, 3, 3))); err != nil {
+	if err := os.Remove(file(3, 3)); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, DensityShardFile(cfg.Profile, 2, 2))
-	if err := os.WriteFile(path, []byte(`{"settings":`), 0o644); err != nil {
+	if err := os.WriteFile(file(2, 2), []byte(`{"settings":`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := openDensityWork(dir, cfg, "score:abc", "Go Backend"); !errors.Is(err, ErrWork) {
+	if _, err := openStore("test", dir, cfg, "score:abc", "Go Backend", dim); !errors.Is(err, workstore.ErrWork) {
 		t.Errorf("a truncated shard file: %v", err)
 	}
-	if err := CheckDensityWork(dir); !errors.Is(err, ErrWork) {
-		t.Errorf("CheckDensityWork: a truncated shard file: %v", err)
+	if err := checkWork(dir); !errors.Is(err, workstore.ErrWork) {
+		t.Errorf("checkWork: a truncated shard file: %v", err)
 	}
-	for _, s := range []string{"1/2", "2/2", "64/64"} {
-		if _, _, err := ParseShard(s); err != nil {
-			t.Errorf("%q: %v", s, err)
+}
+
+// TestSecondRunOnOneWorkFileIsRefused: while a run holds a work file's
+// lock, the experiment on that file is refused with ErrWork naming the
+// holder, before any work; a shard's own file is another lock; each run
+// gives its lock back when it returns. The context is cancelled, so that
+// a run that ignored the lock would end at once with context.Canceled.
+func TestSecondRunOnOneWorkFileIsRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads the committed networks")
+	}
+	if !worklock.Supported {
+		t.Skip("files cannot be locked on this platform")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	work := t.TempDir()
+	lockOf := func(name string) *worklock.Lock {
+		t.Helper()
+		l, err := workstore.Lock("test", work, name, name, nil)
+		if err != nil {
+			t.Fatal(err)
 		}
+		return l
 	}
-	for _, s := range []string{"", "1", "0/2", "3/2", "1/0", "-1/2", "1/65", "a/b", "1/2/3"} {
-		if _, _, err := ParseShard(s); err == nil {
-			t.Errorf("%q accepted", s)
+	released := func(what, name string) { // the run gave its lock back
+		t.Helper()
+		if _, err := os.Stat(filepath.Join(work, "."+name+".lock")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s did not Release its lock: its lock file is there (%v)", what, err)
 		}
+		lockOf(name).Release()
 	}
+	cfg := MNISTQuick()
+	env := report.Env{Work: work}
+	main := workstore.Shard{}.File(cfg.stem())
+	held := lockOf(main)
+	_, err := runImages(ctx, mnistProblem(cfg), cfg, env)
+	if !errors.Is(err, workstore.ErrWork) || !strings.Contains(err.Error(), "in use by process") {
+		t.Errorf("mnist-density while another run holds its work file: %v, want ErrWork naming the holder", err)
+	}
+	shard := cfg
+	shard.Shard = "1/2"
+	if _, err := runImages(ctx, mnistProblem(shard), shard, env); errors.Is(err, workstore.ErrWork) {
+		t.Errorf("a shard, whose file is its own, refused: %v", err)
+	}
+	released("a shard", workstore.Shard{K: 1, N: 2}.File(cfg.stem()))
+	held.Release()
+	if _, err := runImages(ctx, mnistProblem(cfg), cfg, env); errors.Is(err, workstore.ErrWork) {
+		t.Errorf("mnist-density after the lock was released: %v", err)
+	}
+	released("mnist-density", main)
 }
