@@ -157,7 +157,8 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return fail(stderr, "reproduce", fmt.Errorf("a shard of %s is for `dfx reproduce %s` alone (drop its -shard for %s)", n, n, strings.Join(names, ", ")))
 		}
 		if isSet(fs, "out") {
-			return fail(stderr, "reproduce", fmt.Errorf("%s: a shard writes no report, only its rows into the work folder; drop -out (the run without a shard writes the report)", n))
+			return fail(stderr, "reproduce", fmt.Errorf("%s: a shard writes no report, only its rows into the work folder; "+
+				"drop -out (the run without a shard writes the report)", n))
 		}
 		return reproduceShard(ctx, n, file, profile, jobs[n], envs[n], settings, stdout, stderr)
 	}
@@ -284,7 +285,8 @@ func shardJob(jobs map[string]report.Job) (name, file string, ok bool) {
 
 // reproduceShard runs the shard job j of experiment n: its checks, then
 // its rows into the work folder; stdout gets the shard's work file.
-func reproduceShard(ctx context.Context, n, file string, profile report.Profile, j report.Job, env report.Env, s report.Settings, stdout, stderr io.Writer) int {
+func reproduceShard(ctx context.Context, n, file string, profile report.Profile, j report.Job, env report.Env, s report.Settings,
+	stdout, stderr io.Writer) int {
 	if err := checkBackend(); err != nil {
 		return failErr(stderr, "reproduce", err)
 	}

@@ -145,8 +145,8 @@ func (s *Store) addOther(path string, got *file) error {
 			prev, ok = s.values[name]
 		}
 		if ok && !sameJSON(prev, v) {
-			return fmt.Errorf("%s: %s: its value %s differs from another file's of %s: the rows of one report must share it (let shard 1 compute it before the others start, or remove the file): %w",
-				s.opt.Who, path, name, s.opt.Dir, ErrWork)
+			return fmt.Errorf("%s: %s: its value %s differs from another file's of %s: the rows of one report must share it "+
+				"(let shard 1 compute it before the others start, or remove the file): %w", s.opt.Who, path, name, s.opt.Dir, ErrWork)
 		}
 		if _, ok := s.values[name]; !ok {
 			s.values[name] = v
@@ -170,10 +170,12 @@ func (s *Store) read(path, digest string) (*file, bool, error) {
 	}
 	who := s.opt.Who
 	if got.Networks != s.opt.Networks {
-		return nil, true, fmt.Errorf("%s: %s was made with other networks (%s; this run: %s) (remove it, or use another work folder): %w", who, path, got.Networks, s.opt.Networks, ErrWork)
+		return nil, true, fmt.Errorf("%s: %s was made with other networks (%s; this run: %s) (remove it, or use another work folder): %w",
+			who, path, got.Networks, s.opt.Networks, ErrWork)
 	}
 	if got.Digest != digest {
-		return nil, true, fmt.Errorf("%s: %s was made with other settings (%s; this run: %s) (remove it, or use another work folder): %w", who, path, got.Settings, s.own.Settings, ErrWork)
+		return nil, true, fmt.Errorf("%s: %s was made with other settings (%s; this run: %s) (remove it, or use another work folder): %w",
+			who, path, got.Settings, s.own.Settings, ErrWork)
 	}
 	if got.Values == nil {
 		got.Values = map[string]json.RawMessage{}

@@ -216,7 +216,9 @@ func ReferenceLevels(ctx context.Context, m score.Model, xT *mat.Dense, ps []flo
 	if err != nil {
 		return nil, nil, err
 	}
-	q, err := pfode.QuantilesOf(times, ells, ps, fmt.Sprintf("an unguided batch of %d prior draws carried along the PF-ODE (RK4, %d steps), ℓ from the prior's log-density and the model's trace", len(run.Ell), cfg.Steps))
+	how := fmt.Sprintf("an unguided batch of %d prior draws carried along the PF-ODE (RK4, %d steps), ℓ from the prior's log-density and the model's trace",
+		len(run.Ell), cfg.Steps)
+	q, err := pfode.QuantilesOf(times, ells, ps, how)
 	return q, run, err
 }
 

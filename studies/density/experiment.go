@@ -107,8 +107,9 @@ func (c Config) ShardFile() (string, bool) {
 func MNISTFull() Config {
 	return Config{Profile: report.Full, Mixture: *mnist.SkipOptions(), Samples: 16, Steps: 100,
 		Offsets: []float64{-300, -100, 100, 300}, Quantiles: []float64{0.05, 0.5, 0.95}, Gain: 10,
-		Untils: []float64{0.02, 0.05, 0.1, 0.2}, Traces: []string{"df-tm", "df-tm-c", "hutchinson:4", "hutchinson:16", "skip-hutchinson:4"}, UntilTraces: []string{"df-tm", "df-tm-c"},
-		GridTraces: []string{"df-tm-c", "skip-hutchinson:4"}, RefSamples: 64, RefTrace: "skip-hutchinson:4", MixtureDraws: 1000, MixtureTimes: 41, MeasureRTol: 1e-3, MeasureProbes: 4,
+		Untils: []float64{0.02, 0.05, 0.1, 0.2}, Traces: []string{"df-tm", "df-tm-c", "hutchinson:4", "hutchinson:16", "skip-hutchinson:4"},
+		UntilTraces: []string{"df-tm", "df-tm-c"}, GridTraces: []string{"df-tm-c", "skip-hutchinson:4"}, RefSamples: 64, RefTrace: "skip-hutchinson:4",
+		MixtureDraws: 1000, MixtureTimes: 41, MeasureRTol: 1e-3, MeasureProbes: 4,
 		CostSteps: 10, CostRounds: 5, Seed: 1}
 }
 
@@ -252,7 +253,8 @@ func runImages(ctx context.Context, ip imageProblem, cfg Config, env report.Env)
 	}
 	costStart := time.Now()
 	if res.Shard != "" {
-		fmt.Fprintf(log, "%s: shard %s done; %d of its profile's rows are in %s (run without a shard to write the whole report)\n", who, res.Shard, keep.Len(), env.Work)
+		fmt.Fprintf(log, "%s: shard %s done; %d of its profile's rows are in %s (run without a shard to write the whole report)\n",
+			who, res.Shard, keep.Len(), env.Work)
 	} else if err := step("cost per guided path", func() error { return res.runCosts(ctx, ip, xT, nets.Net) }); err != nil {
 		return nil, err
 	} else {

@@ -122,16 +122,19 @@ func ExploreDensity(ctx context.Context, nets *mnist.Networks, target, trace str
 func (r *DensityExplore) Report() (*report.Report, error) {
 	row := func(name string, x *mat.Dense, bpd []float64) []report.Cell {
 		m, se := stats.MeanSE(bpd)
-		return []report.Cell{report.Text(name), report.FloatSE(m, se), report.Float(mean(InkMass(x))), report.Float(mean(Detail(x, 28, 28))), report.Float(mnist.FrameRMS(x))}
+		return []report.Cell{report.Text(name), report.FloatSE(m, se), report.Float(mean(InkMass(x))), report.Float(mean(Detail(x, 28, 28))),
+			report.Float(mnist.FrameRMS(x))}
 	}
 	title := fmt.Sprintf("### Density guidance %s with the %s trace", r.Target, r.Trace)
 	if !math.IsNaN(r.Level) {
 		title += fmt.Sprintf(" (level %.4f bpd)", r.Level)
 	}
 	t := &report.Table{Name: "density", Title: title,
-		Columns: []report.Column{{Name: "sampler"}, {Name: "tracked bpd", Format: "%.4f"}, {Name: "ink", Format: "%.3f"}, {Name: "detail", Format: "%.4f"}, {Name: "frame rms", Format: "%.3f"}},
-		Cells:   [][]report.Cell{row("unguided", r.Unguided, r.BPDUnguided), row("guided", r.Guided, r.BPDGuided)},
-		Notes:   []string{fmt.Sprintf("Same noise for both rows; tracked bpd: the log-density the %s trace integrates along the path (%.1f s for both rows).", r.Trace, r.Seconds)}}
+		Columns: []report.Column{{Name: "sampler"}, {Name: "tracked bpd", Format: "%.4f"}, {Name: "ink", Format: "%.3f"}, {Name: "detail", Format: "%.4f"},
+			{Name: "frame rms", Format: "%.3f"}},
+		Cells: [][]report.Cell{row("unguided", r.Unguided, r.BPDUnguided), row("guided", r.Guided, r.BPDGuided)},
+		Notes: []string{fmt.Sprintf("Same noise for both rows; tracked bpd: the log-density the %s trace integrates along the path (%.1f s for both rows).",
+			r.Trace, r.Seconds)}}
 	fig := &report.Figure{Name: "density.png", Caption: "unguided (top) and density-guided (bottom) samples from the same noise, tracked bpd under each",
 		Render: func(format string) ([]byte, error) {
 			p, err := mnist.ImageGrid(fmt.Sprintf("density %s (%s trace): unguided (top), guided (bottom)", r.Target, r.Trace), "seed", "",

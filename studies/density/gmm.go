@@ -263,7 +263,8 @@ func (cfg GMMConfig) targets() Targets {
 // gmmRuns guides cfg.Samples prior draws with method m to every target
 // and scores the end points against the exact mixture; it also returns the
 // quantiles at TMin of the unguided run's tracked ℓ.
-func gmmRuns(ctx context.Context, cfg GMMConfig, s schedule.Schedule, mix *mixture.Gaussian, q *pfode.Quantiles, m gmmMethod, d int) ([]GMMRow, []float64, error) {
+func gmmRuns(ctx context.Context, cfg GMMConfig, s schedule.Schedule, mix *mixture.Gaussian, q *pfode.Quantiles, m gmmMethod,
+	d int) ([]GMMRow, []float64, error) {
 	sc := SampleConfig{Schedule: s, Grid: GridUniform, TMin: cfg.TMin, Steps: cfg.Steps}
 	grid, err := sc.Times()
 	if err != nil {

@@ -17,18 +17,22 @@ import (
 // target level, and the level miss against the cost per sample.
 func (r *GMMResult) Report() (*report.Report, error) {
 	c := r.Config
-	main := &report.Table{Name: "density",
-		Title: fmt.Sprintf("# Density guidance on analytic Gaussian mixtures (%s, d = %v, K = %d)\n\n", r.Schedule, c.Dims, c.Components) +
-			"Density guidance (dfx/pfode DensityGuide) moves each PF-ODE sample along u = v + λ s/‖s‖², which changes d/dt log q_t(x_t) by λ; " +
-			"a Level target holds ℓ on a quantile curve of log q_t under q_t (gain " + fmt.Sprint(c.Gain) + "), an offset adds P nats per unit time. " +
-			fmt.Sprintf("Data: the adjoint study's mixture (%d anisotropic Gaussians). %d samples from the same prior noises per row, RK4 with %d steps from t = 1 to %g. ", c.Components, c.Samples, c.Steps, c.TMin) +
-			"Achieved: the mixture's exact log q at the end point (mean ± SE over samples); miss = achieved − level. " +
-			"'exact' steers with the mixture's own score and trace from ℓ = exact log q_1; the network rows steer an ε-network " +
-			fmt.Sprintf("(residual MLP %d × %d, v-prediction, %d steps on %d draws; t_θ and ν_θ likewise) with each trace estimator, from ℓ = the prior's log N(x; 0, σ_1² I). ", c.Width, c.Depth, c.TrainSteps, c.TrainSamples) +
-			"An offset needs no trace to steer (λ = −P): the trace only tracks ℓ, so for offsets the estimators differ only in the tracked column. A level needs λ = level′ + gain·(ℓ − level) − r with r = −f d − ½g² tr F: there the trace steers.",
-		Caption: "density guidance on analytic Gaussian mixtures: achieved log-density against quantile and offset targets, exact and learned traces, cost per sample",
+	title := fmt.Sprintf("# Density guidance on analytic Gaussian mixtures (%s, d = %v, K = %d)\n\n", r.Schedule, c.Dims, c.Components) +
+		"Density guidance (dfx/pfode DensityGuide) moves each PF-ODE sample along u = v + λ s/‖s‖², which changes d/dt log q_t(x_t) by λ; " +
+		fmt.Sprintf("a Level target holds ℓ on a quantile curve of log q_t under q_t (gain %v), an offset adds P nats per unit time. ", c.Gain) +
+		fmt.Sprintf("Data: the adjoint study's mixture (%d anisotropic Gaussians). ", c.Components) +
+		fmt.Sprintf("%d samples from the same prior noises per row, RK4 with %d steps from t = 1 to %g. ", c.Samples, c.Steps, c.TMin) +
+		"Achieved: the mixture's exact log q at the end point (mean ± SE over samples); miss = achieved − level. " +
+		"'exact' steers with the mixture's own score and trace from ℓ = exact log q_1; the network rows steer an ε-network " +
+		fmt.Sprintf("(residual MLP %d × %d, v-prediction, %d steps on %d draws; t_θ and ν_θ likewise) ", c.Width, c.Depth, c.TrainSteps, c.TrainSamples) +
+		"with each trace estimator, from ℓ = the prior's log N(x; 0, σ_1² I). " +
+		"An offset steers with λ = −P, a level with λ = level′ + gain·(ℓ − level) − r, r = −f d − ½g² tr F (figures/density/NOTES.md reads the columns)."
+	main := &report.Table{Name: "density", Title: title,
+		Caption: "density guidance on analytic Gaussian mixtures: achieved log-density against quantile and offset targets, exact and learned traces, " +
+			"cost per sample",
 		Columns: []report.Column{{Name: "d"}, {Name: "method"}, {Name: "target"}, {Name: "level", Format: "%.3f", Blank: "–"},
-			{Name: "achieved log q", Key: "achieved", Format: "%.3f"}, {Name: "miss", Format: "%.3f", Blank: "–"}, {Name: "|miss|", Key: "abs_miss", Format: "%.3f", Blank: "–"},
+			{Name: "achieved log q", Key: "achieved", Format: "%.3f"}, {Name: "miss", Format: "%.3f", Blank: "–"},
+			{Name: "|miss|", Key: "abs_miss", Format: "%.3f", Blank: "–"},
 			{Name: "|ℓ − log q|", Key: "tracked", Format: "%.3g"}, {Name: "at a mode", Key: "at_mode"}, {Name: "λ limited", Key: "limited", Format: "%.3f"},
 			{Name: "time / sample", Key: "per_sample", Unit: "s"}, {Name: "NFE"}}}
 	for _, w := range r.Rows {
@@ -39,11 +43,13 @@ func (r *GMMResult) Report() (*report.Report, error) {
 		main.Add(report.Int(w.Dim), report.Text(w.Method), report.Text(w.Target), lvl, report.FloatSE(w.Achieved.Mean, w.Achieved.SE), miss, abs,
 			report.FloatSE(w.Tracked.Mean, w.Tracked.SE), report.Int(w.AtMode), report.Float(w.Limited), report.Duration(w.PerSample), report.Int(w.NFE))
 	}
-	main.Notes = []string{"'at a mode': samples that end below their level with ‖s‖² < tr F/10 (a typical point has ‖s‖² ≈ tr F): the level is above the height of the mode they are in, so no velocity reaches it; guidance holds them at the mode. " +
+	main.Notes = []string{"'at a mode': samples that end below their level with ‖s‖² < tr F/10 (a typical point has ‖s‖² ≈ tr F). " +
 		"'λ limited': the fraction of guided evaluations whose λ the speed bound (DefaultCap) more than halved."}
 	routes := &report.Table{Name: "density-quantiles",
 		Title: "## Where the levels come from\n\nThe levels above are quantiles of log q_t(X_t), X_t ~ q_t: " + r.quantileHow() +
-			" Without exact samples (a network), the same quantiles come from an unguided batch carried along the PF-ODE with ℓ started at the prior's log-density and the method's trace: the PF-ODE carries q_1 to q_t, so its ℓ values are draws of log q_t(X_t). The table compares the two routes at t = " + fmt.Sprint(c.TMin) + fmt.Sprintf(" (the unguided rows' %d samples).", c.Samples),
+			" Without exact samples (a network), the same quantiles come from an unguided batch carried along the PF-ODE with ℓ started at the prior's " +
+			"log-density and the method's trace: the PF-ODE carries q_1 to q_t, so its ℓ values are draws of log q_t(X_t). " +
+			fmt.Sprintf("The table compares the two routes at t = %v (the unguided rows' %d samples).", c.TMin, c.Samples),
 		Caption: "quantiles of log q_t at t_min: exact draws vs each method's unguided batch",
 		Columns: []report.Column{{Name: "d"}, {Name: "route"}}}
 	for _, p := range c.Quantiles {
@@ -140,7 +146,9 @@ func (r *GMMResult) levelsFigure(format string) ([]byte, error) {
 		}
 		ss = plotx.Distinct(append([]plotx.Series{diag}, ss...))
 		ss = append(append(ss, notes...), plotx.Series{Name: fmt.Sprintf("bars: ± 1 SE over %d samples", r.Config.Samples), Note: true})
-		p, err := plotx.Lines(fmt.Sprintf("density guidance to quantiles of log q_t (d = %d)", d), fmt.Sprintf("level asked: quantile of log q_t at t = %g", r.Config.TMin), "achieved exact log q (mean)", ss...)
+		p, err := plotx.Lines(fmt.Sprintf("density guidance to quantiles of log q_t (d = %d)", d),
+			fmt.Sprintf("level asked: quantile of log q_t at t = %g", r.Config.TMin),
+			"achieved exact log q (mean)", ss...)
 		if err != nil {
 			return nil, err
 		}
@@ -169,7 +177,8 @@ func (r *GMMResult) costFigure(format string) ([]byte, error) {
 			ss = append(ss, plotx.Series{Name: m, X: []float64{cost}, Y: []float64{miss}, Points: true})
 		}
 		ss = plotx.Distinct(ss)
-		p, err := plotx.LogLines(fmt.Sprintf("accuracy and cost of the trace (d = %d; |miss| averaged over the quantile levels)", d), "time per guided sample [s]", "|achieved − level| [nats]", true, true, ss...)
+		p, err := plotx.LogLines(fmt.Sprintf("accuracy and cost of the trace (d = %d; |miss| averaged over the quantile levels)", d), "time per guided sample [s]",
+			"|achieved − level| [nats]", true, true, ss...)
 		if err != nil {
 			return nil, err
 		}

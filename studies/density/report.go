@@ -22,16 +22,63 @@ import (
 // bpd against the level asked.
 func (r *Result) Report() (*report.Report, error) {
 	c := r.Config
-	t := &report.Table{Name: "mnist-density",
-		Title: fmt.Sprintf("# Density guidance on MNIST (%s profile)\n\nComputed on %s: %.0f s of computing for its rows, summed over the runs that made them%s.\n\n", c.Profile, r.Machine, r.RowTime.Seconds(), costTimeAbout(r.CostTime)) +
-			"Unconditional PF-ODE samples (RK4, " + fmt.Sprint(c.Steps) + " steps from t = 1 to t_min, " + fmt.Sprint(c.Samples) + " samples per row from the same noises) steered by density guidance (dfx/pfode DensityGuide: u = v + λ s/‖s‖², d/dt log q_t(x_t) = −div v + λ) to a quantile level of log q_t (gain " + fmt.Sprint(c.Gain) + ") or by an offset in nats per unit time. " +
-			fmt.Sprintf("**Mixture**: the Gaussian mixture fitted to the dequantised training images (%d per digit, rank %d; exact test bpd %.4f on 1 000 images), an image-scale model whose log q_t and Fisher trace are exact: guided with its exact trace, levels from exact draws of q_t, bpd in closed form. ", c.Mixture.Components, c.Mixture.Rank, r.MixtureBPD) +
-			fmt.Sprintf("**Network** (%s): steered and tracked with each trace; its levels come from the reference route (%s); the achieved bpd is measured independently by dopri5 (rtol %g; the solver error column is the largest change against rtol %g) with the trace %s, from t_min%s. ", r.NetworkAbout, r.Levels["network"].How, c.MeasureRTol, 10*c.MeasureRTol, measureAbout(r.Measure), fallbackAbout(r.Fallbacks)) +
-			"bpd = −log q_{t_min}(x)/(784 ln 2) + 7 of the sample (a continuous point, so no dequantisation). 'tracked' is the bpd the guide's own ℓ says; on unguided and offset paths its distance to 'achieved' is the trace estimator's integrated error; under a level target it also holds what the guidance books but does not move (λ changes log p by λ only where the model's score is the gradient of its own PF-ODE density; scripts/density-miss.sh). Ink: mean intensity in [0, 1]; frame: rms of the 2-pixel border; detail: mean |difference| of neighbouring pixels.",
-		Caption: "density guidance on MNIST: achieved bpd against quantile and offset targets, per trace estimator, with ink, border and detail of the images and the cost per sample",
+	t := r.rowsTable()
+	if r.Shard != "" {
+		// A shard's partial report: the rows in the folder so far, no
+		// figures, no cost table.
+		all := len(c.targets().list(r.Levels["mixture"], true))
+		for _, tr := range c.Traces {
+			all += len(c.targets().list(r.Levels["network"], slices.Contains(c.UntilTraces, tr)))
+		}
+		t.Title = fmt.Sprintf("# Density guidance on MNIST (%s profile): partial, shard %s\n\n", c.Profile, r.Shard) +
+			fmt.Sprintf("This shard holds %d of the %d rows (its own and those it read from the work folder); ", len(r.Rows), all) +
+			"the run without a shard writes the whole report with its figures and cost table.\n\n" +
+			strings.SplitN(t.Title, "\n\n", 3)[2]
+		return &report.Report{Name: "mnist-density", Title: "Density guidance on MNIST (partial: shard " + r.Shard + ")", Tables: []*report.Table{t}}, nil
+	}
+	rep := &report.Report{Name: "mnist-density", Title: "Density guidance on MNIST", Tables: []*report.Table{t, r.costTable()},
+		Figures: []*report.Figure{{Name: "levels.png", Caption: "achieved bpd (measured) against the level asked, per model and trace (mean ± 1 SE)",
+			Render: r.levelsFigure}}}
+	for _, k := range r.gridKeys() {
+		name := strings.ReplaceAll(strings.ReplaceAll(k.model+"-"+k.trace, ":", ""), " ", "")
+		rep.Figures = append(rep.Figures, &report.Figure{Name: fmt.Sprintf("samples-%s.png", name),
+			Caption: fmt.Sprintf("samples across density targets: %s, %s trace (rows: targets, labelled with the mean achieved bpd; the same noises in every row)",
+				k.model, k.trace),
+			Render: func(format string) ([]byte, error) { return r.samplesFigure(k, format) }})
+	}
+	return rep, nil
+}
+
+// rowsTable is every model, trace and target.
+func (r *Result) rowsTable() *report.Table {
+	c := r.Config
+	title := fmt.Sprintf("# Density guidance on MNIST (%s profile)\n\n", c.Profile) +
+		fmt.Sprintf("Computed on %s: %.0f s of computing for its rows, summed over the runs that made them%s.\n\n",
+			r.Machine, r.RowTime.Seconds(), costTimeAbout(r.CostTime)) +
+		fmt.Sprintf("Unconditional PF-ODE samples (RK4, %d steps from t = 1 to t_min, %d samples per row from the same noises) ", c.Steps, c.Samples) +
+		"steered by density guidance (dfx/pfode DensityGuide: u = v + λ s/‖s‖², d/dt log q_t(x_t) = −div v + λ) " +
+		fmt.Sprintf("to a quantile level of log q_t (gain %v) or by an offset in nats per unit time. ", c.Gain) +
+		fmt.Sprintf("**Mixture**: the Gaussian mixture fitted to the dequantised training images (%d per digit, rank %d; exact test bpd %.4f on 1 000 images), ",
+			c.Mixture.Components, c.Mixture.Rank, r.MixtureBPD) +
+		"an image-scale model whose log q_t and Fisher trace are exact: guided with its exact trace, levels from exact draws of q_t, bpd in closed form. " +
+		fmt.Sprintf("**Network** (%s): steered and tracked with each trace; its levels come from the reference route (%s); ",
+			r.NetworkAbout, r.Levels["network"].How) +
+		fmt.Sprintf("the achieved bpd is measured independently by dopri5 (rtol %g; the solver error column is the largest change against rtol %g) ",
+			c.MeasureRTol, 10*c.MeasureRTol) +
+		fmt.Sprintf("with the trace %s, from t_min%s. ", measureAbout(r.Measure), fallbackAbout(r.Fallbacks)) +
+		fmt.Sprintf("bpd = −log q_{t_min}(x)/(%d ln 2) + %g of the sample (a continuous point, so no dequantisation). ", r.dim(), math.Log2(float64(r.levels()))-1) +
+		"'tracked' is the bpd the guide's own ℓ says (figures/mnist-density/NOTES.md reads its distance to 'achieved'). " +
+		"Ink: mean intensity in [0, 1]; frame: rms of the 2-pixel border; detail: mean |difference| of neighbouring pixels."
+	t := &report.Table{Name: "mnist-density", Title: title,
+		Caption: "density guidance on MNIST: achieved bpd against quantile and offset targets, per trace estimator, " +
+			"with ink, border and detail of the images and the cost per sample",
 		Columns: []report.Column{{Name: "model"}, {Name: "trace"}, {Name: "target"}, {Name: "level [bpd]", Key: "level_bpd", Format: "%.5g", Blank: "–"},
-			{Name: "achieved [bpd]", Key: "achieved_bpd", Format: "%.5g", SEFormat: "%.2g"}, {Name: "tracked [bpd]", Key: "tracked_bpd", Format: "%.5g", SEFormat: "%.2g"}, {Name: "|miss| [bpd]", Key: "abs_miss_bpd", Format: "%.3g", SEFormat: "%.2g", Blank: "–"}, {Name: "solver error [bpd]", Key: "solver_err_bpd", Format: "%.1e"},
-			{Name: "ink", Format: "%.3f"}, {Name: "frame rms", Key: "frame_rms", Format: "%.3f"}, {Name: "detail", Format: "%.4f"}, {Name: "λ limited", Key: "limited", Format: "%.3f"},
+			{Name: "achieved [bpd]", Key: "achieved_bpd", Format: "%.5g", SEFormat: "%.2g"},
+			{Name: "tracked [bpd]", Key: "tracked_bpd", Format: "%.5g", SEFormat: "%.2g"},
+			{Name: "|miss| [bpd]", Key: "abs_miss_bpd", Format: "%.3g", SEFormat: "%.2g", Blank: "–"},
+			{Name: "solver error [bpd]", Key: "solver_err_bpd", Format: "%.1e"},
+			{Name: "ink", Format: "%.3f"}, {Name: "frame rms", Key: "frame_rms", Format: "%.3f"}, {Name: "detail", Format: "%.4f"},
+			{Name: "λ limited", Key: "limited", Format: "%.3f"},
 			{Name: "time / sample, as run", Key: "per_sample", Unit: "s"}, {Name: "NFE"}}}
 	for _, w := range r.Rows {
 		lvl, miss := report.Float(w.Level), report.FloatSE(w.AbsMiss.Mean, w.AbsMiss.SE)
@@ -42,11 +89,41 @@ func (r *Result) Report() (*report.Report, error) {
 			report.FloatSE(w.Tracked.Mean, w.Tracked.SE), miss, report.Float(w.SolverErr), report.Float(w.Ink), report.Float(w.Frame), report.Float(w.Detail),
 			report.Float(w.Limited), report.Duration(w.PerSample), report.Int(w.NFE))
 	}
-	cost := &report.Table{Name: "mnist-density-cost",
-		Title: fmt.Sprintf("## Accuracy and cost of density-guided sampling\n\nAccuracy from the rows above: 'tracking error' is the mean over the unguided and offset rows of |achieved − tracked| (row means, bpd), 'level |miss|' the mean over the quantile rows guided to t_min of the per-sample |miss|. Cost measured on %s, apart from the rows above (whose 'as run' times depend on the machine and its load): %d RK4 steps of a batch of %d from the same noises, ℓ tracked with each trace (a guided step evaluates the same score and trace), median of %d interleaved rounds after a warm-up run of each; per sample = per step × %d steps / %d samples. The measurement of the achieved bpd is not included.",
-			r.CostMachine, c.CostSteps, c.Samples, c.CostRounds, c.Steps, c.Samples),
+	return t
+}
+
+// dim and levels are the problem's dimension and pixel levels (MNIST's
+// when the result was not made by a run).
+func (r *Result) dim() int {
+	if r.p == nil {
+		return mnist.Dim
+	}
+	return r.p.Dim
+}
+
+func (r *Result) levels() int {
+	if r.p == nil || r.p.Image.Levels == 0 {
+		return 256
+	}
+	return r.p.Image.Levels
+}
+
+// costTable is the accuracy and the interleaved cost of each trace.
+func (r *Result) costTable() *report.Table {
+	c := r.Config
+	title := "## Accuracy and cost of density-guided sampling\n\n" +
+		"Accuracy from the rows above: 'tracking error' is the mean over the unguided and offset rows of |achieved − tracked| (row means, bpd), " +
+		"'level |miss|' the mean over the quantile rows guided to t_min of the per-sample |miss|. " +
+		fmt.Sprintf("Cost measured on %s, apart from the rows above (whose 'as run' times depend on the machine and its load): ", r.CostMachine) +
+		fmt.Sprintf("%d RK4 steps of a batch of %d from the same noises, ℓ tracked with each trace (a guided step evaluates the same score and trace), ",
+			c.CostSteps, c.Samples) +
+		fmt.Sprintf("median of %d interleaved rounds after a warm-up run of each; per sample = per step × %d steps / %d samples. ",
+			c.CostRounds, c.Steps, c.Samples) +
+		"The measurement of the achieved bpd is not included."
+	cost := &report.Table{Name: "mnist-density-cost", Title: title,
 		Caption: "accuracy (tracking error, level |miss|) and cost of density-guided sampling per trace estimator, timed in interleaved rounds",
-		Columns: []report.Column{{Name: "model"}, {Name: "trace"}, {Name: "tracking error [bpd]", Key: "tracking_err_bpd", Format: "%.3g", Blank: "–"}, {Name: "level |miss| [bpd]", Key: "level_miss_bpd", Format: "%.3g", Blank: "–"},
+		Columns: []report.Column{{Name: "model"}, {Name: "trace"}, {Name: "tracking error [bpd]", Key: "tracking_err_bpd", Format: "%.3g", Blank: "–"},
+			{Name: "level |miss| [bpd]", Key: "level_miss_bpd", Format: "%.3g", Blank: "–"},
 			{Name: "per RK4 step (batch)", Key: "per_step", Unit: "s"}, {Name: "per sample", Key: "per_sample", Unit: "s"},
 			{Name: "× df-tm-c", Key: "vs_dftmc", Format: "%.3g", Blank: "–"}, {Name: "rounds"}}}
 	var ref time.Duration
@@ -61,28 +138,10 @@ func (r *Result) Report() (*report.Report, error) {
 			rel = report.Float(float64(k.PerStep) / float64(ref))
 		}
 		track, miss := r.accuracy(k.Model, k.Trace)
-		cost.Add(report.Text(k.Model), report.Text(k.Trace), orNone(track), orNone(miss), report.Duration(k.PerStep), report.Duration(k.PerSample), rel, report.Int(k.Rounds))
+		cost.Add(report.Text(k.Model), report.Text(k.Trace), orNone(track), orNone(miss), report.Duration(k.PerStep), report.Duration(k.PerSample), rel,
+			report.Int(k.Rounds))
 	}
-	if r.Shard != "" {
-		// A shard's partial report: the rows in the folder so far, no
-		// figures, no cost table.
-		all := len(c.targets().list(r.Levels["mixture"], true))
-		for _, tr := range c.Traces {
-			all += len(c.targets().list(r.Levels["network"], slices.Contains(c.UntilTraces, tr)))
-		}
-		t.Title = fmt.Sprintf("# Density guidance on MNIST (%s profile): partial, shard %s\n\nThis shard holds %d of the %d rows (its own and those it read from the work folder); the run without a shard writes the whole report with its figures and cost table.\n\n", c.Profile, r.Shard, len(r.Rows), all) +
-			strings.SplitN(t.Title, "\n\n", 3)[2]
-		return &report.Report{Name: "mnist-density", Title: "Density guidance on MNIST (partial: shard " + r.Shard + ")", Tables: []*report.Table{t}}, nil
-	}
-	rep := &report.Report{Name: "mnist-density", Title: "Density guidance on MNIST", Tables: []*report.Table{t, cost},
-		Figures: []*report.Figure{{Name: "levels.png", Caption: "achieved bpd (measured) against the level asked, per model and trace (mean ± 1 SE)", Render: r.levelsFigure}}}
-	for _, k := range r.gridKeys() {
-		k := k
-		rep.Figures = append(rep.Figures, &report.Figure{Name: fmt.Sprintf("samples-%s.png", strings.ReplaceAll(strings.ReplaceAll(k.model+"-"+k.trace, ":", ""), " ", "")),
-			Caption: fmt.Sprintf("samples across density targets: %s, %s trace (rows: targets, labelled with the mean achieved bpd; the same noises in every row)", k.model, k.trace),
-			Render:  func(format string) ([]byte, error) { return r.samplesFigure(k, format) }})
-	}
-	return rep, nil
+	return cost
 }
 
 type gridKey struct{ model, trace string }

@@ -41,7 +41,9 @@ func (r *Result) runMixture(ctx context.Context, ip imageProblem, xT *mat.Dense,
 	if err != nil {
 		return err
 	}
-	q, err := ExactLevels(g, ip.Schedule, grid, cfg.Quantiles, cfg.MixtureDraws, rng, fmt.Sprintf("%d exact draws x_t = α x₀ + σ ε of q_t (the same x₀ and ε at each of %d times, so that the curves are smooth in t), closed-form log q_t", cfg.MixtureDraws, len(grid)))
+	how := fmt.Sprintf("%d exact draws x_t = α x₀ + σ ε of q_t (the same x₀ and ε at each of %d times, so that the curves are smooth in t), closed-form log q_t",
+		cfg.MixtureDraws, len(grid))
+	q, err := ExactLevels(g, ip.Schedule, grid, cfg.Quantiles, cfg.MixtureDraws, rng, how)
 	if err != nil {
 		return err
 	}
@@ -159,7 +161,8 @@ func (r *Result) runNetworks(ctx context.Context, ip imageProblem, xT *mat.Dense
 // networkLevels are the network's levels: kept in the work folder, or
 // (a shard after the first) waited for there, or found by the reference
 // route with the trace refName and kept.
-func (r *Result) networkLevels(ctx context.Context, ip imageProblem, net *access.Net, keep *store, work, refName string, log io.Writer) (*pfode.Quantiles, error) {
+func (r *Result) networkLevels(ctx context.Context, ip imageProblem, net *access.Net, keep *store, work, refName string,
+	log io.Writer) (*pfode.Quantiles, error) {
 	cfg := r.Config
 	q, err := keep.levels()
 	if err != nil {
