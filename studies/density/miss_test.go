@@ -29,7 +29,7 @@ import (
 // diagnostic of the committed networks, minutes to an hour on the 2-core
 // VM, so it runs only when asked (scripts/density-miss.sh):
 //
-//	DFX_DENSITY_MISS=<work folder of mnist-density, or "none"> go test ./mnist -run TestDensityMissDiagnosis -v -timeout 3h
+//	DFX_DENSITY_MISS=<work folder of mnist-density, or "none"> go test ./studies/density -run TestDensityMissDiagnosis -v -timeout 3h
 //
 // On the first DFX_DENSITY_MISS_N (default 4) noises of the experiment,
 // guided to the median level with skip-hutchinson:4, it separates three
