@@ -59,9 +59,9 @@ func TestSecondRunOnOneWorkFileIsRefused(t *testing.T) {
 
 	me := ModelEvalQuick("", "eps")
 	me.Work = t.TempDir()
-	held = lock(me.Work, modelWorkLock)
+	held := lock(me.Work, modelWorkLock)
 	refused("CheckModelWork", CheckModelWork(me.Work))
-	_, err = RunModelEval(ctx, me, io.Discard)
+	_, err := RunModelEval(ctx, me, io.Discard)
 	refused("mnist-model", err)
 	held.Release()
 	if err := CheckModelWork(me.Work); err != nil {
