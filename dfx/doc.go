@@ -127,15 +127,15 @@
 // network's test bpd and samples (model.RunModelEval: dfx reproduce
 // mnist-model).
 //
-// Density guidance (issue 24, beyond the paper): d/dt log q_t(x_t) =
+// Density guidance (beyond the paper): d/dt log q_t(x_t) =
 // −f d − ½ g² tr F along the PF-ODE (eq. nll_ode) is what steering a
 // sample's log-density needs, so any trace estimator — exact, VJP,
 // Hutchinson, DF-TM — powers it: pfode.DensityGuide (PFODE.Guide, targets
 // pfode.Offset and pfode.Level, quantiles pfode.QuantilesOf with
 // mixture.Gaussian.DiffusedLogProbs); the ground truth on analytic Gaussian
-// mixtures (toys.RunDensity: dfx reproduce density → figures/density/density.md),
-// MNIST (mnist.RunDensityExp: dfx reproduce mnist-density; mnist.DensitySample,
-// mnist.ReferenceLevels, mnist.ExploreDensity) and `dfx sample -density`.
+// mixtures (studies/density RunGMM: dfx reproduce density → figures/density/density.md),
+// MNIST (dfx reproduce mnist-density; density.Sample, density.ReferenceLevels,
+// density.ExploreDensity) and `dfx sample -density`.
 //
 // Running them: every experiment is a report.Experiment with one Run(ctx,
 // report.Config) — a report.Profile (report.Quick or report.Full), the

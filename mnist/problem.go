@@ -2,6 +2,7 @@ package mnist
 
 import (
 	"context"
+	"fmt"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -33,7 +34,11 @@ func Problem() *problem.Problem {
 			if err != nil {
 				return nil, err
 			}
-			return &problem.Networks{Net: n.Net}, nil
+			out := &problem.Networks{Net: n.Net}
+			if rec := n.Records["eps"]; rec != nil {
+				out.About = fmt.Sprintf("ε-network %s: %d steps on %s", rec.Net, rec.Steps, rec.Machine)
+			}
+			return out, nil
 		},
 		Dequantized: func(ctx context.Context, n int, seed uint64) (*mat.Dense, error) {
 			set, err := Load(Test)

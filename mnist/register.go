@@ -51,38 +51,6 @@ func init() {
 		},
 	})
 	report.RegisterLegacy(report.Legacy{
-		Name: "mnist-density",
-		Doc:  "density guidance on MNIST: samples steered to quantile levels and offsets of their log-density, exactly on a fitted Gaussian mixture and on the networks with DF-TM, DF-TM-c and Hutchinson traces, achieved bpd measured independently",
-		Check: func(s report.Settings) error {
-			if err := checkDataNets(s); err != nil {
-				return err
-			}
-			if s.DensityShard != "" {
-				if _, _, err := ParseShard(s.DensityShard); err != nil {
-					return err
-				}
-				if s.DensityWork == "" {
-					return fmt.Errorf("a shard (%s) needs a work folder to keep its rows in", s.DensityShard)
-				}
-			}
-			return CheckDensityWork(s.DensityWork)
-		},
-		Run: func(ctx context.Context, c report.Config) ([]report.Result, error) {
-			cfg := DensityExpFull(c.Settings.NetsDir)
-			if c.Profile == report.Quick {
-				cfg = DensityExpQuick(c.Settings.NetsDir)
-			}
-			cfg.Work = c.Settings.DensityWork
-			if c.Settings.DensityShard != "" {
-				var err error
-				if cfg.Shard, cfg.Shards, err = ParseShard(c.Settings.DensityShard); err != nil {
-					return nil, err
-				}
-			}
-			return report.One(RunDensityExp(ctx, cfg, c.LogWriter()))
-		},
-	})
-	report.RegisterLegacy(report.Legacy{
 		Name:  "mnist-exact-model",
 		Doc:   "every trace estimator and Fisher product on an image-scale model whose Fisher is known exactly: a Gaussian mixture fitted to MNIST, run as a network",
 		Check: checkData,

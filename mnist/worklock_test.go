@@ -3,7 +3,6 @@ package mnist
 import (
 	"context"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,12 +13,11 @@ import (
 )
 
 // TestSecondRunOnOneWorkFileIsRefused: while a run holds a work file's
-// lock (held here by lockWork, as a run takes it), the density experiment
-// and training on that file are refused with ErrWork naming the holder,
-// before any work, and so is the check made before a run
-// (CheckTrainFree); a shard's own file is another lock; each run gives its
-// lock back when it returns. Contexts are cancelled, so that a run that
-// ignored the lock would end at once with context.Canceled instead.
+// lock (held here by lockWork, as a run takes it), training on that file
+// is refused with ErrWork naming the holder, before any work, and so is the
+// check made before a run (CheckTrainFree); each run gives its lock back
+// when it returns. Contexts are cancelled, so that a run that ignored the
+// lock would end at once with context.Canceled instead.
 func TestSecondRunOnOneWorkFileIsRefused(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads the committed networks")
@@ -57,31 +55,13 @@ func TestSecondRunOnOneWorkFileIsRefused(t *testing.T) {
 		l.Release()
 	}
 
-	work := t.TempDir()
-	cfg := DensityExpQuick("")
-	cfg.Work = work
-	held := lock(work, densityWorkFile(cfg.Profile))
-	_, err := RunDensityExp(ctx, cfg, io.Discard)
-	refused("mnist-density", err)
-	shard := cfg
-	shard.Shard, shard.Shards = 1, 2
-	if _, err := RunDensityExp(ctx, shard, io.Discard); errors.Is(err, ErrWork) {
-		t.Errorf("a shard, whose file is its own, refused: %v", err)
-	}
-	released("a shard", work, DensityShardFile(cfg.Profile, 1, 2))
-	held.Release()
-	if _, err := RunDensityExp(ctx, cfg, io.Discard); errors.Is(err, ErrWork) {
-		t.Errorf("mnist-density after the lock was released: %v", err)
-	}
-	released("mnist-density", work, densityWorkFile(cfg.Profile))
-
 	spec, err := SpecByName("classifier")
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := t.TempDir()
 	state := filepath.Base(statePath(out, spec.Name))
-	held = lock(out, state)
+	held := lock(out, state)
 	refused("CheckTrainFree", CheckTrainFree(out, spec.Name))
 	backend, err := models.NewBackend()
 	if err != nil {

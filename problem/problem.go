@@ -71,6 +71,8 @@ type Networks struct {
 	// Classifier, if not nil, gives log p(y | x₀) for class guidance and
 	// sample quality.
 	Classifier Classifier
+	// About says in one line what the networks are (for reports; "": nothing).
+	About string
 }
 
 // Classifier is a clean-sample classifier: LogProbs returns [B, classes]

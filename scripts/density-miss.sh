@@ -28,4 +28,4 @@ fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 export GOEXPERIMENT=simd
 cd "$root"
-DFX_DENSITY_MISS="$work" go test ./mnist -run "TestDensityMissDiagnosis${sub:+/$sub}" -v -count=1 -timeout 3h
+DFX_DENSITY_MISS="$work" go test ./studies/density -run "TestDensityMissDiagnosis${sub:+/$sub}" -v -count=1 -timeout 3h

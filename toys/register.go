@@ -27,14 +27,6 @@ func AccessPlaneFor(p report.Profile) AccessConfig {
 	return report.Pick(p, AccessPlaneQuick, AccessPlaneFull)
 }
 
-// DensityFor is DensityQuick or DensityFull.
-func DensityFor(p report.Profile) DensityConfig {
-	if p == report.Quick {
-		return DensityQuick()
-	}
-	return DensityFull()
-}
-
 // RetrainDir is the folder Settings.Retrain rewrites, relative to the
 // working directory (the repository root).
 const RetrainDir = "toys/checkpoints"
@@ -103,12 +95,6 @@ func init() {
 					s.T, s.Sigma, s.MinTrace, s.MaxTrace, 100*s.NegativeFraction)
 			}
 			return r, nil
-		},
-	})
-	report.RegisterLegacy(report.Legacy{
-		Name: "density", Doc: "density guidance on analytic Gaussian mixtures: quantile and offset targets, exact and learned traces",
-		Run: func(ctx context.Context, c report.Config) ([]report.Result, error) {
-			return report.One(RunDensity(ctx, DensityFor(c.Profile)))
 		},
 	})
 	report.RegisterLegacy(report.Legacy{

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/dfx-lab/dfx/dfx/report"
@@ -35,26 +36,25 @@ func retrainEnv() (bool, error) {
 	}
 }
 
-// envHint names the variables behind experiment name's settings, for the
-// message of a failed settings check.
+// envHint names the variables behind experiment name's settings that are
+// set (knobVars, and the legacy settings s), for the message of a failed
+// check.
 func envHint(name string, s report.Settings) string {
 	var vars []string
 	image := strings.HasPrefix(name, "mnist") || name == "adjoint"
 	if d := os.Getenv("DFX_MNIST_DIR"); d != "" && image {
 		vars = append(vars, "DFX_MNIST_DIR="+d)
 	}
-	switch {
-	case name == "mnist-density" && (s.DensityWork != "" || s.DensityShard != ""):
-		vars = append(vars, "DFX_MNIST_DENSITY_WORK="+s.DensityWork)
-		if s.DensityShard != "" {
-			vars = append(vars, "DFX_MNIST_DENSITY_SHARD="+s.DensityShard)
+	for _, v := range knobVars {
+		val := os.Getenv(v.Name)
+		if val != "" && slices.Contains(v.Experiments, name) && !slices.Contains(vars, v.Name+"="+val) {
+			vars = append(vars, v.Name+"="+val)
 		}
-		if s.NetsDir != "" {
-			vars = append(vars, "DFX_MNIST_NETS="+s.NetsDir)
-		}
-	case image && s.NetsDir != "":
-		vars = append(vars, "DFX_MNIST_NETS="+s.NetsDir)
-	case s.Retrain && strings.HasPrefix(name, "toys"):
+	}
+	if v := "DFX_MNIST_NETS=" + s.NetsDir; image && s.NetsDir != "" && !slices.Contains(vars, v) {
+		vars = append(vars, v)
+	}
+	if s.Retrain && strings.HasPrefix(name, "toys") {
 		vars = append(vars, "DFX_RETRAIN=1")
 	}
 	if len(vars) == 0 {

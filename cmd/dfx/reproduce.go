@@ -16,6 +16,7 @@ import (
 	"github.com/dfx-lab/dfx/ot"
 	_ "github.com/dfx-lab/dfx/studies/adjoint"
 	_ "github.com/dfx-lab/dfx/studies/model"
+	_ "github.com/dfx-lab/dfx/studies/density"
 	"github.com/dfx-lab/dfx/toys"
 )
 
@@ -142,18 +143,6 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return failErr(stderr, "reproduce", err)
 	}
-	if settings.DensityShard != "" {
-		// A shard computes rows into the work folder and writes no report:
-		// its partial one would replace the whole report in -out, and
-		// shards side by side would race on -out and its index.
-		if len(names) != 1 || names[0] != "mnist-density" {
-			return fail(stderr, "reproduce", fmt.Errorf("DFX_MNIST_DENSITY_SHARD=%s is for `dfx reproduce mnist-density` alone (unset it for %s)", settings.DensityShard, strings.Join(names, ", ")))
-		}
-		if isSet(fs, "out") {
-			return fail(stderr, "reproduce", fmt.Errorf("DFX_MNIST_DENSITY_SHARD=%s: a shard writes no report, only its rows into DFX_MNIST_DENSITY_WORK; drop -out (the run without a shard writes the report)", settings.DensityShard))
-		}
-		return reproduceShard(ctx, settings, *quick, stdout, stderr)
-	}
 	profile := report.Full
 	if *quick {
 		profile = report.Quick
@@ -161,6 +150,19 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	jobs, envs, err := configure(names, profile, fs, settings, stderr)
 	if err != nil {
 		return failErr(stderr, "reproduce", err)
+	}
+	if n, file, ok := shardJob(jobs); ok {
+		// A shard computes rows into the work folder and writes no report:
+		// its partial one would replace the whole report in -out, and
+		// shards side by side would race on -out and its index.
+		if len(names) != 1 {
+			return fail(stderr, "reproduce", fmt.Errorf("a shard of %s is for `dfx reproduce %s` alone (drop its -shard for %s)", n, n, strings.Join(names, ", ")))
+		}
+		if isSet(fs, "out") {
+			return fail(stderr, "reproduce", fmt.Errorf("%s: a shard writes no report, only its rows into the work folder; "+
+				"drop -out (the run without a shard writes the report)", n))
+		}
+		return reproduceShard(ctx, n, file, profile, jobs[n], envs[n], settings, stdout, stderr)
 	}
 	if err := preflightReproduce(*out, names, jobs, envs, settings); err != nil {
 		return failErr(stderr, "reproduce", err)
@@ -190,16 +192,9 @@ func reproduceSettings() (report.Settings, error) {
 	if err != nil {
 		return report.Settings{}, err
 	}
-	if v := os.Getenv("DFX_MNIST_DENSITY_SHARD"); v != "" { // checked before any experiment's data or networks load
-		if _, _, err := mnist.ParseShard(v); err != nil {
-			return report.Settings{}, badInput(fmt.Errorf("DFX_MNIST_DENSITY_SHARD=%s: %w", v, err))
-		}
-	}
 	return report.Settings{
-		NetsDir:      os.Getenv("DFX_MNIST_NETS"),
-		DensityWork:  os.Getenv("DFX_MNIST_DENSITY_WORK"),
-		DensityShard: os.Getenv("DFX_MNIST_DENSITY_SHARD"),
-		Retrain:      retrain,
+		NetsDir: os.Getenv("DFX_MNIST_NETS"),
+		Retrain: retrain,
 	}, nil
 }
 
@@ -273,35 +268,38 @@ func experimentNames() []string {
 	return names
 }
 
-// reproduceShard runs a shard of mnist-density (DFX_MNIST_DENSITY_SHARD):
-// the experiment's checks, then its rows into the work folder; stdout gets
-// the shard's work file.
-func reproduceShard(ctx context.Context, settings report.Settings, quick bool, stdout, stderr io.Writer) int {
+// shardJob finds a job that runs as a shard (its configuration has a
+// ShardFile and is a shard): its experiment and its work file.
+func shardJob(jobs map[string]report.Job) (name, file string, ok bool) {
+	for n, j := range jobs {
+		if sh, is := j.Config().(interface{ ShardFile() (string, bool) }); is {
+			if f, shard := sh.ShardFile(); shard {
+				return n, f, true
+			}
+		}
+	}
+	return "", "", false
+}
+
+// reproduceShard runs the shard job j of experiment n: its checks, then
+// its rows into the work folder; stdout gets the shard's work file.
+func reproduceShard(ctx context.Context, n, file string, profile report.Profile, j report.Job, env report.Env, s report.Settings,
+	stdout, stderr io.Writer) int {
 	if err := checkBackend(); err != nil {
 		return failErr(stderr, "reproduce", err)
 	}
-	profile := report.Full
-	if quick {
-		profile = report.Quick
-	}
-	jobs, envs, err := configure([]string{"mnist-density"}, profile, flag.NewFlagSet("", flag.ContinueOnError), settings, stderr)
-	if err != nil {
-		return failErr(stderr, "reproduce", err)
-	}
-	j, env := jobs["mnist-density"], envs["mnist-density"]
 	if err := j.Check(env); err != nil {
-		return failErr(stderr, "reproduce", badInput(fmt.Errorf("mnist-density: %w%s", err, envHint("mnist-density", settings))))
+		return failErr(stderr, "reproduce", badInput(fmt.Errorf("%s: %w%s", n, err, envHint(n, s))))
 	}
 	start := time.Now()
-	fmt.Fprintf(stderr, "reproduce mnist-density (%s), shard %s → rows into %s\n", profile, settings.DensityShard, settings.DensityWork)
+	fmt.Fprintf(stderr, "reproduce %s (%s), shard → rows into %s\n", n, profile, filepath.Join(env.Work, file))
 	if _, err := j.Run(ctx, env); err != nil {
 		if ctx.Err() != nil {
 			err = context.Canceled
 		}
-		return failErr(stderr, "reproduce mnist-density", err)
+		return failErr(stderr, "reproduce "+n, err)
 	}
-	k, n, _ := mnist.ParseShard(settings.DensityShard)
-	fmt.Fprintf(stderr, "reproduce mnist-density shard %s done in %.1fs\n", settings.DensityShard, time.Since(start).Seconds())
-	fmt.Fprintln(stdout, filepath.Join(settings.DensityWork, mnist.DensityShardFile(string(profile), k, n)))
+	fmt.Fprintf(stderr, "reproduce %s shard done in %.1fs\n", n, time.Since(start).Seconds())
+	fmt.Fprintln(stdout, filepath.Join(env.Work, file))
 	return 0
 }

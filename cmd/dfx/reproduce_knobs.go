@@ -28,12 +28,13 @@ type knobVar struct {
 // own configurations (report.Spec); legacy experiments read theirs in
 // reproduceSettings.
 var knobVars = []knobVar{
-	{Name: "DFX_MNIST_NETS", Experiments: []string{"adjoint"}, Flag: "nets"},
+	{Name: "DFX_MNIST_NETS", Experiments: []string{"adjoint", "mnist-model", "mnist-baselines", "mnist-density"}, Flag: "nets"},
 	{Name: "DFX_MNIST_MODEL", Experiments: []string{"mnist-model"}, Flag: "model"},
 	{Name: "DFX_MNIST_MODEL_PARTS", Experiments: []string{"mnist-model"}, Flag: "parts"},
 	{Name: "DFX_MNIST_MODEL_WORK", Experiments: []string{"mnist-model"}, Flag: "work"},
 	{Name: "DFX_MNIST_CANDIDATES", Experiments: []string{"mnist-candidates"}, Flag: "dir"},
-	{Name: "DFX_MNIST_NETS", Experiments: []string{"mnist-model", "mnist-baselines"}, Flag: "nets"},
+	{Name: "DFX_MNIST_DENSITY_WORK", Experiments: []string{"mnist-density"}, Flag: "work"},
+	{Name: "DFX_MNIST_DENSITY_SHARD", Experiments: []string{"mnist-density"}, Flag: "shard"},
 }
 
 // knobValue records what the command line gave a knob that several named

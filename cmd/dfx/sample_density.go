@@ -9,8 +9,10 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/pfode"
 	"github.com/dfx-lab/dfx/mnist"
+	"github.com/dfx-lab/dfx/studies/density"
 )
 
 // sampleDensityFlags are dfx sample's density-guidance flags.
@@ -24,7 +26,7 @@ func densityFlags(fs *flag.FlagSet) *sampleDensityFlags {
 	d := &sampleDensityFlags{}
 	fs.StringVar(&d.target, "density", "", "density guidance of unconditional samples: offset:P (P nats of log q per unit time; > 0 raises it) or quantile:p (hold log q_t at its p-quantile under q_t)")
 	fs.StringVar(&d.trace, "trace", "df-tm-c", "trace of the diffusion Fisher density guidance steers and tracks with: "+
-		strings.Join(mnist.DensityTraces, "|")+" (dfx nll's spellings dftm, dftm-c, dftmc too)")
+		strings.Join(density.Traces, "|")+" (dfx nll's spellings dftm, dftm-c, dftmc too)")
 	fs.Float64Var(&d.until, "until", 0, "no density guidance below this t (in [0, 1))")
 	fs.Float64Var(&d.gain, "gain", 10, "quantile target: how fast a sample returns to the level (per unit time, finite ≥ 0)")
 	fs.IntVar(&d.ref, "ref", 64, "quantile target: unguided samples whose tracked log q gives the level, 2…4096")
@@ -58,7 +60,7 @@ func (d *sampleDensityFlags) check(fs *flag.FlagSet, guide string) (*sampleDensi
 	if guide != "" {
 		return nil, fmt.Errorf("--density and --guide are two samplers: give one")
 	}
-	kind, v, err := mnist.ParseDensityTarget(d.target)
+	kind, v, err := density.ParseDensityTarget(d.target)
 	if err != nil {
 		return nil, fmt.Errorf("--density: %w", err)
 	}
@@ -89,18 +91,18 @@ func (d *sampleDensityFlags) check(fs *flag.FlagSet, guide string) (*sampleDensi
 // densityTrace reads a -trace name with dfx nll's parser (parseTrace, on
 // dfx/access's registry), so that both commands take the same spellings
 // (df-tm or dftm, df-tm-c, dftm-c or dftmc, hutchinson:K or hutchinson-K,
-// any case), and returns its name in mnist.DensityTraces; it builds
+// any case), and returns its name in density.Traces; it builds
 // nothing. Hutch++ is nll's alone.
 func densityTrace(v string) (string, error) {
-	unknown := fmt.Errorf("unknown --trace %q (want %s, with K in 1…1024)", v, mnist.TraceForms)
+	unknown := fmt.Errorf("unknown --trace %q (want %s, with K in 1…1024)", v, density.TraceForms)
 	tr, err := parseTrace(v)
 	switch {
 	case err != nil:
 		return "", unknown
 	case tr.Family == "hutch++":
-		return "", fmt.Errorf("--trace %s: Hutch++ is a trace of dfx nll; density guidance takes %s", v, mnist.TraceForms)
+		return "", fmt.Errorf("--trace %s: Hutch++ is a trace of dfx nll; density guidance takes %s", v, density.TraceForms)
 	}
-	if _, err := mnist.CheckTrace(tr.spec); err != nil {
+	if _, err := density.CheckTrace(tr.spec); err != nil {
 		return "", unknown
 	}
 	name := tr.Family
@@ -125,14 +127,14 @@ func (s *sampleDensity) String() string {
 // RK4 with steps steps) and returns them with the tracked bits per
 // dimension; it reports the level and the samples' bpd on stderr.
 func (s *sampleDensity) sample(ctx context.Context, nets *mnist.Networks, n, steps int, seed uint64, stderr io.Writer) (*mat.Dense, error) {
-	m, err := nets.TraceModel(s.flags.trace, seed)
+	m, err := density.TraceModel(nets.Net, s.flags.trace, seed, access.PromptRows(mnist.Dim))
 	if err != nil {
 		return nil, err
 	}
-	cfg := mnist.DensityConfig{Steps: steps, Until: s.flags.until}
+	cfg := density.SampleConfig{Schedule: mnist.Schedule(), Grid: density.GridLogSNR, Steps: steps, Until: s.flags.until}
 	var target pfode.DensityTarget = pfode.Offset{PerUnitTime: s.value}
 	if s.kind == "quantile" {
-		q, _, err := mnist.ReferenceLevels(ctx, m, mnist.InitialNoise(seed+1, 0, s.flags.ref), []float64{s.value}, cfg)
+		q, _, err := density.ReferenceLevels(ctx, m, mnist.InitialNoise(seed+1, 0, s.flags.ref), []float64{s.value}, cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -140,7 +142,7 @@ func (s *sampleDensity) sample(ctx context.Context, nets *mnist.Networks, n, ste
 		fmt.Fprintf(stderr, "sample: level %.4f bpd at t_min (%s)\n", bpd(q.Values[len(q.Values)-1][0]), q.How)
 	}
 	xT := mnist.InitialNoise(seed, 0, n)
-	run, err := mnist.DensitySample(ctx, m, target, xT, mnist.PriorStart(xT), cfg, nil)
+	run, err := density.Sample(ctx, m, target, xT, density.PriorStart(cfg.Schedule, xT), cfg, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -153,4 +155,4 @@ func (s *sampleDensity) sample(ctx context.Context, nets *mnist.Networks, n, ste
 }
 
 // bpd is a log-density at t_min in bits per dimension.
-func bpd(logq float64) float64 { return mnist.BitsPerDim(logq) }
+func bpd(logq float64) float64 { return density.BitsPerDim(mnist.Problem(), logq) }

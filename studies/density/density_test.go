@@ -1,19 +1,23 @@
-package mnist
+package density
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/pfode"
 	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
 	"github.com/dfx-lab/dfx/internal/stats"
+	"github.com/dfx-lab/dfx/internal/workstore"
+	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/models"
 	"gonum.org/v1/gonum/mat"
 )
@@ -26,17 +30,17 @@ func TestDensityExperimentQuick(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads MNIST and the networks")
 	}
-	cfg := DensityExpQuick("")
-	cfg.Work = t.TempDir()
+	cfg := MNISTQuick()
+	env := report.Env{Work: t.TempDir()}
 	// Two shards compute the rows between them (each every other row, in
 	// its own file, with a partial report); the whole run then reads every
 	// row and the network's levels instead of computing them.
-	computed := map[string]DensityExpRow{}
+	computed := map[string]Row{}
 	var levels1 *pfode.Quantiles
 	for k := 1; k <= 2; k++ {
 		c := cfg
-		c.Shard, c.Shards = k, 2
-		part, err := RunDensityExp(context.Background(), c, io.Discard)
+		c.Shard = fmt.Sprintf("%d/2", k)
+		part, err := runImages(context.Background(), mnistProblem(c), c, env)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,20 +62,18 @@ func TestDensityExperimentQuick(t *testing.T) {
 		}
 	}
 	var log strings.Builder
-	res, err := RunDensityExp(context.Background(), cfg, &log)
+	env.Log = &log
+	res, err := runImages(context.Background(), mnistProblem(cfg), cfg, env)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Each shard's file holds exactly its rows: the positions k−1 mod 2
 	// of the table.
 	for k := 1; k <= 2; k++ {
-		var w densityWork
-		if _, err := readStrict("test", filepath.Join(cfg.Work, DensityShardFile(cfg.Profile, k, 2)), &w); err != nil {
-			t.Fatal(err)
-		}
+		w := readFile(t, filepath.Join(env.Work, workstore.Shard{K: k, N: 2}.File(cfg.stem())))
 		var got, want []string
 		for _, o := range w.Rows {
-			got = append(got, o.Model+"|"+o.Trace+"|"+o.Target)
+			got = append(got, o.Key)
 		}
 		for p, row := range res.Rows {
 			if p%2 == k-1 {
@@ -86,11 +88,7 @@ func TestDensityExperimentQuick(t *testing.T) {
 	// seconds alone, and its own time went to the cost table.
 	var kept float64
 	for k := 1; k <= 2; k++ {
-		var w densityWork
-		if _, err := readStrict("test", filepath.Join(cfg.Work, DensityShardFile(cfg.Profile, k, 2)), &w); err != nil {
-			t.Fatal(err)
-		}
-		kept += w.Seconds
+		kept += readFile(t, filepath.Join(env.Work, workstore.Shard{K: k, N: 2}.File(cfg.stem()))).Seconds
 	}
 	if got := res.RowTime.Seconds(); math.Abs(got-kept) > 1e-6 || res.CostTime <= 0 || res.Elapsed < res.RowTime+res.CostTime {
 		t.Errorf("row time %.3f s, want the shards' %.3f s; cost table %v; elapsed %v", got, kept, res.CostTime, res.Elapsed)
@@ -165,18 +163,18 @@ func TestSkipHutchinsonTrace(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads the networks; 784 VJPs a point")
 	}
-	nets, err := OpenNetworks("")
+	nets, err := mnist.OpenNetworks("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	co, err := schedule.At(Schedule(), 0.3)
+	co, err := schedule.At(mnist.Schedule(), 0.3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := InitialNoise(5, 0, 2)
+	x := mnist.InitialNoise(5, 0, 2)
 	x.Scale(co.Sigma, x)
 	trace := func(name string) []float64 {
-		m, err := nets.TraceModel(name, 3)
+		m, err := TraceModel(nets.Net, name, 3, access.PromptRows(mnist.Dim))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,21 +220,21 @@ func TestSkipHutchinsonVariance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads MNIST and the networks")
 	}
-	nets, err := OpenNetworks("")
+	nets, err := mnist.OpenNetworks("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	x0, err := TestImages(1)
+	x0, err := mnist.TestImages(1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	const draws = 48
-	noise := InitialNoise(11, 0, 1)
-	plain, err := nets.TraceModel("hutchinson:1", 7)
+	noise := mnist.InitialNoise(11, 0, 1)
+	plain, err := TraceModel(nets.Net, "hutchinson:1", 7, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cv, err := nets.TraceModel("skip-hutchinson:1", 7)
+	cv, err := TraceModel(nets.Net, "skip-hutchinson:1", 7, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,15 +254,15 @@ func TestSkipHutchinsonVariance(t *testing.T) {
 		return s2 / float64(len(ev.Trace)-1)
 	}
 	for _, tt := range []float64{0.05, 0.3, 0.8} {
-		co, err := schedule.At(Schedule(), tt)
+		co, err := schedule.At(mnist.Schedule(), tt)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// x_t = α x₀ + σ ε with ε the unit-variance noise of the prior.
-		_, tMax := Schedule().Interval()
-		sigMax := Schedule().Sigma(tMax)
-		x := mat.NewDense(draws, Dim, nil)
-		for j := range Dim {
+		_, tMax := mnist.Schedule().Interval()
+		sigMax := mnist.Schedule().Sigma(tMax)
+		x := mat.NewDense(draws, mnist.Dim, nil)
+		for j := range mnist.Dim {
 			v := co.Alpha*x0.At(0, j) + co.Sigma*noise.At(0, j)/sigMax
 			for i := range draws {
 				x.Set(i, j, v)
@@ -290,11 +288,11 @@ func TestSkipHutchinsonVariance(t *testing.T) {
 // t_min, not the until rows nor another trace's).
 func TestDensityAccuracy(t *testing.T) {
 	nan := math.NaN()
-	row := func(trace, target string, level, ach, trk, miss float64) DensityExpRow {
-		return DensityExpRow{Model: "network", Trace: trace, Target: target, Level: level,
+	row := func(trace, target string, level, ach, trk, miss float64) Row {
+		return Row{Model: "network", Trace: trace, Target: target, Level: level,
 			Achieved: stats.Estimate{Mean: ach}, Tracked: stats.Estimate{Mean: trk}, AbsMiss: stats.Estimate{Mean: miss}}
 	}
-	r := &DensityExpResult{Rows: []DensityExpRow{
+	r := &Result{Rows: []Row{
 		row("a", "none", nan, 2.0, 2.1, nan),
 		row("a", "offset +300", nan, 1.5, 1.2, nan),
 		row("a", "q=0.5", 2.6, 2.8, 2.5, 0.2),
@@ -310,4 +308,23 @@ func TestDensityAccuracy(t *testing.T) {
 	if track, miss := r.accuracy("mixture", "a"); !math.IsNaN(track) || !math.IsNaN(miss) {
 		t.Errorf("no rows: %g, %g; want NaN", track, miss)
 	}
+}
+
+// workFile is what the tests read of a work file.
+type workFile struct {
+	Rows    []struct{ Key string }
+	Seconds float64
+}
+
+func readFile(t *testing.T, path string) workFile {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w workFile
+	if err := json.Unmarshal(raw, &w); err != nil {
+		t.Fatal(err)
+	}
+	return w
 }

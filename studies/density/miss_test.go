@@ -1,4 +1,4 @@
-package mnist
+package density
 
 import (
 	"context"
@@ -11,11 +11,13 @@ import (
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/likelihood"
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
 	"github.com/dfx-lab/dfx/internal/stats"
+	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/models"
 )
 
@@ -27,7 +29,7 @@ import (
 // diagnostic of the committed networks, minutes to an hour on the 2-core
 // VM, so it runs only when asked (scripts/density-miss.sh):
 //
-//	DFX_DENSITY_MISS=<work folder of mnist-density, or "none"> go test ./mnist -run TestDensityMissDiagnosis -v -timeout 3h
+//	DFX_DENSITY_MISS=<work folder of mnist-density, or "none"> go test ./studies/density -run TestDensityMissDiagnosis -v -timeout 3h
 //
 // On the first DFX_DENSITY_MISS_N (default 4) noises of the experiment,
 // guided to the median level with skip-hutchinson:4, it separates three
@@ -63,41 +65,41 @@ func TestDensityMissDiagnosis(t *testing.T) {
 		n = v
 	}
 	ctx := context.Background()
-	nets, err := OpenNetworks("")
+	nets, err := mnist.OpenNetworks("")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !models.HasNetwork(nets.Store, models.MixtureScope) {
 		t.Fatal("the committed ε-network has no mixture skip")
 	}
-	cfg := DensityExpFull("")
-	if work != "none" {
-		cfg.Work = work
+	cfg := MNISTFull()
+	if work == "none" {
+		work = ""
 	}
-	digest, err := networksDigest(nets)
+	digest, err := networksDigest(nets.Net)
 	if err != nil {
 		t.Fatal(err)
 	}
-	keep, err := openDensityWork(cfg.Work, cfg, digest, nets.Backend.Name())
+	keep, err := openStore("mnist-density", work, cfg, digest, nets.Backend.Name(), mnist.Dim)
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := keep.levels("network")
+	q, err := keep.levels()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if q == nil {
-		t.Logf("no levels in %q: computing them (%d reference samples, %s)", cfg.Work, cfg.RefSamples, cfg.RefTrace)
-		ref, err := nets.TraceModel(cfg.RefTrace, cfg.Seed+7)
+		t.Logf("no levels in %q: computing them (%d reference samples, %s)", work, cfg.RefSamples, cfg.RefTrace)
+		ref, err := TraceModel(nets.Net, cfg.RefTrace, cfg.Seed+7, access.PromptRows(mnist.Dim))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if q, _, err = ReferenceLevels(ctx, ref, InitialNoise(cfg.Seed+1, 0, cfg.RefSamples), cfg.Quantiles, DensityConfig{Steps: cfg.Steps}); err != nil {
+		if q, _, err = ReferenceLevels(ctx, ref, mnist.InitialNoise(cfg.Seed+1, 0, cfg.RefSamples), cfg.Quantiles, mnistProblem(cfg).sampling(cfg.Steps)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var median densityTarget
-	for _, tg := range cfg.targets(q, false) {
+	var median target
+	for _, tg := range cfg.targets().list(q, false) {
 		if tg.name == "q=0.5" {
 			median = tg
 		}
@@ -106,21 +108,21 @@ func TestDensityMissDiagnosis(t *testing.T) {
 		t.Fatal("no median level")
 	}
 	const trace = "skip-hutchinson:4"
-	xT := InitialNoise(cfg.Seed, 0, n)
-	start := PriorStart(xT)
-	tMin, _ := Schedule().Interval()
-	c0, err := schedule.At(Schedule(), tMin)
+	xT := mnist.InitialNoise(cfg.Seed, 0, n)
+	start := PriorStart(mnist.Schedule(), xT)
+	tMin, _ := mnist.Schedule().Interval()
+	c0, err := schedule.At(mnist.Schedule(), tMin)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// measure is the network's log p at t_min by dopri5 with the probes of
 	// seed (the same probes for every call with one seed).
 	measure := func(t *testing.T, x *mat.Dense, rtol float64, seed uint64) []float64 {
-		meas, err := nets.TraceModel(trace, seed)
+		meas, err := TraceModel(nets.Net, trace, seed, access.PromptRows(mnist.Dim))
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := likelihood.LogProbContext(ctx, x, meas, likelihood.Config{Schedule: Schedule(), RTol: rtol})
+		res, err := likelihood.LogProbContext(ctx, x, meas, likelihood.Config{Schedule: mnist.Schedule(), RTol: rtol})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,7 +131,7 @@ func TestDensityMissDiagnosis(t *testing.T) {
 	bpd := func(v []float64) []float64 {
 		out := make([]float64, len(v))
 		for i, x := range v {
-			out[i] = BitsPerDim(x)
+			out[i] = BitsPerDim(mnist.Problem(), x)
 		}
 		return out
 	}
@@ -141,13 +143,13 @@ func TestDensityMissDiagnosis(t *testing.T) {
 		}
 		return s
 	}
-	t.Logf("level (median, t_min): %.4f bpd; %d samples, guided and tracked with %s, measured with %s", BitsPerDim(median.level), n, trace, trace)
-	m, err := nets.TraceModel(trace, cfg.Seed+3)
+	t.Logf("level (median, t_min): %.4f bpd; %d samples, guided and tracked with %s, measured with %s", BitsPerDim(mnist.Problem(), median.level), n, trace, trace)
+	m, err := TraceModel(nets.Net, trace, cfg.Seed+3, access.PromptRows(mnist.Dim))
 	if err != nil {
 		t.Fatal(err)
 	}
-	guided := func(t *testing.T, steps int, until float64) *DensityRun {
-		run, err := DensitySample(ctx, m, median.target, xT, start, DensityConfig{Steps: steps, Until: until}, nil)
+	guided := func(t *testing.T, steps int, until float64) *Run {
+		run, err := Sample(ctx, m, median.target, xT, start, SampleConfig{Schedule: mnist.Schedule(), Grid: GridLogSNR, Steps: steps, Until: until}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,7 +202,7 @@ func TestDensityMissDiagnosis(t *testing.T) {
 			}
 			return e.Score
 		}
-		_, g, err := models.SkipControlVariate(nets.Backend, nets.Store, Schedule(), nets.Net.DType, 1, 1)
+		_, g, err := models.SkipControlVariate(nets.Backend, nets.Store, mnist.Schedule(), nets.Net.DType, 1, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,7 +216,7 @@ func TestDensityMissDiagnosis(t *testing.T) {
 		}
 		byODE := func(rtol float64) func(*mat.Dense) []float64 {
 			return func(x *mat.Dense) []float64 {
-				res, err := likelihood.LogProbContext(ctx, x, exact, likelihood.Config{Schedule: Schedule(), RTol: rtol})
+				res, err := likelihood.LogProbContext(ctx, x, exact, likelihood.Config{Schedule: mnist.Schedule(), RTol: rtol})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -264,12 +266,12 @@ func TestDensityMissDiagnosis(t *testing.T) {
 			x *mat.Dense
 		}
 		var path []point
-		if _, err := DensitySample(ctx, m, median.target, xT, start, DensityConfig{Steps: 100}, func(tt float64, _ []float64, x *mat.Dense) {
+		if _, err := Sample(ctx, m, median.target, xT, start, SampleConfig{Schedule: mnist.Schedule(), Grid: GridLogSNR, Steps: 100}, func(tt float64, _ []float64, x *mat.Dense) {
 			path = append(path, point{tt, mat.DenseCopyOf(x)})
 		}); err != nil {
 			t.Fatal(err)
 		}
-		_, g, err := models.SkipControlVariate(nets.Backend, nets.Store, Schedule(), nets.Net.DType, 1, 1)
+		_, g, err := models.SkipControlVariate(nets.Backend, nets.Store, mnist.Schedule(), nets.Net.DType, 1, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -282,7 +284,7 @@ func TestDensityMissDiagnosis(t *testing.T) {
 					best = p
 				}
 			}
-			ct, err := schedule.At(Schedule(), best.t)
+			ct, err := schedule.At(mnist.Schedule(), best.t)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -304,12 +306,12 @@ func TestDensityMissDiagnosis(t *testing.T) {
 				return e.LogProb
 			}
 			cMix := fd(best.x, scoreAt(exact), 25, closed)
-			meas, err := nets.TraceModel(trace, cfg.Seed+11)
+			meas, err := TraceModel(nets.Net, trace, cfg.Seed+11, access.PromptRows(mnist.Dim))
 			if err != nil {
 				t.Fatal(err)
 			}
 			byODE := func(x *mat.Dense) []float64 {
-				res, err := likelihood.LogProbContext(ctx, x, meas, likelihood.Config{Schedule: Schedule(), T0: best.t, RTol: 1e-4})
+				res, err := likelihood.LogProbContext(ctx, x, meas, likelihood.Config{Schedule: mnist.Schedule(), T0: best.t, RTol: 1e-4})
 				if err != nil {
 					t.Fatal(err)
 				}

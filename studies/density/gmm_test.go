@@ -1,4 +1,4 @@
-package toys
+package density
 
 import (
 	"context"
@@ -11,8 +11,8 @@ import (
 // quantile level is hit to a small fraction of the quantiles' spread, ℓ
 // tracks the exact log q, and the report renders.
 func TestDensityStudyExactHitsItsLevels(t *testing.T) {
-	cfg := DensityQuick()
-	res, err := RunDensity(context.Background(), cfg)
+	cfg := GMMQuick()
+	res, err := RunGMM(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +25,7 @@ func TestDensityStudyExactHitsItsLevels(t *testing.T) {
 				continue
 			}
 			t.Logf("d=%d %-14s %-10s level %8.3f achieved %8.3f ± %.3f |miss| %.3f tracked %.3g at-mode %d limited %.3f %v", d, w.Method, w.Target, w.Level, w.Achieved.Mean, w.Achieved.SE, w.AbsMiss.Mean, w.Tracked.Mean, w.AtMode, w.Limited, w.PerSample)
-			if w.Method != DensityExact {
+			if w.Method != MethodExact {
 				continue
 			}
 			if w.Tracked.Mean > 0.01 {
