@@ -90,22 +90,23 @@
 // and the command and files that regenerate it (figures/ holds the
 // committed outputs; -quick gives a small version in minutes):
 //
-//	printed      label                what                                    code                         command → files
-//	Table 1      tab:my_label         cost and error of every access method   mnist.RunTiming, mnist.RunTruth  dfx reproduce
-//	    mnist → figures/mnist/table1.md, figures/mnist/truth.md
+//	printed      label                what                                    code
+//	Table 1      tab:my_label         cost and error of every access method   mnist.RunTiming, mnist.RunTruth
+//	             dfx reproduce mnist → figures/mnist/table1.md, figures/mnist/truth.md
 //	Table 2      tab:trace_toy        DF-TM vs VJP traces and NLL, 2-D        toys.Run                     dfx reproduce toys → figures/toys/table2.md
 //	Table 3      tab:ot               the OT test of four schedules           ot.Run, ot.Table3            dfx reproduce ot → figures/ot/table3.md
-//	Fig. 1       fig:xx               Fig. 1a and Fig. 1b together            mnist.Run                    dfx reproduce
-//	    mnist → figures/mnist/fig1a_loss.png, figures/mnist/fig1b_nll_vs_logp.png
-//	Fig. 1a      fig:train_loss       DF-TM training loss                     mnist.Run                    dfx reproduce mnist → figures/mnist/fig1a_loss.png
-//	Fig. 1b      fig:tradeoff         NLL against guidance score              mnist.RunGuidance            dfx reproduce
-//	    mnist → figures/mnist/fig1b_nll_vs_logp.png, figures/mnist/guidance.md
-//	Fig. 2       fig:nll_compare      samples ranked by NLL                   mnist.RunFig2                dfx reproduce
-//	    mnist → figures/mnist/fig2_ranked.png, figures/mnist/fig2.md
-//	Fig. 3       fig:adjoint_score    adjoint guidance, VJP vs DF-EA          studies/adjoint.RunGuidance  dfx reproduce
-//	    adjoint → figures/adjoint/fig3_reward_vs_steps.png, figures/adjoint/fig3_rewards.md
-//	Fig. 4       fig:aes_shown        guided samples, VJP vs DF-EA            studies/adjoint.RunGuidance  dfx reproduce
-//	    adjoint → figures/adjoint/fig4_samples.png
+//	Fig. 1       fig:xx               Fig. 1a and Fig. 1b together            mnist.Run
+//	             dfx reproduce mnist → figures/mnist/fig1a_loss.png, figures/mnist/fig1b_nll_vs_logp.png
+//	Fig. 1a      fig:train_loss       DF-TM training loss                     mnist.Run
+//	             dfx reproduce mnist → figures/mnist/fig1a_loss.png
+//	Fig. 1b      fig:tradeoff         NLL against guidance score              mnist.RunGuidance
+//	             dfx reproduce mnist → figures/mnist/fig1b_nll_vs_logp.png, figures/mnist/guidance.md
+//	Fig. 2       fig:nll_compare      samples ranked by NLL                   mnist.RunFig2
+//	             dfx reproduce mnist → figures/mnist/fig2_ranked.png, figures/mnist/fig2.md
+//	Fig. 3       fig:adjoint_score    adjoint guidance, VJP vs DF-EA          studies/adjoint.RunGuidance
+//	             dfx reproduce adjoint → figures/adjoint/fig3_reward_vs_steps.png, figures/adjoint/fig3_rewards.md
+//	Fig. 4       fig:aes_shown        guided samples, VJP vs DF-EA            studies/adjoint.RunGuidance
+//	             dfx reproduce adjoint → figures/adjoint/fig4_samples.png
 //
 // Beyond the paper: the centred DF-TM (access.DFTMCentred, models.DFTMCentred),
 // the exact-mixture "network" (access.Mixture), the MNIST empirical

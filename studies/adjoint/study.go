@@ -169,7 +169,7 @@ type guidance struct {
 	cfg GuidanceConfig
 	net *access.Net
 	rw  Rewards
-	vjp *access.VJPMatVec
+	ops map[string]score.FisherOperator // the Fisher operators built so far, by canonical name
 	log io.Writer
 }
 
@@ -224,23 +224,30 @@ func machine() string {
 	return fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
 }
 
-// operator is the Fisher operator named name (OperatorVJP: the network's
-// VJP, compiled once; OperatorDFEA: DF-EA, which needs no network).
+// operator is the Fisher operator of the access registry's spec name
+// (OperatorVJP: the network's VJP, compiled once; OperatorDFEA: DF-EA,
+// which needs no network).
 func (gd *guidance) operator(name string) (score.FisherOperator, error) {
-	switch name {
-	case OperatorVJP:
-		if gd.vjp == nil {
-			op, err := access.NewVJPMatVec(gd.net)
-			if err != nil {
-				return nil, err
-			}
-			gd.vjp = op
-		}
-		return gd.vjp, nil
-	case OperatorDFEA:
-		return access.DFEA{}, nil
+	s, err := access.ParseOperator(name)
+	if err != nil {
+		return nil, fmt.Errorf("adjoint: %w", err)
 	}
-	return nil, fmt.Errorf("adjoint: unknown Fisher operator %q (want %s or %s)", name, OperatorVJP, OperatorDFEA)
+	if op, ok := gd.ops[s.Name]; ok {
+		return op, nil
+	}
+	env := access.Env{Net: gd.net}
+	if s.Needs == 0 {
+		env.Net = nil
+	}
+	op, err := access.NewOperator(name, env)
+	if err != nil {
+		return nil, fmt.Errorf("adjoint: %w", err)
+	}
+	if gd.ops == nil {
+		gd.ops = map[string]score.FisherOperator{}
+	}
+	gd.ops[s.Name] = op
+	return op, nil
 }
 
 // clip is clipTo(x, whether the problem's samples are images).
