@@ -127,14 +127,6 @@ func init() {
 		},
 	})
 	report.RegisterLegacy(report.Legacy{
-		Name:  "mnist-exact-model",
-		Doc:   "every trace estimator and Fisher product on an image-scale model whose Fisher is known exactly: a Gaussian mixture fitted to MNIST, run as a network",
-		Check: checkData,
-		Run: func(ctx context.Context, c report.Config) ([]report.Result, error) {
-			return report.One(RunExactModel(ctx, report.Pick(c.Profile, ExactModelQuick, ExactModelFull), c.LogWriter()))
-		},
-	})
-	report.RegisterLegacy(report.Legacy{
 		Name:       "mnist-ablation",
 		Doc:        "the MNIST ε-network's design at equal training steps: ELBO gain over the skip mixture of the chosen patch network and of one change each (t sampling, dequantisation, trunk, skip)",
 		Standalone: true,

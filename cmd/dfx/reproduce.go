@@ -14,15 +14,16 @@ import (
 	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/ot"
+	_ "github.com/dfx-lab/dfx/studies/access"
 	_ "github.com/dfx-lab/dfx/studies/adjoint"
 	"github.com/dfx-lab/dfx/toys"
 )
 
 // The experiments are report's registry, filled by the packages imported
-// here (toys, ot, mnist); `dfx reproduce`, the notebooks (notebook.Run) and
+// here (toys, ot, mnist, studies/access); `dfx reproduce`, the notebooks (notebook.Run) and
 // the tests run them through it.
 var (
-	_ = toys.For
+	_ = toys.DensityFor
 	_ = ot.For
 	_ = mnist.For
 )
@@ -34,7 +35,7 @@ const quickEnv = "DFX_QUICK"
 // experiments read, for -h.
 var reproduceEnv = [][2]string{
 	{"DFX_QUICK=1", "makes -quick the default"},
-	{"DFX_RETRAIN=1", "toys (1, 0 or unset): retrain instead of loading the committed checkpoints, and rewrite toys/checkpoints (run from the repository root)"},
+	{"DFX_RETRAIN=1", "toys, toys-others (-retrain; 1, 0 or unset): retrain instead of loading the committed checkpoints, and rewrite toys/checkpoints (run from the repository root)"},
 	{"GOMLX_BACKEND", "GoMLX backend of the learned experiments (default: the Go backend; e.g. xla:cuda with the xla build tag)"},
 	{"DFX_MNIST_MODEL", "mnist-model: the ε-network to evaluate, a network or candidate name (default eps), read from DFX_MNIST_NETS or the committed checkpoints"},
 	{"DFX_MNIST_MODEL_WORK", "mnist-model: folder that keeps the likelihood (likelihood.json, saved every batch: a run resumes; one run at a time per folder, a second is refused at once) and the samples (samples_s<scale>.idx); parts found there with the same settings are read, not recomputed (e.g. computed on a GPU machine)"},
@@ -185,8 +186,7 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 // reproduceSettings reads the experiments' settings from the environment
 // (reproduceEnv), checking each value.
 func reproduceSettings() (report.Settings, error) {
-	retrain, err := retrainEnv()
-	if err != nil {
+	if err := retrainEnv(); err != nil {
 		return report.Settings{}, err
 	}
 	if v := os.Getenv("DFX_MNIST_DENSITY_SHARD"); v != "" { // checked before any experiment's data or networks load
@@ -202,7 +202,6 @@ func reproduceSettings() (report.Settings, error) {
 		DensityWork:   os.Getenv("DFX_MNIST_DENSITY_WORK"),
 		DensityShard:  os.Getenv("DFX_MNIST_DENSITY_SHARD"),
 		CandidatesDir: os.Getenv("DFX_MNIST_CANDIDATES"),
-		Retrain:       retrain,
 	}, nil
 }
 

@@ -29,6 +29,7 @@ type knobVar struct {
 // reproduceSettings.
 var knobVars = []knobVar{
 	{Name: "DFX_MNIST_NETS", Experiments: []string{"adjoint"}, Flag: "nets"},
+	{Name: "DFX_RETRAIN", Experiments: []string{"toys", "toys-others"}, Flag: "retrain"},
 }
 
 // knobValue records what the command line gave a knob that several named

@@ -1,4 +1,4 @@
-package toys
+package access
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/dfx-lab/dfx/dfx/access"
+	dfxaccess "github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/dfx/schedule"
@@ -102,7 +102,7 @@ func RunAccess(ctx context.Context, cfg AccessConfig) (*AccessResult, error) {
 
 // trainAccessNet trains the score and DF-TM networks on the points y
 // (repeated to at least 256 rows) and returns them as an access.Net.
-func trainAccessNet(ctx context.Context, cfg AccessConfig, s schedule.Schedule, y [][]float64) (*access.Net, error) {
+func trainAccessNet(ctx context.Context, cfg AccessConfig, s schedule.Schedule, y [][]float64) (*dfxaccess.Net, error) {
 	data := make([][]float64, 0, 256)
 	for i := range max(256, cfg.Points) {
 		data = append(data, y[i%cfg.Points])
@@ -137,9 +137,9 @@ type accessMethods struct {
 	ref    *mixture.Dirac
 }
 
-func newAccessMethods(net *access.Net, s schedule.Schedule, y [][]float64, cfg AccessConfig) (*accessMethods, error) {
+func newAccessMethods(net *dfxaccess.Net, s schedule.Schedule, y [][]float64, cfg AccessConfig) (*accessMethods, error) {
 	ym := denseOf(y)
-	mix, err := access.NewMixture(net.Backend, s, dtypes.Float64, ym)
+	mix, err := dfxaccess.NewMixture(net.Backend, s, dtypes.Float64, ym)
 	if err != nil {
 		return nil, err
 	}
@@ -147,27 +147,27 @@ func newAccessMethods(net *access.Net, s schedule.Schedule, y [][]float64, cfg A
 	if m.ref, err = mixture.NewDirac(ym, nil); err != nil { // the ground truth, independent of the graphs
 		return nil, err
 	}
-	vjp, err := access.NewVJPTrace(net, 0)
+	vjp, err := dfxaccess.NewVJPTrace(net, 0)
 	if err != nil {
 		return nil, err
 	}
-	hut, err := access.NewHutchinson(net, cfg.HutchK, access.Rademacher, cfg.Seed)
+	hut, err := dfxaccess.NewHutchinson(net, cfg.HutchK, dfxaccess.Rademacher, cfg.Seed)
 	if err != nil {
 		return nil, err
 	}
-	hpp, err := access.NewHutchPP(net, cfg.HutchPPM, cfg.Seed)
+	hpp, err := dfxaccess.NewHutchPP(net, cfg.HutchPPM, cfg.Seed)
 	if err != nil {
 		return nil, err
 	}
-	dftm, err := access.NewDFTM(net)
+	dftm, err := dfxaccess.NewDFTM(net)
 	if err != nil {
 		return nil, err
 	}
-	mv, err := access.NewVJPMatVec(net)
+	mv, err := dfxaccess.NewVJPMatVec(net)
 	if err != nil {
 		return nil, err
 	}
-	ea, err := access.NewDFEA(net)
+	ea, err := dfxaccess.NewDFEA(net)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package toys
+package access
 
 import (
 	"fmt"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/dfx-lab/dfx/dfx/plotx"
 	"github.com/dfx-lab/dfx/dfx/report"
+	"github.com/dfx-lab/dfx/toys"
 )
 
 // figures are the heat maps, the error-versus-t curves, the model's
@@ -195,12 +196,12 @@ func (r *Result) lossFigure(format string) ([]byte, error) {
 	return tiles([][]*plot.Plot{rows}, 4.8*vg.Inch, format)
 }
 
-// DatasetsFigure draws n points of every data set of Generators side by
+// DatasetsFigure draws n points of every data set of toys.Generators side by
 // side (seeded), as "png" or "svg".
 func DatasetsFigure(format string, n int, seed uint64) ([]byte, error) {
 	var row []*plot.Plot
-	for _, name := range Names() {
-		x, err := Sample(name, n, seed)
+	for _, name := range toys.Names() {
+		x, err := toys.Sample(name, n, seed)
 		if err != nil {
 			return nil, err
 		}
