@@ -2,6 +2,7 @@ package access
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -147,31 +148,17 @@ func newAccessMethods(net *dfxaccess.Net, s schedule.Schedule, y [][]float64, cf
 	if m.ref, err = mixture.NewDirac(ym, nil); err != nil { // the ground truth, independent of the graphs
 		return nil, err
 	}
-	vjp, err := dfxaccess.NewVJPTrace(net, 0)
+	ts, err := dfxaccess.NewTraceSet(net, 0, cfg.HutchK, cfg.Seed)
 	if err != nil {
 		return nil, err
 	}
-	hut, err := dfxaccess.NewHutchinson(net, cfg.HutchK, dfxaccess.Rademacher, cfg.Seed)
-	if err != nil {
+	hpp, errPP := dfxaccess.NewHutchPP(net, cfg.HutchPPM, cfg.Seed)
+	mv, errMV := dfxaccess.NewVJPMatVec(net)
+	ea, errEA := dfxaccess.NewDFEA(net)
+	if err := errors.Join(errPP, errMV, errEA); err != nil {
 		return nil, err
 	}
-	hpp, err := dfxaccess.NewHutchPP(net, cfg.HutchPPM, cfg.Seed)
-	if err != nil {
-		return nil, err
-	}
-	dftm, err := dfxaccess.NewDFTM(net)
-	if err != nil {
-		return nil, err
-	}
-	mv, err := dfxaccess.NewVJPMatVec(net)
-	if err != nil {
-		return nil, err
-	}
-	ea, err := dfxaccess.NewDFEA(net)
-	if err != nil {
-		return nil, err
-	}
-	m.traces = []score.TraceEstimator{vjp, hut, hpp, dftm, mix}
+	m.traces = []score.TraceEstimator{ts.VJP, ts.Hutchinson, hpp, ts.DFTM, mix}
 	m.ops = []score.FisherOperator{mv, ea, mix}
 	return m, nil
 }

@@ -60,13 +60,16 @@ func checkRetrain(retrain bool) error {
 	return nil
 }
 
-const retrainUsage = "retrain instead of loading the committed checkpoints, and rewrite " + toys.RetrainDir + " (run from the repository root)"
+// retrainKnob binds -retrain to retrain.
+func retrainKnob(fs *flag.FlagSet, retrain *bool) {
+	fs.BoolVar(retrain, "retrain", *retrain, "retrain instead of loading the committed checkpoints, and rewrite "+toys.RetrainDir+" (run from the repository root)")
+}
 
 func init() {
 	report.Register(report.Spec[Config]{
 		Name: "toys", Doc: "paper Table 2 on the toy data set (full: committed checkpoints, trains what is missing)",
 		Quick: Quick, Full: Full,
-		Flags: func(fs *flag.FlagSet, c *Config) { fs.BoolVar(&c.Retrain, "retrain", c.Retrain, retrainUsage) },
+		Flags: func(fs *flag.FlagSet, c *Config) { retrainKnob(fs, &c.Retrain) },
 		Check: func(c Config, _ report.Env) error { return checkRetrain(c.Retrain) },
 		Run: func(ctx context.Context, c Config, env report.Env) (report.Result, error) {
 			res, err := Run(ctx, withRetrain(c, c.Retrain), env.LogWriter())
@@ -80,7 +83,7 @@ func init() {
 	report.Register(report.Spec[OthersConfig]{
 		Name: "toys-others", Doc: "the Table 2 pipeline on every other toy data set",
 		Quick: OthersQuickConfig, Full: OthersFullConfig,
-		Flags: func(fs *flag.FlagSet, c *OthersConfig) { fs.BoolVar(&c.Retrain, "retrain", c.Retrain, retrainUsage) },
+		Flags: func(fs *flag.FlagSet, c *OthersConfig) { retrainKnob(fs, &c.Retrain) },
 		Check: func(c OthersConfig, _ report.Env) error { return checkRetrain(c.Retrain) },
 		Run: func(ctx context.Context, c OthersConfig, env report.Env) (report.Result, error) {
 			rs, err := RunOthers(ctx, c, env.LogWriter())
