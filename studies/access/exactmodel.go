@@ -255,9 +255,15 @@ func (est exactModelEstimators) scoreAt(g *mixture.Gaussian, net *dfxaccess.Net,
 
 // Report implements report.Result.
 func (r *ExactModelResult) Report() (*report.Report, error) {
+	fit := r.Config.Fit
 	t := &report.Table{Name: "exact_model",
-		Title: fmt.Sprintf("## Every estimator on an image-scale model whose Fisher is known exactly\n\nMeasured on %s, %s profile; `dfx reproduce mnist-exact-model` in %.0f s. The model is a Gaussian mixture fitted to MNIST (%d components, %d per class, rank %d + rest + idle pixels) run as a network: its ε in the graph (float32, unconditional) is models.MixtureEps, so VJPs, Hutchinson and DF-EA treat it like any ε-network, while mixture.Gaussian gives its exact Fisher in float64. %d queries per time, x_t = α x₀ + σ ε from dequantised test images x₀. Errors are means over the queries: |est − tr F| / tr F for traces, ‖est − F v‖ / ‖F v‖ for products with v ~ N(0, I).",
-			r.Machine, r.Config.Profile, r.Elapsed.Seconds(), r.Components, r.Config.Fit.Components, r.Config.Fit.Rank, r.Config.Queries),
+		Title: fmt.Sprintf("## Every estimator on an image-scale model whose Fisher is known exactly\n\n"+
+			"Measured on %s, %s profile; `dfx reproduce mnist-exact-model` in %.0f s. "+
+			"The model is a Gaussian mixture fitted to MNIST (%d components, %d per class, rank %d + rest + idle pixels) run as a network: "+
+			"its ε in the graph (float32, unconditional) is models.MixtureEps; mixture.Gaussian gives its exact Fisher in float64. "+
+			"%d queries per time, x_t = α x₀ + σ ε from dequantised test images x₀. Errors are means over the queries: "+
+			"|est − tr F| / tr F for traces, ‖est − F v‖ / ‖F v‖ for products with v ~ N(0, I). NOTES.md has their reading.",
+			r.Machine, r.Config.Profile, r.Elapsed.Seconds(), r.Components, fit.Components, fit.Rank, r.Config.Queries),
 		Caption: "every trace estimator and Fisher product against the exact Fisher of a fitted Gaussian mixture run as an image-scale network",
 		Columns: []report.Column{{Name: "t"}, {Name: "σ", Format: "%.3g"}, {Name: "exact tr F (mean)", Format: "%.4g"}}, Align: "rrr"}
 	rel := func(name string) report.Column { return report.Column{Name: name, Format: "%.2e"} }
@@ -279,8 +285,6 @@ func (r *ExactModelResult) Report() (*report.Report, error) {
 		t.Add(append(cells, report.Float(row.DeltaY))...)
 	}
 	t.Notes = append(t.Notes,
-		"vjp-exact and vjp-matvec differ from the exact answer by the float32 graph's rounding only (they differentiate the same function the mixture is); Hutchinson-16 adds its probe variance.",
-		"DF-TM is given the exact E[‖x₀‖²|x_t]/d, so its error is the graph denoiser's float32 error times α²/σ⁴: what any t_θ, however well trained, meets at small σ.",
-		"DF-EA replaces E[x₀x₀ᵀ|x_t] by x̂₀x̂₀ᵀ, here with the query's own x₀ as the endpoint x̂₀: its error is the approximation's, (α²/σ⁴)(E[x₀x₀ᵀ|x_t] − x₀x₀ᵀ)v, which the factor α²/σ⁴ makes far larger than F v itself (≈ v/σ²) once σ is small; a guidance step uses it along few directions, where the exact-operator study of `dfx reproduce adjoint` measures what it costs.")
+		"DF-TM (exact t*) is DF-TM given the exact E[‖x₀‖²|x_t]/d as t_θ; DF-EA (endpoint x₀) uses the query's own x₀ as x̂₀.")
 	return &report.Report{Name: "mnist-exact-model", Title: "Estimators on an image-scale model with an exact Fisher", Tables: []*report.Table{t}}, nil
 }

@@ -62,7 +62,8 @@ func checkRetrain(retrain bool) error {
 
 // retrainKnob binds -retrain to retrain.
 func retrainKnob(fs *flag.FlagSet, retrain *bool) {
-	fs.BoolVar(retrain, "retrain", *retrain, "retrain instead of loading the committed checkpoints, and rewrite "+toys.RetrainDir+" (run from the repository root)")
+	fs.BoolVar(retrain, "retrain", *retrain,
+		"retrain instead of loading the committed checkpoints, and rewrite "+toys.RetrainDir+" (run from the repository root)")
 }
 
 func init() {
