@@ -18,6 +18,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/internal/draw"
 	"github.com/dfx-lab/dfx/internal/stats"
 	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/models"
@@ -131,7 +132,7 @@ func ExactModel(ctx context.Context, p *problem.Problem, g *mixture.Gaussian, x0
 		if err != nil {
 			return nil, err
 		}
-		x, v := noisyQueries(c, x0, rng)
+		x, v := draw.Queries(c, x0, rng)
 		row, err := est.scoreAt(g, net, c, x0, x, v)
 		if err != nil {
 			return nil, err
@@ -173,20 +174,6 @@ func mixtureNet(g *mixture.Gaussian, s schedule.Schedule, classes int) (*dfxacce
 		return models.MixtureEps(scope, in)
 	}
 	return dfxaccess.NewNet(backend, store, s, dtypes.Float32, dfxaccess.Network{Eps: eps}), nil
-}
-
-// noisyQueries are x = αx₀ + σz and a Gaussian vector v per row of x₀,
-// drawn interleaved from rng.
-func noisyQueries(c schedule.Coefficients, x0 *mat.Dense, rng *rand.Rand) (x, v *mat.Dense) {
-	q, d := x0.Dims()
-	x, v = mat.NewDense(q, d, nil), mat.NewDense(q, d, nil)
-	for i := range q {
-		for j := range d {
-			x.Set(i, j, c.Alpha*x0.At(i, j)+c.Sigma*rng.NormFloat64())
-			v.Set(i, j, rng.NormFloat64())
-		}
-	}
-	return x, v
 }
 
 // exactModelEstimators are the network-derivative estimators scored
