@@ -2,7 +2,6 @@ package access
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -130,8 +129,9 @@ func trainAccessNet(ctx context.Context, cfg AccessConfig, s schedule.Schedule, 
 	return models.NewAccessNet(models.MustNewBackend(), mctx, s, true)
 }
 
-// accessMethods are the compared trace estimators and Fisher operators,
-// in table order, and the float64 ground truth.
+// accessMethods are the compared trace estimators and Fisher operators
+// (dfx/access's registry, then the exact closed form), in table order, and
+// the float64 ground truth.
 type accessMethods struct {
 	traces []score.TraceEstimator // the first is the exact VJP trace, the time reference
 	ops    []score.FisherOperator
@@ -148,18 +148,23 @@ func newAccessMethods(net *dfxaccess.Net, s schedule.Schedule, y [][]float64, cf
 	if m.ref, err = mixture.NewDirac(ym, nil); err != nil { // the ground truth, independent of the graphs
 		return nil, err
 	}
-	ts, err := dfxaccess.NewTraceSet(net, 0, cfg.HutchK, cfg.Seed)
-	if err != nil {
-		return nil, err
+	env := dfxaccess.Env{Net: net, Seed: cfg.Seed}
+	for _, spec := range []string{"vjp-exact", fmt.Sprintf("hutchinson-%d", cfg.HutchK), fmt.Sprintf("hutch++-%d", cfg.HutchPPM), "df-tm"} {
+		e, err := dfxaccess.NewTrace(spec, env)
+		if err != nil {
+			return nil, err
+		}
+		m.traces = append(m.traces, e)
 	}
-	hpp, errPP := dfxaccess.NewHutchPP(net, cfg.HutchPPM, cfg.Seed)
-	mv, errMV := dfxaccess.NewVJPMatVec(net)
-	ea, errEA := dfxaccess.NewDFEA(net)
-	if err := errors.Join(errPP, errMV, errEA); err != nil {
-		return nil, err
+	m.traces = append(m.traces, mix)
+	for _, spec := range []string{"vjp-matvec", "df-ea"} {
+		op, err := dfxaccess.NewOperator(spec, env)
+		if err != nil {
+			return nil, err
+		}
+		m.ops = append(m.ops, op)
 	}
-	m.traces = []score.TraceEstimator{ts.VJP, ts.Hutchinson, hpp, ts.DFTM, mix}
-	m.ops = []score.FisherOperator{mv, ea, mix}
+	m.ops = append(m.ops, mix)
 	return m, nil
 }
 

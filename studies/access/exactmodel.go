@@ -112,13 +112,14 @@ func ExactModel(ctx context.Context, p *problem.Problem, g *mixture.Gaussian, x0
 		return nil, err
 	}
 	var est exactModelEstimators
-	if est.vjp, err = dfxaccess.NewVJPTrace(net, p.Dim); err != nil {
+	env := dfxaccess.Env{Net: net, Seed: cfg.Seed, ExactRows: p.Dim}
+	if est.vjp, err = dfxaccess.NewTrace("vjp-exact", env); err != nil {
 		return nil, err
 	}
-	if est.h16, err = dfxaccess.NewHutchinson(net, 16, dfxaccess.Rademacher, cfg.Seed); err != nil {
+	if est.h16, err = dfxaccess.NewTrace("hutchinson-16", env); err != nil {
 		return nil, err
 	}
-	if est.mv, err = dfxaccess.NewVJPMatVec(net); err != nil {
+	if est.mv, err = dfxaccess.NewOperator("vjp-matvec", env); err != nil {
 		return nil, err
 	}
 	res := &ExactModelResult{Config: cfg, Components: g.Components(), Traces: []string{est.vjp.Name(), est.h16.Name(), dftmExactName},
