@@ -93,7 +93,7 @@
 //	printed      label                what                                    code
 //	Table 1      tab:my_label         cost and error of every access method   mnist.RunTiming, mnist.RunTruth
 //	             dfx reproduce mnist → figures/mnist/table1.md, figures/mnist/truth.md
-//	Table 2      tab:trace_toy        DF-TM vs VJP traces and NLL, 2-D        toys.Run                     dfx reproduce toys → figures/toys/table2.md
+//	Table 2      tab:trace_toy        DF-TM vs VJP traces and NLL, 2-D        studies/access.Run           dfx reproduce toys → figures/toys/table2.md
 //	Table 3      tab:ot               the OT test of four schedules           ot.Run, ot.Table3            dfx reproduce ot → figures/ot/table3.md
 //	Fig. 1       fig:xx               Fig. 1a and Fig. 1b together            mnist.Run
 //	             dfx reproduce mnist → figures/mnist/fig1a_loss.png, figures/mnist/fig1b_nll_vs_logp.png
@@ -112,14 +112,14 @@
 // the exact-mixture "network" (access.Mixture), the MNIST empirical
 // distribution as ground truth (mnist.RunTruth), the exact-operator study of
 // adjoint guidance (studies/adjoint: ExactStudy in RunGuidance, RunGMM), the access
-// comparison against the exact Fisher (toys.RunAccess: dfx reproduce access
+// comparison against the exact Fisher (studies/access.RunAccess: dfx reproduce access
 // → figures/access/access.md) and the exact fields of a 2-D mixture
-// (toys.RunFields: dfx reproduce fields → figures/fields/summary.md).
+// (studies/access.RunFields: dfx reproduce fields → figures/fields/summary.md).
 //
 // The image-scale model (issue 20): Gaussian mixtures fitted to MNIST as
 // exact baselines (mixture.Fit, model.RunBaselines in studies/model: dfx reproduce
 // mnist-baselines → figures/mnist-baselines/baselines.md) and as a
-// network whose Fisher is known exactly (mnist.RunExactModel: dfx reproduce
+// network whose Fisher is known exactly (studies/access.RunExactModel: dfx reproduce
 // mnist-exact-model); the ε-network with a mixture skip (models.MixtureEps,
 // models.PatchNet), its DF-TM with the skip (models.MixtureSecondMoment),
 // the control-variate trace (access.ControlVariate), the ELBO validation
@@ -145,7 +145,7 @@
 // mnist/register.go) in one registry (report.Register, report.Lookup,
 // report.Experiments) that `dfx reproduce`, notebook.Run and the tests use.
 // Each package's configurations come in threes, XQuick, XFull and
-// XFor(p) = report.Pick(p, XQuick, XFull) (toys.For, toys.FieldsFor,
+// XFor(p) = report.Pick(p, XQuick, XFull) (studies/access.For, studies/access.FieldsFor,
 // ot.For, mnist.For, studies/adjoint.Quick, …). Every network trains through
 // one loop, models.Trainer.Run with a models.Loop (loss curve, hooks for
 // validation, saves and logs). Only the entry points (cmd/dfx,

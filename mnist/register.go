@@ -50,12 +50,4 @@ func init() {
 			return report.One(res, err)
 		},
 	})
-	report.RegisterLegacy(report.Legacy{
-		Name:  "mnist-exact-model",
-		Doc:   "every trace estimator and Fisher product on an image-scale model whose Fisher is known exactly: a Gaussian mixture fitted to MNIST, run as a network",
-		Check: checkData,
-		Run: func(ctx context.Context, c report.Config) ([]report.Result, error) {
-			return report.One(RunExactModel(ctx, report.Pick(c.Profile, ExactModelQuick, ExactModelFull), c.LogWriter()))
-		},
-	})
 }

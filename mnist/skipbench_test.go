@@ -9,6 +9,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/internal/draw"
 	"github.com/dfx-lab/dfx/models"
 )
 
@@ -32,7 +33,7 @@ func BenchmarkSkipMixtureTrace(b *testing.B) {
 	for _, t := range []float64{0.001, 0.05, 0.3, 0.9} {
 		b.Run(fmt.Sprintf("t=%g", t), func(b *testing.B) {
 			c, _ := schedule.At(Schedule(), t)
-			x, _ := noisyQueries(c, x0, rand.New(rand.NewPCG(1, 1)))
+			x, _ := draw.Queries(c, x0, rand.New(rand.NewPCG(1, 1)))
 			q := mixture.Query{At: c, X: x, Want: mixture.Score | mixture.Trace}
 			for b.Loop() {
 				if _, err := g.Eval(q); err != nil {
@@ -69,7 +70,7 @@ func BenchmarkLikelihoodEval(b *testing.B) {
 		b.Fatal(err)
 	}
 	c, _ := schedule.At(Schedule(), 0.3)
-	x, _ := noisyQueries(c, x0, rand.New(rand.NewPCG(1, 1)))
+	x, _ := draw.Queries(c, x0, rand.New(rand.NewPCG(1, 1)))
 	m := access.NetModel{Net: net, Trace: trace}
 	for b.Loop() {
 		if _, err := m.Eval(c, x, score.WantScore|score.WantTrace); err != nil {

@@ -1,16 +1,13 @@
-// Package toys holds the 2-D toy data sets and the toy experiments of the
-// paper (Table 2, Figure 1a): the diffusion-Fisher trace of a learned score
-// network by VJP (eq. nll_VJP) versus DF-TM (eq. trace_appro), scored against
-// the exact trace of the data set's Dirac mixture (Prop. trace_matching).
+// Package toys holds the toy problems: the 2-D data sets, their networks
+// (score, DF-TM and centred DF-TM, committed in toys/checkpoints) and the
+// d = 64 Gaussian mixture; ProblemConfig.Problem makes a data set a
+// problem.Problem for the studies (Table 2 and the access comparison live
+// in studies/access).
 //
 // The generators follow the FFJORD / Lu et al. (2022) toy distributions
 // (the paper's appendix "Evaluation of NLL" follows Lu et al.). Every
 // generator takes an explicit *rand.Rand; Sample takes a seed, and the same
 // seed gives the same bytes.
-//
-// It also holds the access comparison (RunAccess, `dfx reproduce access`):
-// every estimator of dfx/access on trained networks, scored against the exact
-// Fisher of the training points' Dirac mixture.
 package toys
 
 import (

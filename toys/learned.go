@@ -15,6 +15,13 @@ import (
 	"github.com/dfx-lab/dfx/models"
 )
 
+// Names of the learned trace methods.
+const (
+	MethodVJP   = "vjp"     // tr F = (1/σ) Σ_i ∂ε̂_i/∂x_i, eq. nll_VJP
+	MethodDFTM  = "df-tm"   // tr F = d/σ² − α²/σ⁴ (d t_θ − ‖ȳ_θ‖²), eq. trace_appro
+	MethodDFTMC = "df-tm-c" // ours, centred: tr F = (d/σ²)(1 − ν_θ), ν_θ ≈ ‖ε̂_θ − ε‖²/d
+)
+
 // Networks is a trained pair, the score network ε̂_θ and the DF-TM network
 // t_θ of models, evaluated in float32 on a GoMLX backend through dfx/access
 // at schedule.Coefficients, like every model: the network as a score.Model
@@ -71,9 +78,12 @@ func (n *Networks) Trace(method string) (score.TraceEstimator, error) {
 	return nil, fmt.Errorf("toys: no learned trace %q", method)
 }
 
-// traces are the learned methods' traces at (c, x), one estimator after the
+// Net is the networks in dfx/access's contract.
+func (n *Networks) Net() *access.Net { return n.net }
+
+// Traces are the learned methods' traces at (c, x), one estimator after the
 // other in the order given.
-func (n *Networks) traces(c schedule.Coefficients, x *mat.Dense, methods ...string) (map[string][]float64, error) {
+func (n *Networks) Traces(c schedule.Coefficients, x *mat.Dense, methods ...string) (map[string][]float64, error) {
 	out := map[string][]float64{}
 	for _, m := range methods {
 		est, err := n.Trace(m)

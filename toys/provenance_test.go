@@ -12,7 +12,7 @@ import (
 	"github.com/dfx-lab/dfx/models"
 )
 
-func mustSchedule(t *testing.T, cfg Config) schedule.Schedule {
+func mustSchedule(t *testing.T, cfg ProblemConfig) schedule.Schedule {
 	t.Helper()
 	s, err := schedule.ByName(cfg.Schedule, schedule.Params{})
 	if err != nil {
@@ -22,10 +22,10 @@ func mustSchedule(t *testing.T, cfg Config) schedule.Schedule {
 }
 
 // publishedConfigs are the configurations whose networks are committed.
-func publishedConfigs() []Config {
-	cfgs := []Config{Full()}
+func publishedConfigs() []ProblemConfig {
+	cfgs := []ProblemConfig{Published("checkerboard")}
 	for _, name := range OtherDatasets() {
-		cfgs = append(cfgs, OthersFull(name))
+		cfgs = append(cfgs, Published(name))
 	}
 	return cfgs
 }
@@ -82,7 +82,7 @@ func TestRestampCommittedCheckpoints(t *testing.T) {
 // score network, or a network used with another schedule or data set, is
 // an error.
 func TestMismatchedToyNetworksAreRefused(t *testing.T) {
-	cfg := Full()
+	cfg := Published("checkerboard")
 	sch := mustSchedule(t, cfg)
 	digest := func(seed uint64) string {
 		store, _, _, err := loadCheckpoint("", checkpointName(cfg, "score", seed), true, cfg, sch, "")

@@ -65,13 +65,14 @@ func (tc TrainConfig) context(seed uint64) *mlctx.Store {
 var committedCheckpoints embed.FS
 
 // checkpointName is the file name of one network of cfg.
-func checkpointName(cfg Config, net string, seed uint64) string {
+func checkpointName(cfg ProblemConfig, net string, seed uint64) string {
 	tc := cfg.Train
 	return fmt.Sprintf("%s-n%d-d%d-%s-%s-w%dx%d-s%d-seed%d.dfxckpt", cfg.Dataset, cfg.N, cfg.DataSeed, cfg.Schedule, net, tc.Width, tc.Depth, tc.Steps, seed)
 }
 
-// obtainNetworks loads or trains one network pair per training seed.
-func obtainNetworks(ctx context.Context, cfg Config, sch schedule.Schedule, data *mat.Dense, res *Result, log io.Writer) ([]*Networks, error) {
+// ObtainNetworks loads or trains the networks of cfg, one set per training
+// seed, on data (cfg's points) with schedule sch.
+func ObtainNetworks(ctx context.Context, cfg ProblemConfig, sch schedule.Schedule, data *mat.Dense, log io.Writer) (*Learned, error) {
 	backend, err := models.NewBackend()
 	if err != nil {
 		return nil, fmt.Errorf("toys: backend: %w", err)
@@ -80,7 +81,7 @@ func obtainNetworks(ctx context.Context, cfg Config, sch schedule.Schedule, data
 	for i := range rows {
 		rows[i] = data.RawRowView(i)
 	}
-	var nets []*Networks
+	res := &Learned{}
 	trained, loaded := 0, 0
 	for _, seed := range cfg.TrainSeeds {
 		var ctxs [3]*mlctx.Store
@@ -134,10 +135,10 @@ func obtainNetworks(ctx context.Context, cfg Config, sch schedule.Schedule, data
 		if err != nil {
 			return nil, err
 		}
-		nets = append(nets, n)
+		res.Nets = append(res.Nets, n)
 	}
-	res.NetsNotes = fmt.Sprintf("%d networks trained, %d loaded from checkpoints", trained, loaded)
-	return nets, nil
+	res.Notes = fmt.Sprintf("%d networks trained, %d loaded from checkpoints", trained, loaded)
+	return res, nil
 }
 
 // trainNetwork trains one network, starting from base (nil: an empty
@@ -185,7 +186,7 @@ type savedConfig struct {
 // toyProvenance is what a toy network of cfg records of its training
 // (models.Provenance); eps is the digest of the score network a DF-TM or
 // centred DF-TM network goes with ("" for the score network).
-func toyProvenance(cfg Config, eps string) models.Provenance {
+func toyProvenance(cfg ProblemConfig, eps string) models.Provenance {
 	return models.Provenance{Data: fmt.Sprintf("toys %s: n=%d, data seed %d", cfg.Dataset, cfg.N, cfg.DataSeed),
 		Scaling: "none (as Generators draws it)", Dequantize: "none", EpsNetwork: eps}
 }
@@ -204,7 +205,7 @@ func scoreDigest(store *mlctx.Store) (string, error) {
 // store (already EMA) in models' checkpoint format, with cfg.Train, its
 // curve and its provenance (schedule sch, cfg's data, eps for the DF-TM
 // networks).
-func saveCheckpoint(path string, cfg Config, sch schedule.Schedule, eps string, curve LossCurve, store *mlctx.Store) error {
+func saveCheckpoint(path string, cfg ProblemConfig, sch schedule.Schedule, eps string, curve LossCurve, store *mlctx.Store) error {
 	raw, err := json.Marshal(savedConfig{cfg.Train, curve})
 	if err != nil {
 		return err
@@ -228,7 +229,7 @@ func saveCheckpoint(path string, cfg Config, sch schedule.Schedule, eps string, 
 // TrainConfig, schedule (sch) or data set than cfg's, a DF-TM network made
 // for another score network than the one of digest eps, or one failing
 // models' strict checks, is an error.
-func loadCheckpoint(dir, name string, embedded bool, cfg Config, sch schedule.Schedule, eps string) (*mlctx.Store, *savedConfig, string, error) {
+func loadCheckpoint(dir, name string, embedded bool, cfg ProblemConfig, sch schedule.Schedule, eps string) (*mlctx.Store, *savedConfig, string, error) {
 	tc := cfg.Train
 	var raw []byte
 	var err error

@@ -1,7 +1,9 @@
 package toys
 
 import (
+	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,10 +14,7 @@ import (
 )
 
 func TestEveryPublishedNetworkIsCompiledInAndLoadsStrictly(t *testing.T) {
-	cfgs := []Config{Full()}
-	for _, name := range OtherDatasets() {
-		cfgs = append(cfgs, OthersFull(name))
-	}
+	cfgs := publishedConfigs()
 	n := 0
 	for _, cfg := range cfgs {
 		sch := mustSchedule(t, cfg)
@@ -46,7 +45,7 @@ func TestEveryPublishedNetworkIsCompiledInAndLoadsStrictly(t *testing.T) {
 }
 
 func TestCorruptOrForeignCheckpointsAreRejectedWithClearErrors(t *testing.T) {
-	cfg := Full()
+	cfg := Published("checkerboard")
 	sch := mustSchedule(t, cfg)
 	file := checkpointName(cfg, "score", 1)
 	raw, err := committedCheckpoints.ReadFile("checkpoints/" + file)
@@ -82,5 +81,30 @@ func TestCorruptOrForeignCheckpointsAreRejectedWithClearErrors(t *testing.T) {
 	}
 	if _, _, _, err := loadCheckpoint(dir, "absent.dfxckpt", false, cfg, sch, ""); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("absent file: %v", err)
+	}
+}
+
+// TestACheckpointOfAnotherSizeIsRefused: a saved network trained with
+// another TrainConfig is an error naming the retraining, not silently used.
+func TestACheckpointOfAnotherSizeIsRefused(t *testing.T) {
+	cfg := QuickProblem("checkerboard")
+	cfg.N, cfg.Checkpoints = 300, t.TempDir()
+	cfg.Train = TrainConfig{Width: 8, Depth: 1, EmbedDim: 4, Steps: 30, BatchSize: 32, LearningRate: 3e-3, EMADecay: 0.9, LogEvery: 10}
+	data, err := Sample(cfg.Dataset, cfg.N, cfg.DataSeed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch := mustSchedule(t, cfg)
+	if _, err := ObtainNetworks(context.Background(), cfg, sch, data, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	name := checkpointName(cfg, "score", 1)
+	if _, _, _, err := loadCheckpoint(cfg.Checkpoints, name, false, cfg, sch, ""); err != nil {
+		t.Fatalf("the checkpoint just saved: %v", err)
+	}
+	other := cfg
+	other.Train.Width = 16
+	if _, _, _, err := loadCheckpoint(cfg.Checkpoints, name, false, other, sch, ""); err == nil || !strings.Contains(err.Error(), "retrain") {
+		t.Errorf("a checkpoint trained with another width: %v", err)
 	}
 }

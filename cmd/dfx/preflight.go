@@ -24,15 +24,15 @@ func checkBackend() error {
 	return nil
 }
 
-// retrainEnv reads DFX_RETRAIN: 1 retrains the toy networks.
-func retrainEnv() (bool, error) {
+// retrainEnv checks DFX_RETRAIN: 1 retrains the toy networks (the -retrain
+// knob of toys and toys-others, set from it through knobVars), 0 or unset
+// does not; anything else is bad input.
+func retrainEnv() error {
 	switch v := os.Getenv("DFX_RETRAIN"); v {
-	case "", "0":
-		return false, nil
-	case "1":
-		return true, nil
+	case "", "0", "1":
+		return nil
 	default:
-		return false, badInput(fmt.Errorf("DFX_RETRAIN=%q, want 1, 0 or unset", v))
+		return badInput(fmt.Errorf("DFX_RETRAIN=%q, want 1, 0 or unset", v))
 	}
 }
 
@@ -53,9 +53,6 @@ func envHint(name string, s report.Settings) string {
 	}
 	if v := "DFX_MNIST_NETS=" + s.NetsDir; image && s.NetsDir != "" && !slices.Contains(vars, v) {
 		vars = append(vars, v)
-	}
-	if s.Retrain && strings.HasPrefix(name, "toys") {
-		vars = append(vars, "DFX_RETRAIN=1")
 	}
 	if len(vars) == 0 {
 		return ""

@@ -13,21 +13,17 @@ import (
 
 	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/mnist"
-	"github.com/dfx-lab/dfx/ot"
+	_ "github.com/dfx-lab/dfx/ot"
+	_ "github.com/dfx-lab/dfx/studies/access"
 	_ "github.com/dfx-lab/dfx/studies/adjoint"
-	_ "github.com/dfx-lab/dfx/studies/model"
 	_ "github.com/dfx-lab/dfx/studies/density"
-	"github.com/dfx-lab/dfx/toys"
+	_ "github.com/dfx-lab/dfx/studies/model"
 )
 
-// The experiments are report's registry, filled by the packages imported
-// here (toys, ot, mnist); `dfx reproduce`, the notebooks (notebook.Run) and
-// the tests run them through it.
-var (
-	_ = toys.For
-	_ = ot.For
-	_ = mnist.For
-)
+// The experiments are report's registry, filled by the study packages
+// imported here (and mnist's, until its likelihood study moves); `dfx
+// reproduce`, the notebooks (notebook.Run) and the tests run them through it.
+var _ = mnist.For
 
 // quickEnv selects the quick profile as -quick's default.
 const quickEnv = "DFX_QUICK"
@@ -36,7 +32,7 @@ const quickEnv = "DFX_QUICK"
 // experiments read, for -h.
 var reproduceEnv = [][2]string{
 	{"DFX_QUICK=1", "makes -quick the default"},
-	{"DFX_RETRAIN=1", "toys (1, 0 or unset): retrain instead of loading the committed checkpoints, and rewrite toys/checkpoints (run from the repository root)"},
+	{"DFX_RETRAIN=1", "toys, toys-others (-retrain; 1, 0 or unset): retrain instead of loading the committed checkpoints, and rewrite toys/checkpoints (run from the repository root)"},
 	{"GOMLX_BACKEND", "GoMLX backend of the learned experiments (default: the Go backend; e.g. xla:cuda with the xla build tag)"},
 	{"DFX_MNIST_MODEL", "mnist-model: the ε-network to evaluate, a network or candidate name (default eps), read from DFX_MNIST_NETS or the committed checkpoints"},
 	{"DFX_MNIST_MODEL_WORK", "mnist-model: folder that keeps the likelihood (likelihood.json, saved every batch: a run resumes; one run at a time per folder, a second is refused at once) and the samples (samples_s<scale>.idx); parts found there with the same settings are read, not recomputed (e.g. computed on a GPU machine)"},
@@ -188,13 +184,11 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 // reproduceSettings reads the experiments' settings from the environment
 // (reproduceEnv), checking each value.
 func reproduceSettings() (report.Settings, error) {
-	retrain, err := retrainEnv()
-	if err != nil {
+	if err := retrainEnv(); err != nil {
 		return report.Settings{}, err
 	}
 	return report.Settings{
 		NetsDir: os.Getenv("DFX_MNIST_NETS"),
-		Retrain: retrain,
 	}, nil
 }
 

@@ -35,6 +35,7 @@ var knobVars = []knobVar{
 	{Name: "DFX_MNIST_CANDIDATES", Experiments: []string{"mnist-candidates"}, Flag: "dir"},
 	{Name: "DFX_MNIST_DENSITY_WORK", Experiments: []string{"mnist-density"}, Flag: "work"},
 	{Name: "DFX_MNIST_DENSITY_SHARD", Experiments: []string{"mnist-density"}, Flag: "shard"},
+	{Name: "DFX_RETRAIN", Experiments: []string{"toys", "toys-others"}, Flag: "retrain"},
 }
 
 // knobValue records what the command line gave a knob that several named

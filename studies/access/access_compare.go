@@ -1,4 +1,4 @@
-package toys
+package access
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/dfx-lab/dfx/dfx/access"
+	dfxaccess "github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/dfx/schedule"
@@ -102,7 +102,7 @@ func RunAccess(ctx context.Context, cfg AccessConfig) (*AccessResult, error) {
 
 // trainAccessNet trains the score and DF-TM networks on the points y
 // (repeated to at least 256 rows) and returns them as an access.Net.
-func trainAccessNet(ctx context.Context, cfg AccessConfig, s schedule.Schedule, y [][]float64) (*access.Net, error) {
+func trainAccessNet(ctx context.Context, cfg AccessConfig, s schedule.Schedule, y [][]float64) (*dfxaccess.Net, error) {
 	data := make([][]float64, 0, 256)
 	for i := range max(256, cfg.Points) {
 		data = append(data, y[i%cfg.Points])
@@ -129,17 +129,18 @@ func trainAccessNet(ctx context.Context, cfg AccessConfig, s schedule.Schedule, 
 	return models.NewAccessNet(models.MustNewBackend(), mctx, s, true)
 }
 
-// accessMethods are the compared trace estimators and Fisher operators,
-// in table order, and the float64 ground truth.
+// accessMethods are the compared trace estimators and Fisher operators
+// (dfx/access's registry, then the exact closed form), in table order, and
+// the float64 ground truth.
 type accessMethods struct {
 	traces []score.TraceEstimator // the first is the exact VJP trace, the time reference
 	ops    []score.FisherOperator
 	ref    *mixture.Dirac
 }
 
-func newAccessMethods(net *access.Net, s schedule.Schedule, y [][]float64, cfg AccessConfig) (*accessMethods, error) {
+func newAccessMethods(net *dfxaccess.Net, s schedule.Schedule, y [][]float64, cfg AccessConfig) (*accessMethods, error) {
 	ym := denseOf(y)
-	mix, err := access.NewMixture(net.Backend, s, dtypes.Float64, ym)
+	mix, err := dfxaccess.NewMixture(net.Backend, s, dtypes.Float64, ym)
 	if err != nil {
 		return nil, err
 	}
@@ -147,32 +148,23 @@ func newAccessMethods(net *access.Net, s schedule.Schedule, y [][]float64, cfg A
 	if m.ref, err = mixture.NewDirac(ym, nil); err != nil { // the ground truth, independent of the graphs
 		return nil, err
 	}
-	vjp, err := access.NewVJPTrace(net, 0)
-	if err != nil {
-		return nil, err
+	env := dfxaccess.Env{Net: net, Seed: cfg.Seed}
+	for _, spec := range []string{"vjp-exact", fmt.Sprintf("hutchinson-%d", cfg.HutchK), fmt.Sprintf("hutch++-%d", cfg.HutchPPM), "df-tm"} {
+		e, err := dfxaccess.NewTrace(spec, env)
+		if err != nil {
+			return nil, err
+		}
+		m.traces = append(m.traces, e)
 	}
-	hut, err := access.NewHutchinson(net, cfg.HutchK, access.Rademacher, cfg.Seed)
-	if err != nil {
-		return nil, err
+	m.traces = append(m.traces, mix)
+	for _, spec := range []string{"vjp-matvec", "df-ea"} {
+		op, err := dfxaccess.NewOperator(spec, env)
+		if err != nil {
+			return nil, err
+		}
+		m.ops = append(m.ops, op)
 	}
-	hpp, err := access.NewHutchPP(net, cfg.HutchPPM, cfg.Seed)
-	if err != nil {
-		return nil, err
-	}
-	dftm, err := access.NewDFTM(net)
-	if err != nil {
-		return nil, err
-	}
-	mv, err := access.NewVJPMatVec(net)
-	if err != nil {
-		return nil, err
-	}
-	ea, err := access.NewDFEA(net)
-	if err != nil {
-		return nil, err
-	}
-	m.traces = []score.TraceEstimator{vjp, hut, hpp, dftm, mix}
-	m.ops = []score.FisherOperator{mv, ea, mix}
+	m.ops = append(m.ops, mix)
 	return m, nil
 }
 

@@ -1,4 +1,4 @@
-package toys
+package access
 
 import (
 	"fmt"
@@ -175,7 +175,8 @@ func (r *FieldsResult) Report() (*report.Report, error) {
 		Figures: []*report.Figure{
 			{Name: "trace.png", Caption: traceCaption, Render: r.traceFigure},
 			{Name: "trace.svg", Caption: traceCaption + ", as SVG", Render: r.traceFigure},
-			{Name: "score.png", Caption: "log q(x, t) (colour, 12 nats below the maximum; lower values marked) and the exact score field (arrows)", Render: r.scoreFigure},
+			{Name: "score.png", Render: r.scoreFigure,
+				Caption: "log q(x, t) (colour, 12 nats below the maximum; lower values marked) and the exact score field (arrows)"},
 		}}, nil
 }
 

@@ -1,4 +1,4 @@
-package toys
+package access
 
 // The quick-start experiment (`dfx reproduce fields`, notebook 00): the
 // exact Fisher-trace field tr F(x, t) and score field ∇log q_t(x) of a 2-D

@@ -1,4 +1,4 @@
-package toys
+package access
 
 import (
 	"bytes"
@@ -132,15 +132,23 @@ func (r *AccessResult) Report() (*report.Report, error) {
 // d = 64 and in the plane.
 type AccessRuns struct{ Runs []*AccessResult }
 
-// RunAccessAll runs AccessFull and AccessPlaneFull (or AccessQuick and
-// AccessPlaneQuick), logging each method's error.
-func RunAccessAll(ctx context.Context, p report.Profile, log io.Writer) (*AccessRuns, error) {
-	cfgs := []AccessConfig{AccessFull(), AccessPlaneFull()}
-	if p == report.Quick {
-		cfgs = []AccessConfig{AccessQuick(), AccessPlaneQuick()}
-	}
+// AccessAllConfig is the comparisons `dfx reproduce access` runs, in order.
+type AccessAllConfig struct{ Runs []AccessConfig }
+
+// AccessAllFull is AccessFull and AccessPlaneFull; AccessAllQuick is
+// AccessQuick and AccessPlaneQuick.
+func AccessAllFull() AccessAllConfig {
+	return AccessAllConfig{Runs: []AccessConfig{AccessFull(), AccessPlaneFull()}}
+}
+
+func AccessAllQuick() AccessAllConfig {
+	return AccessAllConfig{Runs: []AccessConfig{AccessQuick(), AccessPlaneQuick()}}
+}
+
+// RunAccessAll runs every comparison of c, logging each method's error.
+func RunAccessAll(ctx context.Context, c AccessAllConfig, log io.Writer) (*AccessRuns, error) {
 	out := &AccessRuns{}
-	for _, cfg := range cfgs {
+	for _, cfg := range c.Runs {
 		start := time.Now()
 		r, err := RunAccess(ctx, cfg)
 		if err != nil {

@@ -1,4 +1,4 @@
-package toys
+package access
 
 import (
 	"fmt"
@@ -130,24 +130,29 @@ func (r *Result) table2() *report.Table {
 	lo, hi := r.Schedule.Interval()
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Table 2: Fisher-trace error of VJP versus DF-TM on 2-D %s\n\n", c.Dataset)
-	b.WriteString("DF-TM-c is ours, beyond the paper: a centred DF-TM whose scalar network ν_θ regresses the frozen score network's per-sample error ‖ε̂_θ − ε‖²/d = (α²/σ²)‖x₀ − ȳ_θ‖²/d, so tr F ≈ (d/σ²)(1 − ν_θ) without the paper's α²/σ⁴ (d t_θ − ‖ȳ_θ‖²) cancellation (access.DFTMCentred). " +
-		"Its optimum includes the score network's own error, (α²/σ²)‖ȳ − ȳ_θ‖²/d ≥ 0, so it cannot beat the score network at small σ; " +
-		"at large σ, where ν ≈ 2e-3, ν_θ's absolute regression error (≈ 1e-2) sets a ≈ 1% floor that DF-TM does not have.\n\n")
-	fmt.Fprintf(&b, "Ground truth: the Dirac mixture of %d points (seed %d), schedule %s; t = 0 is the schedule's smallest time %g. ", c.N, c.DataSeed, r.Schedule, lo)
+	b.WriteString("DF-TM-c is ours, beyond the paper: a centred DF-TM, tr F ≈ (d/σ²)(1 − ν_θ) (access.DFTMCentred); NOTES.md has its reading.\n\n")
+	fmt.Fprintf(&b, "Ground truth: the Dirac mixture of %d points (seed %d), schedule %s; t = 0 is the schedule's smallest time %g. ",
+		c.N, c.DataSeed, r.Schedule, lo)
 	fmt.Fprintf(&b, "Relative error Σ|est − exact| / Σ|exact| over %d points x_t ~ q_t per seed; ", c.EvalPoints)
 	fmt.Fprintf(&b, "mean ± sd over %d evaluation seed(s) × %d training seed(s).", len(c.EvalSeeds), max(len(c.TrainSeeds), 1))
 	if r.learned() {
-		fmt.Fprintf(&b, "\n\nNetworks: residual MLP width %d depth %d, %d steps, batch %d (%s).", c.Train.Width, c.Train.Depth, c.Train.Steps, c.Train.BatchSize, r.NetsNotes)
+		fmt.Fprintf(&b, "\n\nNetworks: residual MLP width %d depth %d, %d steps, batch %d (%s).",
+			c.Train.Width, c.Train.Depth, c.Train.Steps, c.Train.BatchSize, r.NetsNotes)
 	}
 	main := r.errorTable("table2", r.Rows, true)
 	main.Title = b.String()
-	main.Caption = fmt.Sprintf("Table 2 on %s: relative Fisher-trace error (%%) of VJP, DF-TM and DF-TM-c against the exact mixture, beside the paper's; NLL errors; cost per query", c.Dataset)
+	main.Caption = fmt.Sprintf("Table 2 on %s: relative Fisher-trace error (%%) of VJP, DF-TM and DF-TM-c against the exact mixture, "+
+		"beside the paper's; NLL errors; cost per query", c.Dataset)
 	nllKeys := []string{"t_label", "exact_nll", "nll_rel_err_exact_trace", "nll_solver_err_exact_trace"}
 	if r.learned() {
-		nllKeys = append(nllKeys, "nll_rel_err_vjp", "nll_solver_err_vjp", "nll_rel_err_dftm", "nll_solver_err_dftm", "nll_rel_err_dftmc", "nll_solver_err_dftmc")
+		nllKeys = append(nllKeys, "nll_rel_err_vjp", "nll_solver_err_vjp", "nll_rel_err_dftm", "nll_solver_err_dftm",
+			"nll_rel_err_dftmc", "nll_solver_err_dftmc")
 	}
-	last := main.View(fmt.Sprintf("## NLL from t to T\n\n−log q_t(x_t) by the PF-ODE (eq. nll_ode) from t to T = %g with %d %s steps, prior N(0, σ_T² I), against the exact log q_t of the mixture, over %d points (networks of the first training seed); relative error Σ|Δ| / Σ|exact|. ", hi, c.NLLSteps, c.NLLSolver, c.NLLPoints)+
-		"The exact-trace column integrates the exact score and trace: its error is the solver's and the prior's. Solver error: step-halving estimate, nats.", nllKeys...)
+	nll := fmt.Sprintf("## NLL from t to T\n\n−log q_t(x_t) by the PF-ODE (eq. nll_ode) from t to T = %g with %d %s steps, prior N(0, σ_T² I), "+
+		"against the exact log q_t of the mixture, over %d points (networks of the first training seed); relative error Σ|Δ| / Σ|exact|. ",
+		hi, c.NLLSteps, c.NLLSolver, c.NLLPoints)
+	last := main.View(nll+"The exact-trace column integrates the exact score and trace: its error is the solver's and the prior's. "+
+		"Solver error: step-halving estimate, nats.", nllKeys...)
 	if len(r.Timing) > 0 {
 		timing := &report.Table{Title: "## Cost per query at d = 2", Columns: []report.Column{
 			{Name: "method"}, {Name: "batch"}, {Name: "time per query", Key: "time_per_query", Unit: "s", Format: "%.3g µs", Scale: 1e6}}}

@@ -1,4 +1,4 @@
-package toys
+package access
 
 import (
 	"fmt"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/dfx-lab/dfx/dfx/plotx"
 	"github.com/dfx-lab/dfx/dfx/report"
+	"github.com/dfx-lab/dfx/toys"
 )
 
 // figures are the heat maps, the error-versus-t curves, the model's
@@ -22,17 +23,21 @@ func (r *Result) figures() []*report.Figure {
 	var fs []*report.Figure
 	if len(r.Heat) > 0 {
 		fs = append(fs, &report.Figure{Name: "trace_fields.png", Render: r.heatFigure,
-			Caption: "σ² tr F / d over the plane, exact and by each learned method (rows: times); one colour range [−1, 1] centred at 0 (white) in every panel: black below −1, gold above 1 (beyond the bound d/σ²), each panel's extremes beside its colour bar"})
+			Caption: "σ² tr F / d over the plane, exact and by each learned method (rows: times); one colour range [−1, 1] centred at 0 (white) " +
+				"in every panel: black below −1, gold above 1 (beyond the bound d/σ²), each panel's extremes beside its colour bar"})
 	}
 	if r.learned() {
 		fs = append(fs, &report.Figure{Name: "relerr_vs_t.png", Render: r.errorFigure,
 			Caption: "relative Fisher-trace error Σ|est − exact| / Σ|exact| (%) versus t, mean ± sd over seeds, with the paper's Table 2 values"})
 	}
 	if r.Samples != nil {
-		fs = append(fs, &report.Figure{Name: "samples.png", Render: r.samplesFigure, Caption: "the data beside PF-ODE samples of the score network; the title gives the samples' mean distance to the nearest data point against the data's own, and says when the samples do not reproduce the data"})
+		fs = append(fs, &report.Figure{Name: "samples.png", Render: r.samplesFigure,
+			Caption: "the data beside PF-ODE samples of the score network; the title gives the samples' mean distance to the nearest data point " +
+				"against the data's own, and says when the samples do not reproduce the data"})
 	}
 	if len(r.Losses) > 0 {
-		fs = append(fs, &report.Figure{Name: "loss.png", Render: r.lossFigure, Caption: "training losses of the score, DF-TM and centred DF-TM networks (Figure 1a analogue)"})
+		fs = append(fs, &report.Figure{Name: "loss.png", Render: r.lossFigure,
+			Caption: "training losses of the score, DF-TM and centred DF-TM networks (Figure 1a analogue)"})
 	}
 	if r.Config.Dataset == "checkerboard" {
 		n, seed := r.Config.N, r.Config.DataSeed
@@ -115,7 +120,8 @@ func (r *Result) errorFigure(format string) ([]byte, error) {
 	if len(r.Config.EvalSeeds)*max(len(r.Config.TrainSeeds), 1) > 1 {
 		series = append(series, plotx.Series{Name: "bands: ± 1 sd over seeds", Note: true})
 	}
-	p, err := plotx.LogLines(fmt.Sprintf("Fisher-trace relative error, %s, %s", r.Config.Dataset, r.Schedule.Name()), "t", "relative error of tr F (%)", false, true, series...)
+	title := fmt.Sprintf("Fisher-trace relative error, %s, %s", r.Config.Dataset, r.Schedule.Name())
+	p, err := plotx.LogLines(title, "t", "relative error of tr F (%)", false, true, series...)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +162,8 @@ func (r *Result) samplesFigure(format string) ([]byte, error) {
 	title += fmt.Sprintf("\nmean distance to the nearest data point %.2g (data's own %.2g)", ds, dd)
 	if ds > 3*dd {
 		// three short lines: one long line ran past the panel
-		title += fmt.Sprintf("\nthe samples do NOT reproduce the data:\nthe %d×%d score net (%d steps) did not learn it", r.Config.Train.Width, r.Config.Train.Depth, r.Config.Train.Steps)
+		tc := r.Config.Train
+		title += fmt.Sprintf("\nthe samples do NOT reproduce the data:\nthe %d×%d score net (%d steps) did not learn it", tc.Width, tc.Depth, tc.Steps)
 	}
 	b, err := mk(title, r.Samples, plotutil.Color(0))
 	if err != nil {
@@ -195,12 +202,12 @@ func (r *Result) lossFigure(format string) ([]byte, error) {
 	return tiles([][]*plot.Plot{rows}, 4.8*vg.Inch, format)
 }
 
-// DatasetsFigure draws n points of every data set of Generators side by
+// DatasetsFigure draws n points of every data set of toys.Generators side by
 // side (seeded), as "png" or "svg".
 func DatasetsFigure(format string, n int, seed uint64) ([]byte, error) {
 	var row []*plot.Plot
-	for _, name := range Names() {
-		x, err := Sample(name, n, seed)
+	for _, name := range toys.Names() {
+		x, err := toys.Sample(name, n, seed)
 		if err != nil {
 			return nil, err
 		}

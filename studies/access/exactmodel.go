@@ -1,4 +1,4 @@
-package mnist
+package access
 
 import (
 	"context"
@@ -13,20 +13,24 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/dfx-lab/dfx/dfx/access"
+	dfxaccess "github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/internal/draw"
 	"github.com/dfx-lab/dfx/internal/stats"
+	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/models"
+	"github.com/dfx-lab/dfx/problem"
 )
 
 // ExactModelConfig sets the exact-model study: the estimators run on a
 // network whose diffusion Fisher is known exactly at image scale.
 type ExactModelConfig struct {
-	Profile string
+	Profile report.Profile
 	Fit     mixture.FitOptions // the mixture (10 per digit, rank 64, in the full profile)
+	Classes int                // classes of a per-class fit (MNIST: 10)
 	Queries int                // test images per time
 	Times   []float64
 	Seed    uint64
@@ -34,12 +38,13 @@ type ExactModelConfig struct {
 
 // ExactModelFull and ExactModelQuick are the two profiles.
 func ExactModelFull() ExactModelConfig {
-	return ExactModelConfig{Profile: "full", Fit: *skipOptionsV1(), Queries: 32, Times: []float64{0.01, 0.05, 0.1, 0.3, 0.6, 1}, Seed: 1}
+	fit := mixture.FitOptions{Components: 10, PerClass: true, Rank: 64, Shrink: 0.2, Idle: 1e-4, Seed: 1} // the committed skip mixture's
+	return ExactModelConfig{Profile: report.Full, Fit: fit, Classes: 10, Queries: 32, Times: []float64{0.01, 0.05, 0.1, 0.3, 0.6, 1}, Seed: 1}
 }
 
 func ExactModelQuick() ExactModelConfig {
-	return ExactModelConfig{Profile: "quick", Fit: mixture.FitOptions{Components: 1, PerClass: true, Rank: 16, Shrink: 0.2, Idle: 1e-4, Seed: 1},
-		Queries: 4, Times: []float64{0.05, 0.5}, Seed: 1}
+	return ExactModelConfig{Profile: report.Quick, Fit: mixture.FitOptions{Components: 1, PerClass: true, Rank: 16, Shrink: 0.2, Idle: 1e-4, Seed: 1},
+		Classes: 10, Queries: 4, Times: []float64{0.05, 0.5}, Seed: 1}
 }
 
 // ExactModelRow is one time of the study: mean relative errors against the
@@ -60,39 +65,18 @@ type ExactModelResult struct {
 	Operators  []string
 	Rows       []ExactModelRow
 	Elapsed    time.Duration
+	Machine    string // where it ran
 }
 
-// RunExactModel fits cfg.Fit to the training images and takes the mixture
-// itself as the network (models.MixtureEps: the untrained skip ε-network,
-// float32 in the graph, unconditional), so that its diffusion Fisher is
-// known exactly (mixture.Gaussian, float64) at d = 784: every estimator's
-// error here is the estimator's own, not a mismatch between a network and
-// a reference density (the Dirac-mixture study's caveat). At each time,
-// x_t = α x₀ + σ ε for test images x₀; DF-TM gets the exact E[‖x₀‖²|x_t]/d
-// as its t_θ, so its error is what the α²/σ⁴ factor makes of the graph's
-// float32 denoiser; DF-EA's endpoint is the query's own x₀.
+// RunExactModel is the exact-model study on MNIST: cfg.Fit fitted to the
+// training images, queries from dequantised test images (ExactModel).
 func RunExactModel(ctx context.Context, cfg ExactModelConfig, log io.Writer) (*ExactModelResult, error) {
 	start := time.Now()
-	g, err := FitMixtureContext(ctx, cfg.Fit)
+	g, err := mnist.FitMixtureContext(ctx, cfg.Fit)
 	if err != nil {
 		return nil, err
 	}
-	net, err := mixtureNet(g, cfg.Fit.PerClass)
-	if err != nil {
-		return nil, err
-	}
-	var est exactModelEstimators
-	if est.vjp, err = access.NewVJPTrace(net, Dim); err != nil {
-		return nil, err
-	}
-	if est.h16, err = access.NewHutchinson(net, 16, access.Rademacher, cfg.Seed); err != nil {
-		return nil, err
-	}
-	if est.mv, err = access.NewVJPMatVec(net); err != nil {
-		return nil, err
-	}
-	res := &ExactModelResult{Config: cfg, Components: g.Components(), Traces: []string{est.vjp.Name(), est.h16.Name(), dftmExactName}, Operators: []string{est.mv.Name(), dfeaEndpointName}}
-	set, err := Load(Test)
+	set, err := mnist.Load(mnist.Test)
 	if err != nil {
 		return nil, err
 	}
@@ -100,16 +84,56 @@ func RunExactModel(ctx context.Context, cfg ExactModelConfig, log io.Writer) (*E
 	if err != nil {
 		return nil, err
 	}
+	res, err := ExactModel(ctx, mnist.Problem(), g, x0, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	res.Elapsed, res.Machine = time.Since(start), mnist.Machine()
+	return res, nil
+}
+
+// ExactModel takes the Gaussian mixture g fitted to p's data as the network
+// itself (models.MixtureEps: the untrained skip ε-network, float32 in the
+// graph, unconditional), so that its diffusion Fisher is known exactly
+// (mixture.Gaussian, float64) at p's dimension: every estimator's error here
+// is the estimator's own, not a mismatch between a network and a reference
+// density (the Dirac-mixture study's caveat). At each time, x_t = α x₀ + σ ε
+// for the rows x₀ [Q, d]; DF-TM gets the exact E[‖x₀‖²|x_t]/d as its t_θ,
+// so its error is what the α²/σ⁴ factor makes of the graph's float32
+// denoiser; DF-EA's endpoint is the query's own x₀.
+func ExactModel(ctx context.Context, p *problem.Problem, g *mixture.Gaussian, x0 *mat.Dense, cfg ExactModelConfig, log io.Writer) (*ExactModelResult, error) {
+	start := time.Now()
+	classes := 0
+	if cfg.Fit.PerClass {
+		classes = cfg.Classes
+	}
+	net, err := mixtureNet(g, p.Schedule, classes)
+	if err != nil {
+		return nil, err
+	}
+	var est exactModelEstimators
+	env := dfxaccess.Env{Net: net, Seed: cfg.Seed, ExactRows: p.Dim}
+	if est.vjp, err = dfxaccess.NewTrace("vjp-exact", env); err != nil {
+		return nil, err
+	}
+	if est.h16, err = dfxaccess.NewTrace("hutchinson-16", env); err != nil {
+		return nil, err
+	}
+	if est.mv, err = dfxaccess.NewOperator("vjp-matvec", env); err != nil {
+		return nil, err
+	}
+	res := &ExactModelResult{Config: cfg, Components: g.Components(), Traces: []string{est.vjp.Name(), est.h16.Name(), dftmExactName},
+		Operators: []string{est.mv.Name(), dfeaEndpointName}}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 91))
 	for _, t := range cfg.Times {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		c, err := schedule.At(Schedule(), t)
+		c, err := schedule.At(p.Schedule, t)
 		if err != nil {
 			return nil, err
 		}
-		x, v := noisyQueries(c, x0, rng)
+		x, v := draw.Queries(c, x0, rng)
 		row, err := est.scoreAt(g, net, c, x0, x, v)
 		if err != nil {
 			return nil, err
@@ -129,18 +153,16 @@ const (
 	dfeaEndpointName = "df-ea (endpoint x₀)"
 )
 
-// mixtureNet is the fitted mixture g as a float32 ε-network (the mixture
-// skip alone, class-conditional when perClass, queried without a class).
-func mixtureNet(g *mixture.Gaussian, perClass bool) (*access.Net, error) {
+// mixtureNet is the fitted mixture g as a float32 ε-network on schedule s
+// (the mixture skip alone, class-conditional with classes > 0, queried
+// without a class).
+func mixtureNet(g *mixture.Gaussian, s schedule.Schedule, classes int) (*dfxaccess.Net, error) {
 	backend, err := models.NewBackend()
 	if err != nil {
 		return nil, err
 	}
 	store := model.NewStore()
-	store.SetParams(map[string]any{models.ParamDType: "float32", models.ParamNumClasses: 10})
-	if !perClass {
-		store.SetParam(models.ParamNumClasses, 0)
-	}
+	store.SetParams(map[string]any{models.ParamDType: "float32", models.ParamNumClasses: classes})
 	if err := models.SetMixtureSkip(store, g); err != nil {
 		return nil, err
 	}
@@ -152,21 +174,7 @@ func mixtureNet(g *mixture.Gaussian, perClass bool) (*access.Net, error) {
 		}
 		return models.MixtureEps(scope, in)
 	}
-	return access.NewNet(backend, store, Schedule(), dtypes.Float32, access.Network{Eps: eps}), nil
-}
-
-// noisyQueries are x = αx₀ + σz and a Gaussian vector v per row of x₀,
-// drawn interleaved from rng.
-func noisyQueries(c schedule.Coefficients, x0 *mat.Dense, rng *rand.Rand) (x, v *mat.Dense) {
-	q, _ := x0.Dims()
-	x, v = mat.NewDense(q, Dim, nil), mat.NewDense(q, Dim, nil)
-	for i := range q {
-		for j := range Dim {
-			x.Set(i, j, c.Alpha*x0.At(i, j)+c.Sigma*rng.NormFloat64())
-			v.Set(i, j, rng.NormFloat64())
-		}
-	}
-	return x, v
+	return dfxaccess.NewNet(backend, store, s, dtypes.Float32, dfxaccess.Network{Eps: eps}), nil
 }
 
 // exactModelEstimators are the network-derivative estimators scored
@@ -179,8 +187,8 @@ type exactModelEstimators struct {
 // scoreAt is one time's row: the exact trace and each estimator's mean
 // relative error against the mixture g at the queries x (noised from x0)
 // and vectors v.
-func (est exactModelEstimators) scoreAt(g *mixture.Gaussian, net *access.Net, c schedule.Coefficients, x0, x, v *mat.Dense) (ExactModelRow, error) {
-	q, _ := x.Dims()
+func (est exactModelEstimators) scoreAt(g *mixture.Gaussian, net *dfxaccess.Net, c schedule.Coefficients, x0, x, v *mat.Dense) (ExactModelRow, error) {
+	q, d := x.Dims()
 	ex, err := g.Eval(mixture.Query{At: c, X: x, V: v, Want: mixture.Trace | mixture.MatVec | mixture.Denoiser | mixture.SecondMoment})
 	if err != nil {
 		return ExactModelRow{}, err
@@ -209,7 +217,7 @@ func (est exactModelEstimators) scoreAt(g *mixture.Gaussian, net *access.Net, c 
 		for _, y := range yb.RawRowView(i) {
 			yy += y * y
 		}
-		dftm[i] = Dim/s2 - c.Alpha*c.Alpha/(s2*s2)*(ex.SecondMoment[i]-yy)
+		dftm[i] = float64(d)/s2 - c.Alpha*c.Alpha/(s2*s2)*(ex.SecondMoment[i]-yy)
 	}
 	traces[dftmExactName] = dftm
 	for name, tr := range traces {
@@ -222,7 +230,7 @@ func (est exactModelEstimators) scoreAt(g *mixture.Gaussian, net *access.Net, c 
 	if mvs[est.mv.Name()], err = est.mv.Apply(st, v); err != nil {
 		return ExactModelRow{}, err
 	}
-	if mvs[dfeaEndpointName], err = access.DFEAApply(yb, x0, v, c.Alpha, c.Sigma); err != nil {
+	if mvs[dfeaEndpointName], err = dfxaccess.DFEAApply(yb, x0, v, c.Alpha, c.Sigma); err != nil {
 		return ExactModelRow{}, err
 	}
 	for name, m := range mvs {
@@ -235,9 +243,15 @@ func (est exactModelEstimators) scoreAt(g *mixture.Gaussian, net *access.Net, c 
 
 // Report implements report.Result.
 func (r *ExactModelResult) Report() (*report.Report, error) {
+	fit := r.Config.Fit
 	t := &report.Table{Name: "exact_model",
-		Title: fmt.Sprintf("## Every estimator on an image-scale model whose Fisher is known exactly\n\nMeasured on %s, %s profile; `dfx reproduce mnist-exact-model` in %.0f s. The model is a Gaussian mixture fitted to MNIST (%d components, %d per class, rank %d + rest + idle pixels) run as a network: its ε in the graph (float32, unconditional) is models.MixtureEps, so VJPs, Hutchinson and DF-EA treat it like any ε-network, while mixture.Gaussian gives its exact Fisher in float64. %d queries per time, x_t = α x₀ + σ ε from dequantised test images x₀. Errors are means over the queries: |est − tr F| / tr F for traces, ‖est − F v‖ / ‖F v‖ for products with v ~ N(0, I).",
-			Machine(), r.Config.Profile, r.Elapsed.Seconds(), r.Components, r.Config.Fit.Components, r.Config.Fit.Rank, r.Config.Queries),
+		Title: fmt.Sprintf("## Every estimator on an image-scale model whose Fisher is known exactly\n\n"+
+			"Measured on %s, %s profile; `dfx reproduce mnist-exact-model` in %.0f s. "+
+			"The model is a Gaussian mixture fitted to MNIST (%d components, %d per class, rank %d + rest + idle pixels) run as a network: "+
+			"its ε in the graph (float32, unconditional) is models.MixtureEps; mixture.Gaussian gives its exact Fisher in float64. "+
+			"%d queries per time, x_t = α x₀ + σ ε from dequantised test images x₀. Errors are means over the queries: "+
+			"|est − tr F| / tr F for traces, ‖est − F v‖ / ‖F v‖ for products with v ~ N(0, I). NOTES.md has their reading.",
+			r.Machine, r.Config.Profile, r.Elapsed.Seconds(), r.Components, fit.Components, fit.Rank, r.Config.Queries),
 		Caption: "every trace estimator and Fisher product against the exact Fisher of a fitted Gaussian mixture run as an image-scale network",
 		Columns: []report.Column{{Name: "t"}, {Name: "σ", Format: "%.3g"}, {Name: "exact tr F (mean)", Format: "%.4g"}}, Align: "rrr"}
 	rel := func(name string) report.Column { return report.Column{Name: name, Format: "%.2e"} }
@@ -259,8 +273,6 @@ func (r *ExactModelResult) Report() (*report.Report, error) {
 		t.Add(append(cells, report.Float(row.DeltaY))...)
 	}
 	t.Notes = append(t.Notes,
-		"vjp-exact and vjp-matvec differ from the exact answer by the float32 graph's rounding only (they differentiate the same function the mixture is); Hutchinson-16 adds its probe variance.",
-		"DF-TM is given the exact E[‖x₀‖²|x_t]/d, so its error is the graph denoiser's float32 error times α²/σ⁴: what any t_θ, however well trained, meets at small σ.",
-		"DF-EA replaces E[x₀x₀ᵀ|x_t] by x̂₀x̂₀ᵀ, here with the query's own x₀ as the endpoint x̂₀: its error is the approximation's, (α²/σ⁴)(E[x₀x₀ᵀ|x_t] − x₀x₀ᵀ)v, which the factor α²/σ⁴ makes far larger than F v itself (≈ v/σ²) once σ is small; a guidance step uses it along few directions, where the exact-operator study of `dfx reproduce adjoint` measures what it costs.")
+		"DF-TM (exact t*) is DF-TM given the exact E[‖x₀‖²|x_t]/d as t_θ; DF-EA (endpoint x₀) uses the query's own x₀ as x̂₀.")
 	return &report.Report{Name: "mnist-exact-model", Title: "Estimators on an image-scale model with an exact Fisher", Tables: []*report.Table{t}}, nil
 }

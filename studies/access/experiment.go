@@ -1,4 +1,4 @@
-package toys
+package access
 
 import (
 	"context"
@@ -7,18 +7,20 @@ import (
 	"math"
 	"time"
 
-	"github.com/dfx-lab/dfx/dfx/likelihood"
-	"github.com/dfx-lab/dfx/dfx/mixture"
-	"github.com/dfx-lab/dfx/dfx/schedule"
 	"gonum.org/v1/gonum/mat"
+
+	dfxaccess "github.com/dfx-lab/dfx/dfx/access"
+	"github.com/dfx-lab/dfx/dfx/likelihood"
+	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/problem"
+	"github.com/dfx-lab/dfx/toys"
 )
 
-// Config is one run of the Table 2 experiment.
+// Config is one run of the Table 2 experiment on a toy problem: its data
+// set and networks (toys.ProblemConfig), and what is measured.
 type Config struct {
-	Dataset  string // a name of Generators (the paper: "checkerboard")
-	N        int    // data set size; its Dirac mixture is the ground truth (paper: 5 000)
-	DataSeed uint64
-	Schedule string // schedule.ByName (the paper: "ve")
+	toys.ProblemConfig
 
 	// Times are the table's times; 0 stands for the schedule's TMin.
 	Times []float64
@@ -36,17 +38,8 @@ type Config struct {
 	NLLSolver likelihood.Solver
 
 	// Learned turns on the networks (score, DF-TM and centred DF-TM);
-	// without it only the exact side runs. One network triple is trained
-	// per TrainSeeds entry.
-	Learned    bool
-	Train      TrainConfig
-	TrainSeeds []uint64
-	// Checkpoints is the folder of saved networks ("" : never saved); an
-	// existing checkpoint is loaded unless Retrain. Embedded also looks for
-	// the checkpoint among those compiled into the binary (toys/checkpoints).
-	Checkpoints string
-	Embedded    bool
-	Retrain     bool
+	// without it only the exact side runs.
+	Learned bool
 
 	// Figures: heat maps at HeatTimes on a HeatGrid² grid over
 	// [−HeatExtent, HeatExtent]²; Samples points drawn by SampleSteps Heun steps.
@@ -64,11 +57,11 @@ type Config struct {
 // pipeline in well under 3 minutes.
 func Quick() Config {
 	return Config{
-		Dataset: "checkerboard", N: 5000, DataSeed: 1, Schedule: "ve",
-		Times: []float64{1, 0.8, 0.6, 0.4, 0.2, 0}, CurveTimes: 11,
+		ProblemConfig: toys.QuickProblem("checkerboard"),
+		Times:         []float64{1, 0.8, 0.6, 0.4, 0.2, 0}, CurveTimes: 11,
 		EvalPoints: 256, EvalSeeds: []uint64{1, 2},
 		NLLPoints: 64, NLLSteps: 50, NLLSolver: likelihood.Heun,
-		Learned: true, Train: QuickTrain(), TrainSeeds: []uint64{1},
+		Learned:   true,
 		HeatTimes: []float64{0.2, 0.4, 0.6}, HeatGrid: 40, HeatExtent: 5,
 		Samples: 1000, SampleSteps: 100, TimingBatch: 256,
 	}
@@ -82,8 +75,7 @@ func Full() Config {
 	c.CurveTimes = 21
 	c.EvalPoints, c.EvalSeeds = 1000, []uint64{1, 2, 3}
 	c.NLLPoints, c.NLLSteps, c.NLLSolver = 200, 100, likelihood.RK4
-	c.Train, c.TrainSeeds = FullTrain(), []uint64{1, 2, 3}
-	c.Embedded = true
+	c.ProblemConfig = toys.Published("checkerboard")
 	c.HeatGrid, c.Samples, c.SampleSteps = 80, 3000, 200
 	c.HeatTimes = []float64{0.1, 0.2, 0.4, 0.6}
 	return c
@@ -94,9 +86,9 @@ type Result struct {
 	Config    Config
 	Schedule  schedule.Schedule
 	Data      *mat.Dense
-	Rows      []Row       // Table 2, one row per Config.Times entry
-	Curve     []Row       // the same errors on CurveTimes times
-	Losses    []LossCurve // training losses per network
+	Rows      []Row            // Table 2, one row per Config.Times entry
+	Curve     []Row            // the same errors on CurveTimes times
+	Losses    []toys.LossCurve // training losses per network
 	Timing    []Timing
 	Heat      []HeatField
 	Samples   *mat.Dense // model samples (nil without networks)
@@ -120,7 +112,19 @@ type Row struct {
 	SolverErr map[string]float64 // mean step-halving estimate of the NLL error
 }
 
-// Run computes the Table 2 experiment; log receives progress lines.
+// Learned is one trained network set the Table 2 study scores: the
+// networks in dfx/access's contract, their trace estimators and models by
+// method (MethodVJP, MethodDFTM, MethodDFTMC) and a sampler of d = 2 points.
+type Learned interface {
+	Net() *dfxaccess.Net
+	Trace(method string) (score.TraceEstimator, error)
+	Traces(c schedule.Coefficients, x *mat.Dense, methods ...string) (map[string][]float64, error)
+	Model(method string) (score.Model, error)
+	Sample(m, steps int, seed uint64) (*mat.Dense, error)
+}
+
+// Run computes the Table 2 experiment on cfg's toy problem (its networks
+// loaded or trained where cfg.Learned); log receives progress lines.
 func Run(ctx context.Context, cfg Config, log io.Writer) (*Result, error) {
 	start := time.Now()
 	if log == nil {
@@ -129,65 +133,77 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (*Result, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	sch, err := schedule.ByName(cfg.Schedule, schedule.Params{})
-	if err != nil {
-		return nil, fmt.Errorf("toys: %w", err)
-	}
-	data, err := Sample(cfg.Dataset, cfg.N, cfg.DataSeed)
+	p, err := cfg.Problem()
 	if err != nil {
 		return nil, err
 	}
-	mix, err := mixture.NewDirac(data, nil)
+	data, err := p.Train(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("toys: %w", err)
+		return nil, err
 	}
-	res := &Result{Config: cfg, Schedule: sch, Data: data, Methods: []string{"exact"}}
-	var nets []*Networks
+	res := &Result{Config: cfg, Schedule: p.Schedule, Data: data, Methods: []string{MethodExact}}
+	var nets []Learned
 	if cfg.Learned {
-		nets, err = obtainNetworks(ctx, cfg, sch, data, res, log)
+		l, err := toys.ObtainNetworks(ctx, cfg.ProblemConfig, p.Schedule, data, log)
 		if err != nil {
 			return nil, err
 		}
+		for _, n := range l.Nets {
+			nets = append(nets, n)
+		}
+		res.Losses, res.NetsNotes = l.Losses, l.Notes
 		res.Methods = append(res.Methods, MethodVJP, MethodDFTM, MethodDFTMC)
 	}
-	ev := &evaluator{cfg: cfg, sch: sch, mix: mix, data: data, nets: nets}
+	if err := runTable(ctx, p, nets, res, log); err != nil {
+		return nil, err
+	}
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+// runTable fills res (its Config, Data and Methods set) with the errors of
+// nets against p's exact mixture, the heat fields, samples and timings.
+func runTable(ctx context.Context, p *problem.Problem, nets []Learned, res *Result, log io.Writer) error {
+	cfg, sch := res.Config, p.Schedule
+	mix, err := p.Exact(ctx)
+	if err != nil {
+		return fmt.Errorf("access: %w", err)
+	}
+	ev := &evaluator{cfg: cfg, sch: sch, mix: mix, data: res.Data, nets: nets}
 	lo, hi := sch.Interval()
 	for _, t := range cfg.Times {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		tt := clampTime(t, lo, hi)
 		row, err := ev.row(tt, true)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		fmt.Fprintf(log, "toys: t = %.3g (σ = %.3g): %s\n", tt, sch.Sigma(tt), row.summary(res.Methods))
 		res.Rows = append(res.Rows, row)
 	}
 	for i := 0; i < cfg.CurveTimes; i++ {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		tt := lo + (hi-lo)*float64(i)/float64(cfg.CurveTimes-1)
 		row, err := ev.row(tt, false)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		res.Curve = append(res.Curve, row)
 	}
 	if res.Heat, err = ev.heatFields(); err != nil {
-		return nil, err
+		return err
 	}
 	if len(nets) > 0 {
 		if res.Samples, err = nets[0].Sample(cfg.Samples, cfg.SampleSteps, cfg.DataSeed+100); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if res.Timing, err = ev.timing(); err != nil {
-		return nil, err
-	}
-	res.Elapsed = time.Since(start)
-	return res, nil
+	res.Timing, err = ev.timing()
+	return err
 }
 
 func (c Config) check() error {

@@ -1,4 +1,4 @@
-package toys
+package access
 
 import (
 	"fmt"
@@ -13,28 +13,31 @@ import (
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
 	"github.com/dfx-lab/dfx/internal/stats"
+	"github.com/dfx-lab/dfx/toys"
 )
 
-// Names of the trace methods.
+// Names of the trace methods: the exact mixture's and the learned ones
+// (toys.MethodVJP, eq. nll_VJP; toys.MethodDFTM, eq. trace_appro;
+// toys.MethodDFTMC, ours, centred).
 const (
 	MethodExact = "exact"
-	MethodVJP   = "vjp"     // tr F = (1/σ) Σ_i ∂ε̂_i/∂x_i, eq. nll_VJP
-	MethodDFTM  = "df-tm"   // tr F = d/σ² − α²/σ⁴ (d t_θ − ‖ȳ_θ‖²), eq. trace_appro
-	MethodDFTMC = "df-tm-c" // ours, centred: tr F = (d/σ²)(1 − ν_θ), ν_θ ≈ ‖ε̂_θ − ε‖²/d
+	MethodVJP   = toys.MethodVJP
+	MethodDFTM  = toys.MethodDFTM
+	MethodDFTMC = toys.MethodDFTMC
 )
 
 type evaluator struct {
 	cfg  Config
 	sch  schedule.Schedule
-	mix  *mixture.Dirac
+	mix  mixture.Mixture
 	data *mat.Dense
-	nets []*Networks
+	nets []Learned
 }
 
 // DrawQT draws b points x_t = α y + σ ε ~ q_t with y uniform over the rows
 // of data, from the given seed.
 func DrawQT(data *mat.Dense, s schedule.Schedule, t float64, b int, seed uint64) *mat.Dense {
-	rng := NewRNG(seed)
+	rng := toys.NewRNG(seed)
 	n, d := data.Dims()
 	a, sig := s.Alpha(t), s.Sigma(t)
 	x := mat.NewDense(b, d, nil)
@@ -81,15 +84,15 @@ func (ev *evaluator) row(t float64, withNLL bool) (Row, error) {
 				continue
 			}
 			n, c := ev.nets[k], ev.at(t)
-			eps, err := n.net.EpsAt(c, x)
+			eps, err := n.Net().EpsAt(c, x)
 			if err != nil {
 				return row, fmt.Errorf("toys: score network: %w", err)
 			}
-			trs, err := n.traces(c, x, MethodVJP, MethodDFTM, MethodDFTMC)
+			trs, err := n.Traces(c, x, MethodVJP, MethodDFTM, MethodDFTMC)
 			if err != nil {
 				return row, err
 			}
-			tnet, err := n.net.TAt(c, x)
+			tnet, err := n.Net().TAt(c, x)
 			if err != nil {
 				return row, fmt.Errorf("toys: DF-TM network: %w", err)
 			}
@@ -201,7 +204,7 @@ func (ev *evaluator) heatFields() ([]HeatField, error) {
 		}
 		traces[MethodExact] = ex.Trace
 		if len(ev.nets) > 0 {
-			learned, err := ev.nets[0].traces(ev.at(t), x, MethodVJP, MethodDFTM, MethodDFTMC)
+			learned, err := ev.nets[0].Traces(ev.at(t), x, MethodVJP, MethodDFTM, MethodDFTMC)
 			if err != nil {
 				return nil, err
 			}
@@ -246,25 +249,19 @@ func (ev *evaluator) timing() ([]Timing, error) {
 			struct {
 				name string
 				fn   func() error
-			}{"score network forward (ε̂ only)", func() error { _, err := n.net.EpsAt(ev.at(t), x); return err }},
+			}{"score network forward (ε̂ only)", func() error { _, err := n.Net().EpsAt(ev.at(t), x); return err }},
 			struct {
 				name string
 				fn   func() error
-			}{MethodVJP + " (d VJPs, access.VJPTrace)", func() error { _, err := n.vjp.Trace(ev.at(t), x); return err }},
+			}{MethodVJP + " (d VJPs, access.VJPTrace)", ev.traceOf(n, MethodVJP, x)},
 			struct {
 				name string
 				fn   func() error
-			}{MethodDFTM + " (ε̂ and t_θ forward, access.DFTM)", func() error { _, err := n.dftm.Trace(ev.at(t), x); return err }},
+			}{MethodDFTM + " (ε̂ and t_θ forward, access.DFTM)", ev.traceOf(n, MethodDFTM, x)},
 			struct {
 				name string
 				fn   func() error
-			}{MethodDFTMC + " (ours; ν_θ forward, access.DFTMCentred)", func() error {
-				est, err := n.Trace(MethodDFTMC)
-				if err == nil {
-					_, err = est.Trace(ev.at(t), x)
-				}
-				return err
-			}})
+			}{MethodDFTMC + " (ours; ν_θ forward, access.DFTMCentred)", ev.traceOf(n, MethodDFTMC, x)})
 	}
 	var out []Timing
 	for _, f := range fns {
@@ -282,6 +279,18 @@ func (ev *evaluator) timing() ([]Timing, error) {
 		out = append(out, Timing{Method: f.name, Batch: ev.cfg.TimingBatch, PerQuery: per})
 	}
 	return out, nil
+}
+
+// traceOf is a function that runs n's trace of method at x, t = 0.5 (the
+// timing's time).
+func (ev *evaluator) traceOf(n Learned, method string, x *mat.Dense) func() error {
+	return func() error {
+		est, err := n.Trace(method)
+		if err == nil {
+			_, err = est.Trace(ev.at(0.5), x)
+		}
+		return err
+	}
 }
 
 // at is the schedule's coefficients at t, a time the evaluator has already

@@ -1,4 +1,4 @@
-package toys
+package access
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package toys
+package access
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/dfx-lab/dfx/dfx/likelihood"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/toys"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -22,7 +23,7 @@ func tiny(learned bool) Config {
 	c.HeatTimes, c.HeatGrid = []float64{0.5}, 8
 	c.Samples, c.SampleSteps, c.TimingBatch = 50, 10, 32
 	c.Learned = learned
-	c.Train = TrainConfig{Width: 8, Depth: 1, EmbedDim: 4, Steps: 30, BatchSize: 32, LearningRate: 3e-3, EMADecay: 0.9, LogEvery: 10}
+	c.Train = toys.TrainConfig{Width: 8, Depth: 1, EmbedDim: 4, Steps: 30, BatchSize: 32, LearningRate: 3e-3, EMADecay: 0.9, LogEvery: 10}
 	return c
 }
 
@@ -90,12 +91,6 @@ func TestCheckpointsAreReloadedAndGiveTheSameTable(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
-	}
-	// a checkpoint of another size is refused, not silently used
-	cfg.Train.Width = 16
-	cfg.Retrain = false
-	if _, _, _, err := loadCheckpoint(cfg.Checkpoints, checkpointName(tiny(true), "score", 1), false, cfg, mustSchedule(t, cfg), ""); err == nil || !strings.Contains(err.Error(), "retrain") {
-		t.Errorf("a checkpoint trained with another width: %v", err)
 	}
 }
 
