@@ -119,7 +119,8 @@ func Load(s Split) (*Set, error) {
 		return nil, err
 	}
 	if im.Rows != 28 || im.Cols != 28 {
-		return nil, fmt.Errorf("mnist: %s holds images of %d×%d pixels, want 28×28: %w", filepath.Join(dir, string(s)+"-images-idx3-ubyte.gz"), im.Rows, im.Cols, ErrFormat)
+		return nil, fmt.Errorf("mnist: %s holds images of %d×%d pixels, want 28×28: %w", filepath.Join(dir, string(s)+"-images-idx3-ubyte.gz"), im.Rows,
+			im.Cols, ErrFormat)
 	}
 	if len(l) != im.N {
 		return nil, fmt.Errorf("mnist: %s: %d labels for %d images: %w", dir, len(l), im.N, ErrFormat)

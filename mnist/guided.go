@@ -57,14 +57,16 @@ func (n *Networks) Operator(name string) (score.FisherOperator, error) {
 // float32 network's last bits depend on the batch size). It
 // returns the images at t_min [B, 784] (not clipped) and the per-step
 // statistics. reward may be nil when the window is empty.
-func GuidedSample(ctx context.Context, nets *Networks, cls []int, scale float64, reward adjoint.Loss, op string, cfg adjoint.Config, seed uint64) (*adjoint.Result, error) {
+func GuidedSample(ctx context.Context, nets *Networks, cls []int, scale float64, reward adjoint.Loss, op string, cfg adjoint.Config,
+	seed uint64) (*adjoint.Result, error) {
 	return GuidedSampleRows(ctx, nets, cls, scale, reward, op, cfg, seed, 0, len(cls))
 }
 
 // GuidedSampleRows is GuidedSample for rows [lo, hi) of a run (the same
 // images as GuidedSample gives for those rows, to float32 rounding, when
 // reward treats rows alike): reward sees hi − lo rows.
-func GuidedSampleRows(ctx context.Context, nets *Networks, cls []int, scale float64, reward adjoint.Loss, op string, cfg adjoint.Config, seed uint64, lo, hi int) (*adjoint.Result, error) {
+func GuidedSampleRows(ctx context.Context, nets *Networks, cls []int, scale float64, reward adjoint.Loss, op string, cfg adjoint.Config, seed uint64,
+	lo, hi int) (*adjoint.Result, error) {
 	if nets == nil {
 		return nil, fmt.Errorf("mnist: guided sampling without networks")
 	}

@@ -98,7 +98,8 @@ const (
 
 // ELBOProtocol describes ValidationELBO in words.
 func ELBOProtocol() string {
-	return fmt.Sprintf("ELBO diffusion term on test images %d–9999 (dequantised), %d stratified log-SNR levels × 1 fixed ε, EMA weights, paired with the skip mixture alone", 10000-valELBOImages, valELBOLevels)
+	return fmt.Sprintf("ELBO diffusion term on test images %d–9999 (dequantised), %d stratified log-SNR levels × 1 "+
+		"fixed ε, EMA weights, paired with the skip mixture alone", 10000-valELBOImages, valELBOLevels)
 }
 
 // ELBOVal is one ELBO validation of an ε-network.

@@ -118,7 +118,8 @@ func ObtainNetworks(ctx context.Context, cfg ProblemConfig, sch schedule.Schedul
 					return nil, err
 				}
 				trained++
-				fmt.Fprintf(log, "toys: trained %s (seed %d) for %d steps in %.1fs, final loss %.4g\n", name, seed, cfg.Train.Steps, time.Since(start).Seconds(), curve.Loss[len(curve.Loss)-1])
+				fmt.Fprintf(log, "toys: trained %s (seed %d) for %d steps in %.1fs, final loss %.4g\n", name, seed, cfg.Train.Steps, time.Since(start).Seconds(),
+					curve.Loss[len(curve.Loss)-1])
 				if cfg.Checkpoints != "" {
 					if err := saveCheckpoint(filepath.Join(cfg.Checkpoints, file), cfg, sch, eps, curve, ctxs[k]); err != nil {
 						return nil, err
@@ -144,7 +145,8 @@ func ObtainNetworks(ctx context.Context, cfg ProblemConfig, sch schedule.Schedul
 // trainNetwork trains one network, starting from base (nil: an empty
 // context of tc), and returns the context holding its EMA weights (for
 // evaluation) and its loss curve.
-func trainNetwork(ctx context.Context, backend compute.Backend, tc TrainConfig, sch schedule.Schedule, obj models.Objective, base *mlctx.Store, rows [][]float64, seed uint64, name string, log io.Writer) (*mlctx.Store, LossCurve, error) {
+func trainNetwork(ctx context.Context, backend compute.Backend, tc TrainConfig, sch schedule.Schedule, obj models.Objective, base *mlctx.Store,
+	rows [][]float64, seed uint64, name string, log io.Writer) (*mlctx.Store, LossCurve, error) {
 	curve := LossCurve{Net: name, Seed: seed}
 	if base == nil {
 		base = tc.context(seed)
@@ -154,7 +156,8 @@ func trainNetwork(ctx context.Context, backend compute.Backend, tc TrainConfig, 
 		return nil, curve, fmt.Errorf("toys: %s network: %w", name, err)
 	}
 	progress := models.Hook{Every: 1000, Run: func(st models.LoopState) error {
-		fmt.Fprintf(log, "toys: %s (seed %d) step %d/%d, loss %.4g, %.1f ms/step\n", name, seed, st.Step, tc.Steps, curve.Loss[len(curve.Loss)-1], 1e3*st.Train.Seconds()/float64(st.Step))
+		fmt.Fprintf(log, "toys: %s (seed %d) step %d/%d, loss %.4g, %.1f ms/step\n", name, seed, st.Step, tc.Steps, curve.Loss[len(curve.Loss)-1],
+			1e3*st.Train.Seconds()/float64(st.Step))
 		return nil
 	}}
 	loop := models.Loop{To: int64(tc.Steps), Curve: &curve.LossCurve, CurveEvery: int64(max(tc.LogEvery, 1)), Hooks: []models.Hook{progress}}
@@ -277,7 +280,8 @@ func loadCheckpoint(dir, name string, embedded bool, cfg ProblemConfig, sch sche
 		return nil, nil, "", fmt.Errorf("toys: checkpoint %s was trained on %q, config asks for %q (retrain): %w", where, p.Data, want.Data, models.ErrCheckpoint)
 	}
 	if p := c.Header.Provenance; p.EpsNetwork != eps {
-		return nil, nil, "", fmt.Errorf("toys: checkpoint %s was made for the score network %.12s…, this one is %.12s… (use the networks trained together): %w", where, p.EpsNetwork, eps, models.ErrCheckpoint)
+		return nil, nil, "", fmt.Errorf("toys: checkpoint %s was made for the score network %.12s…, this one is "+
+			"%.12s… (use the networks trained together): %w", where, p.EpsNetwork, eps, models.ErrCheckpoint)
 	}
 	store, err := models.LoadWeights(c)
 	if err != nil {

@@ -92,7 +92,8 @@ func loadGMM(path string, d int, s schedule.Schedule, budget membudget.Budget) (
 		return nllModel{}, fmt.Errorf("--gmm %s: %w", name, err)
 	}
 	if int64(len(raw)) > limit {
-		return nllModel{}, fmt.Errorf("--gmm %s: larger than %s (the bound on a mixture file: 256 MiB, or a quarter of the memory budget, --max-memory)", name, membudget.Format(float64(limit)))
+		return nllModel{}, fmt.Errorf("--gmm %s: larger than %s (the bound on a mixture file: 256 MiB, or a quarter "+
+			"of the memory budget, --max-memory)", name, membudget.Format(float64(limit)))
 	}
 	g, err := parseGMM(raw)
 	if err != nil {
@@ -262,7 +263,8 @@ func loadNetModel(paths []string, tr traceSpec, d int, s schedule.Schedule, seed
 		need = models.CentredTraceScope
 	}
 	if _, ok := have[need]; need != "" && !ok {
-		return nllModel{}, fmt.Errorf("--trace %s needs the %s network in a --checkpoint (repeat --checkpoint with the file that holds it, e.g. the *-%s-* checkpoint beside the score network's); the files hold %s",
+		return nllModel{}, fmt.Errorf("--trace %s needs the %s network in a --checkpoint (repeat --checkpoint with "+
+			"the file that holds it, e.g. the *-%s-* checkpoint beside the score network's); the files hold %s",
 			tr, need, tr.Family, strings.Join(held, ", "))
 	}
 	for _, p := range paths { // a file loaded and not used is a mistake, not a no-op
@@ -276,7 +278,8 @@ func loadNetModel(paths []string, tr traceSpec, d int, s schedule.Schedule, seed
 		}
 		if !used {
 			slices.Sort(holds)
-			return nllModel{}, fmt.Errorf("--checkpoint %s holds %s, which --trace %s does not use: leave it out, or choose the --trace that uses it", p, strings.Join(holds, ", "), tr)
+			return nllModel{}, fmt.Errorf("--checkpoint %s holds %s, which --trace %s does not use: leave it out, or "+
+				"choose the --trace that uses it", p, strings.Join(holds, ", "), tr)
 		}
 	}
 	backend, err := models.NewBackend()
@@ -328,7 +331,8 @@ func readNetCheckpoints(paths []string, d int, s schedule.Schedule) (*model.Stor
 			return nil, nil, nil, fmt.Errorf("--checkpoint: %w", err)
 		}
 		if c.Header.Kind != models.KindWeights {
-			return nil, nil, nil, fmt.Errorf("--checkpoint %s is a %q checkpoint; dfx nll takes %q checkpoints (the evaluation weights)", p, c.Header.Kind, models.KindWeights)
+			return nil, nil, nil, fmt.Errorf("--checkpoint %s is a %q checkpoint; dfx nll takes %q checkpoints (the "+
+				"evaluation weights)", p, c.Header.Kind, models.KindWeights)
 		}
 		if c.Header.Dim != d {
 			return nil, nil, nil, fmt.Errorf("--checkpoint %s takes points of dimension %d, the --points are of dimension %d", p, c.Header.Dim, d)

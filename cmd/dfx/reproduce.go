@@ -32,16 +32,30 @@ const quickEnv = "DFX_QUICK"
 // experiments read, for -h.
 var reproduceEnv = [][2]string{
 	{"DFX_QUICK=1", "makes -quick the default"},
-	{"DFX_RETRAIN=1", "toys, toys-others (-retrain; 1, 0 or unset): retrain instead of loading the committed checkpoints, and rewrite toys/checkpoints (run from the repository root)"},
+	{"DFX_RETRAIN=1", "toys, toys-others (-retrain; 1, 0 or unset): retrain instead of loading the committed " +
+		"checkpoints, and rewrite toys/checkpoints (run from the repository root)"},
 	{"GOMLX_BACKEND", "GoMLX backend of the learned experiments (default: the Go backend; e.g. xla:cuda with the xla build tag)"},
-	{"DFX_MNIST_MODEL", "mnist-model: the ε-network to evaluate, a network or candidate name (default eps), read from DFX_MNIST_NETS or the committed checkpoints"},
-	{"DFX_MNIST_MODEL_WORK", "mnist-model: folder that keeps the likelihood (likelihood.json, saved every batch: a run resumes; one run at a time per folder, a second is refused at once) and the samples (samples_s<scale>.idx); parts found there with the same settings are read, not recomputed (e.g. computed on a GPU machine)"},
-	{"DFX_MNIST_MODEL_PARTS", "mnist-model: the parts to compute, comma-separated likelihood,samples,quality (default all; without quality no classifier or training images are needed)"},
-	{"DFX_MNIST_DENSITY_WORK", "mnist-density: folder that keeps the network's levels and every finished row (density-<profile>.json, saved after each row: a run resumes; one run at a time per file, a second is refused at once, see DFX_MNIST_DENSITY_SHARD); rows found there with the same settings and networks are read, not recomputed (e.g. computed on a GPU machine)"},
-	{"DFX_MNIST_DENSITY_SHARD", "mnist-density: k/n (with DFX_MNIST_DENSITY_WORK): compute only every n-th row, starting at the k-th, into the folder's density-<profile>.shard-k-of-n.json, and write no report (no -out; stdout names the file), so that n runs share the rows side by side (one per core or machine; shards after the first wait for the first's network levels); the run without it then reads every file and writes the whole report"},
+	{"DFX_MNIST_MODEL", "mnist-model: the ε-network to evaluate, a network or candidate name (default eps), read " +
+		"from DFX_MNIST_NETS or the committed checkpoints"},
+	{"DFX_MNIST_MODEL_WORK", "mnist-model: folder that keeps the likelihood (likelihood.json, saved every batch: a " +
+		"run resumes; one run at a time per folder, a second is refused at once) and the samples " +
+		"(samples_s<scale>.idx); parts found there with the same settings are read, not recomputed (e.g. computed on " +
+		"a GPU machine)"},
+	{"DFX_MNIST_MODEL_PARTS", "mnist-model: the parts to compute, comma-separated likelihood,samples,quality " +
+		"(default all; without quality no classifier or training images are needed)"},
+	{"DFX_MNIST_DENSITY_WORK", "mnist-density: folder that keeps the network's levels and every finished row " +
+		"(density-<profile>.json, saved after each row: a run resumes; one run at a time per file, a second is " +
+		"refused at once, see DFX_MNIST_DENSITY_SHARD); rows found there with the same settings and networks are " +
+		"read, not recomputed (e.g. computed on a GPU machine)"},
+	{"DFX_MNIST_DENSITY_SHARD", "mnist-density: k/n (with DFX_MNIST_DENSITY_WORK): compute only every n-th row, " +
+		"starting at the k-th, into the folder's density-<profile>.shard-k-of-n.json, and write no report (no -out; " +
+		"stdout names the file), so that n runs share the rows side by side (one per core or machine; shards after " +
+		"the first wait for the first's network levels); the run without it then reads every file and writes the " +
+		"whole report"},
 	{"DFX_MNIST_CANDIDATES", "mnist-candidates: folder of the candidate ε-networks' checkpoints or training states (default dfx-nets)"},
 	{"DFX_MNIST_DIR", "folder of the MNIST IDX files (default: the GoMNIST module's data folder)"},
-	{"DFX_MNIST_NETS", "mnist, adjoint: folder of the networks written by `dfx train`, holding all four; mnist-baselines: its classifier (default: the committed mnist/checkpoints, compiled in)"},
+	{"DFX_MNIST_NETS", "mnist, adjoint: folder of the networks written by `dfx train`, holding all four; " +
+		"mnist-baselines: its classifier (default: the committed mnist/checkpoints, compiled in)"},
 }
 
 // reproduceHelp is the usage, or the knobs of the experiments named
@@ -65,7 +79,8 @@ func reproduceHelp(w io.Writer, names []string) {
 
 func reproduceUsage(w io.Writer) {
 	fmt.Fprintf(w, "usage: dfx reproduce <experiment…|all> [-quick] [-out figures] [-nets DIR] [-work DIR] [knobs]\n")
-	fmt.Fprintf(w, "Runs each experiment and swaps its outputs into OUT/<experiment>; progress goes to stderr, the list of folders written to stdout at the end.\n")
+	fmt.Fprintf(w, "Runs each experiment and swaps its outputs into OUT/<experiment>; progress goes to stderr, the "+
+		"list of folders written to stdout at the end.\n")
 	fmt.Fprintf(w, "Profiles: full (default; the committed figures) or -quick (small, minutes; the default when DFX_QUICK=1).\n")
 	fmt.Fprintf(w, "  -out DIR   output folder, one sub-folder per experiment (default \"figures\")\n")
 	fmt.Fprintf(w, "  -quick     quick profile\n")
@@ -76,7 +91,8 @@ func reproduceUsage(w io.Writer) {
 	for _, e := range report.Experiments() {
 		fmt.Fprintf(w, "  %-12s %s\n", e.Name, e.Doc)
 	}
-	fmt.Fprintf(w, "  %-12s every experiment above but %s (they read a researcher's own runs or train their own), in this order\n", "all", strings.Join(standalone(), ", "))
+	fmt.Fprintf(w, "  %-12s every experiment above but %s (they read a researcher's own runs or train their own), in "+
+		"this order\n", "all", strings.Join(standalone(), ", "))
 	fmt.Fprintln(w, "environment:")
 	for _, e := range reproduceEnv {
 		fmt.Fprintf(w, "  %-14s %s\n", e[0], e[1])

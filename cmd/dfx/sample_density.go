@@ -24,7 +24,8 @@ type sampleDensityFlags struct {
 
 func densityFlags(fs *flag.FlagSet) *sampleDensityFlags {
 	d := &sampleDensityFlags{}
-	fs.StringVar(&d.target, "density", "", "density guidance of unconditional samples: offset:P (P nats of log q per unit time; > 0 raises it) or quantile:p (hold log q_t at its p-quantile under q_t)")
+	fs.StringVar(&d.target, "density", "", "density guidance of unconditional samples: offset:P (P nats of log q per "+
+		"unit time; > 0 raises it) or quantile:p (hold log q_t at its p-quantile under q_t)")
 	fs.StringVar(&d.trace, "trace", "df-tm-c", "trace of the diffusion Fisher density guidance steers and tracks with: "+
 		strings.Join(density.Traces, "|")+" (dfx nll's spellings dftm, dftm-c, dftmc too)")
 	fs.Float64Var(&d.until, "until", 0, "no density guidance below this t (in [0, 1))")
@@ -150,7 +151,8 @@ func (s *sampleDensity) sample(ctx context.Context, nets *mnist.Networks, n, ste
 	for _, e := range run.Ell {
 		parts = append(parts, fmt.Sprintf("%.4f", bpd(e)))
 	}
-	fmt.Fprintf(stderr, "sample: tracked bpd of the samples (%s trace): %s; %d of %d guided evaluations speed-limited\n", s.flags.trace, strings.Join(parts, " "), run.Guide.Limited, run.Guide.Evals)
+	fmt.Fprintf(stderr, "sample: tracked bpd of the samples (%s trace): %s; %d of %d guided evaluations "+
+		"speed-limited\n", s.flags.trace, strings.Join(parts, " "), run.Guide.Limited, run.Guide.Evals)
 	return run.X, nil
 }
 
