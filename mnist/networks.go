@@ -2,6 +2,7 @@ package mnist
 
 import (
 	"bytes"
+	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -274,3 +275,9 @@ func networkOf(c *models.Checkpoint, where string) (*model.Store, *TrainRecord, 
 	}
 	return store, &rec, nil
 }
+
+// committed are the published MNIST networks, compiled in so that every
+// command and notebook finds them from any working directory.
+//
+//go:embed checkpoints
+var committed embed.FS

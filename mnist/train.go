@@ -2,7 +2,6 @@ package mnist
 
 import (
 	"context"
-	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -477,9 +476,3 @@ func testAccuracy(backend compute.Backend, store *model.Store) (float64, error) 
 	}
 	return cl.Accuracy(x, labels)
 }
-
-// committed are the published MNIST networks, compiled in so that every
-// command and notebook finds them from any working directory.
-//
-//go:embed checkpoints
-var committed embed.FS
