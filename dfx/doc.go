@@ -116,7 +116,7 @@
 // → figures/access/access.md) and the exact fields of a 2-D mixture
 // (studies/access.RunFields: dfx reproduce fields → figures/fields/summary.md).
 //
-// The image-scale model (issue 20): Gaussian mixtures fitted to MNIST as
+// The image-scale model: Gaussian mixtures fitted to MNIST as
 // exact baselines (mixture.Fit, model.RunBaselines in studies/model: dfx reproduce
 // mnist-baselines → figures/mnist-baselines/baselines.md) and as a
 // network whose Fisher is known exactly (studies/access.RunExactModel: dfx reproduce
@@ -134,19 +134,18 @@
 // Hutchinson, DF-TM — powers it: pfode.DensityGuide (PFODE.Guide, targets
 // pfode.Offset and pfode.Level, quantiles pfode.QuantilesOf with
 // mixture.Gaussian.DiffusedLogProbs); the ground truth on analytic Gaussian
-// mixtures (studies/density RunGMM: dfx reproduce density → figures/density/density.md),
+// mixtures (studies/density RunGMM on toys.GMM: dfx reproduce density → figures/density/density.md),
 // MNIST (dfx reproduce mnist-density; density.Sample, density.ReferenceLevels,
 // density.ExploreDensity) and `dfx sample -density`.
 //
-// Running them: every experiment is a report.Experiment with one Run(ctx,
-// report.Config) — a report.Profile (report.Quick or report.Full), the
-// report.Settings the caller read (networks folder, model, retraining) and a
-// log — registered by its package (toys/register.go, ot/reproduce.go,
-// mnist/register.go) in one registry (report.Register, report.Lookup,
-// report.Experiments) that `dfx reproduce`, notebook.Run and the tests use.
-// Each package's configurations come in threes, XQuick, XFull and
-// XFor(p) = report.Pick(p, XQuick, XFull) (studies/access.For, studies/access.FieldsFor,
-// ot.For, mnist.For, studies/adjoint.Quick, …). Every network trains through
+// Running them: every study takes a problem.Problem (data, exact
+// reference, baseline, networks: toys.Problem and toys.GMM for the toy
+// problems, mnist.Problem for the image sets) and registers its experiments
+// with report.Register(report.Spec[C]) — Quick and Full configurations, its
+// own knobs bound to flags, a Check made before any work and one
+// Run(ctx, C, report.Env) (Env: log, networks folder, work folder) — in one
+// registry (report.Lookup, report.Experiments) that `dfx reproduce`,
+// notebook.Run and the tests use. Every network trains through
 // one loop, models.Trainer.Run with a models.Loop (loss curve, hooks for
 // validation, saves and logs). Only the entry points (cmd/dfx,
 // dfx/notebook) read the environment; the test beside this file fails when
