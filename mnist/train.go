@@ -17,6 +17,7 @@ import (
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/internal/outfile"
+	"github.com/dfx-lab/dfx/internal/workstore"
 	"github.com/dfx-lab/dfx/models"
 )
 
@@ -114,7 +115,7 @@ func TrainNetwork(ctx context.Context, backend compute.Backend, spec NetSpec, op
 	if stateDir == "" {
 		stateDir = opt.Out
 	}
-	lock, err := lockWork("train "+spec.Name, stateDir, filepath.Base(statePath(stateDir, spec.Name)), statePath(stateDir, spec.Name), opt.Log)
+	lock, err := workstore.Lock("train "+spec.Name, stateDir, filepath.Base(statePath(stateDir, spec.Name)), statePath(stateDir, spec.Name), opt.Log)
 	if err != nil {
 		return nil, err
 	}

@@ -9,11 +9,12 @@ import (
 	"testing"
 
 	"github.com/dfx-lab/dfx/internal/worklock"
+	"github.com/dfx-lab/dfx/internal/workstore"
 	"github.com/dfx-lab/dfx/models"
 )
 
 // TestSecondRunOnOneWorkFileIsRefused: while a run holds a work file's
-// lock (held here by lockWork, as a run takes it), training on that file
+// lock (held here by workstore.Lock, as a run takes it), training on that file
 // is refused with ErrWork naming the holder, before any work, and so is the
 // check made before a run (CheckTrainFree); each run gives its lock back
 // when it returns. Contexts are cancelled, so that a run that ignored the
@@ -35,7 +36,7 @@ func TestSecondRunOnOneWorkFileIsRefused(t *testing.T) {
 	}
 	lock := func(dir, name string) *worklock.Lock {
 		t.Helper()
-		l, err := lockWork("test", dir, name, name, nil)
+		l, err := workstore.Lock("test", dir, name, name, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,7 +49,7 @@ func TestSecondRunOnOneWorkFileIsRefused(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, "."+name+".lock")); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s did not Release its lock: its lock file is there (%v)", what, err)
 		}
-		l, err := lockWork("test", dir, name, name, nil)
+		l, err := workstore.Lock("test", dir, name, name, nil)
 		if err != nil {
 			t.Errorf("%s kept its lock after it returned: %v", what, err)
 		}

@@ -168,7 +168,7 @@ func (e inputError) Is(target error) bool { return target == errBadInput }
 // dfx may not write, or an error marked with badInput.
 func isBadInput(err error) bool {
 	return errors.Is(err, errBadInput) || errors.Is(err, models.ErrCheckpoint) || errors.Is(err, input.ErrNotRegular) ||
-		errors.Is(err, mnist.ErrFormat) || errors.Is(err, mnist.ErrWork) || errors.Is(err, workstore.ErrWork) || errors.Is(err, models.ErrBackend) ||
+		errors.Is(err, mnist.ErrFormat) || errors.Is(err, workstore.ErrWork) || errors.Is(err, models.ErrBackend) ||
 		errors.Is(err, outfile.ErrRefused)
 }
 

@@ -188,7 +188,7 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			if ctx.Err() != nil {
 				err = context.Canceled
 			}
-			return failErr(stderr, "reproduce "+n, err) // a work file found unusable mid-run (mnist.ErrWork) is bad input
+			return failErr(stderr, "reproduce "+n, err) // a work file found unusable mid-run (workstore.ErrWork) is bad input
 		}
 		fmt.Fprintf(stderr, "reproduce %s done in %.1fs\n", n, time.Since(start).Seconds())
 		done = append(done, fmt.Sprintf("%s\t%s\t%.1fs", n, dir, time.Since(start).Seconds()))

@@ -19,6 +19,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
 	"github.com/dfx-lab/dfx/internal/stats"
+	"github.com/dfx-lab/dfx/internal/workstore"
 	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/models"
 	"github.com/dfx-lab/dfx/problem"
@@ -51,7 +52,7 @@ type ModelEvalConfig struct {
 	// (samples_s<scale>.idx, 8-bit IDX). A part found there, made with the
 	// same settings, is read instead of computed: the likelihood and the
 	// samples can be computed on a GPU machine and measured here. One run
-	// at a time uses a folder (lockWork): a second is refused (ErrWork).
+	// at a time uses a folder (workstore.Lock): a second is refused (ErrWork).
 	// The registered experiment sets it from Env.Work.
 	Work string
 	// Parts are the parts to compute (ParseModelParts; nil: all). Without
@@ -152,7 +153,7 @@ func RunModelEval(ctx context.Context, p *problem.Problem, lab Lab, cfg ModelEva
 	if res.digest, err = models.NetworkDigest(store, models.ScoreScope); err != nil {
 		return nil, err
 	}
-	lock, err := lockWork("mnist-model", cfg.Work, modelWorkLock, "work folder "+cfg.Work, log)
+	lock, err := workstore.Lock("mnist-model", cfg.Work, modelWorkLock, "work folder "+cfg.Work, log)
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package model
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,7 +13,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/internal/atomicfile"
-	"github.com/dfx-lab/dfx/internal/worklock"
+	"github.com/dfx-lab/dfx/internal/workstore"
 	"github.com/dfx-lab/dfx/mnist"
 )
 
@@ -105,7 +104,7 @@ func loadLikelihood(dir string, want *likelihoodWork) (*likelihoodWork, error) {
 	}
 	path := filepath.Join(dir, "likelihood.json")
 	var got likelihoodWork
-	if found, err := readStrict("mnist-model", path, &got); err != nil || !found {
+	if found, err := workstore.ReadStrict("mnist-model", path, &got); err != nil || !found {
 		return want, err
 	}
 	if err := want.matches(&got); err != nil {
@@ -159,7 +158,7 @@ func loadSamples(dir string, want samplesWork) (*mat.Dense, error) {
 	}
 	path, info := samplesPath(dir, want.Scale), samplesInfoPath(dir, want.Scale)
 	var got samplesWork
-	found, err := readStrict("mnist-model", info, &got)
+	found, err := workstore.ReadStrict("mnist-model", info, &got)
 	if err != nil {
 		return nil, err
 	}
@@ -210,14 +209,14 @@ func CheckModelWork(dir string) error {
 	if dir == "" {
 		return nil
 	}
-	if err := checkWorkDir("mnist-model", dir); err != nil {
+	if err := workstore.CheckDir("mnist-model", dir); err != nil {
 		return err
 	}
-	if err := probeWork("mnist-model", dir, modelWorkLock, "work folder "+dir); err != nil {
+	if err := workstore.Probe("mnist-model", dir, modelWorkLock, "work folder "+dir); err != nil {
 		return err
 	}
 	strict := func(path string, v any) error {
-		_, err := readStrict("mnist-model", path, v)
+		_, err := workstore.ReadStrict("mnist-model", path, v)
 		return err
 	}
 	if err := strict(filepath.Join(dir, "likelihood.json"), &likelihoodWork{}); err != nil {
@@ -236,16 +235,6 @@ func CheckModelWork(dir string) error {
 const modelWorkLock = "mnist-model"
 
 // ErrWork is wrapped by every error about a work folder whose files are
-// malformed or were made for other settings (mnist.ErrWork, which the CLI
+// malformed or were made for other settings (workstore.ErrWork, which the CLI
 // reports as bad input).
-var ErrWork = mnist.ErrWork
-
-func readStrict(who, path string, v any) (bool, error) { return mnist.ReadWorkFile(who, path, v) }
-
-func lockWork(who, dir, name, what string, log io.Writer) (*worklock.Lock, error) {
-	return mnist.LockWork(who, dir, name, what, log)
-}
-
-func probeWork(who, dir, name, what string) error { return mnist.ProbeWork(who, dir, name, what) }
-
-func checkWorkDir(who, dir string) error { return mnist.CheckWorkDir(who, dir) }
+var ErrWork = workstore.ErrWork

@@ -10,11 +10,12 @@ import (
 	"testing"
 
 	"github.com/dfx-lab/dfx/internal/worklock"
+	"github.com/dfx-lab/dfx/internal/workstore"
 	"github.com/dfx-lab/dfx/mnist"
 )
 
 // TestSecondModelEvalOnOneWorkFolderIsRefused: while a run holds a work
-// folder's lock (held here by lockWork, as a run takes it), the model
+// folder's lock (held here by workstore.Lock, as a run takes it), the model
 // evaluation on that folder, and the check made before a run
 // (CheckModelWork), are refused with ErrWork naming the holder, before any
 // work; the run gives its lock back when it returns. The context is
@@ -37,7 +38,7 @@ func TestSecondModelEvalOnOneWorkFolderIsRefused(t *testing.T) {
 	}
 	me := ModelEvalQuick()
 	me.Work = t.TempDir()
-	held, err := lockWork("test", me.Work, modelWorkLock, modelWorkLock, nil)
+	held, err := workstore.Lock("test", me.Work, modelWorkLock, modelWorkLock, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestSecondModelEvalOnOneWorkFolderIsRefused(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(me.Work, "."+modelWorkLock+".lock")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("mnist-model did not Release its lock: its lock file is there (%v)", err)
 	}
-	l, err := lockWork("test", me.Work, modelWorkLock, modelWorkLock, nil)
+	l, err := workstore.Lock("test", me.Work, modelWorkLock, modelWorkLock, nil)
 	if err != nil {
 		t.Errorf("mnist-model kept its lock after it returned: %v", err)
 	}
