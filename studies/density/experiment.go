@@ -3,7 +3,6 @@ package density
 import (
 	"context"
 	"fmt"
-	"io"
 	"time"
 
 	"gonum.org/v1/gonum/mat"
@@ -12,6 +11,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/pfode"
 	"github.com/dfx-lab/dfx/dfx/report"
+	"github.com/dfx-lab/dfx/internal/progress"
 	"github.com/dfx-lab/dfx/internal/stats"
 	"github.com/dfx-lab/dfx/internal/workstore"
 	"github.com/dfx-lab/dfx/mnist"
@@ -239,7 +239,7 @@ func runImages(ctx context.Context, ip imageProblem, cfg Config, env report.Env)
 	if n := keep.Len(); n > 0 {
 		fmt.Fprintf(log, "%s: %d rows read from %s (%s; %.0f s)\n", who, n, env.Work, keep.Where(), keep.ReadSeconds())
 	}
-	step := stepLogger(ctx, log, who)
+	step := progress.Steps(ctx, log, who)
 	xT := ip.noise(cfg.Seed, cfg.Samples)
 	if err := step("exact mixture", func() error { return res.runMixture(ctx, ip, xT, keep) }); err != nil {
 		return nil, err
@@ -266,19 +266,4 @@ func runImages(ctx context.Context, ip imageProblem, cfg Config, env report.Env)
 		res.Elapsed, res.Machine = keep.Elapsed(), w
 	}
 	return res, nil
-}
-
-// stepLogger returns a runner of an experiment's named parts: it writes
-// "<prefix>: <name> …" and the part's time to log, wraps the part's error
-// with its name, and stops once ctx is done.
-func stepLogger(ctx context.Context, log io.Writer, prefix string) func(name string, f func() error) error {
-	return func(name string, f func() error) error {
-		t := time.Now()
-		fmt.Fprintf(log, "%s: %s …\n", prefix, name)
-		if err := f(); err != nil {
-			return fmt.Errorf("%s: %s: %w", prefix, name, err)
-		}
-		fmt.Fprintf(log, "%s: %s done in %.1fs\n", prefix, name, time.Since(t).Seconds())
-		return ctx.Err()
-	}
 }

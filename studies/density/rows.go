@@ -64,23 +64,9 @@ func (r *Result) runMixture(ctx context.Context, ip imageProblem, xT *mat.Dense,
 		return e.LogProb, make([]float64, len(e.LogProb)), nil // closed form: no solver error
 	}
 	for _, tg := range cfg.targets().list(q, true) {
-		mine := keep.Mine()
-		if row, ok, err := keep.row("mixture", "exact", tg.name, ip.Dim); err != nil {
-			return err
-		} else if ok {
-			r.Rows = append(r.Rows, row)
-			continue
-		}
-		if !mine {
-			continue
-		}
-		row, err := densityRow(ctx, ip, score.Exact{Mixture: g}, tg, xT, e.LogProb, cfg.Steps, measure)
-		if err != nil {
-			return err
-		}
-		row.Model, row.Trace = "mixture", "exact"
-		r.Rows = append(r.Rows, row)
-		if err := keep.keep(row); err != nil {
+		if _, err := r.rowFor(keep, "mixture", "exact", tg, ip.Dim, func() (Row, error) {
+			return densityRow(ctx, ip, score.Exact{Mixture: g}, tg, xT, e.LogProb, cfg.Steps, measure)
+		}); err != nil {
 			return err
 		}
 	}
@@ -133,24 +119,14 @@ func (r *Result) runNetworks(ctx context.Context, ip imageProblem, xT *mat.Dense
 			return err
 		}
 		for _, tg := range cfg.targets().list(q, slices.Contains(cfg.UntilTraces, tr)) {
-			mine := keep.Mine()
-			if row, ok, err := keep.row("network", tr, tg.name, ip.Dim); err != nil {
-				return err
-			} else if ok {
-				r.Rows = append(r.Rows, row)
-				continue
-			}
-			if !mine {
-				continue
-			}
-			row, err := densityRow(ctx, ip, m, tg, xT, start, cfg.Steps, measure)
+			row, err := r.rowFor(keep, "network", tr, tg, ip.Dim, func() (Row, error) {
+				return densityRow(ctx, ip, m, tg, xT, start, cfg.Steps, measure)
+			})
 			if err != nil {
 				return fmt.Errorf("%s, %s: %w", tr, tg.name, err)
 			}
-			row.Model, row.Trace = "network", tr
-			r.Rows = append(r.Rows, row)
-			if err := keep.keep(row); err != nil {
-				return err
+			if row == nil { // read from the work folder, or another shard's
+				continue
 			}
 			fmt.Fprintf(log, "%s: network %s %s: %.4f bpd (level %.4f, tracked %.4f)\n", ip.who, tr, tg.name, row.Achieved.Mean, row.Level, row.Tracked.Mean)
 		}
@@ -296,4 +272,28 @@ func median(v []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// rowFor appends the row (model, trace, target tg) to r: read from the work
+// store where it holds it, else computed by run when this shard owns the
+// row, and kept. The row is returned when it was computed here, nil when
+// it was read or is another shard's.
+func (r *Result) rowFor(keep *store, model, trace string, tg target, dim int, run func() (Row, error)) (*Row, error) {
+	mine := keep.Mine()
+	if row, ok, err := keep.row(model, trace, tg.name, dim); err != nil {
+		return nil, err
+	} else if ok {
+		r.Rows = append(r.Rows, row)
+		return nil, nil
+	}
+	if !mine {
+		return nil, nil
+	}
+	row, err := run()
+	if err != nil {
+		return nil, err
+	}
+	row.Model, row.Trace = model, trace
+	r.Rows = append(r.Rows, row)
+	return &row, keep.keep(row)
 }
