@@ -58,20 +58,6 @@ func candidatesDir(s report.Settings) string {
 
 func init() {
 	report.RegisterLegacy(report.Legacy{
-		Name:  "mnist",
-		Doc:   "paper Table 1, Figures 1–2 on MNIST, and every estimator against the exact Fisher of the 60 000 training images (committed networks)",
-		Check: checkDataNets,
-		Run: func(ctx context.Context, c report.Config) ([]report.Result, error) {
-			cfg := For(c.Profile)
-			cfg.NetsDir = c.Settings.NetsDir
-			res, err := Run(ctx, cfg, c.LogWriter())
-			if err == nil {
-				fmt.Fprintf(c.LogWriter(), "mnist: computed in %.1fs\n", res.Elapsed.Seconds())
-			}
-			return report.One(res, err)
-		},
-	})
-	report.RegisterLegacy(report.Legacy{
 		Name:  "adjoint",
 		Doc:   "paper Figures 3–4 on MNIST: adjoint guidance with VJP vs DF-EA, the strength grid search, cost per step, and the exact-operator study (60 000-image Dirac mixture and a d = 64 Gaussian mixture)",
 		Check: checkDataNets,

@@ -14,6 +14,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/ot"
+	_ "github.com/dfx-lab/dfx/studies/likelihood"
 	"github.com/dfx-lab/dfx/toys"
 )
 
@@ -23,7 +24,6 @@ import (
 var (
 	_ = toys.For
 	_ = ot.For
-	_ = mnist.For
 )
 
 // quickEnv selects the quick profile as -quick's default.

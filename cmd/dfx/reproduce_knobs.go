@@ -27,7 +27,9 @@ type knobVar struct {
 // knobVars are the variables of the experiments that have moved to their
 // own configurations (report.Spec); legacy experiments read theirs in
 // reproduceSettings.
-var knobVars = []knobVar{}
+var knobVars = []knobVar{
+	{Name: "DFX_MNIST_NETS", Experiments: []string{"mnist"}, Flag: "nets"},
+}
 
 // knobValue records what the command line gave a knob that several named
 // experiments may share; each job's own flag is set from it afterwards.

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"time"
 
@@ -126,4 +127,9 @@ func Interleaved(ctx context.Context, rounds int, cases []Case) ([]Samples, erro
 		}
 	}
 	return out, nil
+}
+
+// Machine describes this computer in a few words, for a table of times.
+func Machine() string {
+	return fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
 }

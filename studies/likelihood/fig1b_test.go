@@ -1,4 +1,4 @@
-package mnist
+package likelihood
 
 import (
 	"encoding/csv"
