@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -59,6 +60,9 @@ func WriteDir(ctx context.Context, r *Report, dir string) error {
 	if err := os.WriteFile(filepath.Join(tmp, marker), manifestMarker(written), 0o644); err != nil {
 		return fmt.Errorf("report %s: %w", r.Name, err)
 	}
+	if err := keepNotes(dir, tmp, written); err != nil {
+		return fmt.Errorf("report %s: %w", r.Name, err)
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -70,6 +74,22 @@ func WriteDir(ctx context.Context, r *Report, dir string) error {
 	}
 	ok = true
 	return nil
+}
+
+// keepNotes copies dir's Notes, if any, into the new outputs tmp (unless
+// the report wrote one itself).
+func keepNotes(dir, tmp string, written []string) error {
+	if slices.Contains(written, Notes) {
+		return nil
+	}
+	b, err := os.ReadFile(filepath.Join(dir, Notes))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(tmp, Notes), b, 0o644)
 }
 
 // splitOutputDir cleans dir and splits it into its parent and its own name.

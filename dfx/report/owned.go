@@ -28,14 +28,19 @@ const (
 	parentMarker = "# a parent folder: dfx writes its index file and output folders here, and touches nothing else"
 )
 
+// Notes is the hand-written reading of an output folder (figures/<exp>/
+// NOTES.md: what the numbers mean, the verdicts): dfx never writes it, and
+// keeps it when it replaces the folder's outputs.
+const Notes = "NOTES.md"
+
 // errNotOwned is wrapped by the errors about an output folder dfx must not
 // write into: one holding files dfx did not write, a source folder, or /.
 var errNotOwned = errors.New("not a folder dfx may write into")
 
 // CheckDir reports whether dfx may write into dir: it does not exist yet,
 // is empty, or holds a marker — a parent's, or an output folder's whose
-// manifest lists every file in it (a file the user added is never
-// replaced). The file system's root and source folders (a go.mod, .git or
+// manifest lists every file in it besides Notes (a file the user added is
+// never replaced). The file system's root and source folders (a go.mod, .git or
 // .go files) are refused in any case.
 func CheckDir(dir string) error {
 	if err := CheckNotSource(dir); err != nil {
@@ -60,7 +65,7 @@ func CheckDir(dir string) error {
 		return nil
 	}
 	for _, e := range ents {
-		if n := e.Name(); n != marker && !slices.Contains(manifest, n) {
+		if n := e.Name(); n != marker && n != Notes && !slices.Contains(manifest, n) {
 			return fmt.Errorf("output folder %s holds %s, which dfx did not write (not listed in its %s): move it away or choose another folder: %w", dir, n, marker, errNotOwned)
 		}
 	}

@@ -275,3 +275,26 @@ func TestWriteDirWritesOnlyIntoItsOwnFolders(t *testing.T) {
 		t.Fatalf("WriteDir over a parent folder: %v", err)
 	}
 }
+
+// TestWriteDirKeepsTheFolderNotes: a folder's hand-written NOTES.md does
+// not make it foreign, and survives the swap of its outputs.
+func TestWriteDirKeepsTheFolderNotes(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "exp")
+	if err := WriteDir(ctx, sample(false), dir); err != nil {
+		t.Fatal(err)
+	}
+	notes := filepath.Join(dir, Notes)
+	if err := os.WriteFile(notes, []byte("reading"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteDir(ctx, sample(false), dir); err != nil {
+		t.Fatalf("rewriting a folder with its notes: %v", err)
+	}
+	if b, err := os.ReadFile(notes); err != nil || string(b) != "reading" {
+		t.Fatalf("notes after the rewrite: %q, %v", b, err)
+	}
+	if m, _ := os.ReadFile(filepath.Join(dir, marker)); strings.Contains(string(m), Notes) {
+		t.Error("the marker lists the notes as dfx's own")
+	}
+}
