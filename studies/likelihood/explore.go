@@ -43,7 +43,7 @@ type SamplesResult struct {
 // seed…seed+n−1 as rows of InitialNoise) with steps DDIM steps.
 func ExploreSamples(nets *mnist.Networks, class int, scale float64, n, steps int, seed uint64) (*SamplesResult, error) {
 	if class < 0 || class > 9 || n < 1 {
-		return nil, fmt.Errorf("likelihood: samples of class %d, %d images", class, n)
+		return nil, fmt.Errorf("mnist: samples of class %d, %d images", class, n)
 	}
 	start := time.Now()
 	cls, sc := make([]int, n), make([]float64, n)
@@ -221,7 +221,7 @@ func ExploreFisher(nets *mnist.Networks, mix *mixture.Dirac, test *mnist.Set, t 
 		start := time.Now()
 		got, err := e.Trace(c, x)
 		if err != nil {
-			return nil, fmt.Errorf("likelihood: %s: %w", TraceMethods[i], err)
+			return nil, fmt.Errorf("mnist: %s: %w", TraceMethods[i], err)
 		}
 		res.Methods = append(res.Methods, TraceMethods[i])
 		res.Estimates[TraceMethods[i]] = got
@@ -244,7 +244,7 @@ func ExploreFisher(nets *mnist.Networks, mix *mixture.Dirac, test *mnist.Set, t 
 		start := time.Now()
 		got, err := op.op.Apply(score.State{At: c, X: x, Endpoint: x0}, v)
 		if err != nil {
-			return nil, fmt.Errorf("likelihood: %s: %w", op.name, err)
+			return nil, fmt.Errorf("mnist: %s: %w", op.name, err)
 		}
 		res.OpSec[op.name] = time.Since(start).Seconds() / float64(q)
 		var rel float64
@@ -306,7 +306,7 @@ func (r *FisherCompare) Report() (*report.Report, error) {
 		Render: func(format string) ([]byte, error) {
 			est := r.Estimates[r.Chosen]
 			if est == nil {
-				return nil, fmt.Errorf("likelihood: no estimator %q", r.Chosen)
+				return nil, fmt.Errorf("mnist: no estimator %q", r.Chosen)
 			}
 			lo, hi := math.Min(floats.Min(r.Exact), floats.Min(est)), math.Max(floats.Max(r.Exact), floats.Max(est))
 			p, err := plotx.Lines(fmt.Sprintf("%s against the exact trace, t = %g", r.Chosen, r.T), "exact tr F", r.Chosen+" tr F",
@@ -361,7 +361,7 @@ func LikelihoodDynamics(n *mnist.Networks, method string, seed uint64) (score.Mo
 	case "df-tm-c":
 		est, err = access.NewDFTMCentred(n.Net)
 	default:
-		return nil, fmt.Errorf("likelihood: unknown trace method %q (one of %v)", method, TraceMethods)
+		return nil, fmt.Errorf("mnist: unknown trace method %q (one of %v)", method, TraceMethods)
 	}
 	if err != nil {
 		return nil, err
