@@ -57,13 +57,13 @@
 //	Eq. 22       eq:ot_b                    the paper's matrix update A ← A + dt AᵀB       ot.PaperRule
 //	Alg. 2       algo:ot                    the numerical OT test                         ot.Test
 //	Alg. 3       algo:to_detail             the detailed OT test (published protocol)     ot.PublishedRule, ot.Run
-//	App. B.1     app:extra_nll              NLL evaluation details                        likelihood.BitsPerDim, mnist.RunBPD
+//	App. B.1     app:extra_nll              NLL evaluation details                        likelihood.BitsPerDim, studies/likelihood.Run
 //	App. B.2     app:extra_adjoint          adjoint guidance details                      adjoint.Config, studies/adjoint.RunGuidance
 //	App. B.3     app:extra_ot               the OT experiments' protocol                  ot.PublishedRule, ot.Table3
 //	App. B.4     app:exp_models             the paper's pretrained models (Stable Diffusion, reward models)  none: the MNIST
 //	    networks are trained here (mnist.TrainNetwork, mnist.LoadNetworks)
 //	App. C       app:discussion             discussions                                   (the rows below)
-//	App. C.1     app:singularity            F is singular at t = 0                        likelihood.Config (T0 > 0), mnist.RunBPD (the paper's t₁)
+//	App. C.1     app:singularity            F is singular at t = 0                        likelihood.Config (T0 > 0), studies/likelihood (the paper's t₁)
 //	App. C.2     (no label)                 BPD = −log p₀/(d log 2)                       likelihood.BitsPerDim
 //	App. C.4     app:covariance             F and the posterior covariance                mixture.Gaussian, access.DFTMCentred
 //	App. C.5     app:hutchinson             Hutchinson and Hutch++ traces                 access.Hutchinson, access.HutchPP
@@ -91,17 +91,17 @@
 // committed outputs; -quick gives a small version in minutes):
 //
 //	printed      label                what                                    code
-//	Table 1      tab:my_label         cost and error of every access method   mnist.RunTiming, mnist.RunTruth
+//	Table 1      tab:my_label         cost and error of every access method   studies/likelihood.Run
 //	             dfx reproduce mnist → figures/mnist/table1.md, figures/mnist/truth.md
 //	Table 2      tab:trace_toy        DF-TM vs VJP traces and NLL, 2-D        studies/access.Run           dfx reproduce toys → figures/toys/table2.md
 //	Table 3      tab:ot               the OT test of four schedules           ot.Run, ot.Table3            dfx reproduce ot → figures/ot/table3.md
-//	Fig. 1       fig:xx               Fig. 1a and Fig. 1b together            mnist.Run
+//	Fig. 1       fig:xx               Fig. 1a and Fig. 1b together            studies/likelihood.Run
 //	             dfx reproduce mnist → figures/mnist/fig1a_loss.png, figures/mnist/fig1b_nll_vs_logp.png
-//	Fig. 1a      fig:train_loss       DF-TM training loss                     mnist.Run
+//	Fig. 1a      fig:train_loss       DF-TM training loss                     studies/likelihood.Run
 //	             dfx reproduce mnist → figures/mnist/fig1a_loss.png
-//	Fig. 1b      fig:tradeoff         NLL against guidance score              mnist.RunGuidance
+//	Fig. 1b      fig:tradeoff         NLL against guidance score              studies/likelihood.Run
 //	             dfx reproduce mnist → figures/mnist/fig1b_nll_vs_logp.png, figures/mnist/guidance.md
-//	Fig. 2       fig:nll_compare      samples ranked by NLL                   mnist.RunFig2
+//	Fig. 2       fig:nll_compare      samples ranked by NLL                   studies/likelihood.Run
 //	             dfx reproduce mnist → figures/mnist/fig2_ranked.png, figures/mnist/fig2.md
 //	Fig. 3       fig:adjoint_score    adjoint guidance, VJP vs DF-EA          studies/adjoint.RunGuidance
 //	             dfx reproduce adjoint → figures/adjoint/fig3_reward_vs_steps.png, figures/adjoint/fig3_rewards.md
@@ -110,7 +110,7 @@
 //
 // Beyond the paper: the centred DF-TM (access.DFTMCentred, models.DFTMCentred),
 // the exact-mixture "network" (access.Mixture), the MNIST empirical
-// distribution as ground truth (mnist.RunTruth), the exact-operator study of
+// distribution as ground truth (studies/likelihood.Run), the exact-operator study of
 // adjoint guidance (studies/adjoint: ExactStudy in RunGuidance, RunGMM), the access
 // comparison against the exact Fisher (studies/access.RunAccess: dfx reproduce access
 // → figures/access/access.md) and the exact fields of a 2-D mixture

@@ -156,22 +156,6 @@ func TestGuidedEpsInterpolatesConditionalAndUnconditional(t *testing.T) {
 	}
 }
 
-func TestSpearman(t *testing.T) {
-	for _, c := range []struct {
-		a, b []float64
-		want float64
-	}{
-		{[]float64{1, 2, 3, 4}, []float64{10, 20, 30, 40}, 1},
-		{[]float64{1, 2, 3, 4}, []float64{4, 3, 2, 1}, -1},
-		{[]float64{1, 2, 3, 4, 5}, []float64{1, 4, 9, 16, 25}, 1}, // monotone, not linear
-		{[]float64{1, 2, 2, 3}, []float64{1, 2, 3, 4}, 0.9486832980505138},
-	} {
-		if got := Spearman(c.a, c.b); math.Abs(got-c.want) > 1e-12 {
-			t.Errorf("Spearman(%v, %v) = %g, want %g", c.a, c.b, got, c.want)
-		}
-	}
-}
-
 // TestTrainingResumesExactly: training interrupted after 3 steps and resumed
 // gives the same weights as 6 uninterrupted steps (same seed), and the state
 // file is gone once training ends.

@@ -34,11 +34,7 @@ func Problem() *problem.Problem {
 			if err != nil {
 				return nil, err
 			}
-			out := &problem.Networks{Net: n.Net}
-			if rec := n.Records["eps"]; rec != nil {
-				out.About = fmt.Sprintf("ε-network %s: %d steps on %s", rec.Net, rec.Steps, rec.Machine)
-			}
-			return out, nil
+			return n.problemNetworks(), nil
 		},
 		Dequantized: func(ctx context.Context, n int, seed uint64) (*mat.Dense, error) {
 			set, err := Load(Test)
@@ -48,6 +44,31 @@ func Problem() *problem.Problem {
 			return set.DequantizedContext(ctx, 0, n, seed)
 		},
 	}
+}
+
+// problemNetworks are n in the problem's contract: the unconditional Net,
+// the classifier, the guided sampler and the training records.
+func (n *Networks) problemNetworks() *problem.Networks {
+	recs := map[string]*problem.TrainRecord{}
+	for name, r := range n.Records {
+		recs[name] = &problem.TrainRecord{Steps: r.Steps, Seconds: r.Seconds, Machine: r.Machine, Backend: r.Backend, Curve: r.Curve, Accuracy: r.Accuracy}
+	}
+	out := &problem.Networks{Net: n.Net, Classifier: classifier{n}, Classes: 10, Prior: InitialNoise, Backend: n.Backend.Name(), Records: recs,
+		Sample: func(ctx context.Context, steps int, seed uint64, class []int, scale []float64) (*mat.Dense, error) {
+			return n.SampleContext(ctx, SampleConfig{Steps: steps, Seed: seed}, class, scale)
+		}}
+	if rec := n.Records["eps"]; rec != nil {
+		out.About = fmt.Sprintf("ε-network %s: %d steps on %s", rec.Net, rec.Steps, rec.Machine)
+	}
+	return out
+}
+
+// classifier is the networks' classifier as a problem.Classifier.
+type classifier struct{ n *Networks }
+
+func (c classifier) LogProbs(x *mat.Dense) (*mat.Dense, error) {
+	lp, _, err := c.n.Classifier.LogProbs(x)
+	return lp, err
 }
 
 // scaledSplit reads split s's images, every one, scaled to [-1, 1].

@@ -18,8 +18,10 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/access"
+	"github.com/dfx-lab/dfx/dfx/likelihood"
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/models"
 )
 
 // Problem is a data set with its exact reference and its networks.
@@ -62,6 +64,12 @@ type ImageShape struct {
 // IsImage reports whether the samples are images.
 func (s ImageShape) IsImage() bool { return s.H > 0 && s.W > 0 }
 
+// Quantization is the pixel grid of s: Levels levels on [−1, 1], so that
+// bpd = −log₂ p/d + log₂(Levels/2).
+func (s ImageShape) Quantization() likelihood.Quantization {
+	return likelihood.Quantization{Levels: s.Levels, Lo: -1, Hi: 1}
+}
+
 // Networks are a problem's learned networks in dfx/access's contract.
 type Networks struct {
 	// Net is the ε-network (unconditional), with the DF-TM network t_θ and
@@ -73,6 +81,30 @@ type Networks struct {
 	Classifier Classifier
 	// About says in one line what the networks are (for reports; "": nothing).
 	About string
+	// Classes is the number of classes of Sample and Classifier (0: none).
+	Classes int
+	// Sample, if not nil, draws class-conditional samples [B, d] by DDIM in
+	// steps steps with classifier-free guidance ε̃ = ε_∅ + s (ε_c − ε_∅),
+	// row i of class[i] at scale[i], from the noise Prior(seed, 0, B).
+	Sample func(ctx context.Context, steps int, seed uint64, class []int, scale []float64) (*mat.Dense, error)
+	// Prior is x_T of rows [lo, hi) of a sampling run of seed, [hi − lo, d]
+	// (row i from its own stream, so a row does not depend on the batch).
+	Prior func(seed uint64, lo, hi int) *mat.Dense
+	// Backend names the backend the networks run on.
+	Backend string
+	// Records are the networks' training records by role: "eps" (the
+	// ε-network), "dftm" (t_θ), "dftm-c" (ν_θ), "classifier" (nil: none).
+	Records map[string]*TrainRecord
+}
+
+// TrainRecord is what a network's checkpoint records of its training.
+type TrainRecord struct {
+	Steps    int
+	Seconds  float64 // wall-clock training time
+	Machine  string  // where it was trained
+	Backend  string
+	Curve    models.LossCurve
+	Accuracy float64 // a classifier's test accuracy
 }
 
 // Classifier is a clean-sample classifier: LogProbs returns [B, classes]

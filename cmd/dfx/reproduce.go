@@ -17,13 +17,13 @@ import (
 	_ "github.com/dfx-lab/dfx/studies/access"
 	_ "github.com/dfx-lab/dfx/studies/adjoint"
 	_ "github.com/dfx-lab/dfx/studies/density"
+	_ "github.com/dfx-lab/dfx/studies/likelihood"
 	_ "github.com/dfx-lab/dfx/studies/model"
 )
 
 // The experiments are report's registry, filled by the study packages
-// imported here (and mnist's, until its likelihood study moves); `dfx
-// reproduce`, the notebooks (notebook.Run) and the tests run them through it.
-var _ = mnist.For
+// imported here; `dfx reproduce`, the notebooks (notebook.Run) and the
+// tests run them through it.
 
 // quickEnv selects the quick profile as -quick's default.
 const quickEnv = "DFX_QUICK"

@@ -28,7 +28,7 @@ type knobVar struct {
 // own configurations (report.Spec); legacy experiments read theirs in
 // reproduceSettings.
 var knobVars = []knobVar{
-	{Name: "DFX_MNIST_NETS", Experiments: []string{"adjoint", "mnist-model", "mnist-baselines", "mnist-density"}, Flag: "nets"},
+	{Name: "DFX_MNIST_NETS", Experiments: []string{"mnist", "adjoint", "mnist-model", "mnist-baselines", "mnist-density"}, Flag: "nets"},
 	{Name: "DFX_MNIST_MODEL", Experiments: []string{"mnist-model"}, Flag: "model"},
 	{Name: "DFX_MNIST_MODEL_PARTS", Experiments: []string{"mnist-model"}, Flag: "parts"},
 	{Name: "DFX_MNIST_MODEL_WORK", Experiments: []string{"mnist-model"}, Flag: "work"},

@@ -10,7 +10,7 @@
 //
 // or one function of an experiment package at the notebook's profile:
 //
-//	res, err := mnist.Run(notebook.Context(), mnist.For(notebook.Profile()), notebook.Progress())
+//	res, err := likelihood.Run(notebook.Context(), mnist.Problem(), "", likelihood.MNIST(notebook.Profile()), notebook.Progress())
 //	notebook.Show(res, err)
 //
 // Outside a notebook (a test, a plain program) every function here prints

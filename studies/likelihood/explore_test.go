@@ -1,13 +1,15 @@
-package mnist
+package likelihood
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
 
 	"github.com/dfx-lab/dfx/dfx/adjoint"
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/report"
+	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/models"
 )
 
@@ -21,7 +23,7 @@ func TestExploreRunsRenderTheirSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nets, err := LoadNetworks(backend, "")
+	nets, err := mnist.LoadNetworks(backend, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,17 +31,17 @@ func TestExploreRunsRenderTheirSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, c := s.Images.Dims(); r != 2 || c != Dim || len(s.LogP) != 2 || s.LogP[0] > 0 {
+	if r, c := s.Images.Dims(); r != 2 || c != mnist.Dim || len(s.LogP) != 2 || s.LogP[0] > 0 {
 		t.Errorf("samples %d×%d, log p %v", r, c, s.LogP)
 	}
-	a, err := ExploreAdjoint(context.Background(), nets, 3, OperatorDFEA, adjoint.Config{Steps: 4, From: 1, To: 3, InnerSteps: 1, Strength: 0.3, Normalize: true}, 2, 1)
+	a, err := ExploreAdjoint(context.Background(), nets, 3, mnist.OperatorDFEA, adjoint.Config{Steps: 4, From: 1, To: 3, InnerSteps: 1, Strength: 0.3, Normalize: true}, 2, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a.EvalsG <= a.EvalsU || len(a.LossG) != 2 {
 		t.Errorf("guided %d evaluations against %d unguided, losses %v", a.EvalsG, a.EvalsU, a.LossG)
 	}
-	test, err := Load(Test)
+	test, err := mnist.Load(mnist.Test)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,6 +73,22 @@ func TestExploreRunsRenderTheirSettings(t *testing.T) {
 		}
 		if !strings.Contains(h, "data:image/png;base64,") {
 			t.Errorf("%s: no figure", name)
+		}
+	}
+}
+
+func TestSpearman(t *testing.T) {
+	for _, c := range []struct {
+		a, b []float64
+		want float64
+	}{
+		{[]float64{1, 2, 3, 4}, []float64{10, 20, 30, 40}, 1},
+		{[]float64{1, 2, 3, 4}, []float64{4, 3, 2, 1}, -1},
+		{[]float64{1, 2, 3, 4, 5}, []float64{1, 4, 9, 16, 25}, 1}, // monotone, not linear
+		{[]float64{1, 2, 2, 3}, []float64{1, 2, 3, 4}, 0.9486832980505138},
+	} {
+		if got := Spearman(c.a, c.b); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("Spearman(%v, %v) = %g, want %g", c.a, c.b, got, c.want)
 		}
 	}
 }

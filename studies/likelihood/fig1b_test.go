@@ -1,4 +1,4 @@
-package mnist
+package likelihood
 
 import (
 	"encoding/csv"
@@ -11,7 +11,7 @@ import (
 // run's guidance.csv (13 scales, crowded at the lower left), the case
 // where the scale labels overlapped.
 func TestFig1bLabelsFromTheFullRun(t *testing.T) {
-	f, err := os.Open("../figures/mnist/guidance.csv")
+	f, err := os.Open("../../figures/mnist/guidance.csv")
 	if err != nil {
 		t.Skip(err)
 	}

@@ -1,4 +1,4 @@
-package mnist
+package likelihood
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 )
 
 // TruthRow summarises the estimators against the exact Fisher of the
-// 60 000-image Dirac mixture at one time, for queries whose x₀ comes from
+// training set's Dirac mixture (MNIST: 60 000 images) at one time, for queries whose x₀ comes from
 // one split (train: the mixture's own atoms; test: unseen images).
 type TruthRow struct {
 	Split        string
@@ -38,81 +38,85 @@ type TruthResult struct {
 	Rows       []TruthRow
 }
 
-// RunTruth scores every trace estimator, t_θ and ȳ_θ against the exact
-// Dirac mixture of the training set at x_t = α x₀ + σ ε.
-func RunTruth(ctx context.Context, nets *Networks, cfg Config, train, test *Set) (*TruthResult, error) {
-	y, err := train.Scaled(0, train.Images.N)
+// truth scores every trace estimator, t_θ and ȳ_θ against the exact
+// reference (the Dirac mixture of the training rows y [N, d]) at
+// x_t = α x₀ + σ ε, x₀ from y or from the test rows.
+func (s study) truth(ctx context.Context, y, test *mat.Dense) (*TruthResult, error) {
+	mix, err := s.p.Exact(ctx)
 	if err != nil {
 		return nil, err
 	}
-	mix, err := mixture.NewDirac(y, nil)
+	n, cfg, d := s.nets.Net, s.cfg, s.p.Dim
+	tr, err := newTraces(n, d, cfg.Seed)
 	if err != nil {
 		return nil, err
 	}
-	n := nets.Net
-	tr, err := newTraces(n, cfg.Seed)
-	if err != nil {
-		return nil, err
-	}
-	vjp, h16, dftm, dftmc := tr.vjp, tr.h16, tr.dftm, tr.dftmc
-	ests := []score.TraceEstimator{vjp, h16, dftm, dftmc}
+	ests := []score.TraceEstimator{tr.vjp, tr.h16, tr.dftm, tr.dftmc}
 	res := &TruthResult{}
 	for _, e := range ests {
 		res.Estimators = append(res.Estimators, e.Name())
 	}
 	q := cfg.TruthQueries
 	rng := rand.New(rand.NewPCG(cfg.Seed, 77))
+	ny, _ := y.Dims()
+	idx := rng.Perm(ny)[:q]
+	fromTrain := mat.NewDense(q, d, nil)
+	for i, k := range idx {
+		fromTrain.SetRow(i, y.RawRowView(k))
+	}
 	splits := []struct {
 		name string
 		x0   *mat.Dense
-	}{{"train", nil}, {"test", nil}}
-	idx := rng.Perm(train.Images.N)[:q]
-	splits[0].x0 = mat.NewDense(q, Dim, nil)
-	for i, k := range idx {
-		splits[0].x0.SetRow(i, y.RawRowView(k))
-	}
-	if splits[1].x0, err = test.Scaled(0, q); err != nil {
-		return nil, err
-	}
+	}{{"train", fromTrain}, {"test", mat.DenseCopyOf(test.Slice(0, q, 0, d))}}
 	for _, sp := range splits {
 		for _, t := range cfg.TruthTimes {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			c, err := schedule.At(n.Schedule, t)
+			row, err := s.truthRow(mix, y, sp.x0, sp.name, t, ests, tr.dftm, rng)
 			if err != nil {
-				return nil, err
-			}
-			x := mat.NewDense(q, Dim, nil)
-			for i := range q {
-				for j := range Dim {
-					x.Set(i, j, c.Alpha*sp.x0.At(i, j)+c.Sigma*rng.NormFloat64())
-				}
-			}
-			ex, err := mix.Eval(mixture.Query{At: c, X: x, Want: mixture.Trace | mixture.Denoiser | mixture.SecondMoment | mixture.LogProb})
-			if err != nil {
-				return nil, err
-			}
-			row := TruthRow{Split: sp.name, T: t, Sigma: c.Sigma, Queries: q, RelErr: map[string]float64{}}
-			for i := range q {
-				row.ExactTrace += ex.Trace[i] / float64(q)
-			}
-			for _, e := range ests {
-				got, err := e.Trace(c, x)
-				if err != nil {
-					return nil, err
-				}
-				for i := range q {
-					row.RelErr[e.Name()] += math.Abs(got[i]-ex.Trace[i]) / math.Abs(ex.Trace[i]) / float64(q)
-				}
-			}
-			if err := dftmBound(&row, n, dftm, y, x, c, ex); err != nil {
 				return nil, err
 			}
 			res.Rows = append(res.Rows, row)
 		}
 	}
 	return res, nil
+}
+
+// truthRow is the row of split at time t: queries noised from x0 [q, d]
+// with rng.
+func (s study) truthRow(mix mixture.Mixture, y, x0 *mat.Dense, split string, t float64, ests []score.TraceEstimator, dftm score.TraceEstimator,
+	rng *rand.Rand) (TruthRow, error) {
+	n := s.nets.Net
+	q, d := x0.Dims()
+	c, err := schedule.At(n.Schedule, t)
+	if err != nil {
+		return TruthRow{}, err
+	}
+	x := mat.NewDense(q, d, nil)
+	for i := range q {
+		for j := range d {
+			x.Set(i, j, c.Alpha*x0.At(i, j)+c.Sigma*rng.NormFloat64())
+		}
+	}
+	ex, err := mix.Eval(mixture.Query{At: c, X: x, Want: mixture.Trace | mixture.Denoiser | mixture.SecondMoment | mixture.LogProb})
+	if err != nil {
+		return TruthRow{}, err
+	}
+	row := TruthRow{Split: split, T: t, Sigma: c.Sigma, Queries: q, RelErr: map[string]float64{}}
+	for i := range q {
+		row.ExactTrace += ex.Trace[i] / float64(q)
+	}
+	for _, e := range ests {
+		got, err := e.Trace(c, x)
+		if err != nil {
+			return TruthRow{}, err
+		}
+		for i := range q {
+			row.RelErr[e.Name()] += math.Abs(got[i]-ex.Trace[i]) / math.Abs(ex.Trace[i]) / float64(q)
+		}
+	}
+	return row, dftmBound(&row, n, dftm, y, x, c, ex)
 }
 
 // nearestShare is, for each query, the posterior weight of the most
@@ -175,11 +179,13 @@ func dftmBound(row *TruthRow, n *access.Net, dftm score.TraceEstimator, y, x *ma
 		return err
 	}
 	var ratios []float64
+	_, d := x.Dims()
+	dim := float64(d)
 	for i := range q {
-		tStar := ex.SecondMoment[i] / Dim
+		tStar := ex.SecondMoment[i] / dim
 		yEx, yNet := ex.Denoiser.RawRowView(i), yb.RawRowView(i)
 		var dn, yn, ynet float64
-		for j := range Dim {
+		for j := range d {
 			dn += (yNet[j] - yEx[j]) * (yNet[j] - yEx[j])
 			yn += yEx[j] * yEx[j]
 			ynet += yNet[j] * yNet[j]
@@ -187,15 +193,15 @@ func dftmBound(row *TruthRow, n *access.Net, dftm score.TraceEstimator, y, x *ma
 		d1, d2 := math.Abs(tt[i]-tStar), math.Sqrt(dn)
 		row.Delta1 += d1 / float64(q)
 		row.Delta2Rel += d2 / math.Sqrt(yn) / float64(q)
-		bound := access.DFTMErrorBound(Dim, c.Alpha, c.Sigma, d1, d2, math.Sqrt(yn))
+		bound := access.DFTMErrorBound(d, c.Alpha, c.Sigma, d1, d2, math.Sqrt(yn))
 		diff := math.Abs(dtm[i] - ex.Trace[i])
 		// float32 network outputs: allow rounding of d/σ² in the comparison
-		if diff <= bound*(1+1e-3)+1e-5*Dim/(c.Sigma*c.Sigma) {
+		if diff <= bound*(1+1e-3)+1e-5*dim/(c.Sigma*c.Sigma) {
 			row.BoundHolds += 1 / float64(q)
 		}
 		ratios = append(ratios, diff/bound)
-		row.ExactCov += (tStar - yn/Dim) / float64(q)
-		row.NetCov += (tt[i] - ynet/Dim) / float64(q)
+		row.ExactCov += (tStar - yn/dim) / float64(q)
+		row.NetCov += (tt[i] - ynet/dim) / float64(q)
 		row.NearestShare += nearest[i] / float64(q)
 	}
 	row.BoundRatio = stats.Median(ratios)

@@ -1,4 +1,4 @@
-package mnist
+package likelihood
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
 	"github.com/dfx-lab/dfx/internal/stats"
+	"github.com/dfx-lab/dfx/mnist"
 )
 
 // The small runs behind the notebooks' knobs (dfx/notebook.Knobs): one
@@ -40,7 +41,7 @@ type SamplesResult struct {
 
 // ExploreSamples draws n images of class at guidance scale (seeds
 // seed…seed+n−1 as rows of InitialNoise) with steps DDIM steps.
-func ExploreSamples(nets *Networks, class int, scale float64, n, steps int, seed uint64) (*SamplesResult, error) {
+func ExploreSamples(nets *mnist.Networks, class int, scale float64, n, steps int, seed uint64) (*SamplesResult, error) {
 	if class < 0 || class > 9 || n < 1 {
 		return nil, fmt.Errorf("mnist: samples of class %d, %d images", class, n)
 	}
@@ -49,11 +50,11 @@ func ExploreSamples(nets *Networks, class int, scale float64, n, steps int, seed
 	for i := range cls {
 		cls[i], sc[i] = class, scale
 	}
-	x, err := nets.Sample(SampleConfig{Steps: steps, Seed: seed}, cls, sc)
+	x, err := nets.Sample(mnist.SampleConfig{Steps: steps, Seed: seed}, cls, sc)
 	if err != nil {
 		return nil, err
 	}
-	x = Clip(x)
+	x = mnist.Clip(x)
 	lp, _, err := nets.Classifier.LogProbs(x)
 	if err != nil {
 		return nil, err
@@ -80,10 +81,11 @@ func (r *SamplesResult) Report() (*report.Report, error) {
 		Align: "rrrrrrrr",
 		Cells: [][]report.Cell{{report.Int(r.Class), report.Float(r.Scale), report.Int(n), report.Int(r.Steps),
 			report.Float(m), report.Float(se), report.Text(fmt.Sprintf("%d / %d", r.Correct, n)), report.Float(r.Elapsed.Seconds())}},
-		Notes: []string{"s = 0 is the unconditional model, s = 1 the conditional one, s > 1 classifier-free guidance beyond it (ε̃ = ε(x, ∅) + s (ε(x, c) − ε(x, ∅)))."}}
+		Notes: []string{"s = 0 is the unconditional model, s = 1 the conditional one, " +
+			"s > 1 classifier-free guidance beyond it (ε̃ = ε(x, ∅) + s (ε(x, c) − ε(x, ∅)))."}}
 	fig := &report.Figure{Name: "samples.png", Caption: "the samples, log p(c|x) under each",
 		Render: func(format string) ([]byte, error) {
-			return imageRow(fmt.Sprintf("digit %d, s = %g", r.Class, r.Scale), "seed", nil, [][]*mat.Dense{rowsOf(r.Images)}, [][]float64{r.LogP}, format)
+			return imageRow(fmt.Sprintf("digit %d, s = %g", r.Class, r.Scale), "seed", nil, [][]*mat.Dense{plotx.SplitRows(r.Images)}, [][]float64{r.LogP}, format)
 		}}
 	return &report.Report{Name: "samples", Tables: []*report.Table{t}, Figures: []*report.Figure{fig}}, nil
 }
@@ -102,8 +104,8 @@ type AdjointExplore struct {
 
 // ExploreAdjoint draws n unconditional images (CFG scale 0) and the same
 // images guided by the class reward towards target with the Fisher operator
-// op (OperatorVJP or OperatorDFEA) on the guidance window cfg.From…cfg.To.
-func ExploreAdjoint(ctx context.Context, nets *Networks, target int, op string, cfg adjoint.Config, n int, seed uint64) (*AdjointExplore, error) {
+// op (mnist.OperatorVJP or mnist.OperatorDFEA) on the guidance window cfg.From…cfg.To.
+func ExploreAdjoint(ctx context.Context, nets *mnist.Networks, target int, op string, cfg adjoint.Config, n int, seed uint64) (*AdjointExplore, error) {
 	reward, err := nets.ClassReward(target)
 	if err != nil {
 		return nil, err
@@ -112,15 +114,15 @@ func ExploreAdjoint(ctx context.Context, nets *Networks, target int, op string, 
 	res := &AdjointExplore{Target: target, Operator: op, Config: cfg}
 	un := cfg
 	un.From, un.To = 0, 0
-	u, err := GuidedSample(ctx, nets, cls, 0, reward, op, un, seed)
+	u, err := mnist.GuidedSample(ctx, nets, cls, 0, reward, op, un, seed)
 	if err != nil {
 		return nil, err
 	}
-	g, err := GuidedSample(ctx, nets, cls, 0, reward, op, cfg, seed)
+	g, err := mnist.GuidedSample(ctx, nets, cls, 0, reward, op, cfg, seed)
 	if err != nil {
 		return nil, err
 	}
-	res.Unguided, res.Guided = Clip(u.X), Clip(g.X)
+	res.Unguided, res.Guided = mnist.Clip(u.X), mnist.Clip(g.X)
 	res.EvalsU, res.EvalsG, res.SecondsU, res.Seconds = u.ModelEvals, g.ModelEvals, u.Elapsed.Seconds(), g.Elapsed.Seconds()
 	if res.LossU, _, err = reward(res.Unguided); err != nil {
 		return nil, err
@@ -138,7 +140,8 @@ func (r *AdjointExplore) Report() (*report.Report, error) {
 		return []report.Cell{report.Text(name), report.Float(m), report.Float(se), report.Int(evals), report.Float(sec)}
 	}
 	c := r.Config
-	t := &report.Table{Name: "adjoint", Title: fmt.Sprintf("### Towards the digit %d with %s, guided steps %d…%d of %d, strength %g", r.Target, r.Operator, c.From, c.To, c.Steps, c.Strength),
+	t := &report.Table{Name: "adjoint",
+		Title: fmt.Sprintf("### Towards the digit %d with %s, guided steps %d…%d of %d, strength %g", r.Target, r.Operator, c.From, c.To, c.Steps, c.Strength),
 		Columns: []report.Column{{Name: "sampler"}, {Name: "mean −log p(target|x) (nats)", Format: "%.3f"}, {Name: "± SE", Format: "%.3f"},
 			{Name: "ε̂ evaluations"}, {Name: "time", Unit: "s", Format: "%.2f s"}}, Align: "lrrrr",
 		Cells: [][]report.Cell{row("unguided", r.LossU, r.EvalsU, r.SecondsU), row("guided ("+r.Operator+")", r.LossG, r.EvalsG, r.Seconds)},
@@ -146,7 +149,7 @@ func (r *AdjointExplore) Report() (*report.Report, error) {
 	fig := &report.Figure{Name: "adjoint.png", Caption: "unguided (top) and guided (bottom) images from the same noise, −log p(target|x) under each",
 		Render: func(format string) ([]byte, error) {
 			return imageRow(fmt.Sprintf("towards %d: unguided (top), %s-guided (bottom)", r.Target, r.Operator), "seed", []string{"unguided", r.Operator},
-				[][]*mat.Dense{rowsOf(r.Unguided), rowsOf(r.Guided)}, [][]float64{r.LossU, r.LossG}, format)
+				[][]*mat.Dense{plotx.SplitRows(r.Unguided), plotx.SplitRows(r.Guided)}, [][]float64{r.LossU, r.LossG}, format)
 		}}
 	return &report.Report{Name: "adjoint-explore", Tables: []*report.Table{t}, Figures: []*report.Figure{fig}}, nil
 }
@@ -174,7 +177,7 @@ var TraceMethods = []string{"vjp-exact", "hutchinson-16", "df-tm", "df-tm-c"}
 // ExploreFisher compares at time t on q test images; chosen names the
 // estimator of the scatter plot. mix is the training set's Dirac mixture
 // (TrainingMixture), built once by the caller.
-func ExploreFisher(nets *Networks, mix *mixture.Dirac, test *Set, t float64, q int, chosen string, seed uint64) (*FisherCompare, error) {
+func ExploreFisher(nets *mnist.Networks, mix *mixture.Dirac, test *mnist.Set, t float64, q int, chosen string, seed uint64) (*FisherCompare, error) {
 	n := nets.Net
 	c, err := schedule.At(n.Schedule, t)
 	if err != nil {
@@ -185,9 +188,9 @@ func ExploreFisher(nets *Networks, mix *mixture.Dirac, test *Set, t float64, q i
 		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(seed, 11))
-	x, v := mat.NewDense(q, Dim, nil), mat.NewDense(q, Dim, nil)
+	x, v := mat.NewDense(q, mnist.Dim, nil), mat.NewDense(q, mnist.Dim, nil)
 	for i := range q {
-		for j := range Dim {
+		for j := range mnist.Dim {
 			x.Set(i, j, c.Alpha*x0.At(i, j)+c.Sigma*rng.NormFloat64())
 			v.Set(i, j, rng.NormFloat64())
 		}
@@ -198,7 +201,7 @@ func ExploreFisher(nets *Networks, mix *mixture.Dirac, test *Set, t float64, q i
 	}
 	res := &FisherCompare{T: t, Sigma: c.Sigma, Queries: q, Exact: ex.Trace, Estimates: map[string][]float64{},
 		TraceSec: map[string]float64{}, OpRelErr: map[string]float64{}, OpSec: map[string]float64{}, Chosen: chosen}
-	vjp, err := access.NewVJPTrace(n, Dim)
+	vjp, err := access.NewVJPTrace(n, mnist.Dim)
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +249,7 @@ func ExploreFisher(nets *Networks, mix *mixture.Dirac, test *Set, t float64, q i
 		res.OpSec[op.name] = time.Since(start).Seconds() / float64(q)
 		var rel float64
 		for i := range q {
-			d := make([]float64, Dim)
+			d := make([]float64, mnist.Dim)
 			floats.SubTo(d, got.RawRowView(i), ex.MatVec.RawRowView(i))
 			rel += floats.Norm(d, 2) / floats.Norm(ex.MatVec.RawRowView(i), 2) / float64(q)
 		}
@@ -258,12 +261,12 @@ func ExploreFisher(nets *Networks, mix *mixture.Dirac, test *Set, t float64, q i
 
 // TrainingMixture is the exact data distribution of ExploreFisher: the
 // Dirac mixture of the 60 000 training images (in [−1, 1]), and the test set.
-func TrainingMixture() (*mixture.Dirac, *Set, error) {
-	train, err := Load(Train)
+func TrainingMixture() (*mixture.Dirac, *mnist.Set, error) {
+	train, err := mnist.Load(mnist.Train)
 	if err != nil {
 		return nil, nil, err
 	}
-	test, err := Load(Test)
+	test, err := mnist.Load(mnist.Test)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -282,11 +285,13 @@ func TrainingMixture() (*mixture.Dirac, *Set, error) {
 // estimator against the exact trace.
 func (r *FisherCompare) Report() (*report.Report, error) {
 	exMean := stat.Mean(r.Exact, nil)
-	t := &report.Table{Name: "fisher", Title: fmt.Sprintf("### Learned against exact Fisher at t = %g (σ = %.3g), %d noised test images", r.T, r.Sigma, r.Queries),
+	t := &report.Table{Name: "fisher",
+		Title: fmt.Sprintf("### Learned against exact Fisher at t = %g (σ = %.3g), %d noised test images", r.T, r.Sigma, r.Queries),
 		Columns: []report.Column{{Name: "kind"}, {Name: "method"}, {Name: "mean relative error", Format: "%.3g"},
 			{Name: "time per image", Unit: "s", Format: "%.3g ms", Scale: 1e3}}, Align: "llrr",
 		Notes: []string{fmt.Sprintf("Exact: the Fisher of the 60 000-image Dirac mixture of the training set (mean tr F = %.4g). "+
-			"Traces: |est − exact| / |exact|; products F v (v Gaussian): ‖est − exact‖ / ‖exact‖; DF-EA at the clean image each query was noised from.", exMean)}}
+			"Traces: |est − exact| / |exact|; products F v (v Gaussian): ‖est − exact‖ / ‖exact‖; "+
+			"DF-EA at the clean image each query was noised from.", exMean)}}
 	for _, m := range r.Methods {
 		var rel float64
 		for i, e := range r.Estimates[m] {
@@ -315,25 +320,10 @@ func (r *FisherCompare) Report() (*report.Report, error) {
 	return &report.Report{Name: "fisher", Tables: []*report.Table{t}, Figures: []*report.Figure{fig}}, nil
 }
 
-func rowsOf(x *mat.Dense) []*mat.Dense {
-	r, _ := x.Dims()
-	out := make([]*mat.Dense, r)
-	for i := range r {
-		out[i] = mat.NewDense(1, Dim, x.RawRowView(i))
-	}
-	return out
-}
-
-// imageRow draws rows of images with values under each, sized like the
-// other image figures.
+// imageRow draws rows of MNIST images with values under each, sized like
+// the other image figures.
 func imageRow(title, xlabel string, rowNames []string, rows [][]*mat.Dense, values [][]float64, format string) ([]byte, error) {
-	p, err := ImageGrid(title, xlabel, "", rows, values)
-	if err != nil {
-		return nil, err
-	}
-	LabelRows(p, rowNames)
-	w := max(vg.Length(len(rows[0]))*0.62*vg.Inch+1.5*vg.Inch, 4*vg.Inch)
-	return plotx.Bytes(p, w, vg.Length(float64(len(rows))*0.62*gridStripScale)*vg.Inch+1.2*vg.Inch, format)
+	return plotx.ImageRows(title, xlabel, rowNames, 28, 28, rows, values, format)
 }
 
 // sorted and sortedBy order the pairs (x[i], y[i]) by x, so that a series
@@ -358,8 +348,8 @@ func sortedBy(x, y []float64) []float64 {
 // LikelihoodDynamics is the PF-ODE likelihood's dynamics (dfx/likelihood)
 // of the unconditional ε-network: score −ε_θ/σ and the trace by method, a
 // spec of dfx/access's registry, e.g. one of TraceMethods (seed: Hutchinson's probes).
-func (n *Networks) LikelihoodDynamics(method string, seed uint64) (score.Model, error) {
-	est, err := access.NewTrace(method, access.Env{Net: n.Net, Seed: seed, ExactRows: Dim})
+func LikelihoodDynamics(n *mnist.Networks, method string, seed uint64) (score.Model, error) {
+	est, err := access.NewTrace(method, access.Env{Net: n.Net, Seed: seed, ExactRows: mnist.Dim})
 	if err != nil {
 		return nil, fmt.Errorf("mnist: %w", err)
 	}
