@@ -13,7 +13,7 @@ import (
 
 // allowedEnv are the variables a library package may read, each with why:
 // the entry points (cmd/dfx, dfx/notebook) read every DFX_* variable and
-// pass settings down (report.Settings, mnist.SetDataDir).
+// pass settings down (report.Env, mnist.SetDataDir).
 var allowedEnv = map[string]string{
 	"GOMLX_BACKEND": "GoMLX's own variable: its backends.New reads it whatever dfx does; models validates it first",
 	"GOMODCACHE":    "the Go tool's module cache, where the GoMNIST module ships the MNIST files",
@@ -70,7 +70,7 @@ func TestNoLibraryReadsTheEnvironment(t *testing.T) {
 						return true
 					}
 				}
-				t.Errorf("%s: os.%s(%s): a library reads no variable; take it as a setting (report.Settings) from cmd/dfx or dfx/notebook",
+				t.Errorf("%s: os.%s(%s): a library reads no variable; take it as a setting (report.Env, a config field) from cmd/dfx or dfx/notebook",
 					fset.Position(call.Pos()), sel.Sel.Name, exprString(call.Args[0]))
 			case "Environ":
 				t.Errorf("%s: os.Environ in a library", fset.Position(call.Pos()))

@@ -11,10 +11,15 @@ import (
 func For(p report.Profile) Config { return report.Pick(p, Quick, Full) }
 
 func init() {
-	report.RegisterLegacy(report.Legacy{
+	report.Register(report.Spec[Config]{
 		Name: "ot", Doc: "paper Table 3: OT test of PF-ODE maps in both protocols, studies beyond the paper, figures",
-		Run: func(ctx context.Context, c report.Config) ([]report.Result, error) {
-			return report.One(Run(ctx, For(c.Profile)))
+		Quick: Quick, Full: Full,
+		Run: func(ctx context.Context, c Config, _ report.Env) (report.Result, error) {
+			res, err := Run(ctx, c)
+			if err != nil {
+				return nil, err
+			}
+			return res, nil
 		},
 	})
 }

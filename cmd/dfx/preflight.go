@@ -37,9 +37,8 @@ func retrainEnv() error {
 }
 
 // envHint names the variables behind experiment name's settings that are
-// set (knobVars, and the legacy settings s), for the message of a failed
-// check.
-func envHint(name string, s report.Settings) string {
+// set (knobVars), for the message of a failed check.
+func envHint(name string) string {
 	var vars []string
 	image := strings.HasPrefix(name, "mnist") || name == "adjoint"
 	if d := os.Getenv("DFX_MNIST_DIR"); d != "" && image {
@@ -50,9 +49,6 @@ func envHint(name string, s report.Settings) string {
 		if val != "" && slices.Contains(v.Experiments, name) && !slices.Contains(vars, v.Name+"="+val) {
 			vars = append(vars, v.Name+"="+val)
 		}
-	}
-	if v := "DFX_MNIST_NETS=" + s.NetsDir; image && s.NetsDir != "" && !slices.Contains(vars, v) {
-		vars = append(vars, v)
 	}
 	if len(vars) == 0 {
 		return ""

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/dfx-lab/dfx/dfx/report"
-	"github.com/dfx-lab/dfx/mnist"
 	_ "github.com/dfx-lab/dfx/ot"
 	_ "github.com/dfx-lab/dfx/studies/access"
 	_ "github.com/dfx-lab/dfx/studies/adjoint"
@@ -151,15 +150,14 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return fail(stderr, "reproduce", fmt.Errorf("unknown experiment %q (want one of %s, all)", n, strings.Join(experimentNames(), ", ")))
 		}
 	}
-	settings, err := reproduceSettings()
-	if err != nil {
+	if err := retrainEnv(); err != nil {
 		return failErr(stderr, "reproduce", err)
 	}
 	profile := report.Full
 	if *quick {
 		profile = report.Quick
 	}
-	jobs, envs, err := configure(names, profile, fs, settings, stderr)
+	jobs, envs, err := configure(names, profile, fs, stderr)
 	if err != nil {
 		return failErr(stderr, "reproduce", err)
 	}
@@ -174,9 +172,9 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return fail(stderr, "reproduce", fmt.Errorf("%s: a shard writes no report, only its rows into the work folder; "+
 				"drop -out (the run without a shard writes the report)", n))
 		}
-		return reproduceShard(ctx, n, file, profile, jobs[n], envs[n], settings, stdout, stderr)
+		return reproduceShard(ctx, n, file, profile, jobs[n], envs[n], stdout, stderr)
 	}
-	if err := preflightReproduce(*out, names, jobs, envs, settings); err != nil {
+	if err := preflightReproduce(*out, names, jobs, envs); err != nil {
 		return failErr(stderr, "reproduce", err)
 	}
 	var done []string
@@ -197,21 +195,10 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	return 0
 }
 
-// reproduceSettings reads the experiments' settings from the environment
-// (reproduceEnv), checking each value.
-func reproduceSettings() (report.Settings, error) {
-	if err := retrainEnv(); err != nil {
-		return report.Settings{}, err
-	}
-	return report.Settings{
-		NetsDir: os.Getenv("DFX_MNIST_NETS"),
-	}, nil
-}
-
 // preflightReproduce checks, before any experiment runs, the output
 // folders (report.CheckDir: new, empty, or dfx's own), the backend and
 // each named experiment's settings (Experiment.Check), and claims -out.
-func preflightReproduce(out string, names []string, jobs map[string]report.Job, envs map[string]report.Env, s report.Settings) error {
+func preflightReproduce(out string, names []string, jobs map[string]report.Job, envs map[string]report.Env) error {
 	if strings.TrimSpace(out) == "" {
 		return badInput(errors.New("-out is empty; name an output folder"))
 	}
@@ -231,7 +218,7 @@ func preflightReproduce(out string, names []string, jobs map[string]report.Job, 
 	}
 	for _, n := range names {
 		if err := jobs[n].Check(envs[n]); err != nil {
-			return badInput(fmt.Errorf("%s: %w%s", n, err, envHint(n, s)))
+			return badInput(fmt.Errorf("%s: %w%s", n, err, envHint(n)))
 		}
 	}
 	if err := report.ClaimDir(out); err != nil {
@@ -241,17 +228,14 @@ func preflightReproduce(out string, names []string, jobs map[string]report.Job, 
 }
 
 // configure returns each named experiment's job at profile p and its
-// Env (configureJob); a legacy experiment's job gets the settings s.
-func configure(names []string, p report.Profile, cmd *flag.FlagSet, s report.Settings, log io.Writer) (map[string]report.Job, map[string]report.Env, error) {
+// Env (configureJob).
+func configure(names []string, p report.Profile, cmd *flag.FlagSet, log io.Writer) (map[string]report.Job, map[string]report.Env, error) {
 	jobs, envs := map[string]report.Job{}, map[string]report.Env{}
 	for _, n := range names {
 		e, _ := report.Lookup(n)
 		j, env, err := configureJob(e, p, cmd, report.Env{Log: log})
 		if err != nil {
 			return nil, nil, err
-		}
-		if c, ok := j.Config().(*report.Config); ok {
-			c.Settings = s
 		}
 		jobs[n], envs[n] = j, env
 	}
@@ -293,13 +277,12 @@ func shardJob(jobs map[string]report.Job) (name, file string, ok bool) {
 
 // reproduceShard runs the shard job j of experiment n: its checks, then
 // its rows into the work folder; stdout gets the shard's work file.
-func reproduceShard(ctx context.Context, n, file string, profile report.Profile, j report.Job, env report.Env, s report.Settings,
-	stdout, stderr io.Writer) int {
+func reproduceShard(ctx context.Context, n, file string, profile report.Profile, j report.Job, env report.Env, stdout, stderr io.Writer) int {
 	if err := checkBackend(); err != nil {
 		return failErr(stderr, "reproduce", err)
 	}
 	if err := j.Check(env); err != nil {
-		return failErr(stderr, "reproduce", badInput(fmt.Errorf("%s: %w%s", n, err, envHint(n, s))))
+		return failErr(stderr, "reproduce", badInput(fmt.Errorf("%s: %w%s", n, err, envHint(n))))
 	}
 	start := time.Now()
 	fmt.Fprintf(stderr, "reproduce %s (%s), shard → rows into %s\n", n, profile, filepath.Join(env.Work, file))

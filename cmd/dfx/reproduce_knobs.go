@@ -24,9 +24,7 @@ type knobVar struct {
 	Flag        string
 }
 
-// knobVars are the variables of the experiments that have moved to their
-// own configurations (report.Spec); legacy experiments read theirs in
-// reproduceSettings.
+// knobVars are the DFX_* variables of the experiments' knobs and folders.
 var knobVars = []knobVar{
 	{Name: "DFX_MNIST_NETS", Experiments: []string{"mnist", "adjoint", "mnist-model", "mnist-baselines", "mnist-density"}, Flag: "nets"},
 	{Name: "DFX_MNIST_MODEL", Experiments: []string{"mnist-model"}, Flag: "model"},

@@ -200,12 +200,6 @@ func profileNote() string {
 	return " (" + string(handed) + " profile)"
 }
 
-// Settings are the experiments' settings in a notebook: the networks of
-// DFX_MNIST_NETS ("" : the committed ones); everything else at its default.
-func Settings() report.Settings {
-	return report.Settings{NetsDir: os.Getenv("DFX_MNIST_NETS")}
-}
-
 // Run runs the registered experiment name (report.Lookup; the cell imports
 // its package, e.g. _ "github.com/dfx-lab/dfx/studies/access") at Profile,
 // with a progress line, and shows each of its results.
@@ -228,9 +222,6 @@ func RunAt(name string, p report.Profile) {
 		return
 	}
 	j := e.Configure(p, nil)
-	if c, ok := j.Config().(*report.Config); ok {
-		c.Settings = Settings()
-	}
 	env := report.Env{Nets: os.Getenv("DFX_MNIST_NETS"), Log: Progress()}
 	if err := j.Check(env); err != nil {
 		Fail(fmt.Errorf("%s: %w", name, err))
