@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
@@ -16,6 +15,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
 	"github.com/dfx-lab/dfx/models"
+	"github.com/dfx-lab/dfx/problem"
 )
 
 // Networks are the trained MNIST networks, ready to evaluate.
@@ -304,11 +304,4 @@ func (n *Networks) ClassLogProb(x *mat.Dense, class []int) ([]float64, *mat.Dens
 }
 
 // Clip clamps images to the data range [−1, 1] (a copy).
-func Clip(x *mat.Dense) *mat.Dense {
-	out := mat.DenseCopyOf(x)
-	raw := out.RawMatrix().Data
-	for i, v := range raw {
-		raw[i] = math.Max(-1, math.Min(1, v))
-	}
-	return out
-}
+func Clip(x *mat.Dense) *mat.Dense { return problem.Clip(x) }

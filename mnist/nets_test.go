@@ -70,10 +70,6 @@ func relDiff(a, b []float64) float64 {
 // (a wrong sign or power of σ in the fused formula fails it).
 func TestFusedGraphMatchesTheAccessEstimators(t *testing.T) {
 	nets := tinyNetworks(t)
-	f, err := newFused(nets.Net)
-	if err != nil {
-		t.Fatal(err)
-	}
 	dftm, err := access.NewDFTM(nets.Net)
 	if err != nil {
 		t.Fatal(err)
@@ -88,11 +84,11 @@ func TestFusedGraphMatchesTheAccessEstimators(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		evTM, err := dynamics{f: f, kind: traceDFTM}.Eval(c, x, score.WantTrace)
+		evTM, err := access.NetModel{Net: nets.Net, Trace: dftm, Fused: true}.Eval(c, x, score.WantTrace)
 		if err != nil {
 			t.Fatal(err)
 		}
-		evC, err := dynamics{f: f, kind: traceDFTMC}.Eval(c, x, score.WantTrace)
+		evC, err := access.NetModel{Net: nets.Net, Trace: dftmc, Fused: true}.Eval(c, x, score.WantTrace)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/dfx-lab/dfx/internal/stats"
 	"gonum.org/v1/gonum/stat"
 )
 
@@ -76,17 +77,7 @@ func (s Samples) Quantile(p float64, m int) float64 {
 
 // Median is the median of v: the middle value, or the mean of the two
 // middle values when len(v) is even; 0 for an empty v.
-func Median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
+func Median(v []float64) float64 { return stats.Median(v) }
 
 // Interleaved calls every case once to warm up (the measurement is
 // dropped), then rounds times in turn, case after case, each case only in

@@ -214,7 +214,7 @@ func (r *Result) runCosts(ctx context.Context, ip imageProblem, xT *mat.Dense, n
 		}
 	}
 	for i, m := range ms {
-		perStep := median(times[i]) / float64(cfg.CostSteps)
+		perStep := stats.Median(times[i]) / float64(cfg.CostSteps)
 		r.Costs = append(r.Costs, Cost{Model: m.model, Trace: m.trace, Rounds: len(times[i]),
 			PerStep:   time.Duration(perStep * float64(time.Second)),
 			PerSample: time.Duration(perStep * float64(cfg.Steps) / float64(cfg.Samples) * float64(time.Second))})
@@ -258,20 +258,6 @@ func densityRow(ctx context.Context, ip imageProblem, m score.Model, tg target, 
 		row.Grid = append(row.Grid, mat.NewDense(1, ip.Dim, clipped.RawRowView(i)))
 	}
 	return row, nil
-}
-
-// median is the middle of v (the mean of the two middle values for an
-// even count; 0 for none).
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // rowFor appends the row (model, trace, target tg) to r: read from the work

@@ -223,7 +223,7 @@ func (s study) fig2(ctx context.Context, train *mat.Dense) (*Fig2Result, error) 
 	if err != nil {
 		return nil, err
 	}
-	nn := problem.NearestDistance(train, clipped)
+	nn := stats.NearestDistance(train, clipped)
 	res := &Fig2Result{Scale: cfg.Fig2Scale, Seeds: k}
 	res.RhoConf, res.RhoNN = Spearman(bpd, lp), Spearman(bpd, nn)
 	images := plotx.SplitRows(clipped)
@@ -245,36 +245,6 @@ func (s study) fig2(ctx context.Context, train *mat.Dense) (*Fig2Result, error) 
 	return res, nil
 }
 
-// Spearman is the rank correlation of a and b (average ranks for ties).
-func Spearman(a, b []float64) float64 {
-	ra, rb := ranks(a), ranks(b)
-	ma, _ := stats.MeanSE(ra)
-	mb, _ := stats.MeanSE(rb)
-	var num, da, db float64
-	for i := range ra {
-		num += (ra[i] - ma) * (rb[i] - mb)
-		da += (ra[i] - ma) * (ra[i] - ma)
-		db += (rb[i] - mb) * (rb[i] - mb)
-	}
-	return num / math.Sqrt(da*db)
-}
-
-func ranks(v []float64) []float64 {
-	idx := make([]int, len(v))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool { return v[idx[a]] < v[idx[b]] })
-	r := make([]float64, len(v))
-	for i := 0; i < len(idx); {
-		j := i
-		for j+1 < len(idx) && v[idx[j+1]] == v[idx[i]] {
-			j++
-		}
-		for k := i; k <= j; k++ {
-			r[idx[k]] = float64(i+j)/2 + 1
-		}
-		i = j + 1
-	}
-	return r
-}
+// Spearman is the rank correlation of a and b (average ranks for ties):
+// stats.Spearman.
+func Spearman(a, b []float64) float64 { return stats.Spearman(a, b) }
