@@ -6,7 +6,9 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	dfxadjoint "github.com/dfx-lab/dfx/dfx/adjoint"
 	"github.com/dfx-lab/dfx/mnist"
+	"github.com/dfx-lab/dfx/models"
 )
 
 // TestProblemNoiseIsMNISTNoise: the study's initial noise on mnist.Problem
@@ -61,5 +63,33 @@ func TestClipToClampsImagesOnly(t *testing.T) {
 	}
 	if got := clipTo(x, false); got.At(0, 2) != 1.5 {
 		t.Errorf("non-image sample clipped: %v", got.RawRowView(0))
+	}
+}
+
+// TestExploreAdjointGuidesFromTheSameNoise: the notebook's guided run costs
+// more network evaluations than the unguided one from the same noise, and
+// scores every image.
+func TestExploreAdjointGuidesFromTheSameNoise(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads the committed networks")
+	}
+	backend, err := models.NewBackend()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nets, err := mnist.LoadNetworks(backend, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := dfxadjoint.Config{Steps: 4, From: 1, To: 3, InnerSteps: 1, Strength: 0.3, Normalize: true}
+	a, err := ExploreAdjoint(context.Background(), nets, 3, mnist.OperatorDFEA, cfg, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.EvalsG <= a.EvalsU || len(a.LossG) != 2 {
+		t.Errorf("guided %d evaluations against %d unguided, losses %v", a.EvalsG, a.EvalsU, a.LossG)
+	}
+	if _, err := a.Report(); err != nil {
+		t.Error(err)
 	}
 }
