@@ -6,6 +6,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/dfx-lab/dfx/models/internal/adam"
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/gobackend"
@@ -173,10 +174,10 @@ func (h *hostStep) step(batch []*tensors.Tensor, lr float64) (float64, error) {
 	if h.clipNorm > 0 {
 		scale = math.Min(1, h.clipNorm/(math.Sqrt(sq)+1e-12))
 	}
-	hp := adamHyper{
-		scale: scale, lr: lr, beta1: h.beta1, beta2: h.beta2, eps: h.eps, wd: h.weightDecay,
-		c1: 1 / (1 - math.Pow(h.beta1, t)), c2: 1 / (1 - math.Pow(h.beta2, t)),
-		emaDecay: h.emaDecay, firstEMA: gs == 1,
+	hp := adam.Hyper{
+		Scale: scale, LR: lr, Beta1: h.beta1, Beta2: h.beta2, Eps: h.eps, WD: h.weightDecay,
+		C1: 1 / (1 - math.Pow(h.beta1, t)), C2: 1 / (1 - math.Pow(h.beta2, t)),
+		EMADecay: h.emaDecay, FirstEMA: gs == 1,
 	}
 	for i, v := range h.vars {
 		if err := h.update(v, grads[i], hp); err != nil {
@@ -187,7 +188,7 @@ func (h *hostStep) step(batch []*tensors.Tensor, lr float64) (float64, error) {
 }
 
 // update applies the fused step to one variable.
-func (h *hostStep) update(v *model.Variable, grad *tensors.Tensor, hp adamHyper) error {
+func (h *hostStep) update(v *model.Variable, grad *tensors.Tensor, hp adam.Hyper) error {
 	store := h.tr.Store
 	scopePath := adamScope + v.Scope()
 	m1 := store.Scope(scopePath).WithInitializer(initializer.Zero).
@@ -195,7 +196,7 @@ func (h *hostStep) update(v *model.Variable, grad *tensors.Tensor, hp adamHyper)
 	m2 := store.Scope(scopePath).WithInitializer(initializer.Zero).
 		VariableWithShape(v.Name()+"_2nd_moment", v.Shape()).SetTrainable(false)
 	var ema *model.Variable
-	if hp.emaDecay > 0 {
+	if hp.EMADecay > 0 {
 		ema = store.Scope(EMAScope+v.Scope()).WithInitializer(initializer.Zero).
 			VariableWithShape(v.Name(), v.Shape()).SetTrainable(false)
 	}
@@ -216,68 +217,11 @@ func (h *hostStep) update(v *model.Variable, grad *tensors.Tensor, hp adamHyper)
 	}
 	switch h.tr.dtype {
 	case dtypes.Float32:
-		return withMutable[float32](vals, grad, func(p, m, s, e, g []float32) { adamFused32(p, m, s, e, g, hp) })
+		return withMutable[float32](vals, grad, func(p, m, s, e, g []float32) { adam.Fused32(p, m, s, e, g, hp) })
 	case dtypes.Float64:
-		return withMutable[float64](vals, grad, func(p, m, s, e, g []float64) { adamFusedGeneric(p, m, s, e, g, hp) })
+		return withMutable[float64](vals, grad, func(p, m, s, e, g []float64) { adam.FusedGeneric(p, m, s, e, g, hp) })
 	}
 	return fmt.Errorf("dtype %s", h.tr.dtype)
-}
-
-// adamHyper holds one step's constants.
-type adamHyper struct {
-	scale, lr, beta1, beta2, eps, wd, c1, c2, emaDecay float64
-	firstEMA                                           bool
-}
-
-// adamFusedGeneric is the reference element loop:
-//
-//	g ← scale·g;  m ← β₁m + (1−β₁)g;  s ← β₂s + (1−β₂)g²
-//	p ← p − (lr·c₁m/(√(c₂s) + ε) + lr·wd·p);  e ← p (first step) or d·e + (1−d)·p
-func adamFusedGeneric[T float32 | float64](p, m, s, e, g []T, hp adamHyper) {
-	scale, b1, b2 := T(hp.scale), T(hp.beta1), T(hp.beta2)
-	ob1, ob2 := 1-b1, 1-b2
-	lr, c1, c2, eps, lrwd := T(hp.lr), T(hp.c1), T(hp.c2), T(hp.eps), T(hp.lr*max(hp.wd, 0))
-	d := T(hp.emaDecay)
-	od := 1 - d
-	for i := range p {
-		gi := g[i] * scale
-		mi := b1*m[i] + ob1*gi
-		si := b2*s[i] + ob2*(gi*gi)
-		m[i], s[i] = mi, si
-		stp := lr * (mi * c1) / (T(math.Sqrt(float64(si*c2))) + eps)
-		if lrwd != 0 {
-			stp += lrwd * p[i]
-		}
-		pi := p[i] - stp
-		p[i] = pi
-		if e != nil {
-			if hp.firstEMA {
-				e[i] = pi
-			} else {
-				e[i] = d*e[i] + od*pi
-			}
-		}
-	}
-}
-
-// parallelChunks runs fn over [0, n) in contiguous pieces, one per core for
-// large n (the update is memory-bound: both cores' bandwidth helps).
-func parallelChunks(n int, fn func(lo, hi int)) {
-	const minChunk = 1 << 16
-	workers := min(max(n/minChunk, 1), maxWorkers())
-	if workers == 1 {
-		fn(0, n)
-		return
-	}
-	var wg sync.WaitGroup
-	step := (n + workers - 1) / workers
-	step = (step + 15) &^ 15 // whole vectors per piece
-	for lo := 0; lo < n; lo += step {
-		hi := min(lo+step, n)
-		wg.Add(1)
-		go func() { defer wg.Done(); fn(lo, hi) }()
-	}
-	wg.Wait()
 }
 
 // withMutable gives fn the flat slices of p, m, s, e (nil when vals has no
@@ -308,7 +252,7 @@ func sumSquares(t *tensors.Tensor) float64 {
 	t.MustConstFlatData(func(flat any) {
 		switch g := flat.(type) {
 		case []float32:
-			s = sumSquares32(g)
+			s = adam.SumSquares32(g)
 		case []float64:
 			for _, x := range g {
 				s += x * x

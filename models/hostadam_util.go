@@ -2,31 +2,12 @@ package models
 
 import (
 	"fmt"
-	"runtime"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 )
-
-// sub is e[lo:hi], or nil for a nil e (no EMA).
-func sub[T any](e []T, lo, hi int) []T {
-	if e == nil {
-		return nil
-	}
-	return e[lo:hi]
-}
-
-func sumSquaresGeneric(g []float32) float64 {
-	var s float64
-	for _, x := range g {
-		s += float64(x) * float64(x)
-	}
-	return s
-}
-
-func maxWorkers() int { return max(runtime.GOMAXPROCS(0), 1) }
 
 func scalarShape(dtype dtypes.DType) shapes.Shape { return shapes.Make(dtype) }
 

@@ -1,34 +1,34 @@
 //go:build goexperiment.simd && amd64
 
-package models
+package adam
 
 import "simd/archsimd"
 
-// adamFused32 is adamFusedGeneric for float32 with AVX-512 (16 lanes), the
+// Fused32 is FusedGeneric for float32 with AVX-512 (16 lanes), the
 // remainder and CPUs without AVX-512 on the generic loop. The two cores
 // split large variables.
-func adamFused32(p, m, s, e, g []float32, hp adamHyper) {
+func Fused32(p, m, s, e, g []float32, hp Hyper) {
 	if !archsimd.X86.AVX512() {
-		parallelChunks(len(p), func(lo, hi int) { adamFusedGeneric(p[lo:hi], m[lo:hi], s[lo:hi], sub(e, lo, hi), g[lo:hi], hp) })
+		parallelChunks(len(p), func(lo, hi int) { FusedGeneric(p[lo:hi], m[lo:hi], s[lo:hi], sub(e, lo, hi), g[lo:hi], hp) })
 		return
 	}
 	parallelChunks(len(p), func(lo, hi int) { adamAVX512(p[lo:hi], m[lo:hi], s[lo:hi], sub(e, lo, hi), g[lo:hi], hp) })
 }
 
-func adamAVX512(p, m, s, e, g []float32, hp adamHyper) {
-	scale := archsimd.BroadcastFloat32x16(float32(hp.scale))
-	b1 := archsimd.BroadcastFloat32x16(float32(hp.beta1))
-	b2 := archsimd.BroadcastFloat32x16(float32(hp.beta2))
-	ob1 := archsimd.BroadcastFloat32x16(1 - float32(hp.beta1))
-	ob2 := archsimd.BroadcastFloat32x16(1 - float32(hp.beta2))
-	lr := archsimd.BroadcastFloat32x16(float32(hp.lr))
-	c1 := archsimd.BroadcastFloat32x16(float32(hp.c1))
-	c2 := archsimd.BroadcastFloat32x16(float32(hp.c2))
-	eps := archsimd.BroadcastFloat32x16(float32(hp.eps))
-	lrwd := archsimd.BroadcastFloat32x16(float32(hp.lr * max(hp.wd, 0)))
-	d := archsimd.BroadcastFloat32x16(float32(hp.emaDecay))
-	od := archsimd.BroadcastFloat32x16(1 - float32(hp.emaDecay))
-	wd := hp.wd > 0 // GoMLX applies decay only when positive
+func adamAVX512(p, m, s, e, g []float32, hp Hyper) {
+	scale := archsimd.BroadcastFloat32x16(float32(hp.Scale))
+	b1 := archsimd.BroadcastFloat32x16(float32(hp.Beta1))
+	b2 := archsimd.BroadcastFloat32x16(float32(hp.Beta2))
+	ob1 := archsimd.BroadcastFloat32x16(1 - float32(hp.Beta1))
+	ob2 := archsimd.BroadcastFloat32x16(1 - float32(hp.Beta2))
+	lr := archsimd.BroadcastFloat32x16(float32(hp.LR))
+	c1 := archsimd.BroadcastFloat32x16(float32(hp.C1))
+	c2 := archsimd.BroadcastFloat32x16(float32(hp.C2))
+	eps := archsimd.BroadcastFloat32x16(float32(hp.Eps))
+	lrwd := archsimd.BroadcastFloat32x16(float32(hp.LR * max(hp.WD, 0)))
+	d := archsimd.BroadcastFloat32x16(float32(hp.EMADecay))
+	od := archsimd.BroadcastFloat32x16(1 - float32(hp.EMADecay))
+	wd := hp.WD > 0 // GoMLX applies decay only when positive
 	n := len(p) &^ 15
 	for i := 0; i < n; i += 16 {
 		gi := archsimd.LoadFloat32x16Slice(g[i:]).Mul(scale)
@@ -44,7 +44,7 @@ func adamAVX512(p, m, s, e, g []float32, hp adamHyper) {
 		pi = pi.Sub(stp)
 		pi.StoreSlice(p[i:])
 		if e != nil {
-			if hp.firstEMA {
+			if hp.FirstEMA {
 				pi.StoreSlice(e[i:])
 			} else {
 				d.Mul(archsimd.LoadFloat32x16Slice(e[i:])).Add(od.Mul(pi)).StoreSlice(e[i:])
@@ -52,13 +52,13 @@ func adamAVX512(p, m, s, e, g []float32, hp adamHyper) {
 		}
 	}
 	if n < len(p) {
-		adamFusedGeneric(p[n:], m[n:], s[n:], sub(e, n, len(p)), g[n:], hp)
+		FusedGeneric(p[n:], m[n:], s[n:], sub(e, n, len(p)), g[n:], hp)
 	}
 	archsimd.ClearAVXUpperBits() // the backend's scalar math.* code runs next
 }
 
-// sumSquares32 is Σ g² accumulated in float64 over float32 lanes of 16.
-func sumSquares32(g []float32) float64 {
+// SumSquares32 is Σ g² accumulated in float64 over float32 lanes of 16.
+func SumSquares32(g []float32) float64 {
 	if !archsimd.X86.AVX512() {
 		return sumSquaresGeneric(g)
 	}
