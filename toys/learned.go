@@ -33,9 +33,7 @@ type Networks struct {
 	Seed     uint64
 	store    *model.Store // evaluation (EMA) weights of the networks
 	net      *access.Net
-	vjp      *access.VJPTrace
-	dftm     *access.DFTM
-	dftmc    *access.DFTMCentred // nil without a centred network
+	traces   map[string]score.TraceEstimator // by method, built from the access registry
 }
 
 // newNetworks compiles the evaluators of the weights in store (both networks'
@@ -46,14 +44,13 @@ func newNetworks(backend compute.Backend, s schedule.Schedule, seed uint64, stor
 	if n.net, err = models.NewAccessNet(backend, store, s, true); err != nil {
 		return nil, fmt.Errorf("toys: %w", err)
 	}
-	if n.vjp, err = access.NewVJPTrace(n.net, 0); err != nil {
-		return nil, fmt.Errorf("toys: %w", err)
-	}
-	if n.dftm, err = access.NewDFTM(n.net); err != nil {
-		return nil, fmt.Errorf("toys: %w", err)
-	}
+	n.traces = map[string]score.TraceEstimator{}
+	methods := []string{MethodVJP, MethodDFTM}
 	if n.net.Nu != nil {
-		if n.dftmc, err = access.NewDFTMCentred(n.net); err != nil {
+		methods = append(methods, MethodDFTMC)
+	}
+	for _, m := range methods {
+		if n.traces[m], err = access.NewTrace(m, access.Env{Net: n.net}); err != nil {
 			return nil, fmt.Errorf("toys: %w", err)
 		}
 	}
@@ -64,16 +61,11 @@ func newNetworks(backend compute.Backend, s schedule.Schedule, seed uint64, stor
 // access.VJPTrace), MethodDFTM (access.DFTM) or MethodDFTMC (ours,
 // access.DFTMCentred).
 func (n *Networks) Trace(method string) (score.TraceEstimator, error) {
-	switch method {
-	case MethodVJP:
-		return n.vjp, nil
-	case MethodDFTM:
-		return n.dftm, nil
-	case MethodDFTMC:
-		if n.dftmc == nil {
-			return nil, fmt.Errorf("toys: no centred DF-TM network")
-		}
-		return n.dftmc, nil
+	if est, ok := n.traces[method]; ok {
+		return est, nil
+	}
+	if method == MethodDFTMC {
+		return nil, fmt.Errorf("toys: no centred DF-TM network")
 	}
 	return nil, fmt.Errorf("toys: no learned trace %q", method)
 }
