@@ -138,12 +138,12 @@ func (r *DensityExplore) Report() (*report.Report, error) {
 	fig := &report.Figure{Name: "density.png", Caption: "unguided (top) and density-guided (bottom) samples from the same noise, tracked bpd under each",
 		Render: func(format string) ([]byte, error) {
 			p, err := mnist.ImageGrid(fmt.Sprintf("density %s (%s trace): unguided (top), guided (bottom)", r.Target, r.Trace), "seed", "",
-				[][]*mat.Dense{rowsOf(r.Unguided), rowsOf(r.Guided)}, [][]float64{r.BPDUnguided, r.BPDGuided})
+				[][]*mat.Dense{plotx.SplitRows(r.Unguided), plotx.SplitRows(r.Guided)}, [][]float64{r.BPDUnguided, r.BPDGuided})
 			if err != nil {
 				return nil, err
 			}
 			mnist.LabelRows(p, []string{"unguided", "guided"})
-			w := max(vg.Length(len(rowsOf(r.Unguided)))*0.62*vg.Inch+1.5*vg.Inch, 4*vg.Inch)
+			w := max(vg.Length(len(plotx.SplitRows(r.Unguided)))*0.62*vg.Inch+1.5*vg.Inch, 4*vg.Inch)
 			return plotx.Bytes(p, w, vg.Length(2*0.62*stripScale)*vg.Inch+1.2*vg.Inch, format) // sized like mnist's image rows
 		}}
 	return &report.Report{Name: "density-explore", Tables: []*report.Table{t}, Figures: []*report.Figure{fig}}, nil
@@ -153,13 +153,3 @@ func (r *DensityExplore) Report() (*report.Report, error) {
 // in image heights (mnist's image grids: 28-pixel tiles, 2-pixel gaps,
 // 11-pixel strips).
 const stripScale = 41.0 / 30
-
-// rowsOf is the rows of x, each a [1, d] image.
-func rowsOf(x *mat.Dense) []*mat.Dense {
-	r, d := x.Dims()
-	out := make([]*mat.Dense, r)
-	for i := range r {
-		out[i] = mat.NewDense(1, d, x.RawRowView(i))
-	}
-	return out
-}
