@@ -6,13 +6,14 @@ import (
 	"runtime"
 	"time"
 
+	dfxtiming "github.com/dfx-lab/dfx/internal/timing"
+
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/access"
 	dfxadjoint "github.com/dfx-lab/dfx/dfx/adjoint"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
-	"github.com/dfx-lab/dfx/internal/stats"
 )
 
 // CostRow is the cost of one guided step with one Fisher operator at one
@@ -110,39 +111,22 @@ func (gd *guidance) stepParts(op string, at schedule.Coefficients, x *mat.Dense,
 	return []float64{fwd.s, inner.s, ls.s, adj.s, step.s, float64(ms.TotalAlloc - before)}, nil
 }
 
-// interleaved runs measure[name] for every name in turn, rounds times after
-// one warm-up round (which compiles and is not kept), and returns per name
-// the median of each measured quantity over the rounds. Interleaving puts
-// every name under the same machine load; it is the one timing loop of the
-// study, and the shape a shared interleaved timer (internal/timing) would
-// take: names, a measure per name returning several quantities, rounds
-// after a warm-up, medians out.
+// interleaved times measure[name] for every name with internal/timing's
+// interleaved rounds (one warm-up call each, not kept) and returns per name
+// the median of each measured quantity over the rounds.
 func interleaved(ctx context.Context, rounds int, names []string, measure map[string]func() ([]float64, error)) (map[string][]float64, error) {
-	samples := map[string][][]float64{}
-	for round := -1; round < rounds; round++ {
-		for _, name := range names {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			v, err := measure[name]()
-			if err != nil {
-				return nil, err
-			}
-			if round < 0 {
-				continue
-			}
-			if samples[name] == nil {
-				samples[name] = make([][]float64, len(v))
-			}
-			for i, x := range v {
-				samples[name][i] = append(samples[name][i], x)
-			}
-		}
+	cases := make([]dfxtiming.Case, len(names))
+	for i, n := range names {
+		cases[i] = dfxtiming.Case{Name: n, Run: measure[n]}
+	}
+	got, err := dfxtiming.Interleaved(ctx, rounds, cases)
+	if err != nil {
+		return nil, err
 	}
 	out := map[string][]float64{}
-	for name, qs := range samples {
-		for _, q := range qs {
-			out[name] = append(out[name], stats.Median(q))
+	for _, c := range got {
+		for m := range c.Values {
+			out[c.Name] = append(out[c.Name], c.Median(m))
 		}
 	}
 	return out, nil
