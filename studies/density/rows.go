@@ -20,6 +20,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
 	"github.com/dfx-lab/dfx/internal/stats"
+	"github.com/dfx-lab/dfx/internal/timing"
 	"github.com/dfx-lab/dfx/internal/workstore"
 	"github.com/dfx-lab/dfx/mnist"
 )
@@ -166,7 +167,7 @@ func (r *Result) networkLevels(ctx context.Context, ip imageProblem, net *access
 
 // runCosts times CostSteps unguided RK4 steps (ℓ tracked) of the batch xT
 // for the exact mixture and each network trace, interleaved round by round
-// after a warm-up run of each.
+// after a warm-up run of each (internal/timing).
 func (r *Result) runCosts(ctx context.Context, ip imageProblem, xT *mat.Dense, net *access.Net) error {
 	cfg := r.Config
 	type timed struct {
@@ -191,31 +192,23 @@ func (r *Result) runCosts(ctx context.Context, ip imageProblem, xT *mat.Dense, n
 		}
 		ms = append(ms, timed{"network", tr, m, PriorStart(ip.Schedule, xT)})
 	}
-	times := make([][]float64, len(ms))
-	run := func(i int) (time.Duration, error) {
-		res, err := Sample(ctx, ms[i].m, nil, xT, ms[i].start, ip.sampling(cfg.CostSteps), nil)
-		if err != nil {
-			return 0, err
-		}
-		return res.Time, nil
-	}
-	for i := range ms { // warm-up: compile
-		if _, err := run(i); err != nil {
-			return fmt.Errorf("%s %s: %w", ms[i].model, ms[i].trace, err)
-		}
-	}
-	for range cfg.CostRounds {
-		for i := range ms {
-			d, err := run(i)
+	cases := make([]timing.Case, len(ms))
+	for i := range ms {
+		cases[i] = timing.Case{Name: ms[i].model + " " + ms[i].trace, Run: func() ([]float64, error) {
+			res, err := Sample(ctx, ms[i].m, nil, xT, ms[i].start, ip.sampling(cfg.CostSteps), nil)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			times[i] = append(times[i], d.Seconds())
-		}
+			return []float64{res.Time.Seconds()}, nil
+		}}
+	}
+	got, err := timing.Interleaved(ctx, cfg.CostRounds, cases)
+	if err != nil {
+		return err
 	}
 	for i, m := range ms {
-		perStep := stats.Median(times[i]) / float64(cfg.CostSteps)
-		r.Costs = append(r.Costs, Cost{Model: m.model, Trace: m.trace, Rounds: len(times[i]),
+		perStep := got[i].Median(0) / float64(cfg.CostSteps)
+		r.Costs = append(r.Costs, Cost{Model: m.model, Trace: m.trace, Rounds: got[i].Rounds(),
 			PerStep:   time.Duration(perStep * float64(time.Second)),
 			PerSample: time.Duration(perStep * float64(cfg.Steps) / float64(cfg.Samples) * float64(time.Second))})
 	}
