@@ -200,6 +200,10 @@ func profileNote() string {
 	return " (" + string(handed) + " profile)"
 }
 
+// Nets is the folder of the networks a notebook uses: DFX_MNIST_NETS, or
+// "" for the committed ones.
+func Nets() string { return os.Getenv("DFX_MNIST_NETS") }
+
 // Run runs the registered experiment name (report.Lookup; the cell imports
 // its package, e.g. _ "github.com/dfx-lab/dfx/studies/access") at Profile,
 // with a progress line, and shows each of its results.
@@ -222,7 +226,7 @@ func RunAt(name string, p report.Profile) {
 		return
 	}
 	j := e.Configure(p, nil)
-	env := report.Env{Nets: os.Getenv("DFX_MNIST_NETS"), Log: Progress()}
+	env := report.Env{Nets: Nets(), Log: Progress()}
 	if err := j.Check(env); err != nil {
 		Fail(fmt.Errorf("%s: %w", name, err))
 		return
