@@ -23,13 +23,19 @@ import (
 // FrontEndWait for the browser's widgets before falling back to the same.
 const HeadlessEnv = "DFX_NOTEBOOK_HEADLESS"
 
-// FrontEndWait is how long Knobs wait for a browser to answer. A fresh
-// Jupyter page can take well over 30 s to load GoNB's widget code the first
-// time (a clean-clone CI run's live browser check once fell back after 30 s
-// and then passed in 7 s on a rerun); a cell with a browser attached shows
-// its widgets as soon as they are ready, so only a kernel without a browser
-// and without HeadlessEnv waits this long.
+// FrontEndWait is how long Knobs wait for a browser to answer before they
+// run unattended. A cell with a browser attached shows its widgets as soon
+// as they are ready, so only a kernel without a browser and without
+// HeadlessEnv waits this long.
 var FrontEndWait = 120 * time.Second
+
+// WidgetRetry is how long one set of widgets may wait for the browser's
+// first answer before Knobs draw them again. GoNB installs its browser
+// connection when a cell first asks for widgets; on a fresh page that can
+// fail and leave the first widgets unanswered for good, while the same
+// cell run again works at once (seen in clean-clone CI runs). Drawing the
+// widgets again is that rerun, done for the reader.
+var WidgetRetry = 20 * time.Second
 
 // Knobs is a panel of widgets (sliders and drop-down lists) above one
 // result. Explore runs a computation with the knobs' values and shows its
@@ -105,18 +111,13 @@ func (ks *Knobs) Explore(compute func(ctx context.Context) (report.Result, error
 		return
 	}
 	uid := gonbui.UniqueID()
-	panelDisplay, panelID := "dfx-knobs-"+uid, "dfx-knobs-div-"+uid
-	gonbui.UpdateHTML(panelDisplay, fmt.Sprintf(`<div id="%s" style="display:flex;flex-wrap:wrap;gap:0.3em 1.2em;align-items:center"></div>`, panelID))
-	live := make(chan []*comms.AddressChan[int], 1)
-	go func() { live <- ks.build(panelID, uid) }()
-	var chans []*comms.AddressChan[int]
-	select {
-	case chans = <-live:
-	case <-time.After(FrontEndWait):
-		gonbui.UpdateHTML(panelDisplay, "") // no browser answered: run unattended
-		ks.once(ctx, compute)
-		return
-	case <-ctx.Done():
+	panelDisplay := "dfx-knobs-" + uid
+	chans, ok := ks.buildLive(ctx, panelDisplay, uid)
+	if !ok {
+		if ctx.Err() == nil {
+			gonbui.UpdateHTML(panelDisplay, "") // no browser answered: run unattended
+			ks.once(ctx, compute)
+		}
 		return
 	}
 	done := chans[len(chans)-1]
@@ -175,6 +176,31 @@ loop:
 	// Keep what the notebook will save: the knobs' final values and the last result.
 	gonbui.UpdateHTML(panelDisplay, ks.staticHTML(""))
 	gonbui.UpdateHTML(outDisplay, last)
+}
+
+// buildLive draws the widgets in the display panelDisplay and waits for the
+// browser to answer, drawing them again (under a new id) every WidgetRetry
+// until FrontEndWait has passed. Only the newest drawing is listened to:
+// an older one is no longer on the page. It reports false when no browser
+// answered or ctx ended.
+func (ks *Knobs) buildLive(ctx context.Context, panelDisplay, uid string) ([]*comms.AddressChan[int], bool) {
+	giveUp := time.After(FrontEndWait)
+	for attempt := 0; ; attempt++ {
+		id := fmt.Sprintf("%s-%d", uid, attempt)
+		panelID := "dfx-knobs-div-" + id
+		gonbui.UpdateHTML(panelDisplay, fmt.Sprintf(`<div id="%s" style="display:flex;flex-wrap:wrap;gap:0.3em 1.2em;align-items:center"></div>`, panelID))
+		live := make(chan []*comms.AddressChan[int], 1)
+		go func() { live <- ks.build(panelID, id) }()
+		select {
+		case chans := <-live:
+			return chans, true
+		case <-time.After(WidgetRetry):
+		case <-giveUp:
+			return nil, false
+		case <-ctx.Done():
+			return nil, false
+		}
+	}
 }
 
 // build creates the live widgets in panelID; it returns one channel per
