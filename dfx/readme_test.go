@@ -14,6 +14,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/models"
+	"github.com/dfx-lab/dfx/models/checkpoint"
 )
 
 // readmeRoot is the repository root seen from this folder; the README's
@@ -43,13 +44,13 @@ func Example_readme() {
 
 	// A trained score network and its DF-TM network t_θ (two checkpoints).
 	dir := root + "/toys/checkpoints/checkerboard-n5000-d1-ve-"
-	eps, err := models.ReadCheckpoint(dir + "score-w64x3-s8000-seed1.dfxckpt")
+	eps, err := checkpoint.Read(dir + "score-w64x3-s8000-seed1.dfxckpt")
 	must(err)
-	tm, err := models.ReadCheckpoint(dir + "df-tm-w64x3-s8000-seed1.dfxckpt")
+	tm, err := checkpoint.Read(dir + "df-tm-w64x3-s8000-seed1.dfxckpt")
 	must(err)
-	store, err := models.LoadWeights(eps)
+	store, err := checkpoint.LoadWeights(eps)
 	must(err)
-	tmStore, err := models.LoadWeights(tm)
+	tmStore, err := checkpoint.LoadWeights(tm)
 	must(err)
 	must(models.CopyTrainable(store, tmStore))
 	sch, err := eps.Header.Provenance.Schedule.Schedule()

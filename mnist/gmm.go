@@ -12,6 +12,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/internal/stats"
 	"github.com/dfx-lab/dfx/models"
+	"github.com/dfx-lab/dfx/models/checkpoint"
 )
 
 // FitMixture fits a Gaussian mixture (mixture.Fit) to the 60 000
@@ -102,7 +103,7 @@ func (r FitRecord) MarshalJSON() ([]byte, error) {
 // returns it as a checkpoint stamped with the data's provenance (the
 // dequantised training set; no schedule: q_0 needs none), with its exact
 // test bpd on testImages images (0: not measured). ctx cancels the fit.
-func FitMixtureCheckpoint(ctx context.Context, opt mixture.FitOptions, testImages int) (*models.Checkpoint, *FitRecord, error) {
+func FitMixtureCheckpoint(ctx context.Context, opt mixture.FitOptions, testImages int) (*checkpoint.Checkpoint, *FitRecord, error) {
 	start := time.Now()
 	g, err := FitMixtureContext(ctx, opt)
 	if err != nil {
@@ -122,7 +123,7 @@ func FitMixtureCheckpoint(ctx context.Context, opt mixture.FitOptions, testImage
 	for _, l := range g.Classes() { // labels 0 … nc−1
 		nc = max(nc, l+1)
 	}
-	c, err := models.MixtureCheckpoint(g, nc, "float32", raw)
+	c, err := checkpoint.Mixture(g, nc, "float32", raw)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -131,7 +132,7 @@ func FitMixtureCheckpoint(ctx context.Context, opt mixture.FitOptions, testImage
 		return nil, nil, err
 	}
 	p.Dequantize = "uniform over each pixel's bin of width 2/256, seed 1 (the fit's one draw)"
-	if err := models.Stamp(c, nil, p); err != nil {
+	if err := checkpoint.Stamp(c, nil, p); err != nil {
 		return nil, nil, err
 	}
 	return c, rec, nil
@@ -140,11 +141,11 @@ func FitMixtureCheckpoint(ctx context.Context, opt mixture.FitOptions, testImage
 // LoadMixture reads the Gaussian mixture in a checkpoint: a fitted mixture
 // (FitMixtureCheckpoint) or an ε-network's skip.
 func LoadMixture(path string) (*mixture.Gaussian, error) {
-	c, err := models.ReadCheckpoint(path)
+	c, err := checkpoint.Read(path)
 	if err != nil {
 		return nil, err
 	}
-	store, err := models.LoadWeights(c)
+	store, err := checkpoint.LoadWeights(c)
 	if err != nil {
 		return nil, fmt.Errorf("mnist: %s: %w", path, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
 	"github.com/dfx-lab/dfx/models"
+	"github.com/dfx-lab/dfx/models/checkpoint"
 	"github.com/dfx-lab/dfx/problem"
 )
 
@@ -52,12 +53,12 @@ func OpenNetworks(dir string) (*Networks, error) {
 // the committed checkpoints) onto backend. They must be one set: trained on
 // the same data and schedule, with t_θ and ν_θ made for this ε-network
 // (their provenance names its digest); a mismatched set is an error
-// wrapping models.ErrCheckpoint.
+// wrapping checkpoint.ErrBad.
 func LoadNetworks(backend compute.Backend, dir string) (*Networks, error) {
 	nets := &Networks{Backend: backend, Records: map[string]*TrainRecord{}}
 	var stores []*model.Store
 	names := []string{"eps", "dftm", "dftm-c", "classifier"}
-	ckpts, where := map[string]*models.Checkpoint{}, map[string]string{}
+	ckpts, where := map[string]*checkpoint.Checkpoint{}, map[string]string{}
 	for _, name := range names {
 		c, w, err := loadCheckpoint(dir, name)
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/models"
+	"github.com/dfx-lab/dfx/models/checkpoint"
 )
 
 // NetSpec is one MNIST network and how `dfx train <name>` trains it.
@@ -217,7 +218,7 @@ func LoadNetwork(dir, name string) (*model.Store, *TrainRecord, error) {
 // loadCheckpoint reads and checks the named network's checkpoint (see
 // LoadNetwork): its network, dimension and, for the diffusion networks,
 // that it was trained on Schedule(). It returns where it read it.
-func loadCheckpoint(dir, name string) (*models.Checkpoint, string, error) {
+func loadCheckpoint(dir, name string) (*checkpoint.Checkpoint, string, error) {
 	spec, err := SpecByName(name)
 	if err != nil {
 		return nil, "", err
@@ -226,34 +227,34 @@ func loadCheckpoint(dir, name string) (*models.Checkpoint, string, error) {
 	where := weightsPath(dir, name)
 	if dir != "" {
 		// an explicit folder must hold the network: never the compiled-in one instead
-		raw, err = models.ReadCheckpointBytes(where)
+		raw, err = checkpoint.ReadBytes(where)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, "", fmt.Errorf("mnist: %s has no %s network (%s.dfxckpt): train it with `dfx train %s -out %s`, or copy it from mnist/checkpoints: %w",
-				dir, name, name, name, dir, models.ErrCheckpoint)
+				dir, name, name, name, dir, checkpoint.ErrBad)
 		}
 	} else {
 		where = "embedded:mnist/checkpoints/" + name + ".dfxckpt"
 		raw, err = committed.ReadFile("checkpoints/" + name + ".dfxckpt")
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, "", fmt.Errorf("mnist: no committed %s network: train it with `dfx train %s -out DIR` and name DIR: %w", name, name, models.ErrCheckpoint)
+			return nil, "", fmt.Errorf("mnist: no committed %s network: train it with `dfx train %s -out DIR` and name DIR: %w", name, name, checkpoint.ErrBad)
 		}
 	}
 	if err != nil {
 		return nil, "", err
 	}
-	c, err := models.DecodeCheckpoint(raw, where)
+	c, err := checkpoint.Decode(raw, where)
 	if err != nil {
 		return nil, "", err
 	}
 	if len(c.Header.Networks) != 1 || c.Header.Networks[0] != spec.Scope || c.Header.Dim != Dim {
 		return nil, "", fmt.Errorf("mnist: %s holds networks %v (d = %d), want %s (d = %d): %w", where, c.Header.Networks, c.Header.Dim, spec.Scope, Dim,
-			models.ErrCheckpoint)
+			checkpoint.ErrBad)
 	}
 	if c.Header.Provenance == nil {
-		return nil, "", fmt.Errorf("mnist: %s: %w: %w", where, models.ErrNoProvenance, models.ErrCheckpoint)
+		return nil, "", fmt.Errorf("mnist: %s: %w: %w", where, checkpoint.ErrNoProvenance, checkpoint.ErrBad)
 	}
 	if spec.Objective != models.Classify {
-		if err := models.CheckSchedule(c, Schedule()); err != nil {
+		if err := checkpoint.CheckSchedule(c, Schedule()); err != nil {
 			return nil, "", fmt.Errorf("mnist: %s: %w", where, err)
 		}
 	}
@@ -262,14 +263,14 @@ func loadCheckpoint(dir, name string) (*models.Checkpoint, string, error) {
 
 // networkOf is the store and training record of a checkpoint that
 // loadCheckpoint accepted.
-func networkOf(c *models.Checkpoint, where string) (*model.Store, *TrainRecord, error) {
+func networkOf(c *checkpoint.Checkpoint, where string) (*model.Store, *TrainRecord, error) {
 	var rec TrainRecord
 	dec := json.NewDecoder(bytes.NewReader(c.Header.Config))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&rec); err != nil {
-		return nil, nil, fmt.Errorf("mnist: %s: training record: %v: %w", where, err, models.ErrCheckpoint)
+		return nil, nil, fmt.Errorf("mnist: %s: training record: %v: %w", where, err, checkpoint.ErrBad)
 	}
-	store, err := models.LoadWeights(c)
+	store, err := checkpoint.LoadWeights(c)
 	if err != nil {
 		return nil, nil, fmt.Errorf("mnist: %s: %w", where, err)
 	}

@@ -8,10 +8,11 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 
 	"github.com/dfx-lab/dfx/models"
+	"github.com/dfx-lab/dfx/models/checkpoint"
 )
 
 // What the MNIST networks' checkpoints record of their training data (see
-// models.Provenance): the pixels scaled by Set.Scaled, not dequantised
+// checkpoint.Provenance): the pixels scaled by Set.Scaled, not dequantised
 // (the committed networks), or, for a spec with models.ParamDequantize,
 // the lower edges 2p/256 − 1 of the pixels' bins plus fresh uniform noise
 // over one bin at every step (so the network models the dequantised
@@ -41,12 +42,12 @@ func DataProvenance(split Split, set *Set) string {
 // trainProvenance is the provenance of a network trained on the training
 // set; eps is the digest of the ε-network that t_θ and ν_θ go with ("" for
 // the others).
-func trainProvenance(spec NetSpec, eps string) (models.Provenance, error) {
+func trainProvenance(spec NetSpec, eps string) (checkpoint.Provenance, error) {
 	set, err := Load(Train)
 	if err != nil {
-		return models.Provenance{}, err
+		return checkpoint.Provenance{}, err
 	}
-	p := models.Provenance{Data: DataProvenance(Train, set), Scaling: TrainScaling, Dequantize: TrainDequantize, EpsNetwork: eps}
+	p := checkpoint.Provenance{Data: DataProvenance(Train, set), Scaling: TrainScaling, Dequantize: TrainDequantize, EpsNetwork: eps}
 	if dequantizes(spec) {
 		p.Scaling, p.Dequantize = DequantScaling, DequantDequantize
 	}
@@ -68,28 +69,28 @@ func epsDigest(dir string, need *model.Store) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("mnist: the ε-network a trace network is trained against: %w", err)
 		}
-		return models.CheckpointDigest(c, models.ScoreScope)
+		return checkpoint.Digest(c, models.ScoreScope)
 	}
-	return models.NetworkDigest(need, models.ScoreScope)
+	return checkpoint.NetworkDigest(need, models.ScoreScope)
 }
 
 // checkPairs checks that every network was trained on the same data and
 // that t_θ and ν_θ were made for this ε-network.
-func checkPairs(ckpts map[string]*models.Checkpoint, where map[string]string) error {
+func checkPairs(ckpts map[string]*checkpoint.Checkpoint, where map[string]string) error {
 	eps := ckpts["eps"]
 	for name, c := range ckpts {
 		if name == "eps" {
 			continue
 		}
-		same := models.SameTraining
+		same := checkpoint.SameTraining
 		if name == "classifier" { // a classifier of clean images: the same images suffice
-			same = models.SameData
+			same = checkpoint.SameData
 		}
 		if err := same(eps, c); err != nil {
 			return fmt.Errorf("mnist: %s and %s: %w", where["eps"], where[name], err)
 		}
 		if spec, _ := SpecByName(name); usesEps(spec) {
-			if err := models.CheckPair(eps, c); err != nil {
+			if err := checkpoint.CheckPair(eps, c); err != nil {
 				return fmt.Errorf("mnist: %s and %s: %w", where["eps"], where[name], err)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/internal/atomicfile"
 	"github.com/dfx-lab/dfx/models"
+	"github.com/dfx-lab/dfx/models/checkpoint"
 )
 
 // TestRestampCommittedCheckpoints is the documented, one-off command that
@@ -30,7 +31,7 @@ func TestRestampCommittedCheckpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	digest, err := models.CheckpointDigest(eps, models.ScoreScope)
+	digest, err := checkpoint.Digest(eps, models.ScoreScope)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestRestampCommittedCheckpoints(t *testing.T) {
 		if spec.Objective != models.Classify {
 			s = Schedule()
 		}
-		out, err := models.Restamp(raw, path, s, p)
+		out, err := checkpoint.Restamp(raw, path, s, p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,12 +64,12 @@ func TestRestampCommittedCheckpoints(t *testing.T) {
 	}
 }
 
-func loadCheckpointRaw(path string) (*models.Checkpoint, []byte, error) {
+func loadCheckpointRaw(path string) (*checkpoint.Checkpoint, []byte, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := models.DecodeCheckpoint(raw, path)
+	c, err := checkpoint.Decode(raw, path)
 	return c, raw, err
 }
 
@@ -77,7 +78,7 @@ func loadCheckpointRaw(path string) (*models.Checkpoint, []byte, error) {
 // spec's: the diffusion networks dequantised, the classifier not), and
 // t_θ/ν_θ the committed ε-network.
 func TestCommittedNetworksCarryTheirProvenance(t *testing.T) {
-	ckpts, where := map[string]*models.Checkpoint{}, map[string]string{}
+	ckpts, where := map[string]*checkpoint.Checkpoint{}, map[string]string{}
 	for _, spec := range Specs() {
 		c, w, err := loadCheckpoint("", spec.Name)
 		if err != nil {
@@ -121,7 +122,7 @@ func TestMismatchedNetworksAreRefused(t *testing.T) {
 	}
 	// A -nets folder must hold all four networks (no fallback to the
 	// committed ones): copy them, then replace the one under test.
-	restamp := func(name string, s schedule.Schedule, edit func(p *models.Provenance)) string {
+	restamp := func(name string, s schedule.Schedule, edit func(p *checkpoint.Provenance)) string {
 		dir := t.TempDir()
 		for _, n := range []string{"eps", "dftm", "dftm-c", "classifier"} {
 			raw, err := committed.ReadFile("checkpoints/" + n + ".dfxckpt")
@@ -136,13 +137,13 @@ func TestMismatchedNetworksAreRefused(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := models.DecodeCheckpoint(raw, name)
+		c, err := checkpoint.Decode(raw, name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		p := *c.Header.Provenance
 		edit(&p)
-		out, err := models.Restamp(raw, name, s, p)
+		out, err := checkpoint.Restamp(raw, name, s, p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,17 +154,17 @@ func TestMismatchedNetworksAreRefused(t *testing.T) {
 	}
 	other := strings.Repeat("ab", 32)
 	for _, name := range []string{"dftm", "dftm-c"} {
-		dir := restamp(name, Schedule(), func(p *models.Provenance) { p.EpsNetwork = other })
-		if _, err := LoadNetworks(backend, dir); !errors.Is(err, models.ErrCheckpoint) || !strings.Contains(err.Error(), "ε-network") {
+		dir := restamp(name, Schedule(), func(p *checkpoint.Provenance) { p.EpsNetwork = other })
+		if _, err := LoadNetworks(backend, dir); !errors.Is(err, checkpoint.ErrBad) || !strings.Contains(err.Error(), "ε-network") {
 			t.Errorf("%s made for another ε-network: %v", name, err)
 		}
 	}
-	dir := restamp("eps", schedule.VP{BetaMin: 0.1, BetaMax: 10, TMin: 1e-5, TMax: 1}, func(*models.Provenance) {})
-	if _, err := LoadNetworks(backend, dir); !errors.Is(err, models.ErrCheckpoint) || !strings.Contains(err.Error(), "schedule") {
+	dir := restamp("eps", schedule.VP{BetaMin: 0.1, BetaMax: 10, TMin: 1e-5, TMax: 1}, func(*checkpoint.Provenance) {})
+	if _, err := LoadNetworks(backend, dir); !errors.Is(err, checkpoint.ErrBad) || !strings.Contains(err.Error(), "schedule") {
 		t.Errorf("an ε-network of another schedule: %v", err)
 	}
-	dir = restamp("classifier", nil, func(p *models.Provenance) { p.Data = "idx train: 60000 other images" })
-	if _, err := LoadNetworks(backend, dir); !errors.Is(err, models.ErrCheckpoint) || !strings.Contains(err.Error(), "data") {
+	dir = restamp("classifier", nil, func(p *checkpoint.Provenance) { p.Data = "idx train: 60000 other images" })
+	if _, err := LoadNetworks(backend, dir); !errors.Is(err, checkpoint.ErrBad) || !strings.Contains(err.Error(), "data") {
 		t.Errorf("a classifier trained on other data: %v", err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/dfx-lab/dfx/internal/outfile"
 	"github.com/dfx-lab/dfx/internal/workstore"
 	"github.com/dfx-lab/dfx/models"
+	"github.com/dfx-lab/dfx/models/checkpoint"
 )
 
 // LossCurve is a training loss curve: Loss[i] is the mean batch loss of the
@@ -140,6 +141,7 @@ type trainRun struct {
 	stateDir, sp               string // the state's folder and file
 	store                      *model.Store
 	tr                         *models.Trainer
+	prov                       checkpoint.Provenance // what the trainer's state and weights record
 	rec                        *TrainRecord
 }
 
@@ -168,10 +170,10 @@ func newTrainRun(ctx context.Context, backend compute.Backend, spec NetSpec, opt
 		r.log = io.Discard
 	}
 	r.sp = statePath(r.stateDir, spec.Name)
-	var state *models.Checkpoint
+	var state *checkpoint.Checkpoint
 	if opt.Resume { // a corrupt state is reported before the data are read
 		var err error
-		if state, err = models.ReadCheckpoint(r.sp); err != nil {
+		if state, err = checkpoint.Read(r.sp); err != nil {
 			return nil, err
 		}
 	}
@@ -199,7 +201,7 @@ func newTrainRun(ctx context.Context, backend compute.Backend, spec NetSpec, opt
 			return nil, err
 		}
 	}
-	if r.tr.Provenance, err = trainProvenance(spec, eps); err != nil {
+	if r.prov, err = trainProvenance(spec, eps); err != nil {
 		return nil, err
 	}
 	r.rec = &TrainRecord{Net: spec.Name, Steps: r.total, Machine: Machine(), Backend: backend.Name()}
@@ -214,7 +216,7 @@ func newTrainRun(ctx context.Context, backend compute.Backend, spec NetSpec, opt
 // newStore is the spec's store with the network it needs copied in and the
 // skip fitted (or taken from the saved state); it returns the needed
 // network's store (nil: none).
-func (r *trainRun) newStore(ctx context.Context, state *models.Checkpoint) (*model.Store, error) {
+func (r *trainRun) newStore(ctx context.Context, state *checkpoint.Checkpoint) (*model.Store, error) {
 	spec, opt := r.spec, r.opt
 	r.store = models.NewStore()
 	params := copyParams(spec.Params)
@@ -254,15 +256,15 @@ func (r *trainRun) newStore(ctx context.Context, state *models.Checkpoint) (*mod
 
 // resume loads the saved state and its training record.
 func (r *trainRun) resume() error {
-	if err := r.tr.Load(r.sp); err != nil {
+	if err := checkpoint.LoadTrainer(r.tr, r.prov, r.sp); err != nil {
 		return err
 	}
 	if err := json.Unmarshal(r.tr.Config, r.rec); err != nil {
-		return fmt.Errorf("mnist: %s: training record: %v: %w", r.sp, err, models.ErrCheckpoint)
+		return fmt.Errorf("mnist: %s: training record: %v: %w", r.sp, err, checkpoint.ErrBad)
 	}
 	if r.rec.Steps != r.total {
 		return fmt.Errorf("mnist: %s was started for %d steps, this run asks for %d (give -steps %d): %w", r.sp, r.rec.Steps, r.total, r.rec.Steps,
-			models.ErrCheckpoint)
+			checkpoint.ErrBad)
 	}
 	fmt.Fprintf(r.log, "mnist: %s: resumed at step %d of %d\n", r.spec.Name, r.tr.Step(), r.total)
 	return nil
@@ -278,7 +280,7 @@ func (r *trainRun) save() error {
 	if err := os.MkdirAll(r.stateDir, 0o755); err != nil {
 		return err
 	}
-	return r.tr.Save(r.sp)
+	return checkpoint.SaveTrainer(r.tr, r.prov, r.sp)
 }
 
 // validate appends a validation point (ValidationELBO; ValidationBPD too
@@ -364,7 +366,7 @@ func (r *trainRun) finish() (*TrainRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := models.WeightsCheckpoint(r.store, Dim, []string{spec.Scope}, raw)
+	c, err := checkpoint.Weights(r.store, Dim, []string{spec.Scope}, raw)
 	if err != nil {
 		return nil, err
 	}
@@ -372,7 +374,7 @@ func (r *trainRun) finish() (*TrainRecord, error) {
 	if spec.Objective != models.Classify {
 		sched = Schedule()
 	}
-	if err := models.Stamp(c, sched, r.tr.Provenance); err != nil {
+	if err := checkpoint.Stamp(c, sched, r.prov); err != nil {
 		return nil, err
 	}
 	c.Header.Producer = TrainProducer(spec.Name)
@@ -380,7 +382,7 @@ func (r *trainRun) finish() (*TrainRecord, error) {
 		return nil, err
 	}
 	out := weightsPath(r.opt.Out, spec.Name)
-	if err := outfile.Check(out, models.ProducedBy(c.Header.Producer)); err != nil {
+	if err := outfile.Check(out, checkpoint.ProducedBy(c.Header.Producer)); err != nil {
 		return nil, fmt.Errorf("mnist: %w", err)
 	}
 	if err := c.Write(out); err != nil {
@@ -415,7 +417,7 @@ func fitSkip(ctx context.Context, store *model.Store, spec NetSpec, log io.Write
 
 // restoreSkip puts the mixture skip saved in a trainer state (its
 // variables and parameters) into store, as fitSkip would have.
-func restoreSkip(store *model.Store, state *models.Checkpoint) error {
+func restoreSkip(store *model.Store, state *checkpoint.Checkpoint) error {
 	params, err := state.NewStoreFromParams()
 	if err != nil {
 		return err
@@ -423,7 +425,7 @@ func restoreSkip(store *model.Store, state *models.Checkpoint) error {
 	for _, p := range []string{models.ParamSkip, models.ParamMixtureComponents, models.ParamMixtureRank} {
 		v, ok := params.RootScope().GetParam(p)
 		if !ok {
-			return fmt.Errorf("the saved state has no mixture skip (parameter %s): %w", p, models.ErrCheckpoint)
+			return fmt.Errorf("the saved state has no mixture skip (parameter %s): %w", p, checkpoint.ErrBad)
 		}
 		store.SetParam(p, v)
 	}
@@ -440,7 +442,7 @@ func restoreSkip(store *model.Store, state *models.Checkpoint) error {
 		n++
 	}
 	if n == 0 {
-		return fmt.Errorf("the saved state has no mixture skip variables: %w", models.ErrCheckpoint)
+		return fmt.Errorf("the saved state has no mixture skip variables: %w", checkpoint.ErrBad)
 	}
 	return nil
 }

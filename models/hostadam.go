@@ -159,7 +159,7 @@ func (h *hostStep) step(batch []*tensors.Tensor, lr float64) (float64, error) {
 	if err := gsVar.SetValue(tensors.FromValue(gs)); err != nil {
 		return math.NaN(), err
 	}
-	adamStepVar := store.Scope(adamScope).WithInitializer(initializer.Zero).
+	adamStepVar := store.Scope(AdamScope).WithInitializer(initializer.Zero).
 		VariableWithShape("step", scalarShape(dtype)).SetTrainable(false)
 	t, err := incrementScalar(adamStepVar, dtype)
 	if err != nil {
@@ -190,7 +190,7 @@ func (h *hostStep) step(batch []*tensors.Tensor, lr float64) (float64, error) {
 // update applies the fused step to one variable.
 func (h *hostStep) update(v *model.Variable, grad *tensors.Tensor, hp adam.Hyper) error {
 	store := h.tr.Store
-	scopePath := adamScope + v.Scope()
+	scopePath := AdamScope + v.Scope()
 	m1 := store.Scope(scopePath).WithInitializer(initializer.Zero).
 		VariableWithShape(v.Name()+"_1st_moment", v.Shape()).SetTrainable(false)
 	m2 := store.Scope(scopePath).WithInitializer(initializer.Zero).

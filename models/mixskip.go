@@ -360,7 +360,7 @@ func MixtureSkipOf(store *model.Store) (*mixture.Gaussian, error) {
 	get := func(name string) ([]float64, []int, error) {
 		v := root.GetVariable(name)
 		if v == nil {
-			return nil, nil, fmt.Errorf("models: mixture skip variable %q missing: %w", name, ErrCheckpoint)
+			return nil, nil, fmt.Errorf("models: mixture skip variable %q missing", name)
 		}
 		t, err := v.Value()
 		if err != nil {
@@ -376,7 +376,7 @@ func MixtureSkipOf(store *model.Store) (*mixture.Gaussian, error) {
 		}
 		vals[name], dims[name] = v, dd
 	}
-	bad := fmt.Errorf("models: mixture skip variables of inconsistent shapes: %w", ErrCheckpoint)
+	bad := errors.New("models: mixture skip variables of inconsistent shapes")
 	md, wd := dims["means"], dims["log_weights"]
 	if len(md) != 2 || len(wd) != 2 || md[0] < 1 || md[1] < 1 || wd[0] < 1 {
 		return nil, bad
@@ -450,17 +450,4 @@ func orthonormalised(u *mat.Dense) *mat.Dense {
 		}
 	}
 	return u
-}
-
-// MixtureCheckpoint is a "weights" checkpoint holding the fitted mixture g
-// alone (network MixtureScope, as SetMixtureSkip stores it, in float32
-// unless dtype says float64), labelled by class when numClasses > 0, with
-// the caller's record config. Stamp it with its provenance before writing.
-func MixtureCheckpoint(g *mixture.Gaussian, numClasses int, dtype string, config []byte) (*Checkpoint, error) {
-	store := model.NewStore() // no network hyperparameters: there is no network
-	store.SetParams(map[string]any{ParamDType: dtype, ParamNumClasses: numClasses})
-	if err := SetMixtureSkip(store, g); err != nil {
-		return nil, err
-	}
-	return WeightsCheckpoint(store, g.Dim(), []string{MixtureScope}, config)
 }

@@ -19,6 +19,11 @@ import (
 // under the same relative scope and names.
 const EMAScope = "/ema"
 
+// AdamScope is where GoMLX's Adam, and the host optimiser after it, keeps
+// each variable's moments (AdamScope + the variable's path + "_1st_moment",
+// "_2nd_moment") and its step counter.
+const AdamScope = "/AdamOptimizer"
+
 // withGradients is the part of GoMLX's Adam that applies given gradients.
 type withGradients interface {
 	UpdateGraphWithGradients(scope *model.Scope, grads []*graph.Node, lossDType dtypes.DType)

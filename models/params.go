@@ -2,8 +2,8 @@
 // noise-level embedding and optional class conditioning (with a null class for
 // classifier-free guidance), its ε / y (= x̂₀) / v output parameterisations and
 // exact conversions to the score, denoising-score-matching training (paper
-// eq. dpm_objective), the scalar DF-TM network (paper Algorithm tnet) and
-// checkpoints.
+// eq. dpm_objective) and the scalar DF-TM network (paper Algorithm tnet).
+// Their file format is the subpackage checkpoint, which builds on this one.
 //
 // Hyperparameters live in a GoMLX model.Store (root-scope parameters);
 // SetDefaults writes every default in one place. Graph builders take the

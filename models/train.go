@@ -75,13 +75,9 @@ type Trainer struct {
 	Objective Objective
 	// GoMLX is the underlying GoMLX trainer (one executable per batch shape).
 	GoMLX *train.Trainer
-	// Config is the caller's record (e.g. a loss curve so far): Save writes
-	// it into the checkpoint and Load restores it.
+	// Config is the caller's record (e.g. a loss curve so far): a saved
+	// state holds it and Resume restores it.
 	Config []byte
-	// Provenance is the data, scaling, dequantisation and (t_θ, ν_θ) the
-	// ε-network digest that Save records; Save fills in the schedule and
-	// parameterisation, and Load refuses a state made otherwise.
-	Provenance Provenance
 
 	data   []float64 // [N*d] row-major
 	labels []int32   // [N] or nil
@@ -276,6 +272,29 @@ func (tr *Trainer) Step() int64 { return tr.step }
 
 // Dim is the data dimension d.
 func (tr *Trainer) Dim() int { return tr.d }
+
+// SamplingStream is the state of the stream that samples rows, t, ε and
+// class dropout: with the store's variables, what a saved state needs to
+// resume exactly.
+func (tr *Trainer) SamplingStream() rand.PCG { return *tr.pcg }
+
+// Resume puts the trainer in a saved state: restore sets the store's
+// variables (its error is returned as is, the trainer unchanged), then the
+// trainer takes the step count, sampling stream and Config, and recompiles
+// its step.
+func (tr *Trainer) Resume(step int64, stream rand.PCG, config []byte, restore func(*model.Store) error) error {
+	if err := restore(tr.Store); err != nil {
+		return err
+	}
+	*tr.pcg = stream
+	tr.step = step
+	tr.Config = config
+	tr.GoMLX.ResetComputationGraphs()
+	if tr.host != nil {
+		return tr.host.reset()
+	}
+	return nil
+}
 
 // dsmWeight is the per-sample weight of the ε-space squared error that gives
 // the named weighting: "eps" 1; "y" ‖ŷ−y‖² = σ²/α² ‖ε̂−ε‖²; "v"

@@ -9,7 +9,7 @@ import (
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/internal/atomicfile"
-	"github.com/dfx-lab/dfx/models"
+	"github.com/dfx-lab/dfx/models/checkpoint"
 )
 
 func mustSchedule(t *testing.T, cfg ProblemConfig) schedule.Schedule {
@@ -38,7 +38,7 @@ func publishedConfigs() []ProblemConfig {
 //
 // It records each configuration's data set and schedule and, for the DF-TM
 // networks, the digest of the score network of the same seed; the weights
-// stay byte for byte the same (models.Restamp checks it).
+// stay byte for byte the same (checkpoint.Restamp checks it).
 func TestRestampCommittedCheckpoints(t *testing.T) {
 	if os.Getenv("DFX_RESTAMP") != "1" {
 		t.Skip("rewrites toys/checkpoints: set DFX_RESTAMP=1")
@@ -53,16 +53,16 @@ func TestRestampCommittedCheckpoints(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				out, err := models.Restamp(raw, path, sch, toyProvenance(cfg, eps))
+				out, err := checkpoint.Restamp(raw, path, sch, toyProvenance(cfg, eps))
 				if err != nil {
 					t.Fatal(err)
 				}
 				if net == "score" {
-					c, err := models.DecodeCheckpoint(out, path)
+					c, err := checkpoint.Decode(out, path)
 					if err != nil {
 						t.Fatal(err)
 					}
-					store, err := models.LoadWeights(c)
+					store, err := checkpoint.LoadWeights(c)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -101,17 +101,17 @@ func TestMismatchedToyNetworksAreRefused(t *testing.T) {
 		if _, _, _, err := loadCheckpoint("", file, true, cfg, sch, d1); err != nil {
 			t.Errorf("%s with its own score network: %v", net, err)
 		}
-		if _, _, _, err := loadCheckpoint("", file, true, cfg, sch, d2); !errors.Is(err, models.ErrCheckpoint) || !strings.Contains(err.Error(), "score network") {
+		if _, _, _, err := loadCheckpoint("", file, true, cfg, sch, d2); !errors.Is(err, checkpoint.ErrBad) || !strings.Contains(err.Error(), "score network") {
 			t.Errorf("%s with seed 2's score network: %v", net, err)
 		}
 	}
 	file := checkpointName(cfg, "score", 1)
-	if _, _, _, err := loadCheckpoint("", file, true, cfg, schedule.DefaultVP(), ""); !errors.Is(err, models.ErrCheckpoint) || !strings.Contains(err.Error(), "schedule") {
+	if _, _, _, err := loadCheckpoint("", file, true, cfg, schedule.DefaultVP(), ""); !errors.Is(err, checkpoint.ErrBad) || !strings.Contains(err.Error(), "schedule") {
 		t.Errorf("a VE network on the VP schedule: %v", err)
 	}
 	other := cfg
 	other.DataSeed++
-	if _, _, _, err := loadCheckpoint("", file, true, other, sch, ""); !errors.Is(err, models.ErrCheckpoint) || !strings.Contains(err.Error(), "trained on") {
+	if _, _, _, err := loadCheckpoint("", file, true, other, sch, ""); !errors.Is(err, checkpoint.ErrBad) || !strings.Contains(err.Error(), "trained on") {
 		t.Errorf("a network of another data seed: %v", err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/models"
+	"github.com/dfx-lab/dfx/models/checkpoint"
 )
 
 // TrainConfig sizes the three networks and their training.
@@ -187,21 +188,21 @@ type savedConfig struct {
 }
 
 // toyProvenance is what a toy network of cfg records of its training
-// (models.Provenance); eps is the digest of the score network a DF-TM or
+// (checkpoint.Provenance); eps is the digest of the score network a DF-TM or
 // centred DF-TM network goes with ("" for the score network).
-func toyProvenance(cfg ProblemConfig, eps string) models.Provenance {
-	return models.Provenance{Data: fmt.Sprintf("toys %s: n=%d, data seed %d", cfg.Dataset, cfg.N, cfg.DataSeed),
+func toyProvenance(cfg ProblemConfig, eps string) checkpoint.Provenance {
+	return checkpoint.Provenance{Data: fmt.Sprintf("toys %s: n=%d, data seed %d", cfg.Dataset, cfg.N, cfg.DataSeed),
 		Scaling: "none (as Generators draws it)", Dequantize: "none", EpsNetwork: eps}
 }
 
 // scoreDigest is the digest of the score network in store, as its
 // checkpoint would record it.
 func scoreDigest(store *mlctx.Store) (string, error) {
-	c, err := models.WeightsCheckpoint(store, 2, []string{models.ScoreScope}, nil)
+	c, err := checkpoint.Weights(store, 2, []string{models.ScoreScope}, nil)
 	if err != nil {
 		return "", fmt.Errorf("toys: score network: %w", err)
 	}
-	return models.CheckpointDigest(c, models.ScoreScope)
+	return checkpoint.Digest(c, models.ScoreScope)
 }
 
 // saveCheckpoint stores the evaluation weights of the named network in
@@ -213,14 +214,14 @@ func saveCheckpoint(path string, cfg ProblemConfig, sch schedule.Schedule, eps s
 	if err != nil {
 		return err
 	}
-	c, err := models.WeightsCheckpoint(store, 2, []string{netScopes[curve.Net]}, raw)
+	c, err := checkpoint.Weights(store, 2, []string{netScopes[curve.Net]}, raw)
 	if err != nil {
 		return fmt.Errorf("toys: checkpoint %s: %w", path, err)
 	}
 	if curve.Net == "score" {
 		eps = ""
 	}
-	if err := models.Stamp(c, sch, toyProvenance(cfg, eps)); err != nil {
+	if err := checkpoint.Stamp(c, sch, toyProvenance(cfg, eps)); err != nil {
 		return fmt.Errorf("toys: checkpoint %s: %w", path, err)
 	}
 	return c.Write(path)
@@ -238,7 +239,7 @@ func loadCheckpoint(dir, name string, embedded bool, cfg ProblemConfig, sch sche
 	var err error
 	where := filepath.Join(dir, name)
 	if dir != "" {
-		raw, err = models.ReadCheckpointBytes(where)
+		raw, err = checkpoint.ReadBytes(where)
 	}
 	if dir == "" || (errors.Is(err, fs.ErrNotExist) && embedded) {
 		if !embedded {
@@ -250,7 +251,7 @@ func loadCheckpoint(dir, name string, embedded bool, cfg ProblemConfig, sch sche
 	if err != nil {
 		return nil, nil, "", err
 	}
-	c, err := models.DecodeCheckpoint(raw, where)
+	c, err := checkpoint.Decode(raw, where)
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -258,18 +259,18 @@ func loadCheckpoint(dir, name string, embedded bool, cfg ProblemConfig, sch sche
 	dec := json.NewDecoder(bytes.NewReader(c.Header.Config))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cp); err != nil {
-		return nil, nil, "", fmt.Errorf("toys: checkpoint %s: configuration: %v: %w", where, err, models.ErrCheckpoint)
+		return nil, nil, "", fmt.Errorf("toys: checkpoint %s: configuration: %v: %w", where, err, checkpoint.ErrBad)
 	}
 	if cp.Train != tc {
-		return nil, nil, "", fmt.Errorf("toys: checkpoint %s was trained with %+v, config asks for %+v (retrain): %w", where, cp.Train, tc, models.ErrCheckpoint)
+		return nil, nil, "", fmt.Errorf("toys: checkpoint %s was trained with %+v, config asks for %+v (retrain): %w", where, cp.Train, tc, checkpoint.ErrBad)
 	}
 	if want := netScopes[cp.Curve.Net]; len(c.Header.Networks) != 1 || c.Header.Networks[0] != want || want == "" {
-		return nil, nil, "", fmt.Errorf("toys: checkpoint %s holds networks %v for net %q: %w", where, c.Header.Networks, cp.Curve.Net, models.ErrCheckpoint)
+		return nil, nil, "", fmt.Errorf("toys: checkpoint %s holds networks %v for net %q: %w", where, c.Header.Networks, cp.Curve.Net, checkpoint.ErrBad)
 	}
 	if p := c.Header.Provenance; p == nil {
-		return nil, nil, "", fmt.Errorf("toys: checkpoint %s: %w: %w", where, models.ErrNoProvenance, models.ErrCheckpoint)
+		return nil, nil, "", fmt.Errorf("toys: checkpoint %s: %w: %w", where, checkpoint.ErrNoProvenance, checkpoint.ErrBad)
 	}
-	if err := models.CheckSchedule(c, sch); err != nil {
+	if err := checkpoint.CheckSchedule(c, sch); err != nil {
 		return nil, nil, "", fmt.Errorf("toys: checkpoint %s: %w", where, err)
 	}
 	if cp.Curve.Net == "score" {
@@ -277,13 +278,13 @@ func loadCheckpoint(dir, name string, embedded bool, cfg ProblemConfig, sch sche
 	}
 	want := toyProvenance(cfg, eps)
 	if p := c.Header.Provenance; p.Data != want.Data || p.Scaling != want.Scaling || p.Dequantize != want.Dequantize {
-		return nil, nil, "", fmt.Errorf("toys: checkpoint %s was trained on %q, config asks for %q (retrain): %w", where, p.Data, want.Data, models.ErrCheckpoint)
+		return nil, nil, "", fmt.Errorf("toys: checkpoint %s was trained on %q, config asks for %q (retrain): %w", where, p.Data, want.Data, checkpoint.ErrBad)
 	}
 	if p := c.Header.Provenance; p.EpsNetwork != eps {
 		return nil, nil, "", fmt.Errorf("toys: checkpoint %s was made for the score network %.12s…, this one is "+
-			"%.12s… (use the networks trained together): %w", where, p.EpsNetwork, eps, models.ErrCheckpoint)
+			"%.12s… (use the networks trained together): %w", where, p.EpsNetwork, eps, checkpoint.ErrBad)
 	}
-	store, err := models.LoadWeights(c)
+	store, err := checkpoint.LoadWeights(c)
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("toys: checkpoint %s: %w", where, err)
 	}

@@ -12,7 +12,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/dfx-lab/dfx/models"
+	"github.com/dfx-lab/dfx/models/checkpoint"
 )
 
 type ckptVariable struct {
@@ -24,21 +24,21 @@ type ckptVariable struct {
 }
 
 type ckptReport struct {
-	File       string             `json:"file"`
-	Kind       string             `json:"kind"`
-	Objective  string             `json:"objective,omitempty"`
-	Networks   []string           `json:"networks"`
-	Dim        int                `json:"dim"`
-	Step       int64              `json:"step"`
-	Params     int64              `json:"trainable_params"`
-	Hyper      map[string]string  `json:"hyperparameters"`
-	Config     json.RawMessage    `json:"config,omitempty"`
-	Variables  []ckptVariable     `json:"variables"`
-	Verified   bool               `json:"verified"`
-	Checksum   string             `json:"checksum"`
-	FormatNote string             `json:"format"`
-	Provenance *models.Provenance `json:"provenance"`
-	// Digests identify each network by its function (models.NetworkDigest):
+	File       string                 `json:"file"`
+	Kind       string                 `json:"kind"`
+	Objective  string                 `json:"objective,omitempty"`
+	Networks   []string               `json:"networks"`
+	Dim        int                    `json:"dim"`
+	Step       int64                  `json:"step"`
+	Params     int64                  `json:"trainable_params"`
+	Hyper      map[string]string      `json:"hyperparameters"`
+	Config     json.RawMessage        `json:"config,omitempty"`
+	Variables  []ckptVariable         `json:"variables"`
+	Verified   bool                   `json:"verified"`
+	Checksum   string                 `json:"checksum"`
+	FormatNote string                 `json:"format"`
+	Provenance *checkpoint.Provenance `json:"provenance"`
+	// Digests identify each network by its function (checkpoint.NetworkDigest):
 	// what a t_θ's or ν_θ's provenance names as its ε-network.
 	Digests map[string]string `json:"network_digests"`
 }
@@ -63,11 +63,11 @@ func runCkpt(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "ckpt", err)
 	}
 	path := fs.Arg(0)
-	c, err := models.ReadCheckpoint(path)
+	c, err := checkpoint.Read(path)
 	if err != nil {
 		return fail(stderr, "ckpt", err)
 	}
-	if err := models.Verify(c); err != nil {
+	if err := checkpoint.Verify(c); err != nil {
 		return fail(stderr, "ckpt", fmt.Errorf("%s: %w", path, err))
 	}
 	h := c.Header
@@ -75,7 +75,7 @@ func runCkpt(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		Params: c.ParamCount(), Hyper: h.Params, Config: h.Config, Verified: true, Checksum: "sha256 ok",
 		FormatNote: fmt.Sprintf("DFXCKPT v%d", c.Version()), Provenance: h.Provenance, Digests: map[string]string{}}
 	for _, n := range h.Networks {
-		if d, err := models.CheckpointDigest(c, n); err == nil {
+		if d, err := checkpoint.Digest(c, n); err == nil {
 			rep.Digests[n] = d
 		}
 	}
@@ -107,7 +107,7 @@ func orNone(s string) string {
 
 // writeCkptText writes the ckpt report for people: header, provenance,
 // hyperparameters, configuration and one line per variable.
-func writeCkptText(out *bytes.Buffer, rep ckptReport, h models.CheckpointHeader) {
+func writeCkptText(out *bytes.Buffer, rep ckptReport, h checkpoint.Header) {
 	fmt.Fprintf(out, "%s: verified (%s, %s)\n", rep.File, rep.FormatNote, rep.Checksum)
 	fmt.Fprintf(out, "kind %s", h.Kind)
 	if h.Objective != "" {

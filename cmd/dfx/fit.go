@@ -15,7 +15,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/internal/outfile"
 	"github.com/dfx-lab/dfx/mnist"
-	"github.com/dfx-lab/dfx/models"
+	"github.com/dfx-lab/dfx/models/checkpoint"
 )
 
 // fitAbout follows fit's usage line (fitUsage) in -h.
@@ -104,7 +104,7 @@ func runFit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case *test < 0 || *test > 10000:
 		return fail(stderr, "fit", fmt.Errorf("-test must be in [0, 10000], got %d", *test))
 	}
-	if err := checkOutFile("out", *out, models.ProducedBy(fitProducer)); err != nil { // replace only dfx fit's own output
+	if err := checkOutFile("out", *out, checkpoint.ProducedBy(fitProducer)); err != nil { // replace only dfx fit's own output
 		return failErr(stderr, "fit", err)
 	}
 	if err := checkBackend(); err != nil { // the checkpoint is built with it, after the fit
@@ -132,7 +132,7 @@ func runFit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return failErr(stderr, "fit", err)
 	}
-	if err := outfile.WriteAll([]outfile.File{{Path: *out, Data: raw, Owned: models.ProducedBy(fitProducer)}}); err != nil {
+	if err := outfile.WriteAll([]outfile.File{{Path: *out, Data: raw, Owned: checkpoint.ProducedBy(fitProducer)}}); err != nil {
 		return failErr(stderr, "fit", err)
 	}
 	abs, _ := filepath.Abs(*out)

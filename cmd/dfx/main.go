@@ -30,6 +30,7 @@ import (
 	"github.com/dfx-lab/dfx/internal/workstore"
 	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/models"
+	"github.com/dfx-lab/dfx/models/checkpoint"
 )
 
 // command is one subcommand: it gets its arguments and returns an exit code.
@@ -167,7 +168,7 @@ func (e inputError) Is(target error) bool { return target == errBadInput }
 // not a regular file, a malformed IDX file, an unusable backend, an output
 // dfx may not write, or an error marked with badInput.
 func isBadInput(err error) bool {
-	return errors.Is(err, errBadInput) || errors.Is(err, models.ErrCheckpoint) || errors.Is(err, input.ErrNotRegular) ||
+	return errors.Is(err, errBadInput) || errors.Is(err, checkpoint.ErrBad) || errors.Is(err, input.ErrNotRegular) ||
 		errors.Is(err, mnist.ErrFormat) || errors.Is(err, workstore.ErrWork) || errors.Is(err, models.ErrBackend) ||
 		errors.Is(err, outfile.ErrRefused)
 }

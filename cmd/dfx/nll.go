@@ -16,7 +16,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/internal/membudget"
 	"github.com/dfx-lab/dfx/internal/progress"
-	"github.com/dfx-lab/dfx/models"
+	"github.com/dfx-lab/dfx/models/checkpoint"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -366,7 +366,7 @@ func nllSchedule(a nllArgs) (schedule.Schedule, error) {
 	if a.set("schedule") || a.gmm != "" || len(a.checkpoints) == 0 {
 		return a.sched()
 	}
-	c, err := models.ReadCheckpoint(a.checkpoints[0])
+	c, err := checkpoint.Read(a.checkpoints[0])
 	if err != nil {
 		return nil, fmt.Errorf("--checkpoint: %w", err)
 	}

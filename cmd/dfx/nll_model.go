@@ -22,6 +22,7 @@ import (
 	"github.com/dfx-lab/dfx/internal/input"
 	"github.com/dfx-lab/dfx/internal/membudget"
 	"github.com/dfx-lab/dfx/models"
+	"github.com/dfx-lab/dfx/models/checkpoint"
 )
 
 // nllModel is the score and trace that the likelihood ODE integrates.
@@ -250,7 +251,7 @@ func loadNetModel(paths []string, tr traceSpec, d int, s schedule.Schedule, seed
 	}
 	for _, n := range []string{models.TraceScope, models.CentredTraceScope} {
 		if c, ok := byNet[n]; ok {
-			if err := models.CheckPair(byNet[models.ScoreScope], c); err != nil {
+			if err := checkpoint.CheckPair(byNet[models.ScoreScope], c); err != nil {
 				return nllModel{}, fmt.Errorf("--checkpoint %s was not made for the score network of %s: %w", have[n], have[models.ScoreScope], err)
 			}
 		}
@@ -319,25 +320,25 @@ func loadNetModel(paths []string, tr traceSpec, d int, s schedule.Schedule, seed
 // points of dimension d on schedule s, one architecture, each network
 // once) into one store, and returns it with the file and checkpoint of
 // each network scope.
-func readNetCheckpoints(paths []string, d int, s schedule.Schedule) (*model.Store, map[string]string, map[string]*models.Checkpoint, error) {
+func readNetCheckpoints(paths []string, d int, s schedule.Schedule) (*model.Store, map[string]string, map[string]*checkpoint.Checkpoint, error) {
 	var store *model.Store
-	var first *models.Checkpoint
+	var first *checkpoint.Checkpoint
 	have := map[string]string{} // network scope → file
-	byNet := map[string]*models.Checkpoint{}
+	byNet := map[string]*checkpoint.Checkpoint{}
 	var others []*model.Store
 	for _, p := range paths {
-		c, err := models.ReadCheckpoint(p)
+		c, err := checkpoint.Read(p)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("--checkpoint: %w", err)
 		}
-		if c.Header.Kind != models.KindWeights {
+		if c.Header.Kind != checkpoint.KindWeights {
 			return nil, nil, nil, fmt.Errorf("--checkpoint %s is a %q checkpoint; dfx nll takes %q checkpoints (the "+
-				"evaluation weights)", p, c.Header.Kind, models.KindWeights)
+				"evaluation weights)", p, c.Header.Kind, checkpoint.KindWeights)
 		}
 		if c.Header.Dim != d {
 			return nil, nil, nil, fmt.Errorf("--checkpoint %s takes points of dimension %d, the --points are of dimension %d", p, c.Header.Dim, d)
 		}
-		if err := models.CheckSchedule(c, s); err != nil {
+		if err := checkpoint.CheckSchedule(c, s); err != nil {
 			return nil, nil, nil, fmt.Errorf("--checkpoint %s does not go with --schedule %s: %w", p, s.Name(), err)
 		}
 		for _, n := range c.Header.Networks {
@@ -351,12 +352,12 @@ func readNetCheckpoints(paths []string, d int, s schedule.Schedule) (*model.Stor
 				if ownSetting(key, first, c) {
 					continue
 				}
-				if a, b := first.Header.Params[key], c.Header.Params[key]; a != b && !models.TrainingOnlyParams[key] && !models.InitOnlyParams[key] {
+				if a, b := first.Header.Params[key], c.Header.Params[key]; a != b && !checkpoint.TrainingOnlyParams[key] && !checkpoint.InitOnlyParams[key] {
 					return nil, nil, nil, fmt.Errorf("--checkpoint %s has %s=%q but %s has %q: networks of different architectures cannot be combined", p, key, b, paths[0], a)
 				}
 			}
 		}
-		st, err := models.LoadWeights(c)
+		st, err := checkpoint.LoadWeights(c)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("--checkpoint %s: %w", p, err)
 		}
@@ -375,7 +376,7 @@ func readNetCheckpoints(paths []string, d int, s schedule.Schedule) (*model.Stor
 // ownSetting reports whether key is scoped to a network that only one of
 // the two checkpoints holds (e.g. /dftm/trace_skip): a setting of that
 // network alone, which the other file need not share.
-func ownSetting(key string, a, b *models.Checkpoint) bool {
+func ownSetting(key string, a, b *checkpoint.Checkpoint) bool {
 	parts := strings.SplitN(strings.TrimPrefix(key, "/"), "/", 2)
 	if len(parts) != 2 {
 		return false
@@ -402,14 +403,14 @@ func mapsKeys[V any](a, b map[string]V) func(func(string) bool) {
 // loadGMMCheckpoint is --gmm FILE.dfxckpt: the Gaussian mixture stored in a
 // checkpoint (`dfx fit`'s, or an ε-network's skip), an exact model.
 func loadGMMCheckpoint(path string, d int) (nllModel, error) {
-	c, err := models.ReadCheckpoint(path)
+	c, err := checkpoint.Read(path)
 	if err != nil {
 		return nllModel{}, fmt.Errorf("--gmm: %w", err)
 	}
 	if c.Header.Dim != d {
 		return nllModel{}, fmt.Errorf("--gmm %s is a mixture in dimension %d, the --points are of dimension %d", path, c.Header.Dim, d)
 	}
-	store, err := models.LoadWeights(c)
+	store, err := checkpoint.LoadWeights(c)
 	if err != nil {
 		return nllModel{}, fmt.Errorf("--gmm %s: %w", path, err)
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
-	"github.com/dfx-lab/dfx/models"
+	"github.com/dfx-lab/dfx/models/checkpoint"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -76,11 +76,11 @@ func (g gmmCase) checkpoint(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := models.MixtureCheckpoint(m, 0, "float64", nil)
+	c, err := checkpoint.Mixture(m, 0, "float64", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := models.Stamp(c, nil, models.Provenance{Data: "test mixture", Scaling: "none", Dequantize: "none"}); err != nil {
+	if err := checkpoint.Stamp(c, nil, checkpoint.Provenance{Data: "test mixture", Scaling: "none", Dequantize: "none"}); err != nil {
 		t.Fatal(err)
 	}
 	p := filepath.Join(t.TempDir(), "g.dfxckpt")

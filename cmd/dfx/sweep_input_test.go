@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dfx-lab/dfx/models"
+	"github.com/dfx-lab/dfx/models/checkpoint"
 )
 
 // toyScore is a committed toy ε-network (d = 2) the input cases read.
@@ -76,9 +77,9 @@ func runBounded(t *testing.T, limit time.Duration, fifos []string, args ...strin
 
 // forgeCheckpoint writes the toy checkpoint re-encoded (valid checksum)
 // after mutate.
-func forgeCheckpoint(t *testing.T, path string, mutate func(c *models.Checkpoint)) string {
+func forgeCheckpoint(t *testing.T, path string, mutate func(c *checkpoint.Checkpoint)) string {
 	t.Helper()
-	c, err := models.ReadCheckpoint(toyScore)
+	c, err := checkpoint.Read(toyScore)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,8 +216,8 @@ func TestForgedOrMalformedInputsAreRefused(t *testing.T) {
 	dir := t.TempDir()
 	x := writeIn(t, dir, "x.csv", []byte("0.3,0.4\n"))
 	gmm := writeIn(t, dir, "g.json", []byte(`{"means":[[0,0]],"covs":[[[1,0],[0,1]]]}`))
-	deep := forgeCheckpoint(t, filepath.Join(dir, "deep.dfxckpt"), func(c *models.Checkpoint) { c.Header.Params["/"+models.ParamDepth] = "int:10000" })
-	twice := forgeCheckpoint(t, filepath.Join(dir, "twice.dfxckpt"), func(c *models.Checkpoint) {
+	deep := forgeCheckpoint(t, filepath.Join(dir, "deep.dfxckpt"), func(c *checkpoint.Checkpoint) { c.Header.Params["/"+models.ParamDepth] = "int:10000" })
+	twice := forgeCheckpoint(t, filepath.Join(dir, "twice.dfxckpt"), func(c *checkpoint.Checkpoint) {
 		c.Header.Networks = append(c.Header.Networks, c.Header.Networks[0])
 	})
 	// Enough pixels that gzip delivers the last of them before it reaches

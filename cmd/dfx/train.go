@@ -13,6 +13,7 @@ import (
 	"github.com/dfx-lab/dfx/internal/outfile"
 	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/models"
+	"github.com/dfx-lab/dfx/models/checkpoint"
 )
 
 // defaultTrainOut is dfx train's output folder when -out is not given: not
@@ -169,7 +170,7 @@ func checkTrainFolder(spec mnist.NetSpec, out string, resume, force bool) error 
 	if err := mnist.CheckTrainFree(out, spec.Name); err != nil { // before the saved state, which a running run rewrites
 		return err
 	}
-	if err := checkOutFile("out", mnist.WeightsPath(out, spec.Name), models.ProducedBy(mnist.TrainProducer(spec.Name))); err != nil {
+	if err := checkOutFile("out", mnist.WeightsPath(out, spec.Name), checkpoint.ProducedBy(mnist.TrainProducer(spec.Name))); err != nil {
 		return err
 	}
 	state := mnist.StatePath(out, spec.Name)
@@ -196,11 +197,11 @@ func checkTrainFolder(spec mnist.NetSpec, out string, resume, force bool) error 
 // valid trainer checkpoint of spec's objective.
 func trainingStateOf(spec mnist.NetSpec) outfile.Owned {
 	return func(path string) error {
-		c, err := models.ReadCheckpoint(path)
+		c, err := checkpoint.Read(path)
 		if err != nil {
 			return err
 		}
-		if c.Header.Kind != models.KindTrainer || c.Header.Objective != spec.Objective.String() {
+		if c.Header.Kind != checkpoint.KindTrainer || c.Header.Objective != spec.Objective.String() {
 			return fmt.Errorf("a %q checkpoint of objective %q, not the training state of %s (%s)", c.Header.Kind, c.Header.Objective, spec.Name, spec.Objective)
 		}
 		return nil

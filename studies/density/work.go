@@ -18,6 +18,7 @@ import (
 	"github.com/dfx-lab/dfx/internal/stats"
 	"github.com/dfx-lab/dfx/internal/workstore"
 	"github.com/dfx-lab/dfx/models"
+	"github.com/dfx-lab/dfx/models/checkpoint"
 )
 
 // The experiment keeps its work in Env.Work through internal/workstore:
@@ -134,7 +135,7 @@ func networksDigest(n *access.Net) (string, error) {
 		if !models.HasNetwork(n.Store, scope) {
 			continue
 		}
-		d, err := models.NetworkDigest(n.Store, scope)
+		d, err := checkpoint.NetworkDigest(n.Store, scope)
 		if err != nil {
 			return "", err
 		}

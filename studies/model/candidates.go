@@ -13,6 +13,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/models"
+	"github.com/dfx-lab/dfx/models/checkpoint"
 )
 
 // CandidateRun is one candidate ε-network's training so far, read from its
@@ -42,11 +43,11 @@ func ReadCandidates(dir string) (*CandidatesResult, error) {
 			continue
 		}
 		run := CandidateRun{Spec: spec}
-		c, err := models.ReadCheckpoint(mnist.WeightsPath(dir, spec.Name))
+		c, err := checkpoint.Read(mnist.WeightsPath(dir, spec.Name))
 		if err == nil {
 			run.Finished = true
 		} else if errors.Is(err, fs.ErrNotExist) {
-			if c, err = models.ReadCheckpoint(mnist.StatePath(dir, spec.Name)); errors.Is(err, fs.ErrNotExist) {
+			if c, err = checkpoint.Read(mnist.StatePath(dir, spec.Name)); errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
 		}
@@ -55,7 +56,7 @@ func ReadCandidates(dir string) (*CandidatesResult, error) {
 		}
 		dec := json.NewDecoder(bytes.NewReader(c.Header.Config))
 		if err := dec.Decode(&run.Record); err != nil {
-			return nil, fmt.Errorf("mnist: %s: training record: %v: %w", spec.Name, err, models.ErrCheckpoint)
+			return nil, fmt.Errorf("mnist: %s: training record: %v: %w", spec.Name, err, checkpoint.ErrBad)
 		}
 		run.Steps = c.Header.Step
 		if run.Finished {

@@ -22,6 +22,7 @@ import (
 	"github.com/dfx-lab/dfx/internal/workstore"
 	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/models"
+	"github.com/dfx-lab/dfx/models/checkpoint"
 	"github.com/dfx-lab/dfx/problem"
 )
 
@@ -98,7 +99,7 @@ type ModelEvalResult struct {
 	LikelihoodSeconds float64
 	Quality           []ModelQuality
 
-	digest  string // the ε-network's (models.NetworkDigest)
+	digest  string // the ε-network's (checkpoint.NetworkDigest)
 	problem *problem.Problem
 	lab     Lab
 }
@@ -150,7 +151,7 @@ func RunModelEval(ctx context.Context, p *problem.Problem, lab Lab, cfg ModelEva
 		return nil, err
 	}
 	res.Trace = trace.Name()
-	if res.digest, err = models.NetworkDigest(store, models.ScoreScope); err != nil {
+	if res.digest, err = checkpoint.NetworkDigest(store, models.ScoreScope); err != nil {
 		return nil, err
 	}
 	lock, err := workstore.Lock("mnist-model", cfg.Work, modelWorkLock, "work folder "+cfg.Work, log)

@@ -1,4 +1,4 @@
-package models
+package checkpoint
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 
 	"github.com/dfx-lab/dfx/internal/atomicfile"
+	"github.com/dfx-lab/dfx/models"
 )
 
 // The one checkpoint format of dfx (little-endian):
@@ -27,61 +28,60 @@ import (
 //	H bytes of JSON header | variable data, in header order, raw little-endian |
 //	32-byte SHA-256 of everything before it.
 //
-// The header (CheckpointHeader) holds the kind ("trainer": every variable of
-// a training run, optimiser moments, EMA and RNG state included, to resume
-// exactly; "weights": the evaluation weights only), the hyperparameters, the
+// The Header holds the kind ("trainer": every variable of a training run,
+// optimiser moments, EMA and RNG state included, to resume exactly; "weights": the evaluation weights only), the hyperparameters, the
 // objective, step and sampling-stream state, a free-form configuration and
 // each variable's path, dtype, dimensions and trainability, and (from
 // version 3) the networks' Provenance: schedule, parameterisation, data set,
 // scaling, dequantisation and, for t_θ/ν_θ, the digest of their ε-network.
 // Version 2 files (the same layout without Provenance) still decode, with a
 // nil Provenance, so that `dfx ckpt` can say what they are and Restamp can
-// upgrade them; every load (LoadWeights, Trainer.Load, Verify) refuses them
+// upgrade them; every load (LoadWeights, LoadTrainer, Verify) refuses them
 // with ErrNoProvenance. A v3 file without Provenance, or with a field that
 // does not check out (Provenance.check), is corrupt.
 //
 // Reading is strict: the file length and checksum are verified before the
-// header is parsed; the header is bounded (MaxCheckpointHeader), parsed
-// with unknown fields rejected; every dtype, rank and dimension is checked
+// header is parsed; the header is bounded (MaxHeader), parsed with
+// unknown fields rejected; every dtype, rank and dimension is checked
 // and sizes are accumulated without overflow against the bytes present;
 // duplicate or malformed paths, trailing bytes and non-finite values are
 // errors; so are a network listed twice and size hyperparameters (depth,
 // width, …) beyond what the stored variables can hold (checkSizes), so no
-// graph is ever built from a forged header. Every error wraps ErrCheckpoint.
+// graph is ever built from a forged header. Every error wraps ErrBad.
 const (
-	checkpointMagic     = "DFXCKPT\x00"
-	checkpointVersion   = 3
-	legacyVersion       = 2 // no Provenance: decoded, never loaded
-	MaxCheckpointHeader = 16 << 20
-	maxRank             = 8
-	checksumLen         = sha256.Size
+	checkpointMagic   = "DFXCKPT\x00"
+	checkpointVersion = 3
+	legacyVersion     = 2 // no Provenance: decoded, never loaded
+	MaxHeader         = 16 << 20
+	maxRank           = 8
+	checksumLen       = sha256.Size
 	// Checkpoint kinds.
 	KindTrainer = "trainer"
 	KindWeights = "weights"
 )
 
-// ErrCheckpoint is wrapped by every error about a corrupt or mismatched checkpoint.
-var ErrCheckpoint = errors.New("bad checkpoint")
+// ErrBad is wrapped by every error about a corrupt or mismatched checkpoint.
+var ErrBad = errors.New("bad checkpoint")
 
-// CheckpointVariable describes one stored variable.
-type CheckpointVariable struct {
+// Variable describes one stored variable.
+type Variable struct {
 	Path      string // absolute: "/score/input/weights"
 	DType     string // "Float32", "Float64", "Int64", "Int32", "Uint64", "Uint32"
 	Dims      []int
 	Trainable bool
 }
 
-// CheckpointHeader is the JSON header of a checkpoint.
-type CheckpointHeader struct {
+// Header is the JSON header of a checkpoint.
+type Header struct {
 	Kind      string
 	Objective string   // "dsm", "df-tm", "df-tm-c", or "" for a bundle of networks
 	Dim       int      // data dimension d the networks take
-	Networks  []string // top-level scopes of the networks stored (ScoreScope, TraceScope, CentredTraceScope)
+	Networks  []string // top-level scopes of the networks stored (models.ScoreScope, models.TraceScope, models.CentredTraceScope)
 	Step      int64
 	PCG       []byte            `json:",omitempty"` // sampling stream state (trainer)
 	Params    map[string]string // store parameters by full path, as "type:value"
 	Config    json.RawMessage   `json:",omitempty"` // the producer's own configuration (e.g. a loss curve)
-	Variables []CheckpointVariable
+	Variables []Variable
 	// Provenance is what the networks were trained on (nil only in a
 	// decoded version 2 file).
 	Provenance *Provenance `json:",omitempty"`
@@ -103,7 +103,7 @@ func (c *Checkpoint) Version() int {
 
 // Checkpoint is a decoded checkpoint: its header and one tensor per variable.
 type Checkpoint struct {
-	Header CheckpointHeader
+	Header Header
 	Values []*tensors.Tensor // in Header.Variables order
 
 	version int // as decoded (0: not decoded)
@@ -164,21 +164,21 @@ func (c *Checkpoint) NewStoreFromParams() (*model.Store, error) {
 	for path, s := range c.Header.Params {
 		v, err := decodeParam(s)
 		if err != nil {
-			return nil, fmt.Errorf("models: checkpoint parameter %s: %v: %w", path, err, ErrCheckpoint)
+			return nil, fmt.Errorf("models: checkpoint parameter %s: %v: %w", path, err, ErrBad)
 		}
 		store.SetParam(path, v)
 	}
 	return store, nil
 }
 
-// CheckpointOf collects the variables of store (those with a value; keep
-// selects a subset, nil for all) into a checkpoint of the given kind.
-func CheckpointOf(store *model.Store, kind string, keep func(*model.Variable) bool) (*Checkpoint, error) {
+// Of collects the variables of store (those with a value; keep selects a
+// subset, nil for all) into a checkpoint of the given kind.
+func Of(store *model.Store, kind string, keep func(*model.Variable) bool) (*Checkpoint, error) {
 	params, err := encodeParams(store)
 	if err != nil {
 		return nil, err
 	}
-	c := &Checkpoint{Header: CheckpointHeader{Kind: kind, Params: params}}
+	c := &Checkpoint{Header: Header{Kind: kind, Params: params}}
 	var vars []*model.Variable
 	for v := range store.IterVariables() {
 		if v.HasValue() && (keep == nil || keep(v)) {
@@ -191,7 +191,7 @@ func CheckpointOf(store *model.Store, kind string, keep func(*model.Variable) bo
 		if err != nil {
 			return nil, err
 		}
-		c.Header.Variables = append(c.Header.Variables, CheckpointVariable{v.Path(), val.DType().String(), slices.Clone(val.Shape().Dimensions), v.Trainable})
+		c.Header.Variables = append(c.Header.Variables, Variable{v.Path(), val.DType().String(), slices.Clone(val.Shape().Dimensions), v.Trainable})
 		c.Values = append(c.Values, val)
 	}
 	return c, nil
@@ -212,8 +212,8 @@ func (c *Checkpoint) Encode() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(hdr) > MaxCheckpointHeader {
-		return nil, fmt.Errorf("models: checkpoint header of %d bytes exceeds %d", len(hdr), MaxCheckpointHeader)
+	if len(hdr) > MaxHeader {
+		return nil, fmt.Errorf("models: checkpoint header of %d bytes exceeds %d", len(hdr), MaxHeader)
 	}
 	var buf bytes.Buffer
 	buf.WriteString(checkpointMagic)
@@ -244,7 +244,7 @@ func (c *Checkpoint) Write(path string) error {
 // Producer is producer.
 func ProducedBy(producer string) func(path string) error {
 	return func(path string) error {
-		c, err := ReadCheckpoint(path)
+		c, err := Read(path)
 		if err != nil {
 			return err
 		}
@@ -258,23 +258,23 @@ func ProducedBy(producer string) func(path string) error {
 	}
 }
 
-// MaxCheckpointBytes bounds what ReadCheckpoint reads from a file.
-const MaxCheckpointBytes = 1 << 30
+// MaxBytes bounds what Read reads from a file.
+const MaxBytes = 1 << 30
 
-// ReadCheckpoint reads and verifies a checkpoint file (see DecodeCheckpoint
-// and ReadCheckpointBytes).
-func ReadCheckpoint(path string) (*Checkpoint, error) {
-	raw, err := ReadCheckpointBytes(path)
+// Read reads and verifies a checkpoint file (see Decode
+// and ReadBytes).
+func Read(path string) (*Checkpoint, error) {
+	raw, err := ReadBytes(path)
 	if err != nil {
 		return nil, err
 	}
-	return DecodeCheckpoint(raw, path)
+	return Decode(raw, path)
 }
 
-// DecodeCheckpoint verifies and decodes raw (name is used in errors).
-func DecodeCheckpoint(raw []byte, name string) (*Checkpoint, error) {
+// Decode verifies and decodes raw (name is used in errors).
+func Decode(raw []byte, name string) (*Checkpoint, error) {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("models: checkpoint %s: %s: %w", name, fmt.Sprintf(format, args...), ErrCheckpoint)
+		return fmt.Errorf("models: checkpoint %s: %s: %w", name, fmt.Sprintf(format, args...), ErrBad)
 	}
 	const fixed = len(checkpointMagic) + 8
 	if len(raw) < fixed+checksumLen || string(raw[:len(checkpointMagic)]) != checkpointMagic {
@@ -289,7 +289,7 @@ func DecodeCheckpoint(raw []byte, name string) (*Checkpoint, error) {
 		return nil, bad("format version %d, this build reads %d (and %d without provenance)", version, checkpointVersion, legacyVersion)
 	}
 	hlen := int64(binary.LittleEndian.Uint32(raw[len(checkpointMagic)+4:]))
-	if hlen > MaxCheckpointHeader || int64(fixed)+hlen > int64(len(body)) {
+	if hlen > MaxHeader || int64(fixed)+hlen > int64(len(body)) {
 		return nil, bad("header length %d out of bounds", hlen)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw[fixed : fixed+int(hlen)]))
@@ -330,12 +330,12 @@ func DecodeCheckpoint(raw []byte, name string) (*Checkpoint, error) {
 
 // check reports the first inconsistency of a header of format version:
 // kind, objective, dimensions, parameters, provenance.
-func (h *CheckpointHeader) check(version uint32) error {
+func (h *Header) check(version uint32) error {
 	if h.Kind != KindTrainer && h.Kind != KindWeights {
 		return fmt.Errorf("kind %q, want %q or %q", h.Kind, KindTrainer, KindWeights)
 	}
 	if h.Objective != "" {
-		if _, err := ParseObjective(h.Objective); err != nil {
+		if _, err := models.ParseObjective(h.Objective); err != nil {
 			return err
 		}
 	}
@@ -361,7 +361,7 @@ func (h *CheckpointHeader) check(version uint32) error {
 // decode reads the variable's tensor from the front of data (the bytes
 // left after the previous variables) and returns it and its size in bytes;
 // an unknown dtype, a shape larger than data or a NaN or Inf is an error.
-func (cv CheckpointVariable) decode(data []byte) (*tensors.Tensor, int64, error) {
+func (cv Variable) decode(data []byte) (*tensors.Tensor, int64, error) {
 	if err := checkVariablePath(cv.Path); err != nil {
 		return nil, 0, err
 	}

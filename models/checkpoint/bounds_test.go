@@ -1,4 +1,4 @@
-package models
+package checkpoint
 
 import (
 	"bytes"
@@ -12,10 +12,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dfx-lab/dfx/models"
 )
 
 // toyCheckpoint is a committed toy ε-network's checkpoint file.
-const toyCheckpoint = "../toys/checkpoints/moons-n5000-d1-ve-score-w64x3-s3000-seed1.dfxckpt"
+const toyCheckpoint = "../../toys/checkpoints/moons-n5000-d1-ve-score-w64x3-s3000-seed1.dfxckpt"
 
 // TestForgedSizesAreRefusedBeforeAnyGraphIsBuilt: a checksum-valid file
 // whose header claims a depth of 10 000 blocks, a width, class count or
@@ -27,7 +29,7 @@ func TestForgedSizesAreRefusedBeforeAnyGraphIsBuilt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := DecodeCheckpoint(raw, "toy")
+	c, err := Decode(raw, "toy")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,25 +37,25 @@ func TestForgedSizesAreRefusedBeforeAnyGraphIsBuilt(t *testing.T) {
 		t.Fatalf("the committed checkpoint does not verify: %v", err)
 	}
 	cases := map[string]func(c *Checkpoint){
-		"depth 10 000":     func(c *Checkpoint) { c.Header.Params["/"+ParamDepth] = "int:10000" },
-		"width 1e9":        func(c *Checkpoint) { c.Header.Params["/"+ParamWidth] = "int:1000000000" },
-		"scoped width":     func(c *Checkpoint) { c.Header.Params["/score/"+ParamWidth] = "int:100000" },
-		"negative depth":   func(c *Checkpoint) { c.Header.Params["/"+ParamDepth] = "int:-1" },
-		"embed_dim 1e8":    func(c *Checkpoint) { c.Header.Params["/"+ParamEmbedDim] = "int:100000000" },
-		"classes 1e6":      func(c *Checkpoint) { c.Header.Params["/"+ParamNumClasses] = "int:1000000" },
+		"depth 10 000":     func(c *Checkpoint) { c.Header.Params["/"+models.ParamDepth] = "int:10000" },
+		"width 1e9":        func(c *Checkpoint) { c.Header.Params["/"+models.ParamWidth] = "int:1000000000" },
+		"scoped width":     func(c *Checkpoint) { c.Header.Params["/score/"+models.ParamWidth] = "int:100000" },
+		"negative depth":   func(c *Checkpoint) { c.Header.Params["/"+models.ParamDepth] = "int:-1" },
+		"embed_dim 1e8":    func(c *Checkpoint) { c.Header.Params["/"+models.ParamEmbedDim] = "int:100000000" },
+		"classes 1e6":      func(c *Checkpoint) { c.Header.Params["/"+models.ParamNumClasses] = "int:1000000" },
 		"dim 1e9":          func(c *Checkpoint) { c.Header.Dim = 1000000000 },
 		"network twice":    func(c *Checkpoint) { c.Header.Networks = append(c.Header.Networks, c.Header.Networks[0]) },
-		"embed_width 1e12": func(c *Checkpoint) { c.Header.Params["/"+ParamEmbedWidth] = "int:1000000000000" },
+		"embed_width 1e12": func(c *Checkpoint) { c.Header.Params["/"+models.ParamEmbedWidth] = "int:1000000000000" },
 	}
 	for name, mutate := range cases {
 		forged := forge(t, raw, mutate)
 		start := time.Now()
-		d, err := DecodeCheckpoint(forged, name)
+		d, err := Decode(forged, name)
 		if err == nil {
 			err = Verify(d)
 		}
-		if !errors.Is(err, ErrCheckpoint) {
-			t.Errorf("%s: got %v, want ErrCheckpoint", name, err)
+		if !errors.Is(err, ErrBad) {
+			t.Errorf("%s: got %v, want ErrBad", name, err)
 		}
 		if el := time.Since(start); el > 5*time.Second {
 			t.Errorf("%s: refused after %v", name, el)
@@ -61,10 +63,10 @@ func TestForgedSizesAreRefusedBeforeAnyGraphIsBuilt(t *testing.T) {
 	}
 }
 
-// TestReadCheckpointChecksTheSizeBeforeReading: a file whose header length
+// TestReadChecksTheSizeBeforeReading: a file whose header length
 // exceeds its size, or that is not a checkpoint, is refused from its first
 // bytes; a file that is a checkpoint reads back.
-func TestReadCheckpointChecksTheSizeBeforeReading(t *testing.T) {
+func TestReadChecksTheSizeBeforeReading(t *testing.T) {
 	raw, err := os.ReadFile(toyCheckpoint)
 	if err != nil {
 		t.Fatal(err)
@@ -77,19 +79,19 @@ func TestReadCheckpointChecksTheSizeBeforeReading(t *testing.T) {
 		if err := os.WriteFile(p, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ReadCheckpoint(p); !errors.Is(err, ErrCheckpoint) || !strings.Contains(err.Error(), p) {
-			t.Errorf("%s: got %v, want ErrCheckpoint naming the file", name, err)
+		if _, err := Read(p); !errors.Is(err, ErrBad) || !strings.Contains(err.Error(), p) {
+			t.Errorf("%s: got %v, want ErrBad naming the file", name, err)
 		}
 	}
-	if _, err := ReadCheckpoint(toyCheckpoint); err != nil {
+	if _, err := Read(toyCheckpoint); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// TestReadCheckpointReadsAForeignFileOnlyToItsMagic: a large file that is
+// TestReadReadsAForeignFileOnlyToItsMagic: a large file that is
 // not a checkpoint (here 256 MiB, sparse) is refused from its first bytes,
 // not read whole first.
-func TestReadCheckpointReadsAForeignFileOnlyToItsMagic(t *testing.T) {
+func TestReadReadsAForeignFileOnlyToItsMagic(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "big.dfxckpt")
 	if err := os.WriteFile(p, []byte("not a checkpoint"), 0o644); err != nil {
 		t.Fatal(err)
@@ -99,21 +101,21 @@ func TestReadCheckpointReadsAForeignFileOnlyToItsMagic(t *testing.T) {
 	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	_, err := ReadCheckpoint(p)
+	_, err := Read(p)
 	runtime.ReadMemStats(&after)
-	if !errors.Is(err, ErrCheckpoint) {
-		t.Fatalf("got %v, want ErrCheckpoint", err)
+	if !errors.Is(err, ErrBad) {
+		t.Fatalf("got %v, want ErrBad", err)
 	}
 	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
 		t.Errorf("refusing it allocated %d bytes", got)
 	}
 }
 
-// FuzzVerifyCheckpoint: a committed toy checkpoint with a fuzzed JSON
+// FuzzVerify: a committed toy checkpoint with a fuzzed JSON
 // header (and a valid checksum, so that the header's checks are reached)
-// never panics, every error wraps ErrCheckpoint, and whatever decodes
+// never panics, every error wraps ErrBad, and whatever decodes
 // verifies or is refused within seconds, whatever sizes the header claims.
-func FuzzVerifyCheckpoint(f *testing.F) {
+func FuzzVerify(f *testing.F) {
 	raw, err := os.ReadFile(toyCheckpoint)
 	if err != nil {
 		f.Fatal(err)
@@ -136,12 +138,12 @@ func FuzzVerifyCheckpoint(f *testing.F) {
 		// A hang is a crash with every goroutine's stack, not a stalled fuzzer.
 		watchdog := time.AfterFunc(20*time.Second, func() { panic("decoding and verifying a checkpoint took over 20 s") })
 		defer watchdog.Stop()
-		c, err := DecodeCheckpoint(file.Bytes(), "fuzz")
+		c, err := Decode(file.Bytes(), "fuzz")
 		if err == nil {
 			err = Verify(c)
 		}
-		if err != nil && !errors.Is(err, ErrCheckpoint) && !errors.Is(err, ErrNoProvenance) {
-			t.Fatalf("error wraps neither ErrCheckpoint nor ErrNoProvenance: %v", err)
+		if err != nil && !errors.Is(err, ErrBad) && !errors.Is(err, ErrNoProvenance) {
+			t.Fatalf("error wraps neither ErrBad nor ErrNoProvenance: %v", err)
 		}
 	})
 }

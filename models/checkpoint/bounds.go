@@ -1,4 +1,4 @@
-package models
+package checkpoint
 
 import (
 	"encoding/binary"
@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/dfx-lab/dfx/internal/input"
+	"github.com/dfx-lab/dfx/models"
 )
 
 // sizeParams are the hyperparameters that size a network's graph: each is
@@ -17,8 +18,8 @@ import (
 // the file holds is refused before any graph is built from it — a forged
 // depth of 10 000 would otherwise build for minutes.
 var sizeParams = map[string]bool{
-	ParamWidth: true, ParamEmbedDim: true, ParamEmbedWidth: true, ParamNumClasses: true,
-	ParamPatch: true, ParamPatchHalo: true, ParamMixtureComponents: true, ParamMixtureRank: true,
+	models.ParamWidth: true, models.ParamEmbedDim: true, models.ParamEmbedWidth: true, models.ParamNumClasses: true,
+	models.ParamPatch: true, models.ParamPatchHalo: true, models.ParamMixtureComponents: true, models.ParamMixtureRank: true,
 }
 
 // checkSizes bounds the header's networks, data dimension and size
@@ -27,7 +28,7 @@ var sizeParams = map[string]bool{
 // most the largest stored dimension. The mixture's sizes are bounded only
 // where the file holds a mixture: a trace network's weights borrow the
 // ε-network's (and build no more graph for it whatever K is).
-func (h *CheckpointHeader) checkSizes() error {
+func (h *Header) checkSizes() error {
 	seen := map[string]bool{}
 	for _, n := range h.Networks {
 		if seen[n] {
@@ -40,14 +41,14 @@ func (h *CheckpointHeader) checkSizes() error {
 		for _, d := range v.Dims {
 			maxDim = max(maxDim, d)
 		}
-		ownsMixture = ownsMixture || strings.Contains(v.Path+"/", "/"+MixtureScope+"/")
+		ownsMixture = ownsMixture || strings.Contains(v.Path+"/", "/"+models.MixtureScope+"/")
 	}
 	if h.Dim > maxDim {
 		return fmt.Errorf("data dimension %d, but no stored variable has a dimension above %d", h.Dim, maxDim)
 	}
 	for p, s := range h.Params {
 		name := path.Base(p)
-		if name != ParamDepth && !sizeParams[name] {
+		if name != models.ParamDepth && !sizeParams[name] {
 			continue
 		}
 		v, err := decodeParam(s)
@@ -55,30 +56,29 @@ func (h *CheckpointHeader) checkSizes() error {
 		if err != nil || !isInt {
 			continue // not a size: the network's own checks report it
 		}
-		mixture := name == ParamMixtureComponents || name == ParamMixtureRank
+		mixture := name == models.ParamMixtureComponents || name == models.ParamMixtureRank
 		switch {
 		case n < 0:
 			return fmt.Errorf("hyperparameter %s = %d, want ≥ 0", p, n)
-		case name == ParamDepth && n > len(h.Variables):
+		case name == models.ParamDepth && n > len(h.Variables):
 			return fmt.Errorf("hyperparameter %s = %d, but the file stores only %d variables", p, n, len(h.Variables))
-		case name != ParamDepth && n > maxDim && (!mixture || ownsMixture):
+		case name != models.ParamDepth && n > maxDim && (!mixture || ownsMixture):
 			return fmt.Errorf("hyperparameter %s = %d, but no stored variable has a dimension above %d", p, n, maxDim)
 		}
 	}
 	return nil
 }
 
-// ReadCheckpointBytes reads a checkpoint file's bytes for DecodeCheckpoint.
-// Only a regular file is opened (input.Open), and its size is checked
-// before it is read whole: against MaxCheckpointBytes, and against the
-// header length its first bytes declare, so that a device, a named pipe or
-// a file that is not a checkpoint is refused after reading at most 16
-// bytes. A missing file's error wraps fs.ErrNotExist.
-func ReadCheckpointBytes(path string) ([]byte, error) {
+// ReadBytes reads a checkpoint file's bytes for Decode. Only a regular
+// file is opened (input.Open), and its size is checked before it is read
+// whole: against MaxBytes, and against the header length its first bytes
+// declare, so that a device, a named pipe or a file that is not a
+// checkpoint is refused after reading at most 16 bytes. A missing file's error wraps fs.ErrNotExist.
+func ReadBytes(path string) ([]byte, error) {
 	f, err := input.Open(path)
 	if err != nil {
 		if errors.Is(err, input.ErrNotRegular) {
-			return nil, fmt.Errorf("models: checkpoint %v: %w", err, ErrCheckpoint)
+			return nil, fmt.Errorf("models: checkpoint %v: %w", err, ErrBad)
 		}
 		return nil, fmt.Errorf("models: checkpoint: %w", err)
 	}
@@ -89,11 +89,11 @@ func ReadCheckpointBytes(path string) ([]byte, error) {
 	}
 	size := st.Size()
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("models: checkpoint %s: %s: %w", path, fmt.Sprintf(format, args...), ErrCheckpoint)
+		return fmt.Errorf("models: checkpoint %s: %s: %w", path, fmt.Sprintf(format, args...), ErrBad)
 	}
 	const fixed = len(checkpointMagic) + 8
-	if size > MaxCheckpointBytes {
-		return nil, bad("%d bytes, larger than %d", size, MaxCheckpointBytes)
+	if size > MaxBytes {
+		return nil, bad("%d bytes, larger than %d", size, MaxBytes)
 	}
 	if size < int64(fixed+checksumLen) {
 		return nil, bad("not a dfx checkpoint (%d bytes, too short)", size)
@@ -105,7 +105,7 @@ func ReadCheckpointBytes(path string) ([]byte, error) {
 	if string(raw[:len(checkpointMagic)]) != checkpointMagic {
 		return nil, bad("not a dfx checkpoint (bad magic)")
 	}
-	if hlen := int64(binary.LittleEndian.Uint32(raw[len(checkpointMagic)+4:])); hlen > MaxCheckpointHeader || int64(fixed)+hlen+checksumLen > size {
+	if hlen := int64(binary.LittleEndian.Uint32(raw[len(checkpointMagic)+4:])); hlen > MaxHeader || int64(fixed)+hlen+checksumLen > size {
 		return nil, bad("header length %d out of bounds for a file of %d bytes", hlen, size)
 	}
 	// The file may have changed since the stat: read what it had, make sure

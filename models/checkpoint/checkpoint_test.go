@@ -1,4 +1,4 @@
-package models
+package checkpoint
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -18,18 +19,58 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/models"
 )
 
-func newTinyTrainer(t *testing.T, width int) *Trainer {
+// tinyData is a 2-D mixture of four points with small jitter.
+func tinyData(n int, seed uint64) ([][]float64, []int) {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	centres := [][]float64{{1, 1}, {-1, 1}, {-1, -1}, {1, -1}}
+	data, labels := make([][]float64, n), make([]int, n)
+	for i := range data {
+		c := rng.IntN(4)
+		data[i] = []float64{centres[c][0] + 0.05*rng.NormFloat64(), centres[c][1] + 0.05*rng.NormFloat64()}
+		labels[i] = c
+	}
+	return data, labels
+}
+
+// tinyStore holds the hyperparameters of a small, fast network.
+func tinyStore() *model.Store {
+	store := models.NewStore()
+	store.SetParams(map[string]any{models.ParamWidth: 16, models.ParamDepth: 1, models.ParamEmbedDim: 8, models.ParamBatchSize: 32,
+		models.ParamLearningRate: 3e-3})
+	return store
+}
+
+// rawVariables returns every variable's raw bytes by path.
+func rawVariables(t *testing.T, store *model.Store) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	for v := range store.IterVariables() {
+		if strings.HasPrefix(v.Path(), "/metrics/") { // GoMLX names them with a random UUID
+			continue
+		}
+		val, err := v.Value()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := val.ConstBytes(func(b []byte) { out[v.Path()] = bytes.Clone(b) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+func newTinyTrainer(t *testing.T, width int) *models.Trainer {
 	t.Helper()
 	data, labels := tinyData(64, 3)
 	ctx := tinyStore()
-	ctx.SetParams(map[string]any{ParamWidth: width, ParamNumClasses: 4})
-	tr, err := NewTrainer(MustNewTrainBackend(), ctx, schedule.DefaultVP(), DSM, data, labels)
+	ctx.SetParams(map[string]any{models.ParamWidth: width, models.ParamNumClasses: 4})
+	tr, err := models.NewTrainer(models.MustNewTrainBackend(), ctx, schedule.DefaultVP(), models.DSM, data, labels)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr.Provenance = testProvenance
 	return tr
 }
 
@@ -42,14 +83,14 @@ func TestCheckpointResumesExactly(t *testing.T) {
 	if _, err := a.TrainSteps(7); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Save(path); err != nil {
+	if err := SaveTrainer(a, testProvenance, path); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.TrainSteps(5); err != nil {
 		t.Fatal(err)
 	}
 	b := newTinyTrainer(t, 16)
-	if err := b.Load(path); err != nil {
+	if err := LoadTrainer(b, testProvenance, path); err != nil {
 		t.Fatal(err)
 	}
 	if b.Step() != 7 {
@@ -58,7 +99,7 @@ func TestCheckpointResumesExactly(t *testing.T) {
 	if _, err := b.TrainSteps(5); err != nil {
 		t.Fatal(err)
 	}
-	wa, wb := weights(t, a.Store), weights(t, b.Store)
+	wa, wb := rawVariables(t, a.Store), rawVariables(t, b.Store)
 	if len(wa) != len(wb) {
 		t.Fatalf("%d variables vs %d", len(wa), len(wb))
 	}
@@ -73,7 +114,7 @@ func TestCheckpointResumesExactly(t *testing.T) {
 // checksum, so that only the structural checks can reject it.
 func forge(t *testing.T, raw []byte, mutate func(c *Checkpoint)) []byte {
 	t.Helper()
-	c, err := DecodeCheckpoint(raw, "test")
+	c, err := Decode(raw, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,11 +133,11 @@ func TestCheckpointRejectsCorruptTruncatedForgedAndMismatchedFiles(t *testing.T)
 	if _, err := a.TrainSteps(2); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Save(path); err != nil {
+	if err := SaveTrainer(a, testProvenance, path); err != nil {
 		t.Fatal(err)
 	}
 	raw, _ := os.ReadFile(path)
-	if err := newTinyTrainer(t, 16).Load(path); err != nil {
+	if err := LoadTrainer(newTinyTrainer(t, 16), testProvenance, path); err != nil {
 		t.Fatalf("the file itself does not load: %v", err)
 	}
 	write := func(name string, b []byte) string {
@@ -140,7 +181,7 @@ func TestCheckpointRejectsCorruptTruncatedForgedAndMismatchedFiles(t *testing.T)
 			c.Values = slices.Delete(c.Values, i, i+1)
 		})),
 		"unexpected variable": write("extra", forge(t, raw, func(c *Checkpoint) {
-			c.Header.Variables = append(c.Header.Variables, CheckpointVariable{Path: "/extra/w", DType: "Float32", Dims: []int{1}})
+			c.Header.Variables = append(c.Header.Variables, Variable{Path: "/extra/w", DType: "Float32", Dims: []int{1}})
 			c.Values = append(c.Values, tensors.FromValue([]float32{1}))
 		})),
 		"path without leading slash": write("relative", forge(t, raw, func(c *Checkpoint) {
@@ -161,8 +202,8 @@ func TestCheckpointRejectsCorruptTruncatedForgedAndMismatchedFiles(t *testing.T)
 		"unknown dtype": write("dtype", forge(t, raw, func(c *Checkpoint) {
 			c.Header.Variables[index(c, "output/biases")].DType = "Complex64"
 		})),
-		"changed hyperparameter": write("param", forge(t, raw, func(c *Checkpoint) { c.Header.Params["/"+ParamDepth] = "int:2" })),
-		"other objective":        write("obj", forge(t, raw, func(c *Checkpoint) { c.Header.Objective = DFTM.String() })),
+		"changed hyperparameter": write("param", forge(t, raw, func(c *Checkpoint) { c.Header.Params["/"+models.ParamDepth] = "int:2" })),
+		"other objective":        write("obj", forge(t, raw, func(c *Checkpoint) { c.Header.Objective = models.DFTM.String() })),
 		"weights, not trainer":   write("kind", forge(t, raw, func(c *Checkpoint) { c.Header.Kind = KindWeights })),
 	}
 	for i := 0; i < len(raw); i += max(1, len(raw)/23) {
@@ -171,12 +212,12 @@ func TestCheckpointRejectsCorruptTruncatedForgedAndMismatchedFiles(t *testing.T)
 		cases[fmt.Sprintf("bit flipped at byte %d", i)] = write(fmt.Sprintf("flip%d", i), b)
 	}
 	for name, p := range cases {
-		if err := newTinyTrainer(t, 16).Load(p); !errors.Is(err, ErrCheckpoint) {
-			t.Errorf("%s: got %v, want ErrCheckpoint", name, err)
+		if err := LoadTrainer(newTinyTrainer(t, 16), testProvenance, p); !errors.Is(err, ErrBad) {
+			t.Errorf("%s: got %v, want ErrBad", name, err)
 		}
 	}
-	if err := newTinyTrainer(t, 32).Load(path); !errors.Is(err, ErrCheckpoint) {
-		t.Errorf("width mismatch: got %v, want ErrCheckpoint", err)
+	if err := LoadTrainer(newTinyTrainer(t, 32), testProvenance, path); !errors.Is(err, ErrBad) {
+		t.Errorf("width mismatch: got %v, want ErrBad", err)
 	} else {
 		t.Logf("mismatch message: %v", err)
 	}
@@ -187,18 +228,18 @@ func TestWeightsCheckpointRoundTripsAndLoadsStrictly(t *testing.T) {
 	if _, err := a.TrainSteps(3); err != nil {
 		t.Fatal(err)
 	}
-	c, err := WeightsCheckpoint(a.Store, a.Dim(), []string{ScoreScope}, []byte(`{"note":"test"}`))
+	c, err := Weights(a.Store, a.Dim(), []string{models.ScoreScope}, []byte(`{"note":"test"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Header.Provenance, err = a.provenance(); err != nil {
+	if c.Header.Provenance, err = trainerProvenance(a, testProvenance); err != nil {
 		t.Fatal(err)
 	}
 	raw, err := c.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := DecodeCheckpoint(raw, "weights")
+	back, err := Decode(raw, "weights")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,41 +247,41 @@ func TestWeightsCheckpointRoundTripsAndLoadsStrictly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ema, _ := EMAStore(a.Store)
+	ema, _ := models.EMAStore(a.Store)
 	for v := range store.IterVariables() {
 		want := tensors.MustCopyFlatData[float32](ema.GetVariable(v.Path()).MustValue())
 		if !slices.Equal(tensors.MustCopyFlatData[float32](v.MustValue()), want) {
 			t.Errorf("%s: not the EMA weights", v.Path())
 		}
 	}
-	if got := model.GetRootParamOr(store, ParamWidth, 0); got != 16 {
+	if got := model.GetRootParamOr(store, models.ParamWidth, 0); got != 16 {
 		t.Errorf("width parameter %d after load, want 16", got)
 	}
-	wrongDType := forge(t, raw, func(c *Checkpoint) { c.Header.Params["/"+ParamDType] = "string:float64" })
-	if c, err := DecodeCheckpoint(wrongDType, "x"); err != nil {
+	wrongDType := forge(t, raw, func(c *Checkpoint) { c.Header.Params["/"+models.ParamDType] = "string:float64" })
+	if c, err := Decode(wrongDType, "x"); err != nil {
 		t.Fatal(err)
-	} else if _, err := LoadWeights(c); !errors.Is(err, ErrCheckpoint) {
+	} else if _, err := LoadWeights(c); !errors.Is(err, ErrBad) {
 		t.Errorf("float32 weights for a float64 network: %v", err)
 	}
 	noNet := forge(t, raw, func(c *Checkpoint) {
-		c.Header.Networks = []string{TraceScope}
+		c.Header.Networks = []string{models.TraceScope}
 		c.Header.Provenance.EpsNetwork = strings.Repeat("0", 64)
 	})
-	if c, err := DecodeCheckpoint(noNet, "x"); err != nil {
+	if c, err := Decode(noNet, "x"); err != nil {
 		t.Fatal(err)
-	} else if _, err := LoadWeights(c); !errors.Is(err, ErrCheckpoint) {
+	} else if _, err := LoadWeights(c); !errors.Is(err, ErrBad) {
 		t.Errorf("score weights declared as the DF-TM network: %v", err)
 	}
 }
 
-// FuzzDecodeCheckpoint: no input panics, every error wraps ErrCheckpoint,
+// FuzzDecode: no input panics, every error wraps ErrBad,
 // and whatever decodes re-encodes to a file that decodes to the same
 // header and values. Each input is tried as a whole file and as a body
 // with its checksum appended, so that the fuzzer also explores the header
 // and data parser behind the checksum.
-func FuzzDecodeCheckpoint(f *testing.F) {
-	c := &Checkpoint{Header: CheckpointHeader{Kind: KindWeights, Networks: []string{ScoreScope}, Dim: 2, Params: map[string]string{"/width": "int:2"},
-		Variables: []CheckpointVariable{{Path: "/score/output/weights", DType: "Float32", Dims: []int{2, 2}, Trainable: true}}},
+func FuzzDecode(f *testing.F) {
+	c := &Checkpoint{Header: Header{Kind: KindWeights, Networks: []string{models.ScoreScope}, Dim: 2, Params: map[string]string{"/width": "int:2"},
+		Variables: []Variable{{Path: "/score/output/weights", DType: "Float32", Dims: []int{2, 2}, Trainable: true}}},
 		Values: []*tensors.Tensor{tensors.FromValue([][]float32{{1, 2}, {3, 4}})}}
 	vp, _ := SpecOf(schedule.DefaultVP())
 	c.Header.Provenance = &Provenance{Schedule: vp, Data: "fuzz", Scaling: "none", Dequantize: "none"}
@@ -256,10 +297,10 @@ func FuzzDecodeCheckpoint(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		sum := sha256.Sum256(in)
 		for _, raw := range [][]byte{in, append(slices.Clone(in), sum[:]...)} {
-			c, err := DecodeCheckpoint(raw, "fuzz")
+			c, err := Decode(raw, "fuzz")
 			if err != nil {
-				if !errors.Is(err, ErrCheckpoint) {
-					t.Fatalf("error does not wrap ErrCheckpoint: %v", err)
+				if !errors.Is(err, ErrBad) {
+					t.Fatalf("error does not wrap ErrBad: %v", err)
 				}
 				continue
 			}
@@ -270,7 +311,7 @@ func FuzzDecodeCheckpoint(f *testing.F) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			back, err := DecodeCheckpoint(again, "re-encoded")
+			back, err := Decode(again, "re-encoded")
 			if err != nil {
 				t.Fatalf("re-encoded checkpoint does not decode: %v", err)
 			}

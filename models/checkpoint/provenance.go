@@ -1,4 +1,4 @@
-package models
+package checkpoint
 
 import (
 	"crypto/sha256"
@@ -14,6 +14,7 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/models"
 )
 
 // Provenance is what a checkpoint's networks were trained on: everything a
@@ -25,8 +26,8 @@ type Provenance struct {
 	// clean-image classifier): name and every parameter, so that
 	// schedule.New(Name, Params) rebuilds it exactly.
 	Schedule *ScheduleSpec `json:",omitempty"`
-	// Param is the output parameterisation (ParamParam: eps, y, v, edm);
-	// "" for a classifier.
+	// Param is the output parameterisation (models.ParamParam: eps, y, v,
+	// edm); "" for a classifier.
 	Param string
 	// Data names the training set ("mnist/train: 60000 IDX images",
 	// "toys/checkerboard: n=5000 seed=1").
@@ -50,10 +51,10 @@ type ScheduleSpec struct {
 	Params map[string]float64
 }
 
-// ErrNoProvenance is wrapped (with ErrCheckpoint) by loads of a checkpoint
+// ErrNoProvenance is wrapped (with ErrBad) by loads of a checkpoint
 // written before provenance was recorded (format v2).
 var ErrNoProvenance = fmt.Errorf("checkpoint records no provenance (format v2, written before dfx recorded schedule, " +
-	"data and ε-network): retrain it, or re-stamp it if you know what it was trained on (see models.Restamp)")
+	"data and ε-network): retrain it, or re-stamp it if you know what it was trained on (see checkpoint.Restamp)")
 
 // SpecOf is the ScheduleSpec of s; only the continuous schedules of
 // dfx/schedule (ve, vp, subvp, edm, linear) have one.
@@ -104,7 +105,7 @@ func (s *ScheduleSpec) Equal(o *ScheduleSpec) bool {
 const maxProvenanceField = 256
 
 // check validates a decoded provenance against its checkpoint's header.
-func (p *Provenance) check(h *CheckpointHeader) error {
+func (p *Provenance) check(h *Header) error {
 	for name, v := range map[string]string{"Param": p.Param, "Data": p.Data, "Scaling": p.Scaling, "Dequantize": p.Dequantize} {
 		if len(v) > maxProvenanceField || !utf8.ValidString(v) || strings.ContainsFunc(v, unicode.IsControl) {
 			return fmt.Errorf("provenance %s is not a short printable string", name)
@@ -114,8 +115,8 @@ func (p *Provenance) check(h *CheckpointHeader) error {
 		}
 	}
 	// A classifier and a fitted mixture alone (q_0, for any schedule) need no schedule.
-	diffusion := slices.ContainsFunc(h.Networks, func(n string) bool { return n != ClassifierScope && n != MixtureScope }) ||
-		(h.Objective != "" && h.Objective != Classify.String())
+	diffusion := slices.ContainsFunc(h.Networks, func(n string) bool { return n != models.ClassifierScope && n != models.MixtureScope }) ||
+		(h.Objective != "" && h.Objective != models.Classify.String())
 	if p.Schedule == nil {
 		if diffusion {
 			return fmt.Errorf("provenance names no schedule for networks %v", h.Networks)
@@ -131,7 +132,7 @@ func (p *Provenance) check(h *CheckpointHeader) error {
 	if want := paramOf(h.Params); p.Param != want {
 		return fmt.Errorf("provenance parameterisation %q, the hyperparameters say %q", p.Param, want)
 	}
-	needsEps := slices.Contains(h.Networks, TraceScope) || slices.Contains(h.Networks, CentredTraceScope)
+	needsEps := slices.Contains(h.Networks, models.TraceScope) || slices.Contains(h.Networks, models.CentredTraceScope)
 	switch {
 	case needsEps && !isDigest(p.EpsNetwork):
 		return fmt.Errorf("provenance ε-network %q is not a SHA-256 digest (t_θ and ν_θ must name the ε-network they go with)", p.EpsNetwork)
@@ -141,14 +142,13 @@ func (p *Provenance) check(h *CheckpointHeader) error {
 	return nil
 }
 
-// paramOf is the parameterisation a checkpoint's hyperparameters set ("" for
-// none: a classifier).
-// paramOf is the score network's parameterisation as Eps resolves it: its
-// own (/score/parameterisation) before the root's.
+// paramOf is the parameterisation a checkpoint's hyperparameters set, as
+// models.Eps resolves it: the score network's own
+// (/score/parameterisation) before the root's; "" for none (a classifier).
 func paramOf(params map[string]string) string {
-	v, ok := params["/"+ScoreScope+"/"+ParamParam]
+	v, ok := params["/"+models.ScoreScope+"/"+models.ParamParam]
 	if !ok {
-		v, ok = params["/"+ParamParam]
+		v, ok = params["/"+models.ParamParam]
 	}
 	if !ok {
 		return ""
@@ -173,15 +173,15 @@ func isDigest(s string) bool {
 // re-stamped, resaved or renamed, only when the network computes something
 // else.
 func NetworkDigest(store *model.Store, scope string) (string, error) {
-	c, err := CheckpointOf(store, KindWeights, func(v *model.Variable) bool { return digested(v.Path(), scope) })
+	c, err := Of(store, KindWeights, func(v *model.Variable) bool { return digested(v.Path(), scope) })
 	if err != nil {
 		return "", err
 	}
 	return digestOf(c, scope)
 }
 
-// CheckpointDigest is NetworkDigest of the network under scope stored in c.
-func CheckpointDigest(c *Checkpoint, scope string) (string, error) { return digestOf(c, scope) }
+// Digest is NetworkDigest of the network under scope stored in c.
+func Digest(c *Checkpoint, scope string) (string, error) { return digestOf(c, scope) }
 
 func digestOf(c *Checkpoint, scope string) (string, error) {
 	h := sha256.New()
@@ -200,7 +200,7 @@ func digestOf(c *Checkpoint, scope string) (string, error) {
 		}
 	}
 	if n == 0 {
-		return "", fmt.Errorf("models: no variable under /%s to digest: %w", scope, ErrCheckpoint)
+		return "", fmt.Errorf("models: no variable under /%s to digest: %w", scope, ErrBad)
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.Header.Params)) {
 		if !TrainingOnlyParams[k] {
@@ -212,9 +212,9 @@ func digestOf(c *Checkpoint, scope string) (string, error) {
 
 // digested reports whether the variable at path belongs to the network
 // under scope: its own variables, and for the score network its mixture
-// skip (SetMixtureSkip), which is part of what it computes.
+// skip (models.SetMixtureSkip), which is part of what it computes.
 func digested(path, scope string) bool {
-	return strings.HasPrefix(path, "/"+scope+"/") || (scope == ScoreScope && strings.HasPrefix(path, "/"+MixtureScope+"/"))
+	return strings.HasPrefix(path, "/"+scope+"/") || (scope == models.ScoreScope && strings.HasPrefix(path, "/"+models.MixtureScope+"/"))
 }
 
 // TrainingOnlyParams are the hyperparameters (by store path) that only
@@ -242,9 +242,9 @@ func SameTraining(a, b *Checkpoint) error {
 	pa, pb := a.Header.Provenance, b.Header.Provenance
 	switch {
 	case pa.Scaling != pb.Scaling:
-		return fmt.Errorf("models: networks trained on differently scaled data (%q and %q): %w", pa.Scaling, pb.Scaling, ErrCheckpoint)
+		return fmt.Errorf("models: networks trained on differently scaled data (%q and %q): %w", pa.Scaling, pb.Scaling, ErrBad)
 	case pa.Dequantize != pb.Dequantize:
-		return fmt.Errorf("models: networks trained with different dequantisation (%q and %q): %w", pa.Dequantize, pb.Dequantize, ErrCheckpoint)
+		return fmt.Errorf("models: networks trained with different dequantisation (%q and %q): %w", pa.Dequantize, pb.Dequantize, ErrBad)
 	}
 	return nil
 }
@@ -256,31 +256,31 @@ func SameTraining(a, b *Checkpoint) error {
 func SameData(a, b *Checkpoint) error {
 	pa, pb := a.Header.Provenance, b.Header.Provenance
 	if pa == nil || pb == nil {
-		return fmt.Errorf("models: %w: %w", ErrNoProvenance, ErrCheckpoint)
+		return fmt.Errorf("models: %w: %w", ErrNoProvenance, ErrBad)
 	}
 	switch {
 	case pa.Schedule != nil && pb.Schedule != nil && !pa.Schedule.Equal(pb.Schedule):
-		return fmt.Errorf("models: networks trained on different schedules (%v and %v): %w", pa.Schedule, pb.Schedule, ErrCheckpoint)
+		return fmt.Errorf("models: networks trained on different schedules (%v and %v): %w", pa.Schedule, pb.Schedule, ErrBad)
 	case pa.Data != pb.Data:
-		return fmt.Errorf("models: networks trained on different data (%q and %q): %w", pa.Data, pb.Data, ErrCheckpoint)
+		return fmt.Errorf("models: networks trained on different data (%q and %q): %w", pa.Data, pb.Data, ErrBad)
 	}
 	return nil
 }
 
 // CheckPair checks that trace (holding t_θ or ν_θ) was made for the
 // ε-network in eps: same training provenance, and trace's EpsNetwork equal
-// to eps's digest. A mismatched pair is an error wrapping ErrCheckpoint.
+// to eps's digest. A mismatched pair is an error wrapping ErrBad.
 func CheckPair(eps, trace *Checkpoint) error {
 	if err := SameTraining(eps, trace); err != nil {
 		return err
 	}
-	got, err := CheckpointDigest(eps, ScoreScope)
+	got, err := Digest(eps, models.ScoreScope)
 	if err != nil {
 		return err
 	}
 	if want := trace.Header.Provenance.EpsNetwork; want != got {
 		return fmt.Errorf("models: the trace network was made for the ε-network %.12s…, this ε-network is %.12s… "+
-			"(use the pair trained together): %w", want, got, ErrCheckpoint)
+			"(use the pair trained together): %w", want, got, ErrBad)
 	}
 	return nil
 }
@@ -289,14 +289,14 @@ func CheckPair(eps, trace *Checkpoint) error {
 func CheckSchedule(c *Checkpoint, s schedule.Schedule) error {
 	p := c.Header.Provenance
 	if p == nil {
-		return fmt.Errorf("models: %w: %w", ErrNoProvenance, ErrCheckpoint)
+		return fmt.Errorf("models: %w: %w", ErrNoProvenance, ErrBad)
 	}
 	want, err := SpecOf(s)
 	if err != nil {
 		return err
 	}
 	if !p.Schedule.Equal(want) {
-		return fmt.Errorf("models: networks trained on the %v schedule, used with %v: %w", p.Schedule, want, ErrCheckpoint)
+		return fmt.Errorf("models: networks trained on the %v schedule, used with %v: %w", p.Schedule, want, ErrBad)
 	}
 	return nil
 }
@@ -325,7 +325,7 @@ func Stamp(c *Checkpoint, s schedule.Schedule, p Provenance) error {
 // committed checkpoints, made before provenance was recorded, were given
 // theirs without retraining.
 func Restamp(raw []byte, name string, s schedule.Schedule, p Provenance) ([]byte, error) {
-	c, err := DecodeCheckpoint(raw, name)
+	c, err := Decode(raw, name)
 	if err != nil {
 		return nil, err
 	}
@@ -336,13 +336,13 @@ func Restamp(raw []byte, name string, s schedule.Schedule, p Provenance) ([]byte
 	if err != nil {
 		return nil, fmt.Errorf("models: re-stamping %s: %w", name, err)
 	}
-	again, err := DecodeCheckpoint(out, name)
+	again, err := Decode(out, name)
 	if err != nil {
 		return nil, fmt.Errorf("models: re-stamping %s: %w", name, err)
 	}
 	for i := range c.Values {
-		a, _ := CheckpointDigestOf(c, i)
-		b, _ := CheckpointDigestOf(again, i)
+		a, _ := VariableDigest(c, i)
+		b, _ := VariableDigest(again, i)
 		if a != b {
 			return nil, fmt.Errorf("models: re-stamping %s changed variable %s", name, c.Header.Variables[i].Path)
 		}
@@ -350,8 +350,8 @@ func Restamp(raw []byte, name string, s schedule.Schedule, p Provenance) ([]byte
 	return out, nil
 }
 
-// CheckpointDigestOf is the SHA-256 (hex) of variable i's raw bytes.
-func CheckpointDigestOf(c *Checkpoint, i int) (string, error) {
+// VariableDigest is the SHA-256 (hex) of variable i's raw bytes.
+func VariableDigest(c *Checkpoint, i int) (string, error) {
 	h := sha256.New()
 	if err := c.Values[i].ConstBytes(func(b []byte) { h.Write(b) }); err != nil {
 		return "", err

@@ -1,4 +1,4 @@
-package models
+package checkpoint
 
 import (
 	"bytes"
@@ -11,28 +11,30 @@ import (
 	"testing"
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/models"
 )
 
-// weightsOf is the weights checkpoint (with provenance) of tr's networks.
-func weightsOf(t *testing.T, tr *Trainer, nets ...string) *Checkpoint {
+// weightsOf is the weights checkpoint of tr's networks, with provenance p
+// as SaveTrainer would record it.
+func weightsOf(t *testing.T, tr *models.Trainer, p Provenance, nets ...string) *Checkpoint {
 	t.Helper()
 	if tr.Step() == 0 { // the variables exist once a step has run
 		if _, err := tr.TrainSteps(1); err != nil {
 			t.Fatal(err)
 		}
 	}
-	c, err := WeightsCheckpoint(tr.Store, tr.Dim(), nets, nil)
+	c, err := Weights(tr.Store, tr.Dim(), nets, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Header.Provenance, err = tr.provenance(); err != nil {
+	if c.Header.Provenance, err = trainerProvenance(tr, p); err != nil {
 		t.Fatal(err)
 	}
 	raw, err := c.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := DecodeCheckpoint(raw, "weights")
+	back, err := Decode(raw, "weights")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,18 +45,18 @@ func weightsOf(t *testing.T, tr *Trainer, nets ...string) *Checkpoint {
 func tinyTrace(t *testing.T, eps *Checkpoint) *Checkpoint {
 	t.Helper()
 	data, _ := tinyData(64, 3)
-	tr, err := NewTrainer(MustNewTrainBackend(), tinyStore(), schedule.DefaultVP(), DFTM, data, nil)
+	tr, err := models.NewTrainer(models.MustNewTrainBackend(), tinyStore(), schedule.DefaultVP(), models.DFTM, data, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tr.TrainSteps(1); err != nil {
 		t.Fatal(err)
 	}
-	tr.Provenance = testProvenance
-	if tr.Provenance.EpsNetwork, err = CheckpointDigest(eps, ScoreScope); err != nil {
+	p := testProvenance
+	if p.EpsNetwork, err = Digest(eps, models.ScoreScope); err != nil {
 		t.Fatal(err)
 	}
-	return weightsOf(t, tr, TraceScope)
+	return weightsOf(t, tr, p, models.TraceScope)
 }
 
 func TestCheckPairRefusesAnotherEpsNetworkOrOtherData(t *testing.T) {
@@ -62,48 +64,48 @@ func TestCheckPairRefusesAnotherEpsNetworkOrOtherData(t *testing.T) {
 	if _, err := b.TrainSteps(2); err != nil { // b: same architecture, other weights
 		t.Fatal(err)
 	}
-	epsA, epsB := weightsOf(t, a, ScoreScope), weightsOf(t, b, ScoreScope)
+	epsA, epsB := weightsOf(t, a, testProvenance, models.ScoreScope), weightsOf(t, b, testProvenance, models.ScoreScope)
 	trace := tinyTrace(t, epsA)
 	if err := CheckPair(epsA, trace); err != nil {
 		t.Fatalf("the pair trained together is refused: %v", err)
 	}
-	if err := CheckPair(epsB, trace); !errors.Is(err, ErrCheckpoint) || !strings.Contains(err.Error(), "ε-network") {
+	if err := CheckPair(epsB, trace); !errors.Is(err, ErrBad) || !strings.Contains(err.Error(), "ε-network") {
 		t.Errorf("t_θ with another ε-network: %v", err)
 	}
 	other := *trace
 	p := *trace.Header.Provenance
 	p.Data = "another data set"
 	other.Header.Provenance = &p
-	if err := CheckPair(epsA, &other); !errors.Is(err, ErrCheckpoint) {
+	if err := CheckPair(epsA, &other); !errors.Is(err, ErrBad) {
 		t.Errorf("t_θ trained on other data: %v", err)
 	}
 	if err := CheckSchedule(epsA, schedule.DefaultVP()); err != nil {
 		t.Errorf("own schedule refused: %v", err)
 	}
-	if err := CheckSchedule(epsA, schedule.DefaultVE()); !errors.Is(err, ErrCheckpoint) {
+	if err := CheckSchedule(epsA, schedule.DefaultVE()); !errors.Is(err, ErrBad) {
 		t.Errorf("a VP network used on the VE schedule: %v", err)
 	}
-	if err := CheckSchedule(epsA, schedule.VP{BetaMin: 0.1, BetaMax: 19, TMin: 1e-5, TMax: 1}); !errors.Is(err, ErrCheckpoint) {
+	if err := CheckSchedule(epsA, schedule.VP{BetaMin: 0.1, BetaMax: 19, TMin: 1e-5, TMax: 1}); !errors.Is(err, ErrBad) {
 		t.Errorf("a VP network used with another β_max: %v", err)
 	}
 }
 
 func TestNetworkDigestIgnoresTrainingOnlyParamsAndRestamping(t *testing.T) {
 	a := newTinyTrainer(t, 16)
-	c := weightsOf(t, a, ScoreScope)
-	d1, _ := CheckpointDigest(c, ScoreScope)
-	c.Header.Params["/"+ParamSeed] = "int:99"
-	d2, _ := CheckpointDigest(c, ScoreScope)
-	c.Header.Params["/"+ParamEmbedDim] = "int:9"
-	d3, _ := CheckpointDigest(c, ScoreScope)
+	c := weightsOf(t, a, testProvenance, models.ScoreScope)
+	d1, _ := Digest(c, models.ScoreScope)
+	c.Header.Params["/"+models.ParamSeed] = "int:99"
+	d2, _ := Digest(c, models.ScoreScope)
+	c.Header.Params["/"+models.ParamEmbedDim] = "int:9"
+	d3, _ := Digest(c, models.ScoreScope)
 	if d1 != d2 || d1 == d3 {
 		t.Errorf("digest: %.8s, with another seed %.8s (want equal), another embedding %.8s (want different)", d1, d2, d3)
 	}
-	store, err := LoadWeights(weightsOf(t, a, ScoreScope))
+	store, err := LoadWeights(weightsOf(t, a, testProvenance, models.ScoreScope))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d4, _ := NetworkDigest(store, ScoreScope); d4 != d1 {
+	if d4, _ := NetworkDigest(store, models.ScoreScope); d4 != d1 {
 		t.Errorf("NetworkDigest of the loaded store %.8s, of the checkpoint %.8s", d4, d1)
 	}
 }
@@ -131,16 +133,16 @@ func legacyFile(t *testing.T, c *Checkpoint) []byte {
 
 func TestV2FilesDecodeButNeverLoadUntilRestamped(t *testing.T) {
 	a := newTinyTrainer(t, 16)
-	c := weightsOf(t, a, ScoreScope)
+	c := weightsOf(t, a, testProvenance, models.ScoreScope)
 	old := legacyFile(t, c)
-	dec, err := DecodeCheckpoint(old, "v2")
+	dec, err := Decode(old, "v2")
 	if err != nil {
 		t.Fatalf("a v2 file does not decode: %v", err)
 	}
 	if dec.Header.Provenance != nil || dec.Version() != 2 {
 		t.Fatalf("v2 file: provenance %v, version %d", dec.Header.Provenance, dec.Version())
 	}
-	if _, err := LoadWeights(dec); !errors.Is(err, ErrNoProvenance) || !errors.Is(err, ErrCheckpoint) {
+	if _, err := LoadWeights(dec); !errors.Is(err, ErrNoProvenance) || !errors.Is(err, ErrBad) {
 		t.Errorf("LoadWeights of a v2 file: %v", err)
 	}
 	if err := Verify(dec); !errors.Is(err, ErrNoProvenance) {
@@ -150,15 +152,15 @@ func TestV2FilesDecodeButNeverLoadUntilRestamped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := DecodeCheckpoint(raw, "restamped")
+	back, err := Decode(raw, "restamped")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := LoadWeights(back); err != nil {
 		t.Errorf("the re-stamped file does not load: %v", err)
 	}
-	da, _ := CheckpointDigest(c, ScoreScope)
-	db, _ := CheckpointDigest(back, ScoreScope)
+	da, _ := Digest(c, models.ScoreScope)
+	db, _ := Digest(back, models.ScoreScope)
 	if da != db {
 		t.Error("re-stamping changed the network")
 	}
@@ -166,14 +168,14 @@ func TestV2FilesDecodeButNeverLoadUntilRestamped(t *testing.T) {
 
 func TestCorruptProvenanceIsRefused(t *testing.T) {
 	a := newTinyTrainer(t, 16)
-	good := weightsOf(t, a, ScoreScope)
+	good := weightsOf(t, a, testProvenance, models.ScoreScope)
 	raw, err := good.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Each mutation is written with a valid checksum (Encode would refuse it).
-	mutate := func(f func(p *Provenance, h *CheckpointHeader)) []byte {
-		c, _ := DecodeCheckpoint(raw, "x")
+	mutate := func(f func(p *Provenance, h *Header)) []byte {
+		c, _ := Decode(raw, "x")
 		p := *c.Header.Provenance
 		f(&p, &c.Header)
 		c.Header.Provenance = &p
@@ -181,26 +183,26 @@ func TestCorruptProvenanceIsRefused(t *testing.T) {
 		return rawWithHeader(c, hdr, checkpointVersion)
 	}
 	cases := map[string][]byte{
-		"empty data":        mutate(func(p *Provenance, _ *CheckpointHeader) { p.Data = "" }),
-		"control character": mutate(func(p *Provenance, _ *CheckpointHeader) { p.Scaling = "a\x00b" }),
-		"overlong field":    mutate(func(p *Provenance, _ *CheckpointHeader) { p.Dequantize = strings.Repeat("x", 300) }),
-		"unknown schedule":  mutate(func(p *Provenance, _ *CheckpointHeader) { p.Schedule = &ScheduleSpec{Name: "cosine"} }),
-		"schedule parameter": mutate(func(p *Provenance, _ *CheckpointHeader) {
+		"empty data":        mutate(func(p *Provenance, _ *Header) { p.Data = "" }),
+		"control character": mutate(func(p *Provenance, _ *Header) { p.Scaling = "a\x00b" }),
+		"overlong field":    mutate(func(p *Provenance, _ *Header) { p.Dequantize = strings.Repeat("x", 300) }),
+		"unknown schedule":  mutate(func(p *Provenance, _ *Header) { p.Schedule = &ScheduleSpec{Name: "cosine"} }),
+		"schedule parameter": mutate(func(p *Provenance, _ *Header) {
 			p.Schedule = &ScheduleSpec{Name: "vp", Params: map[string]float64{"beta_min": -1}}
 		}),
-		"no schedule":           mutate(func(p *Provenance, _ *CheckpointHeader) { p.Schedule = nil }),
-		"parameterisation":      mutate(func(p *Provenance, _ *CheckpointHeader) { p.Param = "v" }),
-		"ε digest on ε-network": mutate(func(p *Provenance, _ *CheckpointHeader) { p.EpsNetwork = strings.Repeat("a", 64) }),
-		"t_θ without ε digest":  mutate(func(p *Provenance, h *CheckpointHeader) { h.Networks = []string{TraceScope} }),
-		"t_θ with a malformed one": mutate(func(p *Provenance, h *CheckpointHeader) {
-			h.Networks, p.EpsNetwork = []string{TraceScope}, strings.Repeat("G", 64)
+		"no schedule":           mutate(func(p *Provenance, _ *Header) { p.Schedule = nil }),
+		"parameterisation":      mutate(func(p *Provenance, _ *Header) { p.Param = "v" }),
+		"ε digest on ε-network": mutate(func(p *Provenance, _ *Header) { p.EpsNetwork = strings.Repeat("a", 64) }),
+		"t_θ without ε digest":  mutate(func(p *Provenance, h *Header) { h.Networks = []string{models.TraceScope} }),
+		"t_θ with a malformed one": mutate(func(p *Provenance, h *Header) {
+			h.Networks, p.EpsNetwork = []string{models.TraceScope}, strings.Repeat("G", 64)
 		}),
 		"v3 without provenance":    rawWithHeader(good, mustJSON(t, headerWithout(good.Header)), checkpointVersion),
 		"v2 with provenance":       rawWithHeader(good, mustJSON(t, good.Header), legacyVersion),
 		"unknown provenance field": rawWithHeader(good, bytes.Replace(mustJSON(t, good.Header), []byte(`"Provenance":{`), []byte(`"Provenance":{"Extra":1,`), 1), checkpointVersion),
 	}
 	for name, b := range cases {
-		if _, err := DecodeCheckpoint(b, name); !errors.Is(err, ErrCheckpoint) {
+		if _, err := Decode(b, name); !errors.Is(err, ErrBad) {
 			t.Errorf("%s: decoded (err %v)", name, err)
 		}
 	}
@@ -211,22 +213,23 @@ func TestCorruptProvenanceIsRefused(t *testing.T) {
 func TestTrainerResumeRefusesOtherProvenance(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.dfxckpt")
 	a := newTinyTrainer(t, 16)
-	if err := a.Save(path); err != nil {
+	if err := SaveTrainer(a, testProvenance, path); err != nil {
 		t.Fatal(err)
 	}
 	b := newTinyTrainer(t, 16)
-	b.Provenance.Data = "another data set"
-	if err := b.Load(path); !errors.Is(err, ErrCheckpoint) {
+	otherData := testProvenance
+	otherData.Data = "another data set"
+	if err := LoadTrainer(b, otherData, path); !errors.Is(err, ErrBad) {
 		t.Errorf("resume on other data: %v", err)
 	}
 	c := newTinyTrainer(t, 16)
 	c.Schedule = schedule.VP{BetaMin: 0.1, BetaMax: 10, TMin: 1e-5, TMax: 1}
-	if err := c.Load(path); !errors.Is(err, ErrCheckpoint) {
+	if err := LoadTrainer(c, testProvenance, path); !errors.Is(err, ErrBad) {
 		t.Errorf("resume on another schedule: %v", err)
 	}
 }
 
-func headerWithout(h CheckpointHeader) CheckpointHeader { h.Provenance = nil; return h }
+func headerWithout(h Header) Header { h.Provenance = nil; return h }
 
 func mustJSON(t *testing.T, v any) []byte {
 	t.Helper()
