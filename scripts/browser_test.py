@@ -16,6 +16,10 @@ Then it turns a knob as a reader would (unless --no-live): in a live kernel it r
 the set-up cell and the first dfx/notebook.Knobs cell of the OT notebook, waits for
 GoNB's widgets, picks another schedule, checks that the result is recomputed for
 it, presses Done, and checks that no error was shown (screenshot *-live.png).
+If the kernel found no browser and ran the cell unattended, the check says so,
+runs the cell again as a reader would, and prints the kernel's log.
+--break-first-connection makes GoNB's first browser connection fail, to check
+that the Knobs draw their widgets again (dfx/notebook WidgetRetry).
 
 Every wait polls for what it waits for (the server answering, the page loaded,
 every image decoded, the widgets shown, the kernel idle) with one generous limit,
@@ -23,7 +27,7 @@ every image decoded, the widgets shown, the kernel idle) with one generous limit
 and a wait that reaches it fails naming what it waited for: a loaded machine makes
 the check slower, not failed.
 
-Usage: browser_test.py [--out DIR] [--height PX] [--no-live] [NOTEBOOK.ipynb ...]
+Usage: browser_test.py [--out DIR] [--height PX] [--no-live] [--break-first-connection] [NOTEBOOK.ipynb ...]
 Needs Debian's chromium and jupyter-notebook (make setup); uses tornado's
 websocket client (a Jupyter dependency), nothing else.
 """
@@ -137,6 +141,26 @@ LIVE_START = r"""
 })(%s)
 """
 
+# --break-first-connection: the first WebSocket GoNB's browser code opens goes
+# nowhere, as when GoNB's first connection fails on a fresh page (the kernel
+# logs "Failed to install WebSocket"); the Knobs cell must still come live.
+BREAK_FIRST_CONNECTION = r"""
+(() => {
+  const W = window.WebSocket;
+  let armed = true;
+  window.WebSocket = function(url, protocols) {
+    if (armed && url.endsWith('/channels')) {
+      armed = false;
+      return new W(url.replace(/\/channels$/, '/nowhere'), protocols);
+    }
+    return new W(url, protocols);
+  };
+  window.WebSocket.prototype = W.prototype;
+  Object.assign(window.WebSocket, {CONNECTING: 0, OPEN: 1, CLOSING: 2, CLOSED: 3});
+  return true;
+})()
+"""
+
 LIVE_STATE = r"""
 (() => {
   const area = window.__dfxArea, h4 = area.querySelector('h4'), imgs = [...area.querySelectorAll('img')];
@@ -173,7 +197,7 @@ LIVE_DONE = r"""
 """
 
 
-def live_knob(page, port, token, name, notes):
+def live_knob(page, port, token, name, notes, break_first=False):
     """Runs the set-up cell and the first Knobs cell in the live kernel, waits for
     the widgets, picks the last option of the first drop-down list, waits for the
     result to be recomputed with it, presses Done. Returns the problems seen;
@@ -187,6 +211,8 @@ def live_knob(page, port, token, name, notes):
     try:
         page.open_notebook(port, token, name)
         wait_for("the gonb kernel to connect", lambda: page.js("!!(IPython.notebook.kernel && IPython.notebook.kernel.is_connected())"))
+        if break_first:
+            page.js(BREAK_FIRST_CONNECTION)
         if page.js(LIVE_START % "true") < 0:
             return ["no Knobs cell"]
         got = wait_for("the Knobs cell's live widgets (the set-up cell builds the Go code first)",
@@ -275,6 +301,8 @@ def main():
     ap.add_argument("--width", type=int, default=1150)
     ap.add_argument("--no-live", action="store_true", help="skip turning a knob in a live kernel")
     ap.add_argument("--live-notebook", default="01-ot.ipynb")
+    ap.add_argument("--break-first-connection", action="store_true",
+                    help="make GoNB's first browser connection fail: the live check then tests the widgets' redraw")
     ap.add_argument("notebooks", nargs="*")
     args = ap.parse_args()
     nbs = args.notebooks or sorted(glob.glob(os.path.join(ROOT, "notebooks", "*.ipynb")))
@@ -319,7 +347,7 @@ def main():
             name = args.live_notebook
             start = time.time()
             notes = []
-            problems = live_knob(page, port, token, name, notes)
+            problems = live_knob(page, port, token, name, notes, args.break_first_connection)
             png = os.path.join(args.out, name.replace(".ipynb", "-live.png"))
             shot = page.call("Page.captureScreenshot", format="png")
             with open(png, "wb") as f:
