@@ -15,11 +15,7 @@ func init() {
 		Name: "ot", Doc: "paper Table 3: OT test of PF-ODE maps in both protocols, studies beyond the paper, figures",
 		Quick: Quick, Full: Full,
 		Run: func(ctx context.Context, c Config, _ report.Env) (report.Result, error) {
-			res, err := Run(ctx, c)
-			if err != nil {
-				return nil, err
-			}
-			return res, nil
+			return report.AsResult(Run(ctx, c))
 		},
 	})
 }

@@ -24,9 +24,10 @@ import (
 	"github.com/dfx-lab/dfx/models"
 )
 
-const sampleUsage = `usage: dfx sample [-class 0,1,…|all] [-n 8] [-scale 3] [-steps 25] [-seed 1] [-png samples.png] [-npy samples.npy] [-nets DIR] [-model eps]
-                  [-guide class|style|identity|centring [-operator dfea|vjp] [-window FROM:TO] [-strength 0.2] [-inner
-10] [-target K] [-reference FILE [-reference-row I]]]
+const sampleUsage = `usage: dfx sample [-class 0,1,…|all] [-n 8] [-scale 3] [-steps 25] [-seed 1] [-png samples.png] [-npy samples.npy]
+                  [-nets DIR] [-model eps]
+                  [-guide class|style|identity|centring [-operator dfea|vjp] [-window FROM:TO] [-strength 0.2] [-inner 10]
+                   [-target K] [-reference FILE [-reference-row I]]]
                   [-density offset:P|quantile:p [-trace df-tm-c|df-tm|hutchinson:K|skip-hutchinson:K|vjp] [-until T] [-gain 10] [-ref 64]]
 Draws class-conditional MNIST samples with DDIM (η = 0) and classifier-free guidance ε̃ = ε_∅ + s (ε_c − ε_∅) (-scale 0:
 unconditional, 1: conditional) from the committed networks (or -nets DIR, as written by dfx train; DFX_MNIST_NETS=DIR is

@@ -77,9 +77,9 @@ func copyNets(t *testing.T, name string, damage func([]byte) []byte) string {
 	return dir
 }
 
-// TestTrustBadInputIsOneLineExitTwoBeforeAnyWork: the inputs of issue 22
-// (environment variables, data folders, checkpoints, output paths) each
-// exit 2 with one line on stderr and nothing on stdout, found before any
+// TestTrustBadInputIsOneLineExitTwoBeforeAnyWork: the inputs a user hands
+// the CLI (environment variables, data folders, checkpoints, output paths)
+// each exit 2 with one line on stderr and nothing on stdout, found before any
 // long work starts, and never through a stack trace or a fallback to the
 // compiled-in networks.
 func TestTrustBadInputIsOneLineExitTwoBeforeAnyWork(t *testing.T) {

@@ -158,42 +158,15 @@ func interval(p *plot.Plot, s Series, logX, logY bool, col color.Color) error {
 		return finite(s.X[k]) && finite(s.Y[k]) && (!logX || s.X[k] > 0) && (!logY || s.Y[k] > 0)
 	}
 	if s.XLo != nil {
-		var v intervals
-		for k, x := range s.X {
-			l, h := s.XLo[k], s.XHi[k]
-			if ok(k) && finite(l) && finite(h) && (!logX || l > 0) && l <= x && x <= h {
-				v.XYs, v.below, v.above = append(v.XYs, plotter.XY{X: x, Y: s.Y[k]}), append(v.below, x-l), append(v.above, h-x)
-			}
-		}
-		if len(v.XYs) > 0 {
-			b, err := plotter.NewXErrorBars(v)
-			if err != nil {
-				return err
-			}
-			b.Color, b.Width = col, 1
-			p.Add(b)
+		if err := errorBars(p, s, true, s.XLo, s.XHi, logX, ok, col); err != nil {
+			return err
 		}
 	}
 	if s.Lo == nil {
 		return nil
 	}
 	if s.Bars {
-		var v intervals
-		for k, y := range s.Y {
-			l, h := s.Lo[k], s.Hi[k]
-			if ok(k) && finite(l) && finite(h) && (!logY || l > 0) && l <= y && y <= h {
-				v.XYs, v.below, v.above = append(v.XYs, plotter.XY{X: s.X[k], Y: y}), append(v.below, y-l), append(v.above, h-y)
-			}
-		}
-		if len(v.XYs) > 0 {
-			b, err := plotter.NewYErrorBars(v)
-			if err != nil {
-				return err
-			}
-			b.Color, b.Width = col, 1
-			p.Add(b)
-		}
-		return nil
+		return errorBars(p, s, false, s.Lo, s.Hi, logY, ok, col)
 	}
 	var lo, hi plotter.XYs
 	for k, x := range s.X {
@@ -218,6 +191,45 @@ func interval(p *plot.Plot, s Series, logX, logY bool, col color.Color) error {
 	c.A = 60
 	poly.Color, poly.LineStyle.Width = c, 0
 	p.Add(poly)
+	return nil
+}
+
+// errorBars adds to p, in colour col, s's intervals lo–hi around its x
+// values (horizontal) or its y values (vertical bars), at the points where
+// ok holds, both ends are finite (positive on a log axis) and the interval
+// holds the point.
+func errorBars(p *plot.Plot, s Series, horizontal bool, lo, hi []float64, logAxis bool, ok func(int) bool, col color.Color) error {
+	at := s.Y
+	if horizontal {
+		at = s.X
+	}
+	var v intervals
+	for k, c := range at {
+		l, h := lo[k], hi[k]
+		if ok(k) && finite(l) && finite(h) && (!logAxis || l > 0) && l <= c && c <= h {
+			v.XYs, v.below, v.above = append(v.XYs, plotter.XY{X: s.X[k], Y: s.Y[k]}), append(v.below, c-l), append(v.above, h-c)
+		}
+	}
+	if len(v.XYs) == 0 {
+		return nil
+	}
+	var bars plot.Plotter
+	var style *draw.LineStyle
+	if horizontal {
+		b, err := plotter.NewXErrorBars(v)
+		if err != nil {
+			return err
+		}
+		bars, style = b, &b.LineStyle
+	} else {
+		b, err := plotter.NewYErrorBars(v)
+		if err != nil {
+			return err
+		}
+		bars, style = b, &b.LineStyle
+	}
+	style.Color, style.Width = col, 1
+	p.Add(bars)
 	return nil
 }
 

@@ -147,6 +147,17 @@ func Register[C any](s Spec[C]) {
 	}})
 }
 
+// AsResult is a study's (result, error) as a Spec's Run returns them: nil
+// and err on failure, so that a failed run's nil pointer never reaches the
+// caller as a non-nil Result. A Run that only calls its study is
+// `return report.AsResult(Run(ctx, c))`.
+func AsResult[R Result](r R, err error) (Result, error) {
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
 func add(e Experiment) {
 	registryMu.Lock()
 	defer registryMu.Unlock()

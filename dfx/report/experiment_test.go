@@ -114,3 +114,18 @@ func TestParseProfile(t *testing.T) {
 		}
 	}
 }
+
+type pointerResult struct{}
+
+func (*pointerResult) Report() (*Report, error) { return &Report{}, nil }
+
+func TestAsResultIsNilOnErrorNotATypedNilPointer(t *testing.T) {
+	failed := func() (*pointerResult, error) { return nil, errors.New("failed") }
+	if r, err := AsResult(failed()); r != nil || err == nil {
+		t.Errorf("AsResult(nil pointer, error) = %v, %v; want nil, the error", r, err)
+	}
+	done := func() (*pointerResult, error) { return &pointerResult{}, nil }
+	if r, err := AsResult(done()); r == nil || err != nil {
+		t.Errorf("AsResult(result, nil) = %v, %v; want the result, nil", r, err)
+	}
+}

@@ -67,14 +67,18 @@ func ReadFile(path string, opt Options) (*mat.Dense, error) {
 		return nil, err
 	}
 	defer f.Close()
-	var m *mat.Dense
-	if strings.EqualFold(filepath.Ext(path), ".npy") {
-		m, err = ReadNPY(f, opt)
-	} else {
-		m, err = ReadCSV(f, opt)
+	return decode(f, strings.EqualFold(filepath.Ext(path), ".npy"), path, opt)
+}
+
+// decode reads r as .npy (npy) or CSV; errors start with name.
+func decode(r io.ReadSeeker, npy bool, name string, opt Options) (*mat.Dense, error) {
+	read := ReadCSV
+	if npy {
+		read = ReadNPY
 	}
+	m, err := read(r, opt)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return m, nil
 }
@@ -111,16 +115,7 @@ func readStream(in io.Reader, name string, opt Options) (*mat.Dense, error) {
 	if _, err := rs.Seek(start, io.SeekStart); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	var m *mat.Dense
-	if bytes.Equal(magic[:n], []byte(npyMagic)) {
-		m, err = ReadNPY(rs, opt)
-	} else {
-		m, err = ReadCSV(rs, opt)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return m, nil
+	return decode(rs, bytes.Equal(magic[:n], []byte(npyMagic)), name, opt)
 }
 
 // spool copies r to a temporary file that is unlinked at once (so that

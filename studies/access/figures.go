@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"math"
 
+	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -130,28 +131,8 @@ func (r *Result) errorFigure(format string) ([]byte, error) {
 
 // samplesFigure shows the data next to the trained model's PF-ODE samples.
 func (r *Result) samplesFigure(format string) ([]byte, error) {
-	mk := func(title string, pts interface {
-		Dims() (int, int)
-		At(int, int) float64
-	}, col color.Color) (*plot.Plot, error) {
-		n, _ := pts.Dims()
-		xy := make(plotter.XYs, n)
-		for i := range xy {
-			xy[i] = plotter.XY{X: pts.At(i, 0), Y: pts.At(i, 1)}
-		}
-		sc, err := plotter.NewScatter(xy)
-		if err != nil {
-			return nil, err
-		}
-		sc.Radius, sc.Color, sc.Shape = vg.Points(0.8), col, draw.CircleGlyph{}
-		p := plot.New()
-		p.Title.Text = title
-		p.X.Label.Text, p.Y.Label.Text = "x₁", "x₂"
-		p.Add(sc)
-		e := r.Config.HeatExtent
-		p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = -e, e, -e, e
-		plotx.Readable(p)
-		return p, nil
+	mk := func(title string, pts *mat.Dense, col color.Color) (*plot.Plot, error) {
+		return pointsPlot(title, pts, vg.Points(0.8), col, r.Config.HeatExtent)
 	}
 	a, err := mk(fmt.Sprintf("data (%d points)", r.Config.N), r.Data, color.Black)
 	if err != nil {
@@ -211,24 +192,35 @@ func DatasetsFigure(format string, n int, seed uint64) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		xy := make(plotter.XYs, n)
-		for i := range xy {
-			xy[i] = plotter.XY{X: x.At(i, 0), Y: x.At(i, 1)}
-		}
-		sc, err := plotter.NewScatter(xy)
+		p, err := pointsPlot(name, x, vg.Points(0.7), color.Black, 5)
 		if err != nil {
 			return nil, err
 		}
-		sc.Radius, sc.Color, sc.Shape = vg.Points(0.7), color.Black, draw.CircleGlyph{}
-		p := plot.New()
-		p.Title.Text = name
-		p.X.Label.Text, p.Y.Label.Text = "x₁", "x₂"
-		p.Add(sc)
-		p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = -5, 5, -5, 5
-		plotx.Readable(p)
 		row = append(row, p)
 	}
 	return tiles([][]*plot.Plot{row}, 3*vg.Inch, format)
+}
+
+// pointsPlot is the rows of pts [n, 2] as dots of radius r in colour col,
+// on the square [−extent, extent]², titled title.
+func pointsPlot(title string, pts *mat.Dense, r vg.Length, col color.Color, extent float64) (*plot.Plot, error) {
+	n, _ := pts.Dims()
+	xy := make(plotter.XYs, n)
+	for i := range xy {
+		xy[i] = plotter.XY{X: pts.At(i, 0), Y: pts.At(i, 1)}
+	}
+	sc, err := plotter.NewScatter(xy)
+	if err != nil {
+		return nil, err
+	}
+	sc.Radius, sc.Color, sc.Shape = r, col, draw.CircleGlyph{}
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text, p.Y.Label.Text = "x₁", "x₂"
+	p.Add(sc)
+	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = -extent, extent, -extent, extent
+	plotx.Readable(p)
+	return p, nil
 }
 
 // nearestDistance is the mean, over at most 2 000 rows of a, of the

@@ -10,6 +10,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/dfx-lab/dfx/dfx/report"
@@ -60,44 +61,51 @@ func checkRetrain(retrain bool) error {
 	return nil
 }
 
-// retrainKnob binds -retrain to retrain.
-func retrainKnob(fs *flag.FlagSet, retrain *bool) {
-	fs.BoolVar(retrain, "retrain", *retrain,
-		"retrain instead of loading the committed checkpoints, and rewrite "+toys.RetrainDir+" (run from the repository root)")
+// retrainSpec is a Table 2 experiment whose configuration C has a -retrain
+// knob at retrain(c): the knob bound and checked, and run given the log.
+func retrainSpec[C any](name, doc string, quick, full func() C, retrain func(c *C) *bool,
+	run func(ctx context.Context, c C, log io.Writer) (report.Result, error)) report.Spec[C] {
+	return report.Spec[C]{Name: name, Doc: doc, Quick: quick, Full: full,
+		Flags: func(fs *flag.FlagSet, c *C) {
+			r := retrain(c)
+			fs.BoolVar(r, "retrain", *r,
+				"retrain instead of loading the committed checkpoints, and rewrite "+toys.RetrainDir+" (run from the repository root)")
+		},
+		Check: func(c C, _ report.Env) error { return checkRetrain(*retrain(&c)) },
+		Run: func(ctx context.Context, c C, env report.Env) (report.Result, error) {
+			return run(ctx, c, env.LogWriter())
+		},
+	}
+}
+
+// runToys is Run with c's -retrain knob applied, as a report.Result.
+func runToys(ctx context.Context, c Config, log io.Writer) (report.Result, error) {
+	res, err := Run(ctx, withRetrain(c, c.Retrain), log)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(log, "toys: computed in %.1fs\n", res.Elapsed.Seconds())
+	return res, nil
+}
+
+// runOthers is RunOthers, its results as the parts of one report.Result.
+func runOthers(ctx context.Context, c OthersConfig, log io.Writer) (report.Result, error) {
+	rs, err := RunOthers(ctx, c, log)
+	if err != nil {
+		return nil, err
+	}
+	out := make(report.Parts, len(rs))
+	for i, r := range rs {
+		out[i] = r
+	}
+	return out, nil
 }
 
 func init() {
-	report.Register(report.Spec[Config]{
-		Name: "toys", Doc: "paper Table 2 on the toy data set (full: committed checkpoints, trains what is missing)",
-		Quick: Quick, Full: Full,
-		Flags: func(fs *flag.FlagSet, c *Config) { retrainKnob(fs, &c.Retrain) },
-		Check: func(c Config, _ report.Env) error { return checkRetrain(c.Retrain) },
-		Run: func(ctx context.Context, c Config, env report.Env) (report.Result, error) {
-			res, err := Run(ctx, withRetrain(c, c.Retrain), env.LogWriter())
-			if err != nil {
-				return nil, err
-			}
-			fmt.Fprintf(env.LogWriter(), "toys: computed in %.1fs\n", res.Elapsed.Seconds())
-			return res, nil
-		},
-	})
-	report.Register(report.Spec[OthersConfig]{
-		Name: "toys-others", Doc: "the Table 2 pipeline on every other toy data set",
-		Quick: OthersQuickConfig, Full: OthersFullConfig,
-		Flags: func(fs *flag.FlagSet, c *OthersConfig) { retrainKnob(fs, &c.Retrain) },
-		Check: func(c OthersConfig, _ report.Env) error { return checkRetrain(c.Retrain) },
-		Run: func(ctx context.Context, c OthersConfig, env report.Env) (report.Result, error) {
-			rs, err := RunOthers(ctx, c, env.LogWriter())
-			if err != nil {
-				return nil, err
-			}
-			out := make(report.Parts, len(rs))
-			for i, r := range rs {
-				out[i] = r
-			}
-			return out, nil
-		},
-	})
+	report.Register(retrainSpec("toys", "paper Table 2 on the toy data set (full: committed checkpoints, trains what is missing)",
+		Quick, Full, func(c *Config) *bool { return &c.Retrain }, runToys))
+	report.Register(retrainSpec("toys-others", "the Table 2 pipeline on every other toy data set",
+		OthersQuickConfig, OthersFullConfig, func(c *OthersConfig) *bool { return &c.Retrain }, runOthers))
 	report.Register(report.Spec[FieldsConfig]{
 		Name: "fields", Doc: "quick-start: exact trace and score fields of a 2-D mixture",
 		Quick: FieldsQuick, Full: FieldsFull,
@@ -117,11 +125,7 @@ func init() {
 		Name: "access", Doc: "access comparison: exact vs VJP / Hutchinson / DF-TM / DF-EA traces and products, d = 64 and the plane",
 		Quick: AccessAllQuick, Full: AccessAllFull,
 		Run: func(ctx context.Context, c AccessAllConfig, env report.Env) (report.Result, error) {
-			r, err := RunAccessAll(ctx, c, env.LogWriter())
-			if err != nil {
-				return nil, err
-			}
-			return r, nil
+			return report.AsResult(RunAccessAll(ctx, c, env.LogWriter()))
 		},
 	})
 	report.Register(report.Spec[ExactModelConfig]{
@@ -131,11 +135,7 @@ func init() {
 		Quick: ExactModelQuick, Full: ExactModelFull,
 		Check: func(ExactModelConfig, report.Env) error { return mnist.CheckData() },
 		Run: func(ctx context.Context, c ExactModelConfig, env report.Env) (report.Result, error) {
-			r, err := RunExactModel(ctx, c, env.LogWriter())
-			if err != nil {
-				return nil, err
-			}
-			return r, nil
+			return report.AsResult(RunExactModel(ctx, c, env.LogWriter()))
 		},
 	})
 }

@@ -23,6 +23,13 @@ func pct(v float64) string {
 }
 func ms(v float64) string { return fmt.Sprintf("%.3g ms", 1000*v) }
 
+// sectionTitle is a table's title: a section heading, then a paragraph that
+// opens with where (machine, backend, profile, command) and goes on with the
+// table's own setup.
+func sectionTitle(heading, where, setup string) string {
+	return "## " + heading + "\n\n" + where + " " + setup
+}
+
 // thousands writes n with a space between groups of three digits ("60 000").
 func thousands(n int) string {
 	s := fmt.Sprint(n)
@@ -62,7 +69,7 @@ func (r *Result) Report() (*report.Report, error) {
 }
 
 func (r *Result) trainingTable(where string) *report.Table {
-	t := &report.Table{Name: "training", Title: "## " + r.Config.Data + " networks\n\n" + where + " Each network is trained by `dfx train <name>` (fixed seed).",
+	t := &report.Table{Name: "training", Title: sectionTitle(r.Config.Data+" networks", where, "Each network is trained by `dfx train <name>` (fixed seed)."),
 		Caption: "the " + r.Config.Data + " networks: steps, training time and machine, final loss, classifier accuracy",
 		Columns: []report.Column{{Name: "network"}, {Name: "steps"}, {Name: "training time", Unit: "s", Format: "%.0f s"}, {Name: "machine"},
 			{Name: "backend"}, {Name: "final loss", Format: "%.3g"}, report.Percent("test accuracy", "")}, Align: "lrrllrr"}
@@ -87,8 +94,8 @@ func (r *Result) trainingTable(where string) *report.Table {
 func (r *Result) timingTable(where string) *report.Table {
 	tm := r.Timing
 	t := &report.Table{Name: "table1",
-		Title: fmt.Sprintf("## Table 1 analogue: cost per call\n\n%s Queries are noisy training images at t = %g; "+
-			"median of interleaved rounds after a warm-up call.", where, tm.T),
+		Title: sectionTitle("Table 1 analogue: cost per call", where,
+			fmt.Sprintf("Queries are noisy training images at t = %g; median of interleaved rounds after a warm-up call.", tm.T)),
 		Caption: "Table 1 analogue: time per call of every trace estimator and F·v operator at batch 1 and 64, with the ratios against the goals",
 		Columns: []report.Column{{Name: "kind"}, {Name: "method"}, {Name: "batch"}, report.Millis("time per call", ""), {Name: "rounds"}, {Name: "what"}},
 		Align:   "llrrrl"}
@@ -125,11 +132,11 @@ func (r *Result) truthTable(where string) *report.Table {
 	h = append(h, g3("δ₁ = |t_θ − t*|"), report.Percent("‖ȳ_θ − ȳ‖/‖ȳ‖", ""), report.Percent("bound holds", ""), g3("err/bound (median)"),
 		g3("tr Cov/d exact"), g3("tr Cov/d network"), g3("top posterior weight"))
 	t := &report.Table{Name: "truth",
-		Title: "## Ground truth at image scale: the exact Fisher of the " + thousands(r.TrainImages) + " training images\n\n" + where +
-			" The empirical training distribution is a Dirac mixture whose diffused Fisher is exact (dfx/mixture, float64). " +
-			"Queries x_t = α x₀ + σ ε with x₀ from the training set (atoms of the mixture) or the test set. " +
-			"Relative errors are means over queries of |est − exact|/|exact|. " +
-			"The bound is the corrected DF-TM bound (α²/σ⁴)(d δ₁ + δ₂(2‖ȳ‖ + δ₂)) (access.DFTMErrorBound).",
+		Title: sectionTitle("Ground truth at image scale: the exact Fisher of the "+thousands(r.TrainImages)+" training images", where,
+			"The empirical training distribution is a Dirac mixture whose diffused Fisher is exact (dfx/mixture, float64). "+
+				"Queries x_t = α x₀ + σ ε with x₀ from the training set (atoms of the mixture) or the test set. "+
+				"Relative errors are means over queries of |est − exact|/|exact|. "+
+				"The bound is the corrected DF-TM bound (α²/σ⁴)(d δ₁ + δ₂(2‖ȳ‖ + δ₂)) (access.DFTMErrorBound)."),
 		Caption: "every trace estimator, t_θ and ȳ_θ against the exact Fisher of the empirical " + r.Config.Data + " training distribution, by time and split",
 		Columns: h}
 	f := report.Float
