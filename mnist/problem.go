@@ -53,7 +53,7 @@ func (n *Networks) problemNetworks() *problem.Networks {
 	for name, r := range n.Records {
 		recs[name] = &problem.TrainRecord{Steps: r.Steps, Seconds: r.Seconds, Machine: r.Machine, Backend: r.Backend, Curve: r.Curve, Accuracy: r.Accuracy}
 	}
-	out := &problem.Networks{Net: n.Net, Classifier: classifier{n}, Classes: 10, Prior: InitialNoise, Backend: n.Backend.Name(), Records: recs,
+	out := &problem.Networks{Net: n.Net, Classifier: classifier{n}, Classes: 10, Backend: n.Backend.Name(), Records: recs,
 		Sample: func(ctx context.Context, steps int, seed uint64, class []int, scale []float64) (*mat.Dense, error) {
 			return n.SampleContext(ctx, SampleConfig{Steps: steps, Seed: seed}, class, scale)
 		}}

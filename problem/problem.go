@@ -85,11 +85,9 @@ type Networks struct {
 	Classes int
 	// Sample, if not nil, draws class-conditional samples [B, d] by DDIM in
 	// steps steps with classifier-free guidance ε̃ = ε_∅ + s (ε_c − ε_∅),
-	// row i of class[i] at scale[i], from the noise Prior(seed, 0, B).
+	// row i of class[i] at scale[i], from the problem's prior noise
+	// Problem.InitialNoise(seed, 0, B).
 	Sample func(ctx context.Context, steps int, seed uint64, class []int, scale []float64) (*mat.Dense, error)
-	// Prior is x_T of rows [lo, hi) of a sampling run of seed, [hi − lo, d]
-	// (row i from its own stream, so a row does not depend on the batch).
-	Prior func(seed uint64, lo, hi int) *mat.Dense
 	// Backend names the backend the networks run on.
 	Backend string
 	// Records are the networks' training records by role: "eps" (the

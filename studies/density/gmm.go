@@ -186,8 +186,9 @@ func (res *GMMResult) runProblem(ctx context.Context, p *problem.Problem, rng *r
 	if err != nil {
 		return err
 	}
-	q, err := ExactLevels(mix, p.Schedule, grid, cfg.Quantiles, cfg.RefSamples, rng,
-		fmt.Sprintf("%d exact draws x_t = α x₀ + σ ε of q_t (the same x₀ and ε at each of %d times: smooth curves), closed-form log q_t", cfg.RefSamples, len(grid)))
+	how := fmt.Sprintf("%d exact draws x_t = α x₀ + σ ε of q_t (the same x₀ and ε at each of %d times: smooth curves), closed-form log q_t",
+		cfg.RefSamples, len(grid))
+	q, err := ExactLevels(mix, p.Schedule, grid, cfg.Quantiles, cfg.RefSamples, rng, how)
 	if err != nil {
 		return err
 	}

@@ -26,7 +26,8 @@ func (r *GMMResult) Report() (*report.Report, error) {
 		"'exact' steers with the mixture's own score and trace from ℓ = exact log q_1; the network rows steer an ε-network " +
 		fmt.Sprintf("(residual MLP %d × %d, v-prediction, %d steps on %d draws; t_θ and ν_θ likewise) ", c.Width, c.Depth, c.TrainSteps, c.TrainSamples) +
 		"with each trace estimator, from ℓ = the prior's log N(x; 0, σ_1² I). " +
-		"An offset steers with λ = −P, a level with λ = level′ + gain·(ℓ − level) − r, r = −f d − ½g² tr F (figures/density/NOTES.md reads the columns)."
+		"An offset steers with λ = −P, a level with λ = level′ + gain·(ℓ − level) − r, r = −f d − ½g² tr F " +
+		"(figures/density/NOTES.md reads the columns)."
 	main := &report.Table{Name: "density", Title: title,
 		Caption: "density guidance on analytic Gaussian mixtures: achieved log-density against quantile and offset targets, exact and learned traces, " +
 			"cost per sample",

@@ -22,22 +22,10 @@ import (
 // trace and target), the sample grids across targets, and the achieved
 // bpd against the level asked.
 func (r *Result) Report() (*report.Report, error) {
-	c := r.Config
-	t := r.rowsTable()
 	if r.Shard != "" {
-		// A shard's partial report: the rows in the folder so far, no
-		// figures, no cost table.
-		all := len(c.targets().list(r.Levels["mixture"], true))
-		for _, tr := range c.Traces {
-			all += len(c.targets().list(r.Levels["network"], slices.Contains(c.UntilTraces, tr)))
-		}
-		t.Title = fmt.Sprintf("# Density guidance on MNIST (%s profile): partial, shard %s\n\n", c.Profile, r.Shard) +
-			fmt.Sprintf("This shard holds %d of the %d rows (its own and those it read from the work folder); ", len(r.Rows), all) +
-			"the run without a shard writes the whole report with its figures and cost table.\n\n" +
-			strings.SplitN(t.Title, "\n\n", 3)[2]
-		return &report.Report{Name: "mnist-density", Title: "Density guidance on MNIST (partial: shard " + r.Shard + ")", Tables: []*report.Table{t}}, nil
+		return r.shardReport(), nil
 	}
-	rep := &report.Report{Name: "mnist-density", Title: "Density guidance on MNIST", Tables: []*report.Table{t, r.costTable()},
+	rep := &report.Report{Name: "mnist-density", Title: "Density guidance on MNIST", Tables: []*report.Table{r.rowsTable(), r.costTable()},
 		Figures: []*report.Figure{{Name: "levels.png", Caption: "achieved bpd (measured) against the level asked, per model and trace (mean ± 1 SE)",
 			Render: r.levelsFigure}}}
 	for _, k := range r.gridKeys() {
@@ -48,6 +36,21 @@ func (r *Result) Report() (*report.Report, error) {
 			Render: func(format string) ([]byte, error) { return r.samplesFigure(k, format) }})
 	}
 	return rep, nil
+}
+
+// shardReport is a shard's partial report: the rows in the work folder so
+// far, no figures, no cost table.
+func (r *Result) shardReport() *report.Report {
+	c, t := r.Config, r.rowsTable()
+	all := len(c.targets().list(r.Levels["mixture"], true))
+	for _, tr := range c.Traces {
+		all += len(c.targets().list(r.Levels["network"], slices.Contains(c.UntilTraces, tr)))
+	}
+	t.Title = fmt.Sprintf("# Density guidance on MNIST (%s profile): partial, shard %s\n\n", c.Profile, r.Shard) +
+		fmt.Sprintf("This shard holds %d of the %d rows (its own and those it read from the work folder); ", len(r.Rows), all) +
+		"the run without a shard writes the whole report with its figures and cost table.\n\n" +
+		strings.SplitN(t.Title, "\n\n", 3)[2]
+	return &report.Report{Name: "mnist-density", Title: "Density guidance on MNIST (partial: shard " + r.Shard + ")", Tables: []*report.Table{t}}
 }
 
 // rowsTable is every model, trace and target.
@@ -67,7 +70,8 @@ func (r *Result) rowsTable() *report.Table {
 		fmt.Sprintf("the achieved bpd is measured independently by dopri5 (rtol %g; the solver error column is the largest change against rtol %g) ",
 			c.MeasureRTol, 10*c.MeasureRTol) +
 		fmt.Sprintf("with the trace %s, from t_min%s. ", measureAbout(r.Measure), fallbackAbout(r.Fallbacks)) +
-		fmt.Sprintf("bpd = −log q_{t_min}(x)/(%d ln 2) + %g of the sample (a continuous point, so no dequantisation). ", r.dim(), math.Log2(float64(r.levels()))-1) +
+		fmt.Sprintf("bpd = −log q_{t_min}(x)/(%d ln 2) + %g of the sample (a continuous point, so no dequantisation). ",
+			r.dim(), math.Log2(float64(r.levels()))-1) +
 		"'tracked' is the bpd the guide's own ℓ says (figures/mnist-density/NOTES.md reads its distance to 'achieved'). " +
 		"Ink: mean intensity in [0, 1]; frame: rms of the 2-pixel border; detail: mean |difference| of neighbouring pixels."
 	t := &report.Table{Name: "mnist-density", Title: title,

@@ -42,8 +42,8 @@ func (r *Result) runMixture(ctx context.Context, ip imageProblem, xT *mat.Dense,
 	if err != nil {
 		return err
 	}
-	how := fmt.Sprintf("%d exact draws x_t = α x₀ + σ ε of q_t (the same x₀ and ε at each of %d times, so that the curves are smooth in t), closed-form log q_t",
-		cfg.MixtureDraws, len(grid))
+	how := fmt.Sprintf("%d exact draws x_t = α x₀ + σ ε of q_t (the same x₀ and ε at each of %d times, so that the curves are smooth in t), "+
+		"closed-form log q_t", cfg.MixtureDraws, len(grid))
 	q, err := ExactLevels(g, ip.Schedule, grid, cfg.Quantiles, cfg.MixtureDraws, rng, how)
 	if err != nil {
 		return err

@@ -44,7 +44,7 @@ func (s study) traj(ctx context.Context) (*TrajResult, error) {
 	sch, cfg, d := s.p.Schedule, s.cfg, s.p.Dim
 	_, tMax := sch.Interval()
 	b := cfg.TrajSamples
-	xT := s.nets.Prior(cfg.Seed+2000, 0, b)
+	xT := s.p.InitialNoise(cfg.Seed+2000, 0, b)
 	_, fine := protocols(sch, cfg)
 	lc := dfxlikelihood.Config{Schedule: sch, T0: fine.T0, T1: tMax, Steps: cfg.BPDSteps, Solver: dfxlikelihood.Heun}
 	grid, err := dfxlikelihood.Grid(lc, cfg.BPDSteps)

@@ -4,40 +4,45 @@ import (
 	"fmt"
 	"math"
 
+	"gonum.org/v1/plot/vg"
+
 	"github.com/dfx-lab/dfx/dfx/plotx"
 	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/internal/stats"
 	"github.com/dfx-lab/dfx/mnist"
-	"gonum.org/v1/plot/vg"
 )
 
 // Report implements report.Result.
 func (r *ModelEvalResult) Report() (*report.Report, error) {
-	c := r.Config
 	rep := &report.Report{Name: "mnist-model", Title: "The MNIST ε-network: test likelihood and samples"}
 	if len(r.BPD) > 0 {
 		rep.Tables = append(rep.Tables, r.likelihoodTable())
 	}
-	if c.part(PartQuality) && len(r.Quality) > 0 {
+	if r.Config.part(PartQuality) && len(r.Quality) > 0 {
 		rep.Tables = append(rep.Tables, r.qualityTable())
 	}
 	for i, s := range r.Quality {
-		title := fmt.Sprintf("%s, guidance scale %g, DDIM %d", c.Name, s.Scale, c.Steps)
-		if math.IsNaN(s.Scale) {
-			title = "its skip mixture, exact samples"
-		}
-		grid := s.Grid
-		rep.Figures = append(rep.Figures, &report.Figure{Name: fmt.Sprintf("samples_%d.png", i+1),
-			Caption: "samples: " + title + " (one row per digit; 8-bit pixels, as measured)",
-			Render: func(format string) ([]byte, error) {
-				p, err := mnist.ImageGrid("samples: "+title, "sample", "digit (row)", grid, nil)
-				if err != nil {
-					return nil, err
-				}
-				return plotx.Bytes(p, vg.Length(len(grid[0]))*0.55*vg.Inch+1.3*vg.Inch, 10*0.55*vg.Inch+1.1*vg.Inch, format)
-			}})
+		rep.Figures = append(rep.Figures, r.samplesFigure(i+1, s))
 	}
 	return rep, nil
+}
+
+// samplesFigure is the n-th figure, a grid of the samples s: one row per
+// digit.
+func (r *ModelEvalResult) samplesFigure(n int, s ModelQuality) *report.Figure {
+	title := fmt.Sprintf("%s, guidance scale %g, DDIM %d", r.Config.Name, s.Scale, r.Config.Steps)
+	if math.IsNaN(s.Scale) {
+		title = "its skip mixture, exact samples"
+	}
+	return &report.Figure{Name: fmt.Sprintf("samples_%d.png", n),
+		Caption: "samples: " + title + " (one row per digit; 8-bit pixels, as measured)",
+		Render: func(format string) ([]byte, error) {
+			p, err := mnist.ImageGrid("samples: "+title, "sample", "digit (row)", s.Grid, nil)
+			if err != nil {
+				return nil, err
+			}
+			return plotx.Bytes(p, vg.Length(len(s.Grid[0]))*0.55*vg.Inch+1.3*vg.Inch, 10*0.55*vg.Inch+1.1*vg.Inch, format)
+		}}
 }
 
 func (r *ModelEvalResult) likelihoodTable() *report.Table {
