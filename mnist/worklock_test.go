@@ -3,13 +3,10 @@ package mnist
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
-	"github.com/dfx-lab/dfx/internal/worklock"
-	"github.com/dfx-lab/dfx/internal/workstore"
+	"github.com/dfx-lab/dfx/internal/workstore/locktest"
 	"github.com/dfx-lab/dfx/models"
 )
 
@@ -23,38 +20,9 @@ func TestSecondRunOnOneWorkFileIsRefused(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads the committed networks")
 	}
-	if !worklock.Supported {
-		t.Skip("files cannot be locked on this platform")
-	}
+	locktest.SkipUnlessLockable(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	refused := func(what string, err error) {
-		t.Helper()
-		if !errors.Is(err, ErrWork) || !strings.Contains(err.Error(), "in use by process") {
-			t.Errorf("%s while another run holds its work file: %v, want ErrWork naming the holder", what, err)
-		}
-	}
-	lock := func(dir, name string) *worklock.Lock {
-		t.Helper()
-		l, err := workstore.Lock("test", dir, name, name, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l
-	}
-	released := func(what, dir, name string) { // the run gave its lock back
-		t.Helper()
-		// Release removes the lock file; a lock lost to the garbage
-		// collector's closing of its file would leave it.
-		if _, err := os.Stat(filepath.Join(dir, "."+name+".lock")); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("%s did not Release its lock: its lock file is there (%v)", what, err)
-		}
-		l, err := workstore.Lock("test", dir, name, name, nil)
-		if err != nil {
-			t.Errorf("%s kept its lock after it returned: %v", what, err)
-		}
-		l.Release()
-	}
 
 	spec, err := SpecByName("classifier")
 	if err != nil {
@@ -62,14 +30,14 @@ func TestSecondRunOnOneWorkFileIsRefused(t *testing.T) {
 	}
 	out := t.TempDir()
 	state := filepath.Base(statePath(out, spec.Name))
-	held := lock(out, state)
-	refused("CheckTrainFree", CheckTrainFree(out, spec.Name))
+	held := locktest.Hold(t, out, state)
+	locktest.Refused(t, "CheckTrainFree", CheckTrainFree(out, spec.Name))
 	backend, err := models.NewBackend()
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = TrainNetwork(ctx, backend, spec, TrainOptions{Out: out, Steps: 1})
-	refused("train", err)
+	locktest.Refused(t, "train", err)
 	held.Release()
 	if err := CheckTrainFree(out, spec.Name); err != nil {
 		t.Errorf("CheckTrainFree of a free folder: %v", err)
@@ -77,5 +45,5 @@ func TestSecondRunOnOneWorkFileIsRefused(t *testing.T) {
 	if _, err := TrainNetwork(ctx, backend, spec, TrainOptions{Out: out, Steps: 1}); errors.Is(err, ErrWork) {
 		t.Errorf("train after the lock was released: %v", err)
 	}
-	released("train", out, state)
+	locktest.Released(t, "train", out, state)
 }

@@ -18,8 +18,8 @@ import (
 	"github.com/dfx-lab/dfx/dfx/pfode"
 	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/internal/stats"
-	"github.com/dfx-lab/dfx/internal/worklock"
 	"github.com/dfx-lab/dfx/internal/workstore"
+	"github.com/dfx-lab/dfx/internal/workstore/locktest"
 	"github.com/dfx-lab/dfx/mnist"
 )
 
@@ -325,44 +325,25 @@ func TestSecondRunOnOneWorkFileIsRefused(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads the committed networks")
 	}
-	if !worklock.Supported {
-		t.Skip("files cannot be locked on this platform")
-	}
+	locktest.SkipUnlessLockable(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	work := t.TempDir()
-	lockOf := func(name string) *worklock.Lock {
-		t.Helper()
-		l, err := workstore.Lock("test", work, name, name, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l
-	}
-	released := func(what, name string) { // the run gave its lock back
-		t.Helper()
-		if _, err := os.Stat(filepath.Join(work, "."+name+".lock")); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("%s did not Release its lock: its lock file is there (%v)", what, err)
-		}
-		lockOf(name).Release()
-	}
 	cfg := MNISTQuick()
 	env := report.Env{Work: work}
 	main := workstore.Shard{}.File(cfg.stem())
-	held := lockOf(main)
+	held := locktest.Hold(t, work, main)
 	_, err := runImages(ctx, mnistProblem(cfg), cfg, env)
-	if !errors.Is(err, workstore.ErrWork) || !strings.Contains(err.Error(), "in use by process") {
-		t.Errorf("mnist-density while another run holds its work file: %v, want ErrWork naming the holder", err)
-	}
+	locktest.Refused(t, "mnist-density", err)
 	shard := cfg
 	shard.Shard = "1/2"
 	if _, err := runImages(ctx, mnistProblem(shard), shard, env); errors.Is(err, workstore.ErrWork) {
 		t.Errorf("a shard, whose file is its own, refused: %v", err)
 	}
-	released("a shard", workstore.Shard{K: 1, N: 2}.File(cfg.stem()))
+	locktest.Released(t, "a shard", work, workstore.Shard{K: 1, N: 2}.File(cfg.stem()))
 	held.Release()
 	if _, err := runImages(ctx, mnistProblem(cfg), cfg, env); errors.Is(err, workstore.ErrWork) {
 		t.Errorf("mnist-density after the lock was released: %v", err)
 	}
-	released("mnist-density", main)
+	locktest.Released(t, "mnist-density", work, main)
 }

@@ -4,13 +4,9 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
-	"github.com/dfx-lab/dfx/internal/worklock"
-	"github.com/dfx-lab/dfx/internal/workstore"
+	"github.com/dfx-lab/dfx/internal/workstore/locktest"
 	"github.com/dfx-lab/dfx/mnist"
 )
 
@@ -25,26 +21,15 @@ func TestSecondModelEvalOnOneWorkFolderIsRefused(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads the committed networks")
 	}
-	if !worklock.Supported {
-		t.Skip("files cannot be locked on this platform")
-	}
+	locktest.SkipUnlessLockable(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	refused := func(what string, err error) {
-		t.Helper()
-		if !errors.Is(err, ErrWork) || !strings.Contains(err.Error(), "in use by process") {
-			t.Errorf("%s while another run holds its work file: %v, want ErrWork naming the holder", what, err)
-		}
-	}
 	me := ModelEvalQuick()
 	me.Work = t.TempDir()
-	held, err := workstore.Lock("test", me.Work, modelWorkLock, modelWorkLock, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused("CheckModelWork", CheckModelWork(me.Work))
-	_, err = RunModelEval(ctx, mnist.Problem(), mnist.Lab{}, me, io.Discard)
-	refused("mnist-model", err)
+	held := locktest.Hold(t, me.Work, modelWorkLock)
+	locktest.Refused(t, "CheckModelWork", CheckModelWork(me.Work))
+	_, err := RunModelEval(ctx, mnist.Problem(), mnist.Lab{}, me, io.Discard)
+	locktest.Refused(t, "mnist-model", err)
 	held.Release()
 	if err := CheckModelWork(me.Work); err != nil {
 		t.Errorf("CheckModelWork of a free folder: %v", err)
@@ -52,14 +37,5 @@ func TestSecondModelEvalOnOneWorkFolderIsRefused(t *testing.T) {
 	if _, err := RunModelEval(ctx, mnist.Problem(), mnist.Lab{}, me, io.Discard); errors.Is(err, ErrWork) {
 		t.Errorf("mnist-model after the lock was released: %v", err)
 	}
-	// Release removes the lock file; a lock lost to the garbage collector's
-	// closing of its file would leave it.
-	if _, err := os.Stat(filepath.Join(me.Work, "."+modelWorkLock+".lock")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("mnist-model did not Release its lock: its lock file is there (%v)", err)
-	}
-	l, err := workstore.Lock("test", me.Work, modelWorkLock, modelWorkLock, nil)
-	if err != nil {
-		t.Errorf("mnist-model kept its lock after it returned: %v", err)
-	}
-	l.Release()
+	locktest.Released(t, "mnist-model", me.Work, modelWorkLock)
 }
