@@ -8,41 +8,21 @@ import (
 
 	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/internal/testwait"
 	"github.com/dfx-lab/dfx/models"
 )
 
-// countingCtx counts the calls of Err and cancels itself at the
-// cancelAt-th (0: never).
-type countingCtx struct {
-	context.Context
-	cancel          context.CancelFunc
-	calls, cancelAt int
-}
-
-func newCountingCtx(cancelAt int) *countingCtx {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &countingCtx{Context: ctx, cancel: cancel, cancelAt: cancelAt}
-}
-
-func (c *countingCtx) Err() error {
-	c.calls++
-	if c.calls == c.cancelAt {
-		c.cancel()
-	}
-	return c.Context.Err()
-}
-
 func TestDequantizingStopsAtTheFirstCheckAfterACancel(t *testing.T) {
 	set := &Set{Images: &Images{N: 5000, Rows: 28, Cols: 28, Pixels: make([]uint8, 5000*Dim)}}
-	ctx := newCountingCtx(2)
-	if _, err := set.DequantizedContext(ctx, 0, 5000, 1); !errors.Is(err, context.Canceled) || ctx.calls != 2 {
-		t.Errorf("error %v after %d checks, want context.Canceled at the 2nd", err, ctx.calls)
+	ctx := testwait.NewCounting(2)
+	if _, err := set.DequantizedContext(ctx, 0, 5000, 1); !errors.Is(err, context.Canceled) || ctx.Calls != 2 {
+		t.Errorf("error %v after %d checks, want context.Canceled at the 2nd", err, ctx.Calls)
 	}
-	ctx = newCountingCtx(0)
+	ctx = testwait.NewCounting(0)
 	x, err := set.DequantizedContext(ctx, 0, 5000, 1)
 	want, _ := set.Dequantized(0, 5000, 1)
-	if err != nil || ctx.calls != 5 || !equalRows(x.RawMatrix().Data, want.RawMatrix().Data) {
-		t.Errorf("uncancelled: error %v after %d checks (want 5, one per 1024 rows), or other pixels than Dequantized's", err, ctx.calls)
+	if err != nil || ctx.Calls != 5 || !equalRows(x.RawMatrix().Data, want.RawMatrix().Data) {
+		t.Errorf("uncancelled: error %v after %d checks (want 5, one per 1024 rows), or other pixels than Dequantized's", err, ctx.Calls)
 	}
 }
 
@@ -65,13 +45,13 @@ func TestDDIMSamplingStopsBetweenStepsOnceCancelled(t *testing.T) {
 	}
 	cfg := SampleConfig{Steps: 10, Seed: 3}
 	class, scale := []int{1, 7}, []float64{3, 3}
-	ctx := newCountingCtx(3)
-	if _, err := nets.SampleRowsContext(ctx, cfg, class, scale, 0, 2); !errors.Is(err, context.Canceled) || ctx.calls != 3 {
-		t.Errorf("error %v after %d checks, want context.Canceled at the 3rd of 10 steps", err, ctx.calls)
+	ctx := testwait.NewCounting(3)
+	if _, err := nets.SampleRowsContext(ctx, cfg, class, scale, 0, 2); !errors.Is(err, context.Canceled) || ctx.Calls != 3 {
+		t.Errorf("error %v after %d checks, want context.Canceled at the 3rd of 10 steps", err, ctx.Calls)
 	}
-	ctx = newCountingCtx(0)
-	if _, err := nets.SampleContext(ctx, cfg, class, scale); err != nil || ctx.calls != 10 {
-		t.Errorf("uncancelled: error %v after %d checks, want none after 10 (one per step)", err, ctx.calls)
+	ctx = testwait.NewCounting(0)
+	if _, err := nets.SampleContext(ctx, cfg, class, scale); err != nil || ctx.Calls != 10 {
+		t.Errorf("uncancelled: error %v after %d checks, want none after 10 (one per step)", err, ctx.Calls)
 	}
 }
 

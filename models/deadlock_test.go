@@ -3,7 +3,6 @@ package models
 import (
 	"math/rand/v2"
 	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/internal/testwait"
 )
 
 // TestResidualMLPForwardAndTrainStepFinishUnderADeadline is the regression
@@ -38,24 +38,10 @@ func TestResidualMLPForwardAndTrainStepFinishUnderADeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A deadlock never ends; a slow run on a loaded machine does: the limit is
-	// generous (DFX_TEST_WAIT overrides it) but ends before the test binary's
-	// own deadline, so that this test's message is what is reported.
+	// generous (testwait.Limit).
 	within := func(what string, f func()) {
 		t.Helper()
-		limit := 15 * time.Minute
-		if v := os.Getenv("DFX_TEST_WAIT"); v != "" {
-			d, err := time.ParseDuration(v)
-			if s, e := strconv.Atoi(v); e == nil {
-				d, err = time.Duration(s)*time.Second, nil
-			}
-			if err != nil || d <= 0 {
-				t.Fatalf("DFX_TEST_WAIT=%q: want seconds or a duration such as 30m", v)
-			}
-			limit = d
-		}
-		if d, ok := t.Deadline(); ok {
-			limit = min(limit, time.Until(d)*9/10)
-		}
+		limit := testwait.Limit(t)
 		start := time.Now()
 		done := make(chan struct{})
 		go func() { defer close(done); f() }()

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dfx-lab/dfx/internal/testwait"
 )
 
 // TestMain lets a test run this test binary as the dfx command itself
@@ -51,7 +53,7 @@ func interrupt(t *testing.T, work time.Duration, args ...string) (int, string, s
 	var before time.Duration
 	var waitErr error
 	ended := false
-	waitFor(t, fmt.Sprintf("dfx %s to use %v of CPU", strings.Join(args, " "), work), waitLimit(), func() bool {
+	waitFor(t, fmt.Sprintf("dfx %s to use %v of CPU", strings.Join(args, " "), work), testwait.Limit(t), func() bool {
 		select {
 		case waitErr = <-done:
 			ended = true
@@ -72,10 +74,10 @@ func interrupt(t *testing.T, work time.Duration, args ...string) (int, string, s
 			if wall := time.Since(signalled); wall > stopWallLimit {
 				t.Errorf("dfx took %v of wall time to end after SIGINT, want < %v", wall.Round(time.Second), stopWallLimit)
 			}
-		case <-time.After(waitLimit()):
+		case <-time.After(testwait.Limit(t)):
 			_ = cmd.Process.Kill()
 			<-done
-			t.Fatalf("waited %v for dfx to end after SIGINT; stderr %q", waitLimit(), errb.String())
+			t.Fatalf("waited %v for dfx to end after SIGINT; stderr %q", testwait.Limit(t), errb.String())
 		}
 	} else {
 		if !ended {

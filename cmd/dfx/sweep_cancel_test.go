@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dfx-lab/dfx/internal/testwait"
 )
 
 // executing is on a goroutine's stack while a compiled graph runs on the
@@ -50,7 +52,7 @@ func init() {
 }
 
 // interruptWorking starts dfx with args (env added to the environment,
-// stdin as its standard input if not nil), waits (up to waitLimit) until
+// stdin as its standard input if not nil), waits (up to testwait.Limit) until
 // functions named like working run in it, sends SIGINT and returns the exit
 // code, stdout, stderr and the CPU time the process used after the signal
 // (CPU, not wall time, so that a loaded machine does not make a prompt stop
@@ -72,7 +74,7 @@ func interruptWorking(t *testing.T, env []string, stdin io.Reader, working strin
 	go func() { done <- cmd.Wait() }()
 	defer cmd.Process.Kill() // when the test fails while it runs
 	var before time.Duration
-	waitFor(t, working+" to run in dfx "+strings.Join(args, " "), waitLimit(), func() bool {
+	waitFor(t, working+" to run in dfx "+strings.Join(args, " "), testwait.Limit(t), func() bool {
 		select {
 		case <-done:
 			t.Fatalf("ended (exit %d) before %s ran; stderr %q", cmd.ProcessState.ExitCode(), working, errb.String())
@@ -92,10 +94,10 @@ func interruptWorking(t *testing.T, env []string, stdin io.Reader, working strin
 		if wall := time.Since(signalled); wall > stopWallLimit {
 			t.Errorf("dfx took %v of wall time to end after SIGINT, want < %v", wall.Round(time.Second), stopWallLimit)
 		}
-	case <-time.After(waitLimit()):
+	case <-time.After(testwait.Limit(t)):
 		_ = cmd.Process.Kill()
 		<-done
-		t.Fatalf("waited %v for dfx to end after SIGINT; stderr %q", waitLimit(), errb.String())
+		t.Fatalf("waited %v for dfx to end after SIGINT; stderr %q", testwait.Limit(t), errb.String())
 	}
 	var ee *exec.ExitError
 	if waitErr != nil && !errors.As(waitErr, &ee) {

@@ -9,33 +9,10 @@ import (
 	"time"
 )
 
-// waitLimit is how long a test waits for a condition before it fails: long
-// enough for a loaded 2-core machine; DFX_TEST_WAIT (seconds, or a duration
-// such as 30m) sets it.
-func waitLimit() time.Duration {
-	v := os.Getenv("DFX_TEST_WAIT")
-	if v == "" {
-		return 15 * time.Minute
-	}
-	if s, err := strconv.Atoi(v); err == nil && s > 0 {
-		return time.Duration(s) * time.Second
-	}
-	if d, err := time.ParseDuration(v); err == nil && d > 0 {
-		return d
-	}
-	panic(fmt.Sprintf("DFX_TEST_WAIT=%q: want seconds or a duration such as 30m", v))
-}
-
 // waitFor polls cond until it holds, and fails the test naming what it
-// waited for once limit has passed (or shortly before the test binary's own
-// deadline, so that this message is what is reported).
+// waited for once limit (testwait.Limit) has passed.
 func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
 	t.Helper()
-	if d, ok := t.Deadline(); ok {
-		if left := time.Until(d) * 9 / 10; left < limit {
-			limit = left
-		}
-	}
 	start := time.Now()
 	for pause := 10 * time.Millisecond; !cond(); pause = min(2*pause, time.Second) {
 		if time.Since(start) > limit {

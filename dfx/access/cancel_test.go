@@ -9,30 +9,9 @@ import (
 	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/internal/testwait"
 	"github.com/dfx-lab/dfx/models"
 )
-
-// countingCtx counts the calls of Err and cancels itself at the cancelAt-th
-// (0: never): where a computation checks for cancellation, and whether it
-// stops at the first check after a cancel.
-type countingCtx struct {
-	context.Context
-	cancel          context.CancelFunc
-	calls, cancelAt int
-}
-
-func newCountingCtx(cancelAt int) *countingCtx {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &countingCtx{Context: ctx, cancel: cancel, cancelAt: cancelAt}
-}
-
-func (c *countingCtx) Err() error {
-	c.calls++
-	if c.calls == c.cancelAt {
-		c.cancel()
-	}
-	return c.Context.Err()
-}
 
 // float32Net is a randomly initialised float32 residual-MLP score network
 // (the dtype and kind of the MNIST ε-network; its dimension is the data's).
@@ -92,18 +71,18 @@ func TestVJPTraceStopsAtTheFirstChunkAfterACancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, cancelAt := range []int{1, 2, 5} {
-		ctx := newCountingCtx(cancelAt)
+		ctx := testwait.NewCounting(cancelAt)
 		_, err := est.TraceContext(ctx, c, x)
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("cancelled at check %d: error %v, want context.Canceled", cancelAt, err)
 		}
-		if ctx.calls != cancelAt {
-			t.Errorf("cancelled at check %d of 16 chunks: went on to check %d", cancelAt, ctx.calls)
+		if ctx.Calls != cancelAt {
+			t.Errorf("cancelled at check %d of 16 chunks: went on to check %d", cancelAt, ctx.Calls)
 		}
 	}
-	ctx := newCountingCtx(0)
-	if _, err := est.TraceContext(ctx, c, x); err != nil || ctx.calls != 16 {
-		t.Errorf("uncancelled: error %v after %d checks, want none after 16 (one per graph call)", err, ctx.calls)
+	ctx := testwait.NewCounting(0)
+	if _, err := est.TraceContext(ctx, c, x); err != nil || ctx.Calls != 16 {
+		t.Errorf("uncancelled: error %v after %d checks, want none after 16 (one per graph call)", err, ctx.Calls)
 	}
 }
 
@@ -122,13 +101,13 @@ func TestNetModelStopsInsideAnEvaluationOnceCancelled(t *testing.T) {
 	}{{"vjp", vjp, 0}, {"hutchinson by points", hutch, 1}, {"hutch++ by points", hpp, 1}, {"control variate", cv, 0}} {
 		m := access.NetModel{Net: net, Trace: tc.est, PerCall: tc.perCall}
 		x := randomRows(4, d, 5)
-		ctx := newCountingCtx(3)
+		ctx := testwait.NewCounting(3)
 		_, err := score.EvalContext(ctx, m, c, x, score.WantTrace)
-		if !errors.Is(err, context.Canceled) || ctx.calls != 3 {
-			t.Errorf("%s: error %v after %d checks, want context.Canceled at the 3rd", tc.name, err, ctx.calls)
+		if !errors.Is(err, context.Canceled) || ctx.Calls != 3 {
+			t.Errorf("%s: error %v after %d checks, want context.Canceled at the 3rd", tc.name, err, ctx.Calls)
 		}
 		// bound to a context, the plain contract stops too (what a solver sees)
-		ctx = newCountingCtx(3)
+		ctx = testwait.NewCounting(3)
 		if _, err := score.WithContext(ctx, m).Eval(c, x, score.WantTrace); !errors.Is(err, context.Canceled) {
 			t.Errorf("%s bound by WithContext: error %v, want context.Canceled", tc.name, err)
 		}
