@@ -64,26 +64,33 @@ func interrupt(t *testing.T, work time.Duration, args ...string) (int, string, s
 		before, err = cpuTime(cmd.Process.Pid)
 		return err == nil && before >= work // an error: it has just ended, seen on the next poll
 	})
-	signalled := time.Now()
-	if !ended && cmd.Process.Signal(syscall.SIGINT) == nil {
-		select {
-		case waitErr = <-done:
-			// A stop that waits without computing (a blocked read, a
-			// sleep) costs no CPU: a wall-clock bound far above any
-			// machine's load catches it.
-			if wall := time.Since(signalled); wall > stopWallLimit {
-				t.Errorf("dfx took %v of wall time to end after SIGINT, want < %v", wall.Round(time.Second), stopWallLimit)
-			}
-		case <-time.After(testwait.Limit(t)):
-			_ = cmd.Process.Kill()
-			<-done
-			t.Fatalf("waited %v for dfx to end after SIGINT; stderr %q", testwait.Limit(t), errb.String())
-		}
-	} else {
-		if !ended {
-			waitErr = <-done
-		}
+	if ended {
 		t.Fatalf("dfx ended before the signal (%v): stdout %q, stderr %q", waitErr, out.String(), errb.String())
+	}
+	return stopWithSIGINT(t, cmd, done, &out, &errb, before)
+}
+
+// stopWithSIGINT sends SIGINT to the running cmd (done receives its Wait)
+// and waits for it to end; it returns the exit code, stdout, stderr and
+// the CPU time the process used after before. A stop that waits without
+// computing (a blocked read, a sleep) costs no CPU: a wall-clock bound far
+// above any machine's load (stopWallLimit) catches it.
+func stopWithSIGINT(t *testing.T, cmd *exec.Cmd, done <-chan error, out, errb *bytes.Buffer, before time.Duration) (int, string, string, time.Duration) {
+	t.Helper()
+	signalled := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatalf("dfx ended before the signal (%v): stdout %q, stderr %q", <-done, out.String(), errb.String())
+	}
+	var waitErr error
+	select {
+	case waitErr = <-done:
+		if wall := time.Since(signalled); wall > stopWallLimit {
+			t.Errorf("dfx took %v of wall time to end after SIGINT, want < %v", wall.Round(time.Second), stopWallLimit)
+		}
+	case <-time.After(testwait.Limit(t)):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("waited %v for dfx to end after SIGINT; stderr %q", testwait.Limit(t), errb.String())
 	}
 	var ee *exec.ExitError
 	if waitErr != nil && !errors.As(waitErr, &ee) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -73,7 +71,6 @@ func interruptWorking(t *testing.T, env []string, stdin io.Reader, working strin
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	defer cmd.Process.Kill() // when the test fails while it runs
-	var before time.Duration
 	waitFor(t, working+" to run in dfx "+strings.Join(args, " "), testwait.Limit(t), func() bool {
 		select {
 		case <-done:
@@ -83,28 +80,8 @@ func interruptWorking(t *testing.T, env []string, stdin io.Reader, working strin
 		_, err := os.Stat(started)
 		return err == nil
 	})
-	before, _ = cpuTime(cmd.Process.Pid)
-	signalled := time.Now()
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatalf("signal: %v", err)
-	}
-	var waitErr error
-	select {
-	case waitErr = <-done:
-		if wall := time.Since(signalled); wall > stopWallLimit {
-			t.Errorf("dfx took %v of wall time to end after SIGINT, want < %v", wall.Round(time.Second), stopWallLimit)
-		}
-	case <-time.After(testwait.Limit(t)):
-		_ = cmd.Process.Kill()
-		<-done
-		t.Fatalf("waited %v for dfx to end after SIGINT; stderr %q", testwait.Limit(t), errb.String())
-	}
-	var ee *exec.ExitError
-	if waitErr != nil && !errors.As(waitErr, &ee) {
-		t.Fatal(waitErr)
-	}
-	used := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-	return cmd.ProcessState.ExitCode(), out.String(), errb.String(), used - before
+	before, _ := cpuTime(cmd.Process.Pid)
+	return stopWithSIGINT(t, cmd, done, &out, &errb, before)
 }
 
 // TestSIGINTStopsLongMNISTWorkPromptly interrupts each slow command once
