@@ -279,9 +279,11 @@ func (tr *Trainer) Dim() int { return tr.d }
 func (tr *Trainer) SamplingStream() rand.PCG { return *tr.pcg }
 
 // Resume puts the trainer in a saved state: restore sets the store's
-// variables (its error is returned as is, the trainer unchanged), then the
-// trainer takes the step count, sampling stream and Config, and recompiles
-// its step.
+// variables (its error is returned as is, before the step, stream and
+// Config change; restore may have set some variables by then, so a caller
+// checks the saved state whole before it calls Resume), then the trainer
+// takes the step count, sampling stream and Config, and recompiles its
+// step.
 func (tr *Trainer) Resume(step int64, stream rand.PCG, config []byte, restore func(*model.Store) error) error {
 	if err := restore(tr.Store); err != nil {
 		return err

@@ -218,14 +218,18 @@ def live_knob(page, port, token, name, notes, break_first=False):
         got = wait_for("the Knobs cell's live widgets (the set-up cell builds the Go code first)",
                        lambda: settled(state()), seen=shown)
         if not got["widgets"] and not got["failed"]:
-            # What a reader would do: run the cell again, in the same kernel.
-            notes.append("the first run found no browser and ran unattended; the cell was run again")
-            wait_for("the cell's unattended run to end", lambda: not state()["busy"], seen=shown)
-            page.js(LIVE_START % "false")
-            got = wait_for("the Knobs cell's live widgets, run again", lambda: settled(state()), seen=shown)
-        if not got["widgets"]:
+            if break_first:
+                problems.append("the Knobs did not redraw their widgets after the broken first connection: "
+                                "the cell ran unattended")
+            else:
+                # What a reader would do: run the cell again, in the same kernel.
+                notes.append("the first run found no browser and ran unattended; the cell was run again")
+                wait_for("the cell's unattended run to end", lambda: not state()["busy"], seen=shown)
+                page.js(LIVE_START % "false")
+                got = wait_for("the Knobs cell's live widgets, run again", lambda: settled(state()), seen=shown)
+        if not got["widgets"] and not problems:
             problems.append("no live widgets appeared: %s" % got["text"].replace("\n", " | "))
-        else:
+        elif got["widgets"]:
             before, picked = got["heading"], page.js(LIVE_PICK)
             wait_for("the result recomputed for %r (was %r)" % (picked, before),
                      lambda: (lambda s: s["heading"] and s["heading"] != before and picked in s["heading"])(state()), seen=shown)

@@ -178,50 +178,86 @@ loop:
 	gonbui.UpdateHTML(outDisplay, last)
 }
 
+// liveWidgets are one drawing of the knobs: a channel per knob, then the
+// Done button's, and the id of each slider's value label ("" for a list).
+type liveWidgets struct {
+	chans    []*comms.AddressChan[int]
+	labelIDs []string
+}
+
 // buildLive draws the widgets in the display panelDisplay and waits for the
 // browser to answer, drawing them again (under a new id) every WidgetRetry
-// until FrontEndWait has passed. Only the newest drawing is listened to:
-// an older one is no longer on the page. It reports false when no browser
-// answered or ctx ended.
+// until FrontEndWait has passed (see awaitNewest). It reports false when
+// no browser answered or ctx ended. The knobs take the winning drawing's
+// label ids here, on the caller's goroutine: an abandoned drawing's build
+// stays blocked until its widgets answer or the cell's process ends (at
+// most FrontEndWait/WidgetRetry of them per Explore) and touches no knob.
 func (ks *Knobs) buildLive(ctx context.Context, panelDisplay, uid string) ([]*comms.AddressChan[int], bool) {
-	giveUp := time.After(FrontEndWait)
-	for attempt := 0; ; attempt++ {
+	start := make([]int, len(ks.knobs))
+	for i, k := range ks.knobs {
+		start[i] = k.index
+	}
+	live, ok := awaitNewest(ctx, WidgetRetry, FrontEndWait, func(attempt int) <-chan liveWidgets {
 		id := fmt.Sprintf("%s-%d", uid, attempt)
 		panelID := "dfx-knobs-div-" + id
 		gonbui.UpdateHTML(panelDisplay, fmt.Sprintf(`<div id="%s" style="display:flex;flex-wrap:wrap;gap:0.3em 1.2em;align-items:center"></div>`, panelID))
-		live := make(chan []*comms.AddressChan[int], 1)
-		go func() { live <- ks.build(panelID, id) }()
+		answer := make(chan liveWidgets, 1)
+		go func() { answer <- ks.build(panelID, id, start) }()
+		return answer
+	})
+	if !ok {
+		return nil, false
+	}
+	for i, k := range ks.knobs {
+		k.valueID = live.labelIDs[i]
+	}
+	return live.chans, true
+}
+
+// awaitNewest starts attempt 0 and waits for its answer; every retry
+// without one it starts the next attempt and waits for that one only (an
+// older attempt's answer is ignored: what it drew is no longer shown). It
+// gives up after giveUp, or when ctx ends.
+func awaitNewest[T any](ctx context.Context, retry, giveUp time.Duration, attempt func(n int) <-chan T) (T, bool) {
+	var zero T
+	end := time.After(giveUp)
+	for n := 0; ; n++ {
+		answer := attempt(n)
 		select {
-		case chans := <-live:
-			return chans, true
-		case <-time.After(WidgetRetry):
-		case <-giveUp:
-			return nil, false
+		case v := <-answer:
+			return v, true
+		case <-time.After(retry):
+		case <-end:
+			return zero, false
 		case <-ctx.Done():
-			return nil, false
+			return zero, false
 		}
 	}
 }
 
-// build creates the live widgets in panelID; it returns one channel per
-// knob, then the Done button's. It blocks until the browser answers.
-func (ks *Knobs) build(panelID, uid string) []*comms.AddressChan[int] {
-	var out []*comms.AddressChan[int]
+// build creates the live widgets in panelID, knob i at position start[i].
+// It blocks until the browser answers, and reads only what a knob never
+// changes (its label and options).
+func (ks *Knobs) build(panelID, uid string, start []int) liveWidgets {
+	var w liveWidgets
 	for i, k := range ks.knobs {
-		k.valueID = fmt.Sprintf("dfx-knob-%s-%d", uid, i)
 		dom.Append(panelID, `<span><b>`+html.EscapeString(k.Label)+`</b> `)
 		if k.Values != nil {
-			s := widgets.Slider(0, len(k.Values)-1, k.index).AppendTo(panelID).Done()
-			dom.Append(panelID, fmt.Sprintf(` <code id="%s">%s</code></span>`, k.valueID, html.EscapeString(k.String())))
-			out = append(out, s.Listen().LatestOnly())
+			labelID := fmt.Sprintf("dfx-knob-%s-%d", uid, i)
+			s := widgets.Slider(0, len(k.Values)-1, start[i]).AppendTo(panelID).Done()
+			dom.Append(panelID, fmt.Sprintf(` <code id="%s">%s</code></span>`, labelID, html.EscapeString(k.Options[start[i]])))
+			w.chans = append(w.chans, s.Listen().LatestOnly())
+			w.labelIDs = append(w.labelIDs, labelID)
 		} else {
-			s := widgets.Select(k.Options).SetDefault(k.index).AppendTo(panelID).Done()
+			s := widgets.Select(k.Options).SetDefault(start[i]).AppendTo(panelID).Done()
 			dom.Append(panelID, `</span>`)
-			out = append(out, s.Listen().LatestOnly())
+			w.chans = append(w.chans, s.Listen().LatestOnly())
+			w.labelIDs = append(w.labelIDs, "")
 		}
 	}
 	b := widgets.Button("Done").AppendTo(panelID).Done()
-	return append(out, b.Listen())
+	w.chans = append(w.chans, b.Listen())
+	return w
 }
 
 func (ks *Knobs) setLabel(k *Knob) {

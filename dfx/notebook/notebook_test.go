@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dfx-lab/dfx/dfx/report"
 )
@@ -65,4 +66,42 @@ func TestProgressKeepsOnlyTheLastLine(t *testing.T) {
 		t.Error("not finished")
 	}
 	current = nil
+}
+
+// TestAwaitNewestTakesTheNewestAttemptsAnswer: an attempt that does not
+// answer within the retry is followed by another; the answer of an older
+// attempt, come late, is not taken; no answer by giveUp, or a cancelled
+// context, is a failure.
+func TestAwaitNewestTakesTheNewestAttemptsAnswer(t *testing.T) {
+	const retry = 20 * time.Millisecond
+	late := make(chan int, 1)
+	got, ok := awaitNewest(context.Background(), retry, time.Minute, func(n int) <-chan int {
+		answer := make(chan int, 1)
+		switch n {
+		case 0: // answers only after attempt 1 has started: ignored
+			go func() { time.Sleep(3 * retry / 2); answer <- 0; late <- 0 }()
+		case 1: // never answers
+		default:
+			<-late
+			answer <- n
+		}
+		return answer
+	})
+	if !ok || got != 2 {
+		t.Errorf("awaitNewest = %d, %v; want attempt 2's answer", got, ok)
+	}
+
+	attempts := 0
+	if _, ok := awaitNewest(context.Background(), retry, 5*retry, func(int) <-chan int {
+		attempts++
+		return make(chan int)
+	}); ok || attempts < 3 {
+		t.Errorf("no answer: ok = %v after %d attempts; want a failure after several", ok, attempts)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, ok := awaitNewest(ctx, time.Minute, time.Minute, func(int) <-chan int { return make(chan int) }); ok {
+		t.Error("a cancelled context: awaitNewest reported an answer")
+	}
 }
