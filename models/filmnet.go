@@ -16,7 +16,9 @@ const (
 )
 
 // validArch reports whether ParamArch names a trunk.
-func validArch(a string) bool { return a == ArchMLP || a == ArchFiLM || a == ArchPatch || a == ArchONNX }
+func validArch(a string) bool {
+	return a == ArchMLP || a == ArchFiLM || a == ArchPatch || a == ArchONNX
+}
 
 // trunk builds the network of ParamArch under scope.
 func trunk(scope *model.Scope, in Inputs, outDim int, extra *graph.Node, zeroOut bool) *graph.Node {

@@ -51,7 +51,7 @@ type Imported struct {
 	Spec     *models.ONNXSpec
 	Schedule schedule.Schedule
 	SHA256   string // of the ONNX file
-	Rewrites int    // nodes rewritten to primitive ops (InstanceNormalization, nearest Resize)
+	Rewrites int    // nodes rewritten to primitive ops (InstanceNormalization, nearest Resize) or removed (Identity)
 }
 
 // Dim is the data dimension d of the network's points.
@@ -90,7 +90,7 @@ func Import(raw []byte, opt Options) (*Imported, error) {
 	if err != nil {
 		return nil, bad("%v", err)
 	}
-	rewrites += rewriteNearestResize(&m)
+	rewrites += rewriteNearestResize(&m) + bypassIdentity(&m)
 	spec, err := specOf(&m, opt)
 	if err != nil {
 		return nil, err

@@ -229,3 +229,40 @@ func constantValues(g *protos.GraphProto) map[string]*protos.TensorProto {
 	}
 	return out
 }
+
+// bypassIdentity removes every Identity node, its readers reading its
+// input instead: onnx-gomlx converts it to GoMLX's Identity, which has no
+// gradient, and an Identity on the data path (what some exporters leave of
+// nn.Identity or of a dropout) would stop every VJP. A graph output made
+// by an Identity is renamed to what it copies. It returns the nodes removed.
+func bypassIdentity(m *protos.ModelProto) int {
+	source := map[string]string{}
+	var nodes []*protos.NodeProto
+	for _, node := range m.Graph.Node {
+		if node.OpType == "Identity" && (node.Domain == "" || node.Domain == "ai.onnx") && len(node.Input) == 1 && len(node.Output) == 1 {
+			source[node.Output[0]] = node.Input[0]
+			continue
+		}
+		nodes = append(nodes, node)
+	}
+	resolve := func(name string) string {
+		for range len(source) + 1 {
+			s, ok := source[name]
+			if !ok {
+				break
+			}
+			name = s
+		}
+		return name
+	}
+	for _, node := range nodes {
+		for i, in := range node.Input {
+			node.Input[i] = resolve(in)
+		}
+	}
+	for _, out := range m.Graph.Output {
+		out.Name = resolve(out.Name)
+	}
+	m.Graph.Node = nodes
+	return len(source)
+}
