@@ -71,6 +71,16 @@ func (s *ONNXSpec) Schedule() (schedule.Schedule, error) {
 	return schedule.New(s.ScheduleName, s.ScheduleParams)
 }
 
+// String summarises the spec (its graph by size).
+func (s *ONNXSpec) String() string {
+	class := ""
+	if s.ClassInput != "" {
+		class = fmt.Sprintf(", class %s", s.ClassInput)
+	}
+	return fmt.Sprintf("ONNX graph (%d bytes without weights): %s %v per point, time %s = %g·%s, %s schedule%s → %s",
+		len(s.Graph), s.Input, s.Layout, s.TimeInput, s.TimeScale, s.TimeConvention, s.ScheduleName, class, s.Output)
+}
+
 // Encode is the spec as the ParamONNX string.
 func (s *ONNXSpec) Encode() (string, error) {
 	b, err := json.Marshal(s)
@@ -83,6 +93,11 @@ func ONNXSpecOf(scope *model.Scope) (*ONNXSpec, error) {
 	if raw == "" {
 		return nil, fmt.Errorf("models: arch %s without its graph (parameter %s)", ArchONNX, ParamONNX)
 	}
+	return DecodeONNXSpec(raw)
+}
+
+// DecodeONNXSpec reads and checks a ParamONNX value.
+func DecodeONNXSpec(raw string) (*ONNXSpec, error) {
 	dec := json.NewDecoder(strings.NewReader(raw))
 	dec.DisallowUnknownFields()
 	var s ONNXSpec
