@@ -1,0 +1,91 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var onnxFixtures = filepath.Join("..", "..", "models", "testdata", "onnx")
+
+// Every bad import exits 2 with one line on stderr and nothing on stdout,
+// and writes no checkpoint.
+func TestImportBadInputWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	mlp := filepath.Join(onnxFixtures, "mlp.onnx")
+	unet := filepath.Join(onnxFixtures, "unet.onnx")
+	raw, err := os.ReadFile(mlp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := func(name string, content []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	text := file("notes.onnx", []byte("not a model\n"))
+	truncated := file("cut.onnx", raw[:len(raw)/2])
+	out := filepath.Join(dir, "net.dfxckpt")
+	base := func(model string, extra ...string) []string {
+		return append([]string{"import", model, "-param", "eps", "-schedule", "ve", "-time", "sigma", "-out", out}, extra...)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"not ONNX", base(text), "not an ONNX model"},
+		{"truncated", base(truncated), "ONNX model"},
+		{"missing file", base(filepath.Join(dir, "none.onnx")), "none.onnx"},
+		{"a folder", base(dir), "not a regular file"},
+		{"no model", []string{"import", "-param", "eps", "-schedule", "ve", "-out", out}, "want the ONNX file"},
+		{"no -out", []string{"import", mlp, "-param", "eps", "-schedule", "ve"}, "-out"},
+		{"no -param", []string{"import", mlp, "-schedule", "ve", "-out", out}, "-param is required"},
+		{"unknown -param", base(mlp, "-param", "noise"), `unknown -param "noise"`},
+		{"edm is not an export", base(mlp, "-param", "edm"), `unknown -param "edm"`},
+		{"unknown -time", base(mlp, "-time", "step"), `unknown -time "step"`},
+		{"bad -time-scale", base(mlp, "-time-scale", "0"), "time-scale"},
+		{"no schedule", []string{"import", mlp, "-param", "eps", "-out", out}, "--schedule is required"},
+		{"unknown schedule", base(mlp, "-schedule", "cosine"), `unknown --schedule "cosine"`},
+		{"class input of a network without one", base(mlp, "-class-input", "y", "-classes", "3"), `class "y"`},
+		{"class input without classes", base(unet, "-class-input", "y"), "-classes"},
+		{"class input not named", base(unet), "-class-input"},
+		{"two models", append(base(mlp), unet), "unexpected argument"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(tc.args...)
+			if code != 2 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) {
+				t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2, nothing, one line saying %q", tc.args, code, stdout, stderr, tc.want)
+			}
+			if _, err := os.Stat(out); !os.IsNotExist(err) {
+				t.Errorf("a checkpoint was written (%v)", err)
+			}
+		})
+	}
+}
+
+// dfx import writes a checkpoint that dfx ckpt verifies and describes.
+func TestImportWritesACheckpointThatCkptShows(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "unet.dfxckpt")
+	code, stdout, stderr := runCLI("import", filepath.Join(onnxFixtures, "unet.onnx"), "-param", "v", "-schedule", "vp",
+		"-time-scale", "999", "-class-input", "y", "-classes", "4", "-out", out)
+	if code != 0 || !strings.Contains(stdout, "d = 64") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	code, stdout, stderr = runCLI("ckpt", out)
+	if code != 0 {
+		t.Fatalf("ckpt: exit %d, %s", code, stderr)
+	}
+	for _, want := range []string{"imported ONNX sha256", "parameterisation       v", "x [1 8 8] per point, time t = 999·t, vp schedule, class y"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("dfx ckpt does not say %q:\n%s", want, stdout)
+		}
+	}
+	// Run again: dfx import replaces its own output, and nothing else.
+	if code, _, stderr := runCLI("import", filepath.Join(onnxFixtures, "mlp.onnx"), "-param", "eps", "-schedule", "ve", "-time", "sigma", "-out", out); code != 0 {
+		t.Errorf("replacing its own checkpoint: exit %d, %s", code, stderr)
+	}
+}
