@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -87,5 +88,25 @@ func TestImportWritesACheckpointThatCkptShows(t *testing.T) {
 	// Run again: dfx import replaces its own output, and nothing else.
 	if code, _, stderr := runCLI("import", filepath.Join(onnxFixtures, "mlp.onnx"), "-param", "eps", "-schedule", "ve", "-time", "sigma", "-out", out); code != 0 {
 		t.Errorf("replacing its own checkpoint: exit %d, %s", code, stderr)
+	}
+}
+
+// dfx nll reads an imported network like any other: every trace runs on
+// it, and Hutch++ with a sketch as wide as d = 8 (24 products) is the exact trace.
+func TestNLLRunsOnAnImportedNetwork(t *testing.T) {
+	dir := t.TempDir()
+	ckpt := filepath.Join(dir, "mlp.dfxckpt")
+	if code, _, stderr := runCLI("import", filepath.Join(onnxFixtures, "mlp.onnx"), "-param", "eps", "-schedule", "ve", "-time", "sigma",
+		"-out", ckpt); code != 0 {
+		t.Fatalf("import: %s", stderr)
+	}
+	points := writeTemp(t, "x.csv", "0.5,-1,0.25,0,1,-0.5,0.1,2\n-1,0.5,0,0.75,-0.25,1,0.3,-2\n")
+	exact := runNLLJSON(t, "--checkpoint", ckpt, "--points", points, "--trace", "vjp", "--s", "0.1", "--rtol", "1e-3", "--atol", "1e-3")
+	hutch := runNLLJSON(t, "--checkpoint", ckpt, "--points", points, "--trace", "hutchpp:24", "--s", "0.1", "--rtol", "1e-3", "--atol", "1e-3")
+	for i, p := range exact.Points {
+		q := hutch.Points[i]
+		if math.IsNaN(p.NLL) || math.IsInf(p.NLL, 0) || p.NFE == 0 || math.Abs(p.NLL-q.NLL) > 1e-4*(1+math.Abs(p.NLL)) {
+			t.Errorf("point %d: nll %g (exact trace) and %g (Hutch++), %d evaluations", i, p.NLL, q.NLL, p.NFE)
+		}
 	}
 }
