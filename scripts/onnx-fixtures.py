@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """onnx-fixtures.py — reference networks for `dfx import`, built and exported by PyTorch.
 
-Usage: python3 scripts/onnx-fixtures.py [OUT_DIR]   (default models/testdata/onnx)
+Usage: /usr/bin/python3 scripts/onnx-fixtures.py [OUT_DIR]   (default models/testdata/onnx)
 
 Needs Debian's python3-torch and python3-onnx (apt-get install python3-torch
 python3-onnx). It writes, at fixed seeds, two noise-prediction networks as
@@ -17,7 +17,9 @@ against (CI reads only these files, it never runs PyTorch):
              4 classes and the null class 4), a residual block, stride-2
              convolution down, a single-head self-attention block, nearest
              upsampling, a skip connection; imported with -param v -schedule
-             vp -time t -time-scale 999 -class-input y.
+             vp -time t -time-scale 999 -class-input y -classes 4.
+  unet28.onnx the same U-Net, narrower, on 1×28×28 images with 10 classes
+             (untrained; dfx sample -checkpoint runs it in the tests).
 
 Each JSON holds, for B points: "t" (the schedule time), "time_input" (what
 the network receives: S·t or S·σ), "x" [B][d] (flat C-order rows of the
@@ -183,7 +185,14 @@ def main():
            **references(unet, x, [tin, y], 6)}
     with open(os.path.join(out_dir, "unet.json"), "w") as f:
         json.dump(ref, f)
-    for name in ("mlp", "unet"):
+    # The same U-Net, narrower, on MNIST's 1×28×28 images with its 10 classes (null class 10), untrained: what
+    # dfx sample -checkpoint runs in the tests (no reference values).
+    torch.manual_seed(7)
+    small = UNet(ch=8, temb=16, classes=10).eval()
+    x = torch.zeros(2, 1, 28, 28)
+    export(small, (x, torch.tensor([500.0, 10.0]), torch.tensor([3, 10])), ["x", "t", "y"], ["x", "t", "y"],
+           os.path.join(out_dir, "unet28.onnx"))
+    for name in ("mlp", "unet", "unet28"):
         print(name, os.path.getsize(os.path.join(out_dir, name + ".onnx")), "bytes")
 
 

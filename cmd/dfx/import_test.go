@@ -110,3 +110,39 @@ func TestNLLRunsOnAnImportedNetwork(t *testing.T) {
 		}
 	}
 }
+
+// dfx sample -checkpoint draws (classifier-free guided) samples from an
+// imported MNIST-shaped network, and refuses one of another shape.
+func TestSampleRunsOnAnImportedNetwork(t *testing.T) {
+	dir := t.TempDir()
+	u28, u8 := filepath.Join(dir, "u28.dfxckpt"), filepath.Join(dir, "u8.dfxckpt")
+	for _, args := range [][]string{
+		{filepath.Join(onnxFixtures, "unet28.onnx"), "-classes", "10", "-out", u28},
+		{filepath.Join(onnxFixtures, "unet.onnx"), "-classes", "4", "-out", u8},
+	} {
+		full := append([]string{"import", args[0], "-param", "eps", "-schedule", "vp", "-time-scale", "999", "-class-input", "y"}, args[1:]...)
+		if code, _, stderr := runCLI(full...); code != 0 {
+			t.Fatalf("import: %s", stderr)
+		}
+	}
+	npy := filepath.Join(dir, "s.npy")
+	if code, _, stderr := runCLI("sample", "-checkpoint", u28, "-class", "3,7", "-n", "2", "-steps", "3", "-npy", npy); code != 0 {
+		t.Fatalf("sample: exit %d: %s", code, stderr)
+	}
+	if st, err := os.Stat(npy); err != nil || st.Size() < 4*784*4 {
+		t.Errorf("samples: %v", err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-checkpoint", u8}, "want an ε-network of 784"},
+		{[]string{"-checkpoint", u28, "-model", "eps"}, "give one"},
+		{[]string{"-checkpoint", u28, "-guide", "centring"}, "-checkpoint applies to plain sampling"},
+	} {
+		args := append([]string{"sample", "-n", "1", "-steps", "2", "-npy", filepath.Join(dir, "x.npy")}, tc.args...)
+		if code, stdout, stderr := runCLI(args...); code != 2 || stdout != "" || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 saying %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
