@@ -32,6 +32,7 @@ import (
 	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/models"
 	"github.com/dfx-lab/dfx/models/checkpoint"
+	"github.com/dfx-lab/dfx/models/onnximport"
 )
 
 // command is one subcommand: it gets its arguments and returns an exit code.
@@ -172,7 +173,7 @@ func (e inputError) Is(target error) bool { return target == errBadInput }
 func isBadInput(err error) bool {
 	return errors.Is(err, errBadInput) || errors.Is(err, checkpoint.ErrBad) || errors.Is(err, input.ErrNotRegular) ||
 		errors.Is(err, mnist.ErrFormat) || errors.Is(err, workstore.ErrWork) || errors.Is(err, models.ErrBackend) ||
-		errors.Is(err, outfile.ErrRefused)
+		errors.Is(err, outfile.ErrRefused) || errors.Is(err, onnximport.ErrBadModel)
 }
 
 // failErr is fail for bad input (isBadInput) and failRun for the rest.

@@ -9,12 +9,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/gomlx/compute"
-	"github.com/gomlx/gomlx/ml/model"
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/plot/vg"
 
@@ -25,7 +22,6 @@ import (
 	"github.com/dfx-lab/dfx/internal/progress"
 	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/models"
-	"github.com/dfx-lab/dfx/models/checkpoint"
 )
 
 const sampleUsage = `usage: dfx sample [-class 0,1,…|all] [-n 8] [-scale 3] [-steps 25] [-seed 1] [-png samples.png] [-npy samples.npy]
@@ -354,7 +350,7 @@ func openSampleNets(fs *flag.FlagSet, nets, netsFrom, epsName, ckpt string, plai
 	var net *mnist.Networks
 	switch {
 	case ckpt != "":
-		net, err = openSampleCheckpoint(backend, ckpt)
+		net, err = mnist.OpenEpsFile(backend, ckpt)
 	case plain:
 		net, err = mnist.OpenEps(backend, nets, epsName)
 	default:
@@ -364,31 +360,4 @@ func openSampleNets(fs *flag.FlagSet, nets, netsFrom, epsName, ckpt string, plai
 		err = fmt.Errorf("%s: %w", netsFrom, err)
 	}
 	return net, err
-}
-
-// openSampleCheckpoint is the ε-network of a checkpoint file as the MNIST
-// sampler takes it: 784 values a point, MNIST's schedule, the ten classes
-// and the null class.
-func openSampleCheckpoint(backend compute.Backend, path string) (*mnist.Networks, error) {
-	c, err := checkpoint.Read(path)
-	if err != nil {
-		return nil, err
-	}
-	bad := func(format string, args ...any) error {
-		return badInput(fmt.Errorf("-checkpoint %s: %s", path, fmt.Sprintf(format, args...)))
-	}
-	if !slices.Equal(c.Header.Networks, []string{models.ScoreScope}) || c.Header.Dim != mnist.Dim {
-		return nil, bad("networks %v of %d values a point, want an ε-network of %d (28×28 images)", c.Header.Networks, c.Header.Dim, mnist.Dim)
-	}
-	if err := checkpoint.CheckSchedule(c, mnist.Schedule()); err != nil {
-		return nil, bad("%v", err)
-	}
-	store, err := checkpoint.LoadWeights(c)
-	if err != nil {
-		return nil, err
-	}
-	if k := model.GetRootParamOr(store, models.ParamNumClasses, 0); k != 10 {
-		return nil, bad("a network of %d classes, the sampler draws MNIST's 10 (with the null class 10)", k)
-	}
-	return &mnist.Networks{Backend: backend, Store: store}, nil
 }

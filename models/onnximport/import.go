@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/gomlx/compute"
@@ -39,7 +40,7 @@ type Options struct {
 	Param      string            // eps, x0 (y), v or score
 	Schedule   schedule.Schedule // ve, vp, subvp or edm (or linear)
 	Time       string            // models.TimeT (default) or models.TimeSigma
-	TimeScale  float64           // S (0: 1)
+	TimeScale  float64           // S > 0
 	ClassInput string            // the class-label input, "" for an unconditional network
 	NumClasses int               // K real classes with ClassInput; label K is the null class
 }
@@ -117,17 +118,17 @@ func checkOptions(opt *Options) (models.Parameterisation, error) {
 	if opt.Time != models.TimeT && opt.Time != models.TimeSigma {
 		return 0, bad("time convention %q, want %s or %s", opt.Time, models.TimeT, models.TimeSigma)
 	}
-	if opt.TimeScale == 0 {
-		opt.TimeScale = 1
-	}
-	if !(opt.TimeScale > 0) {
-		return 0, bad("time scale %g, want > 0", opt.TimeScale)
+	if !(opt.TimeScale > 0) || math.IsInf(opt.TimeScale, 0) {
+		return 0, bad("time scale %g, want a finite number > 0", opt.TimeScale)
 	}
 	if opt.Schedule == nil {
 		return 0, bad("no schedule")
 	}
 	if opt.ClassInput != "" && opt.NumClasses < 1 {
 		return 0, bad("class input %q needs the number of classes (≥ 1; label K is the null class)", opt.ClassInput)
+	}
+	if opt.ClassInput == "" && opt.NumClasses != 0 {
+		return 0, bad("%d classes but no class input", opt.NumClasses)
 	}
 	return p, nil
 }

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/internal/input"
 	"github.com/dfx-lab/dfx/internal/tensormat"
 	"github.com/dfx-lab/dfx/models"
 	"github.com/dfx-lab/dfx/models/checkpoint"
@@ -173,6 +174,33 @@ func trialConversion(im *Imported) (err error) {
 	}
 	first, _, _ := strings.Cut(msg, "\n")
 	return bad("the graph does not convert: %s", first)
+}
+
+// maxFileBytes is protobuf's own bound on one message.
+const maxFileBytes = 2 << 30
+
+// ReadFile is Import of the regular file at path (input.ReadAll), its
+// errors naming the file.
+func ReadFile(path string, opt Options) (*Imported, error) {
+	raw, err := input.ReadAll(path, maxFileBytes)
+	if err != nil {
+		return nil, fmt.Errorf("onnximport: %w: %w", err, ErrBadModel)
+	}
+	im, err := Import(raw, opt)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return im, nil
+}
+
+// File is the encoded Checkpoint(name), written by producer.
+func (im *Imported) File(name, producer string) ([]byte, error) {
+	c, err := im.Checkpoint(name)
+	if err != nil {
+		return nil, err
+	}
+	c.Header.Producer = producer
+	return c.Encode()
 }
 
 // Checkpoint is the imported network as a dfx "weights" checkpoint: the
