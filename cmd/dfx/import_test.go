@@ -93,7 +93,8 @@ func TestImportWritesACheckpointThatCkptShows(t *testing.T) {
 }
 
 // dfx nll reads an imported network like any other: every trace runs on
-// it, and Hutch++ with a sketch as wide as d = 8 (24 products) is the exact trace.
+// it, Hutch++ with a sketch as wide as d = 8 (24 products) is the exact
+// trace, and points of another dimension are refused.
 func TestNLLRunsOnAnImportedNetwork(t *testing.T) {
 	dir := t.TempDir()
 	ckpt := filepath.Join(dir, "mlp.dfxckpt")
@@ -104,6 +105,11 @@ func TestNLLRunsOnAnImportedNetwork(t *testing.T) {
 	points := writeTemp(t, "x.csv", "0.5,-1,0.25,0,1,-0.5,0.1,2\n-1,0.5,0,0.75,-0.25,1,0.3,-2\n")
 	exact := runNLLJSON(t, "--checkpoint", ckpt, "--points", points, "--trace", "vjp", "--s", "0.1", "--rtol", "1e-3", "--atol", "1e-3")
 	hutch := runNLLJSON(t, "--checkpoint", ckpt, "--points", points, "--trace", "hutchpp:24", "--s", "0.1", "--rtol", "1e-3", "--atol", "1e-3")
+	wide := writeTemp(t, "wide.csv", "1,2,3,4,5,6,7,8,9\n")
+	if code, stdout, stderr := runCLI("nll", "--checkpoint", ckpt, "--points", wide); code != 2 || stdout != "" ||
+		!strings.Contains(stderr, "takes points of dimension 8, the --points are of dimension 9") {
+		t.Errorf("points of another dimension: exit %d, stderr %q", code, stderr)
+	}
 	for i, p := range exact.Points {
 		q := hutch.Points[i]
 		if math.IsNaN(p.NLL) || math.IsInf(p.NLL, 0) || p.NFE == 0 || math.Abs(p.NLL-q.NLL) > 1e-4*(1+math.Abs(p.NLL)) {
