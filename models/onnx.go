@@ -165,9 +165,16 @@ var onnxDTypes = map[protos.TensorProto_DataType]dtypes.DType{
 	protos.TensorProto_UINT32: dtypes.Uint32, protos.TensorProto_UINT64: dtypes.Uint64,
 }
 
+// ONNXDType is the dtype of an ONNX data type (TensorProto.DataType), if
+// dfx stores it.
+func ONNXDType(t int32) (dtypes.DType, bool) {
+	dt, ok := onnxDTypes[protos.TensorProto_DataType(t)]
+	return dt, ok
+}
+
 // ONNXTensorShape is the shape of an ONNX tensor of a dtype dfx stores.
 func ONNXTensorShape(t *protos.TensorProto) (shapes.Shape, error) {
-	dt, ok := onnxDTypes[protos.TensorProto_DataType(t.DataType)]
+	dt, ok := ONNXDType(t.DataType)
 	if !ok {
 		return shapes.Shape{}, fmt.Errorf("models: ONNX tensor %q has data type %s (dfx stores float32, float64 and integer tensors)",
 			t.Name, protos.TensorProto_DataType(t.DataType))

@@ -186,23 +186,10 @@ func graphInputs(g *protos.GraphProto) (names []string, dims [][]int, dts []dtyp
 			}
 		}
 		names, dims = append(names, in.Name), append(dims, d)
-		dts = append(dts, onnxDType(tt.TensorType.ElemType))
+		dt, _ := models.ONNXDType(tt.TensorType.ElemType) // InvalidDType for one dfx does not store
+		dts = append(dts, dt)
 	}
 	return names, dims, dts, nil
-}
-
-func onnxDType(t int32) dtypes.DType {
-	switch protos.TensorProto_DataType(t) {
-	case protos.TensorProto_FLOAT:
-		return dtypes.Float32
-	case protos.TensorProto_DOUBLE:
-		return dtypes.Float64
-	case protos.TensorProto_INT32:
-		return dtypes.Int32
-	case protos.TensorProto_INT64:
-		return dtypes.Int64
-	}
-	return dtypes.InvalidDType
 }
 
 // specOf reads the inputs' roles and the point layout: x is the first input
