@@ -21,8 +21,8 @@ const importProducer = "import"
 
 const importUsage = `usage: dfx import MODEL.onnx -param eps|x0|v|score -schedule vp|ve|subvp|edm [-time t|sigma] [-time-scale S] ` +
 	`[-class-input NAME -classes K] -out NET.dfxckpt
-Turns an ONNX noise-prediction network (torch.onnx.export, with a dynamic batch axis) into a dfx checkpoint that every
-study reads (dfx nll --checkpoint, dfx sample -checkpoint, dfx ckpt). The network is called as net(x, time[, class]):
+Turns an ONNX noise-prediction network (torch.onnx.export, with a dynamic batch axis) into a dfx checkpoint that dfx nll
+--checkpoint (every trace), dfx sample -checkpoint and dfx ckpt read. The network is called as net(x, time[, class]):
 x its first input (NCHW images or flat vectors; dfx's points are the flat C-order rows of that layout), the time its
 second, S·t (-time t; diffusers' DDPM models take S = 999) or S·σ (-time sigma), the class the input -class-input (K
 classes, label K the null class). Its output is ε, x̂₀, v or the score (-param). See docs/checkpoints.md.`
