@@ -16,7 +16,9 @@ const (
 )
 
 // validArch reports whether ParamArch names a trunk.
-func validArch(a string) bool { return a == ArchMLP || a == ArchFiLM || a == ArchPatch }
+func validArch(a string) bool {
+	return a == ArchMLP || a == ArchFiLM || a == ArchPatch || a == ArchONNX
+}
 
 // trunk builds the network of ParamArch under scope.
 func trunk(scope *model.Scope, in Inputs, outDim int, extra *graph.Node, zeroOut bool) *graph.Node {
@@ -30,6 +32,11 @@ func trunk(scope *model.Scope, in Inputs, outDim int, extra *graph.Node, zeroOut
 		return FiLMMLP(scope, in, outDim, extra, zeroOut)
 	case ArchPatch:
 		return PatchNet(scope, in, outDim, extra, zeroOut)
+	case ArchONNX:
+		if extra != nil || zeroOut {
+			panic("models: an imported ONNX network takes no mixture skip")
+		}
+		return onnxTrunk(scope, in, outDim)
 	default:
 		panic(fmt.Sprintf("models: arch %q, want %s, %s or %s", a, ArchMLP, ArchFiLM, ArchPatch))
 	}

@@ -13,9 +13,10 @@ import (
 //	PredictEps: ε̂;   PredictY: ŷ = x̂₀;   PredictV: v = α ε − σ y;
 //	PredictEDM: F with ŷ = c_skip x/α + c_out F (Karras et al. 2022's
 //	preconditioning, σ_data = EDMSigmaData), i.e. ε = a x + b F with
-//	a = σ/(σ² + s²α²), b = −sα/√(σ² + s²α²).
+//	a = σ/(σ² + s²α²), b = −sα/√(σ² + s²α²);
+//	PredictScore: the score ∇log q_t(x) = −ε/σ (score_sde's networks).
 //
-// All four determine the score ∇log q_t(x) = −ε/σ exactly. PredictEDM
+// All five determine the score ∇log q_t(x) = −ε/σ exactly. PredictEDM
 // carries the identity map (ε ≈ x at high noise) in its skip term, so a
 // network narrower than the data (a residual MLP of width < d on MNIST)
 // does not have to learn a full-rank identity through its bottleneck; with
@@ -27,6 +28,7 @@ const (
 	PredictY
 	PredictV
 	PredictEDM
+	PredictScore
 )
 
 // EDMSigmaData is the data scale s of PredictEDM (EDM's default).
@@ -49,11 +51,13 @@ func (p Parameterisation) String() string {
 		return "v"
 	case PredictEDM:
 		return "edm"
+	case PredictScore:
+		return "score"
 	}
 	return fmt.Sprintf("Parameterisation(%d)", int(p))
 }
 
-// ParseParameterisation reads "eps", "y" (also "x0") or "v".
+// ParseParameterisation reads "eps", "y" (also "x0"), "v", "edm" or "score".
 func ParseParameterisation(s string) (Parameterisation, error) {
 	switch s {
 	case "eps", "epsilon":
@@ -64,8 +68,10 @@ func ParseParameterisation(s string) (Parameterisation, error) {
 		return PredictV, nil
 	case "edm":
 		return PredictEDM, nil
+	case "score":
+		return PredictScore, nil
 	}
-	return 0, fmt.Errorf("models: parameterisation %q, want eps, y, v or edm", s)
+	return 0, fmt.Errorf("models: parameterisation %q, want eps, y (x0), v, edm or score", s)
 }
 
 // Conversions between the parameterisations on scalars (float64), the
@@ -82,6 +88,8 @@ func EpsFrom(p Parameterisation, out, x, alpha, sigma float64) float64 {
 	case PredictEDM:
 		a, b := edmCoefficients(alpha, sigma)
 		return a*x + b*out
+	case PredictScore:
+		return -sigma * out
 	}
 	return out
 }
@@ -97,6 +105,8 @@ func FromEps(p Parameterisation, eps, x, alpha, sigma float64) float64 {
 	case PredictEDM:
 		a, b := edmCoefficients(alpha, sigma)
 		return (eps - a*x) / b
+	case PredictScore:
+		return -eps / sigma
 	}
 	return eps
 }
@@ -117,6 +127,8 @@ func EpsFromGraph(p Parameterisation, out, x, alpha, sigma *graph.Node) *graph.N
 		a := graph.Div(sigma, den)
 		b := graph.Neg(graph.Div(graph.MulScalar(alpha, s), graph.Sqrt(den)))
 		return graph.Add(graph.Mul(a, x), graph.Mul(b, out))
+	case PredictScore:
+		return graph.Neg(graph.Mul(sigma, out))
 	}
 	return out
 }

@@ -29,7 +29,7 @@ func TestParameterisationsRoundTripThroughEpsAndScoreForEverySchedule(t *testing
 			a, sg := s.Alpha(tm), s.Sigma(tm)
 			y, eps := rng.NormFloat64(), rng.NormFloat64()
 			x := a*y + sg*eps
-			for _, p := range []Parameterisation{PredictEps, PredictY, PredictV, PredictEDM} {
+			for _, p := range []Parameterisation{PredictEps, PredictY, PredictV, PredictEDM, PredictScore} {
 				out := FromEps(p, eps, x, a, sg)
 				back := EpsFrom(p, out, x, a, sg)
 				if math.Abs(back-eps) > 1e-9*(1+math.Abs(eps))*(1+a/sg+sg/a) {
@@ -59,7 +59,7 @@ func TestGraphConversionsAgreeWithScalarOnes(t *testing.T) {
 	a, s := []float64{0.9, 0.5, 1}, []float64{0.4, 0.8, 3}
 	// PredictEps is the identity; a graph whose output is an unused-input passthrough trips
 	// a simplego v0.26.0 indexing bug, so only the two non-trivial conversions run here.
-	for _, p := range []Parameterisation{PredictY, PredictV, PredictEDM} {
+	for _, p := range []Parameterisation{PredictY, PredictV, PredictEDM, PredictScore} {
 		res := graph.MustExecOnce(b, func(xn, on, an, sn *graph.Node) *graph.Node {
 			return EpsFromGraph(p, on, xn, an, sn)
 		}, x, out, a, s)

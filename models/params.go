@@ -3,7 +3,9 @@
 // classifier-free guidance), its ε / y (= x̂₀) / v output parameterisations and
 // exact conversions to the score, denoising-score-matching training (paper
 // eq. dpm_objective) and the scalar DF-TM network (paper Algorithm tnet).
-// Their file format is the subpackage checkpoint, which builds on this one.
+// A score network may also be an ONNX graph (ArchONNX), which the
+// subpackage onnximport imports. Their file format is the subpackage
+// checkpoint, which builds on this one.
 //
 // Hyperparameters live in a GoMLX model.Store (root-scope parameters);
 // SetDefaults writes every default in one place. Graph builders take the
@@ -49,7 +51,7 @@ const (
 	// The three below are absent from SetDefaults (absent means the
 	// default), so the committed networks' digests stay as they were.
 	ParamSkip              = "skip"               // SkipNone, or SkipMixture: ε̂ = ε_mix + network (SetMixtureSkip)
-	ParamArch              = "arch"               // ArchMLP (ResidualMLP), ArchFiLM (FiLMMLP) or ArchPatch (PatchNet)
+	ParamArch              = "arch"               // ArchMLP (ResidualMLP), ArchFiLM (FiLMMLP), ArchPatch (PatchNet) or ArchONNX (imported)
 	ParamPatch             = "patch"              // PatchNet: side of the square patches, in pixels (default 4)
 	ParamPatchHalo         = "patch_halo"         // PatchNet: neighbouring patches each patch sees on every side (default 1)
 	ParamMixtureComponents = "mixture_components" // K of the mixture skip (set by SetMixtureSkip)

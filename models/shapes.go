@@ -2,6 +2,7 @@ package models
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/gomlx/compute/dtypes"
@@ -25,6 +26,13 @@ func NetworkShapes(params *model.Store, d int, networks ...string) (map[string]s
 	}
 	if err := checkParams(params); err != nil {
 		return nil, err
+	}
+	out := map[string]shapes.Shape{}
+	if i := slices.Index(networks, ScoreScope); i >= 0 && model.GetParamOr(params.RootScope().At(ScoreScope), ParamArch, ArchMLP) == ArchONNX {
+		if err := onnxShapes(params, d, out); err != nil {
+			return nil, err
+		}
+		networks = slices.Delete(slices.Clone(networks), i, i+1)
 	}
 	fresh := model.NewStore()
 	for p, v := range params.IterParams() {
@@ -74,7 +82,6 @@ func NetworkShapes(params *model.Store, d int, networks ...string) (map[string]s
 	// trace network's provenance names), so the trace network's own
 	// variables, and its checkpoint, leave it out.
 	ownsMixture := slices.Contains(networks, ScoreScope) || slices.Contains(networks, MixtureScope)
-	out := map[string]shapes.Shape{}
 	for v := range fresh.IterVariables() {
 		if !ownsMixture && HasScope(v.Scope(), MixtureScope) {
 			continue
@@ -82,4 +89,23 @@ func NetworkShapes(params *model.Store, d int, networks ...string) (map[string]s
 		out[v.Path()] = v.Shape()
 	}
 	return out, nil
+}
+
+// onnxShapes adds the variables of an imported score network (ArchONNX) to
+// out: its graph's initializers, read from the spec without building it
+// (the conversion needs their values).
+func onnxShapes(params *model.Store, d int, out map[string]shapes.Shape) error {
+	spec, err := ONNXSpecOf(params.RootScope().At(ScoreScope))
+	if err != nil {
+		return err
+	}
+	if spec.Dim() != d {
+		return fmt.Errorf("models: the ONNX network takes points of %d values (layout %v), the data have %d", spec.Dim(), spec.Layout, d)
+	}
+	vars, err := ONNXVariableShapes(spec)
+	if err != nil {
+		return err
+	}
+	maps.Copy(out, vars)
+	return nil
 }

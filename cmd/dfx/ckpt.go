@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"path"
 	"slices"
 	"strings"
 
+	"github.com/dfx-lab/dfx/models"
 	"github.com/dfx-lab/dfx/models/checkpoint"
 )
 
@@ -124,12 +126,21 @@ func writeCkptText(out *bytes.Buffer, rep ckptReport, h checkpoint.Header) {
 	if p.EpsNetwork != "" {
 		fmt.Fprintf(out, "  %-22s %s\n", "made for ε-network", p.EpsNetwork)
 	}
+	if p.ONNX != "" {
+		fmt.Fprintf(out, "  %-22s %s\n", "imported ONNX sha256", p.ONNX)
+	}
 	for _, n := range h.Networks {
 		fmt.Fprintf(out, "  %-22s %s\n", "digest of "+n, rep.Digests[n])
 	}
 	fmt.Fprintln(out, "hyperparameters:")
 	for _, k := range slices.Sorted(maps.Keys(h.Params)) {
-		fmt.Fprintf(out, "  %-22s %s\n", k, h.Params[k])
+		v := h.Params[k]
+		if path.Base(k) == models.ParamONNX { // the graph itself: --json for all of it
+			if spec, err := models.DecodeONNXSpec(strings.TrimPrefix(v, "string:")); err == nil {
+				v = spec.String()
+			}
+		}
+		fmt.Fprintf(out, "  %-22s %s\n", k, v)
 	}
 	if len(h.Config) > 0 {
 		cfg := string(h.Config)

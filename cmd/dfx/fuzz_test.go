@@ -10,6 +10,7 @@ import (
 
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/internal/input"
 )
 
 // FuzzParseGMM: no --gmm JSON panics, in the parser or in building the
@@ -26,30 +27,30 @@ func FuzzParseGMM(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		g, err := parseGMM(raw)
+		g, err := input.ParseGMM(raw)
 		if err != nil {
 			return
 		}
-		k, d := g.means.Dims()
-		if k < 1 || d < 1 || len(g.covs) != k || (g.weights != nil && len(g.weights) != k) {
-			t.Fatalf("parsed %d means of dim %d, %d covariances, %d weights", k, d, len(g.covs), len(g.weights))
+		k, d := g.Means.Dims()
+		if k < 1 || d < 1 || len(g.Covs) != k || (g.Weights != nil && len(g.Weights) != k) {
+			t.Fatalf("parsed %d means of dim %d, %d covariances, %d weights", k, d, len(g.Covs), len(g.Weights))
 		}
-		for _, v := range g.means.RawMatrix().Data {
+		for _, v := range g.Means.RawMatrix().Data {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
 				t.Fatalf("non-finite mean %g", v)
 			}
 		}
-		for _, c := range g.covs {
+		for _, c := range g.Covs {
 			if c.SymmetricDim() != d {
 				t.Fatalf("covariance of dim %d, want %d", c.SymmetricDim(), d)
 			}
 		}
-		for _, w := range g.weights {
+		for _, w := range g.Weights {
 			if !(w >= 0) || math.IsInf(w, 0) {
 				t.Fatalf("weight %g", w)
 			}
 		}
-		_, _ = mixture.NewGaussian(g.means, g.covs, g.weights) // must not panic
+		_, _ = mixture.NewGaussian(g.Means, g.Covs, g.Weights) // must not panic
 	})
 }
 

@@ -6,6 +6,7 @@
 //	dfx sample     MNIST samples (DDIM with classifier-free guidance) to PNG / .npy
 //	dfx train      train the MNIST networks (resumable, fixed seed)
 //	dfx ckpt       verify a checkpoint, list its variables and configuration
+//	dfx import     turn an ONNX noise-prediction network into a dfx checkpoint
 //	dfx reproduce  regenerate the paper's tables and figures into figures/
 //
 // Bad input prints one line on stderr and exits with status 2, with nothing
@@ -31,6 +32,7 @@ import (
 	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/models"
 	"github.com/dfx-lab/dfx/models/checkpoint"
+	"github.com/dfx-lab/dfx/models/onnximport"
 )
 
 // command is one subcommand: it gets its arguments and returns an exit code.
@@ -43,6 +45,7 @@ var commands = map[string]command{
 	"analytic":  {"exact log q_t, score, denoiser, Fisher trace / matrix / products of a data mixture", runAnalytic},
 	"fit":       {"fit a Gaussian mixture to an IDX image set (exact model, ε-network skip): dfx fit [-components 40] [-per-class] [-rank 32] -out FILE", runFit},
 	"ckpt":      {"verify a checkpoint and list its variables and configuration: dfx ckpt [--json] FILE", runCkpt},
+	"import":    {"turn an ONNX noise-prediction network into a checkpoint: dfx import MODEL.onnx -param eps -schedule vp -out NET.dfxckpt", runImport},
 	"nll":       {"negative log-likelihood −log q_s(x) of points by the PF-ODE (Gaussian mixture or trained network)", runNLL},
 	"ot":        {"numerical OT test of PF-ODE maps (paper Section 6)", runOT},
 	"sample":    {"MNIST samples (DDIM, classifier-free guidance) to a PNG grid and .npy: dfx sample [-class all] [-scale 3]", runSample},
@@ -170,7 +173,7 @@ func (e inputError) Is(target error) bool { return target == errBadInput }
 func isBadInput(err error) bool {
 	return errors.Is(err, errBadInput) || errors.Is(err, checkpoint.ErrBad) || errors.Is(err, input.ErrNotRegular) ||
 		errors.Is(err, mnist.ErrFormat) || errors.Is(err, workstore.ErrWork) || errors.Is(err, models.ErrBackend) ||
-		errors.Is(err, outfile.ErrRefused)
+		errors.Is(err, outfile.ErrRefused) || errors.Is(err, onnximport.ErrBadModel)
 }
 
 // failErr is fail for bad input (isBadInput) and failRun for the rest.

@@ -43,7 +43,7 @@ func (h *Header) checkSizes() error {
 		}
 		ownsMixture = ownsMixture || strings.Contains(v.Path+"/", "/"+models.MixtureScope+"/")
 	}
-	if h.Dim > maxDim {
+	if h.Dim > maxDim && !importsONNX(h) { // an imported network's layout fixes its dimension (models.ONNXSpec)
 		return fmt.Errorf("data dimension %d, but no stored variable has a dimension above %d", h.Dim, maxDim)
 	}
 	for p, s := range h.Params {

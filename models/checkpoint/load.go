@@ -386,8 +386,8 @@ func LoadWeights(c *Checkpoint) (*model.Store, error) {
 		return nil, fmt.Errorf("models: checkpoint: %w", err)
 	}
 	dt, _ := models.DTypeOf(store)
-	for _, cv := range c.Header.Variables {
-		if cv.DType != dt.String() {
+	for i, cv := range c.Header.Variables {
+		if c.Values[i].DType().IsFloat() && cv.DType != dt.String() { // integers: an imported graph's shape constants
 			return nil, fmt.Errorf("models: checkpoint variable %s is %s, the network is %s: %w", cv.Path, cv.DType, dt, ErrBad)
 		}
 	}

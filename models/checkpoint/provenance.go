@@ -43,6 +43,10 @@ type Provenance struct {
 	// t_θ (whose target does not involve it) the one trained beside it and
 	// validated with it. Empty for every other network.
 	EpsNetwork string `json:",omitempty"`
+	// ONNX is, for a score network imported from an ONNX file
+	// (models.ArchONNX), the SHA-256 (hex) of that file. Empty for every
+	// other network.
+	ONNX string `json:",omitempty"`
 }
 
 // ScheduleSpec is a schedule by name and parameters (schedule.New's).
@@ -139,6 +143,12 @@ func (p *Provenance) check(h *Header) error {
 	case !needsEps && p.EpsNetwork != "":
 		return fmt.Errorf("provenance names an ε-network for networks %v, which use none", h.Networks)
 	}
+	switch imported := importsONNX(h); {
+	case imported && !isDigest(p.ONNX):
+		return fmt.Errorf("provenance ONNX file digest %q is not a SHA-256 digest (an imported network names the file it came from)", p.ONNX)
+	case !imported && p.ONNX != "":
+		return fmt.Errorf("provenance names an ONNX file for networks that were not imported")
+	}
 	return nil
 }
 
@@ -156,6 +166,13 @@ func paramOf(params map[string]string) string {
 	s, _ := decodeParam(v)
 	str, _ := s.(string)
 	return str
+}
+
+// importsONNX reports whether the header's score network is an imported
+// ONNX graph (models.ArchONNX).
+func importsONNX(h *Header) bool {
+	v, ok := h.Params["/"+models.ScoreScope+"/"+models.ParamArch]
+	return ok && v == "string:"+models.ArchONNX && slices.Contains(h.Networks, models.ScoreScope)
 }
 
 func isDigest(s string) bool {
