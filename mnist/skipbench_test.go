@@ -5,6 +5,12 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/model"
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
@@ -77,4 +83,54 @@ func BenchmarkLikelihoodEval(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkEpsNetwork times the committed ε-network through dfx/access's
+// host contract at one time for the whole batch (Table 1's "forward"
+// case): the full network and its mixture skip alone, at batch 1 and 64.
+func BenchmarkEpsNetwork(b *testing.B) {
+	backend, err := models.NewBackend()
+	if err != nil {
+		b.Fatal(err)
+	}
+	store, _, err := LoadNetwork("", "eps")
+	if err != nil {
+		b.Fatal(err)
+	}
+	net, err := models.NewAccessNet(backend, store, Schedule(), false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	skip := access.NewNet(backend, store, Schedule(), net.DType, access.Network{Eps: func(scope *model.Scope, x, alpha, sigma *graph.Node) *graph.Node {
+		return models.MixtureEps(scope, models.Inputs{X: x, Alpha: alpha, Sigma: sigma, Class: nullClassOf(scope, x)})
+	}})
+	x0, err := TestImages(64)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, _ := schedule.At(Schedule(), 0.5)
+	for _, bs := range []int{1, 64} {
+		x, _ := draw.Queries(c, x0.Slice(0, bs, 0, Dim).(*mat.Dense), rand.New(rand.NewPCG(1, 1)))
+		for _, n := range []struct {
+			name string
+			net  *access.Net
+		}{{"forward", net}, {"skip", skip}} {
+			b.Run(fmt.Sprintf("%s/B=%d", n.name, bs), func(b *testing.B) {
+				for b.Loop() {
+					if _, err := n.net.EpsAt(c, x); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// nullClassOf is the null label for every row of x (nil without classes).
+func nullClassOf(scope *model.Scope, x *graph.Node) *graph.Node {
+	k := model.GetParamOr(scope, models.ParamNumClasses, 0)
+	if k == 0 {
+		return nil
+	}
+	return graph.AddScalar(graph.Zeros(x.Graph(), shapes.Make(dtypes.Int32, x.Shape().Dimensions[0])), float64(k))
 }

@@ -196,7 +196,7 @@ func MixtureEps(scope *model.Scope, in Inputs) *graph.Node {
 // second moment are sums.
 type mixtureTerms struct {
 	in                                  Inputs
-	x, alpha, sigma, a2, s2             *graph.Node // x [B, d]; α, σ, α², σ² [B, 1]
+	x, alpha, sigma, a2, s2             *graph.Node // x [B, d]; α, σ, α², σ² [B, 1] ([1, 1] at one time)
 	centre, means, basis, proj, lam     *graph.Node
 	rho, nu, nRest, nIdle, idle         *graph.Node
 	xc, z, c, zc                        *graph.Node // x' [B, d]; z, c, z/c [B, K, r]
@@ -250,6 +250,13 @@ func mixtureTermsOf(scope *model.Scope, in Inputs) *mixtureTerms {
 	m.idle, m.nu, m.nRest, m.nIdle = v("idle", kk, d), v("idle_var", kk), v("rest_dim", kk), v("idle_dim", kk)
 	x, bsz := in.X, m.bsz
 	m.alpha, m.sigma = graph.InsertAxes(in.Alpha, -1), graph.InsertAxes(in.Sigma, -1) // [B, 1]
+	// Rows at one time (dfx/access's host calls): every t-dependent factor
+	// below is per component, [1, K] and [1, K, r], and broadcasts over the
+	// rows; the work left per row is products and a few passes over z.
+	if a, s := access.SharedTime(in.Alpha), access.SharedTime(in.Sigma); a != nil && s != nil {
+		m.alpha, m.sigma = graph.Reshape(a, 1, 1), graph.Reshape(s, 1, 1)
+	}
+	rows := m.alpha.Shape().Dimensions[0] // B, or 1 at one time
 	alpha := m.alpha
 	m.a2, m.s2 = graph.Square(m.alpha), graph.Square(m.sigma)
 	a2, s2 := m.a2, m.s2
@@ -264,7 +271,7 @@ func mixtureTermsOf(scope *model.Scope, in Inputs) *mixtureTerms {
 	m.dAll, m.dIdle = m.weightedSq(ones), m.weightedSq(m.idle)
 	m.cRest = graph.Add(graph.Mul(a2, row(m.rho)), s2) // [B, K]
 	m.cIdle = graph.Add(graph.Mul(a2, row(m.nu)), s2)
-	m.has = graph.BroadcastToDims(graph.ConvertDType(graph.GreaterThan(row(m.nRest), graph.ZerosLike(row(m.nRest))), dt), bsz, kk)
+	m.has = graph.BroadcastToDims(graph.ConvertDType(graph.GreaterThan(row(m.nRest), graph.ZerosLike(row(m.nRest))), dt), rows, kk)
 	m.invRest = graph.Div(m.has, m.cRest) // 1/c⊥, 0 without a rest
 	m.invIdle = graph.Div(graph.OnesLike(m.cIdle), m.cIdle)
 	m.rest = graph.Max(graph.Sub(graph.Sub(m.dAll, graph.ReduceSum(graph.Square(m.z), -1)), m.dIdle), graph.ZerosLike(m.dAll))
@@ -320,9 +327,9 @@ func mixtureMoments(scope *model.Scope, in Inputs) (second, y *graph.Node) {
 	m := mixtureTermsOf(scope, in)
 	row := func(n *graph.Node) *graph.Node { return graph.InsertAxes(n, 0) }
 	lamK := graph.Reshape(m.lam, 1, m.kk, m.r)
-	lc := graph.Div(graph.BroadcastToDims(lamK, m.bsz, m.kk, m.r), m.c) // λ/c [B, K, r]
-	rc := graph.Mul(row(m.rho), m.invRest)                              // ρ/c⊥ (0 without a rest)
-	nc := graph.Mul(row(m.nu), m.invIdle)                               // ν/c_S
+	lc := graph.Div(lamK, m.c)             // λ/c [B, K, r] ([1, K, r] at one time)
+	rc := graph.Mul(row(m.rho), m.invRest) // ρ/c⊥ (0 without a rest)
+	nc := graph.Mul(row(m.nu), m.invIdle)  // ν/c_S
 	// tr P_k
 	trP := graph.Mul(m.s2, graph.Add(graph.ReduceSum(lc, -1), graph.Add(graph.Mul(row(m.nRest), rc), graph.Mul(row(m.nIdle), nc))))
 	// ‖S_k D_k‖²
