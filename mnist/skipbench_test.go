@@ -116,6 +116,9 @@ func BenchmarkEpsNetwork(b *testing.B) {
 			net  *access.Net
 		}{{"forward", net}, {"skip", skip}} {
 			b.Run(fmt.Sprintf("%s/B=%d", n.name, bs), func(b *testing.B) {
+				if _, err := n.net.EpsAt(c, x); err != nil { // compiles the graph for this batch size
+					b.Fatal(err)
+				}
 				for b.Loop() {
 					if _, err := n.net.EpsAt(c, x); err != nil {
 						b.Fatal(err)
