@@ -8,6 +8,7 @@ import (
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
+	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/internal/draw"
@@ -18,7 +19,7 @@ import (
 // through dfx/access's host calls, whose mixture skip computes its
 // t-dependent factors once per batch, gives the ε of the per-row graph
 // (what training evaluates) to 1e-6 of its largest entry, at low, middle
-// and high noise.
+// and high noise, in a small and a large batch.
 func TestCommittedEpsAtOneTimeIsUnchanged(t *testing.T) {
 	backend, err := models.NewBackend()
 	if err != nil {
@@ -32,17 +33,17 @@ func TestCommittedEpsAtOneTimeIsUnchanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const b = 8
-	x0, err := TestImages(b)
+	x16, err := TestImages(16)
 	if err != nil {
 		t.Fatal(err)
 	}
 	perRow := model.MustNewExec(backend, store, func(scope *model.Scope, x, alpha, sigma *graph.Node) *graph.Node {
 		return net.Eps(scope, x, alpha, sigma)
 	})
-	for _, tt := range []float64{0.01, 0.3, 0.9} {
+	for i, tt := range []float64{0.01, 0.3, 0.9} {
+		b := []int{4, 16}[i%2] // both ways of the skip's back projection
 		c, _ := schedule.At(Schedule(), tt)
-		x, _ := draw.Queries(c, x0, rand.New(rand.NewPCG(2, 3)))
+		x, _ := draw.Queries(c, x16.Slice(0, b, 0, Dim).(*mat.Dense), rand.New(rand.NewPCG(2, 3)))
 		got, err := net.EpsAt(c, x)
 		if err != nil {
 			t.Fatal(err)

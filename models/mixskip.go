@@ -297,13 +297,29 @@ func (m *mixtureTerms) weightedSq(w *graph.Node) *graph.Node {
 	return graph.Add(graph.Sub(t1, graph.MulScalar(graph.Mul(m.alpha, t2), 2)), graph.Mul(m.a2, t3))
 }
 
+// backProject is w Uᵀ [B, d] for w [B, K·r]. The Go backend repacks a
+// product's operands on every call: the 40 MB basis as the right operand
+// of this transposed product goes through its scalar packer, as the left
+// operand of (U wᵀ)ᵀ through its SIMD one, but the swapped product pads its
+// right operand wᵀ to the micro-kernel's width, doing a 32-row batch's
+// work for fewer rows. So batches of at least swapRows rows swap.
+func (m *mixtureTerms) backProject(w *graph.Node) *graph.Node {
+	if m.bsz < swapRows {
+		return graph.DotGeneral(w, []int{1}, nil, m.basis, []int{1}, nil)
+	}
+	return graph.Transpose(graph.DotGeneral(m.basis, []int{1}, nil, w, []int{1}, nil), 0, 1)
+}
+
+// swapRows is the batch from which backProject swaps its operands.
+const swapRows = 16
+
 // eps is ε_mix = σ Σ_k r_k C_k⁻¹ D_k.
 func (m *mixtureTerms) eps() *graph.Node {
 	bsz, kk, r := m.bsz, m.kk, m.r
 	coef := graph.Sub(m.zc, graph.Mul(m.z, graph.InsertAxes(m.invRest, -1)))
 	weighted := graph.Reshape(graph.Mul(coef, graph.InsertAxes(m.resp, -1)), bsz, kk*r)
-	out := graph.DotGeneral(weighted, []int{1}, nil, m.basis, []int{1}, nil) // [B, d]
-	wr := graph.Mul(m.resp, m.invRest)                                       // r_k/c⊥_k
+	out := m.backProject(weighted)     // [B, d]
+	wr := graph.Mul(m.resp, m.invRest) // r_k/c⊥_k
 	out = graph.Add(out, graph.Sub(graph.Mul(m.xc, graph.ReduceAndKeep(wr, graph.ReduceSum, -1)), graph.Mul(m.alpha, graph.MatMul(wr, m.means))))
 	wi := graph.Mul(m.resp, graph.Sub(m.invIdle, m.invRest)) // r_k(1/c_S − 1/c⊥)
 	out = graph.Add(out, graph.Sub(graph.Mul(m.xc, graph.MatMul(wi, m.idle)), graph.Mul(m.alpha, graph.MatMul(wi, graph.Mul(m.idle, m.means)))))

@@ -83,7 +83,8 @@ func perRowSkip(t *testing.T, backend compute.Backend, store *model.Store, c sch
 // time per batch, the skip's t-dependent factors computed once per
 // component) the skip's ε, x̂₀, second moment, VJP Fisher product and
 // exact VJP trace equal the per-row path's and the float64 mixture's
-// (mixture.Gaussian.Eval), at small and large t, full and low rank.
+// (mixture.Gaussian.Eval), at small and large t, full and low rank, in
+// small and large batches.
 func TestMixtureSkipAtOneTimeIsExact(t *testing.T) {
 	s := schedule.DefaultVP()
 	for _, rank := range []int{0, 2} {
@@ -103,12 +104,12 @@ func TestMixtureSkipAtOneTimeIsExact(t *testing.T) {
 			t.Fatal(err)
 		}
 		rng := rand.New(rand.NewPCG(7, 8))
-		for _, tt := range []float64{1e-3, 0.1, 0.5, 0.99} {
+		for i, tt := range []float64{1e-3, 0.1, 0.5, 0.99} {
 			c, err := schedule.At(s, tt)
 			if err != nil {
 				t.Fatal(err)
 			}
-			const b = 5
+			b := []int{5, swapRows + 1}[i%2] // both ways of backProject
 			x, v := mat.NewDense(b, g.Dim(), nil), mat.NewDense(b, g.Dim(), nil)
 			for i := range b {
 				for j := 0; j < g.Dim(); j++ {
