@@ -199,7 +199,7 @@ type mixtureTerms struct {
 	x, alpha, sigma, a2, s2             *graph.Node // x [B, d]; α, σ, α², σ² [B, 1] ([1, 1] at one time)
 	centre, means, basis, proj, lam     *graph.Node
 	rho, nu, nRest, nIdle, idle         *graph.Node
-	xc, z, c, zc                        *graph.Node // x' [B, d]; z, c, z/c [B, K, r]
+	xc, z, c, invC                      *graph.Node // x' [B, d]; z [B, K, r]; c, 1/c [B, K, r] ([1, K, r] at one time)
 	dAll, dIdle, rest                   *graph.Node // ‖D_k‖², ‖M_k∘D_k‖², ‖P_k D_k‖² [B, K]
 	cRest, cIdle, invRest, invIdle, has *graph.Node // [B, K]; has: 1 where the component has a rest
 	resp                                *graph.Node // r_k [B, K]
@@ -264,8 +264,11 @@ func mixtureTermsOf(scope *model.Scope, in Inputs) *mixtureTerms {
 	m.xc = graph.Sub(x, graph.Mul(alpha, row(m.centre)))                     // x' [B, d]
 	m.z = graph.Reshape(graph.Sub(graph.MatMul(m.xc, m.basis), graph.Mul(alpha, row(m.proj))), bsz, kk, r)
 	m.c = graph.Add(graph.Mul(graph.InsertAxes(a2, -1), graph.Reshape(m.lam, 1, kk, r)), graph.InsertAxes(s2, -1)) // [B, K, r]
-	m.zc = graph.Div(m.z, m.c)
-	maha := graph.ReduceSum(graph.Mul(m.z, m.zc), -1) // [B, K]
+	// Per row, the passes over [B, K, r] are z², its two sums and (in eps)
+	// z (1/c − 1/c⊥) r_k; the reciprocals are per component at one time.
+	m.invC = graph.Reciprocal(m.c)
+	zsq := graph.Square(m.z)
+	maha := graph.ReduceSum(graph.Mul(zsq, m.invC), -1) // [B, K]
 	logdet := graph.ReduceSum(graph.Log(m.c), -1)
 	ones := graph.OnesLike(m.idle)
 	m.dAll, m.dIdle = m.weightedSq(ones), m.weightedSq(m.idle)
@@ -274,7 +277,7 @@ func mixtureTermsOf(scope *model.Scope, in Inputs) *mixtureTerms {
 	m.has = graph.BroadcastToDims(graph.ConvertDType(graph.GreaterThan(row(m.nRest), graph.ZerosLike(row(m.nRest))), dt), rows, kk)
 	m.invRest = graph.Div(m.has, m.cRest) // 1/c⊥, 0 without a rest
 	m.invIdle = graph.Div(graph.OnesLike(m.cIdle), m.cIdle)
-	m.rest = graph.Max(graph.Sub(graph.Sub(m.dAll, graph.ReduceSum(graph.Square(m.z), -1)), m.dIdle), graph.ZerosLike(m.dAll))
+	m.rest = graph.Max(graph.Sub(graph.Sub(m.dAll, graph.ReduceSum(zsq, -1)), m.dIdle), graph.ZerosLike(m.dAll))
 	maha = graph.Add(maha, graph.Add(graph.Mul(m.rest, m.invRest), graph.Mul(m.dIdle, m.invIdle)))
 	logdet = graph.Add(logdet, graph.Add(graph.Mul(row(m.nRest), graph.Log(m.cRest)), graph.Mul(row(m.nIdle), graph.Log(m.cIdle))))
 	loglik := graph.MulScalar(graph.Add(maha, logdet), -0.5) // [B, K]; the 2π term cancels in r_k
@@ -316,7 +319,7 @@ const swapRows = 16
 // eps is ε_mix = σ Σ_k r_k C_k⁻¹ D_k.
 func (m *mixtureTerms) eps() *graph.Node {
 	bsz, kk, r := m.bsz, m.kk, m.r
-	coef := graph.Sub(m.zc, graph.Mul(m.z, graph.InsertAxes(m.invRest, -1)))
+	coef := graph.Mul(m.z, graph.Sub(m.invC, graph.InsertAxes(m.invRest, -1)))
 	weighted := graph.Reshape(graph.Mul(coef, graph.InsertAxes(m.resp, -1)), bsz, kk*r)
 	out := m.backProject(weighted)     // [B, d]
 	wr := graph.Mul(m.resp, m.invRest) // r_k/c⊥_k
