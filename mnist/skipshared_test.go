@@ -12,7 +12,6 @@ import (
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/internal/draw"
-	"github.com/dfx-lab/dfx/models"
 )
 
 // TestCommittedEpsAtOneTimeIsUnchanged: the committed ε-network (float32)
@@ -21,23 +20,12 @@ import (
 // (what training evaluates) to 1e-6 of its largest entry, at low, middle
 // and high noise, in a small and a large batch.
 func TestCommittedEpsAtOneTimeIsUnchanged(t *testing.T) {
-	backend, err := models.NewBackend()
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, _, err := LoadNetwork("", "eps")
-	if err != nil {
-		t.Fatal(err)
-	}
-	net, err := models.NewAccessNet(backend, store, Schedule(), false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, net := committedEps(t)
 	x16, err := TestImages(16)
 	if err != nil {
 		t.Fatal(err)
 	}
-	perRow := model.MustNewExec(backend, store, func(scope *model.Scope, x, alpha, sigma *graph.Node) *graph.Node {
+	perRow := model.MustNewExec(net.Backend, store, func(scope *model.Scope, x, alpha, sigma *graph.Node) *graph.Node {
 		return net.Eps(scope, x, alpha, sigma)
 	})
 	for i, tt := range []float64{0.01, 0.3, 0.9} {
