@@ -3,7 +3,15 @@ package mnist
 import (
 	"fmt"
 	"math/rand/v2"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/model"
+	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/mixture"
@@ -49,18 +57,8 @@ func BenchmarkSkipMixtureTrace(b *testing.B) {
 // ε-network's score and its trace, the skip's exact trace plus Hutchinson-4
 // on the residual (access.ControlVariate).
 func BenchmarkLikelihoodEval(b *testing.B) {
-	backend, err := models.NewBackend()
-	if err != nil {
-		b.Fatal(err)
-	}
-	store, _, err := LoadNetwork("", "eps")
-	if err != nil {
-		b.Fatal(err)
-	}
-	net, err := models.NewAccessNet(backend, store, Schedule(), false)
-	if err != nil {
-		b.Fatal(err)
-	}
+	store, net := committedEps(b)
+	backend := net.Backend
 	trace, _, err := models.SkipControlVariate(backend, store, Schedule(), net.DType, 4, 1) // mnist-model's trace
 	if err != nil {
 		b.Fatal(err)
@@ -72,9 +70,91 @@ func BenchmarkLikelihoodEval(b *testing.B) {
 	c, _ := schedule.At(Schedule(), 0.3)
 	x, _ := draw.Queries(c, x0, rand.New(rand.NewPCG(1, 1)))
 	m := access.NetModel{Net: net, Trace: trace}
+	timeCalls(b, func() error {
+		_, err := m.Eval(c, x, score.WantScore|score.WantTrace)
+		return err
+	})
+}
+
+// BenchmarkEpsNetwork times the committed ε-network through dfx/access's
+// host contract at one time for the whole batch (Table 1's "forward"
+// case): the full network and its mixture skip alone, at batch 1 and 64.
+func BenchmarkEpsNetwork(b *testing.B) {
+	store, net := committedEps(b)
+	backend := net.Backend
+	skip := access.NewNet(backend, store, Schedule(), net.DType, access.Network{Eps: func(scope *model.Scope, x, alpha, sigma *graph.Node) *graph.Node {
+		return models.MixtureEps(scope, models.Inputs{X: x, Alpha: alpha, Sigma: sigma, Class: nullClassOf(scope, x)})
+	}})
+	x0, err := TestImages(64)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, _ := schedule.At(Schedule(), 0.5)
+	for _, bs := range []int{1, 64} {
+		x, _ := draw.Queries(c, x0.Slice(0, bs, 0, Dim).(*mat.Dense), rand.New(rand.NewPCG(1, 1)))
+		for _, n := range []struct {
+			name string
+			net  *access.Net
+		}{{"forward", net}, {"skip", skip}} {
+			b.Run(fmt.Sprintf("%s/B=%d", n.name, bs), func(b *testing.B) {
+				timeCalls(b, func() error {
+					_, err := n.net.EpsAt(c, x)
+					return err
+				})
+			})
+		}
+	}
+}
+
+// nullClassOf is the null label for every row of x (nil without classes).
+func nullClassOf(scope *model.Scope, x *graph.Node) *graph.Node {
+	k := model.GetParamOr(scope, models.ParamNumClasses, 0)
+	if k == 0 {
+		return nil
+	}
+	return graph.AddScalar(graph.Zeros(x.Graph(), shapes.Make(dtypes.Int32, x.Shape().Dimensions[0])), float64(k))
+}
+
+// committedEps loads the committed ε-network and wraps it as an
+// access.Net.
+func committedEps(tb testing.TB) (*model.Store, *access.Net) {
+	tb.Helper()
+	backend, err := models.NewBackend()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	store, _, err := LoadNetwork("", "eps")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	net, err := models.NewAccessNet(backend, store, Schedule(), false)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return store, net
+}
+
+// timeCalls times call in b's loop after one call outside it (which
+// compiles the graphs), and reports the CPU time (both cores) per call
+// beside the wall clock: steadier on a machine that other work shares.
+func timeCalls(b *testing.B, call func() error) {
+	if err := call(); err != nil {
+		b.Fatal(err)
+	}
+	cpu0 := cpuTime()
 	for b.Loop() {
-		if _, err := m.Eval(c, x, score.WantScore|score.WantTrace); err != nil {
+		if err := call(); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

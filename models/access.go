@@ -53,8 +53,10 @@ func ResidualAccessNetwork(store *model.Store) (access.Network, error) {
 		return access.Network{}, errors.New("models: the ε-network has no mixture skip")
 	}
 	return access.Network{Eps: func(scope *model.Scope, x, alpha, sigma *graph.Node) *graph.Node {
-		in := Inputs{X: x, Alpha: alpha, Sigma: sigma, Class: nullClass(scope, x)}
-		return graph.Sub(Eps(scope, in), MixtureEps(scope, in))
+		// The network's own term, not ε̂ − ε_mix: one evaluation of the skip
+		// (and one VJP through it) instead of two, and no cancellation.
+		_, residual := skipAndResidual(scope, Inputs{X: x, Alpha: alpha, Sigma: sigma, Class: nullClass(scope, x)})
+		return residual
 	}}, nil
 }
 

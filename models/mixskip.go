@@ -196,10 +196,10 @@ func MixtureEps(scope *model.Scope, in Inputs) *graph.Node {
 // second moment are sums.
 type mixtureTerms struct {
 	in                                  Inputs
-	x, alpha, sigma, a2, s2             *graph.Node // x [B, d]; α, σ, α², σ² [B, 1]
+	x, alpha, sigma, a2, s2             *graph.Node // x [B, d]; α, σ, α², σ² [B, 1] ([1, 1] at one time)
 	centre, means, basis, proj, lam     *graph.Node
 	rho, nu, nRest, nIdle, idle         *graph.Node
-	xc, z, c, zc                        *graph.Node // x' [B, d]; z, c, z/c [B, K, r]
+	xc, z, c, invC                      *graph.Node // x' [B, d]; z [B, K, r]; c, 1/c [B, K, r] ([1, K, r] at one time)
 	dAll, dIdle, rest                   *graph.Node // ‖D_k‖², ‖M_k∘D_k‖², ‖P_k D_k‖² [B, K]
 	cRest, cIdle, invRest, invIdle, has *graph.Node // [B, K]; has: 1 where the component has a rest
 	resp                                *graph.Node // r_k [B, K]
@@ -250,6 +250,13 @@ func mixtureTermsOf(scope *model.Scope, in Inputs) *mixtureTerms {
 	m.idle, m.nu, m.nRest, m.nIdle = v("idle", kk, d), v("idle_var", kk), v("rest_dim", kk), v("idle_dim", kk)
 	x, bsz := in.X, m.bsz
 	m.alpha, m.sigma = graph.InsertAxes(in.Alpha, -1), graph.InsertAxes(in.Sigma, -1) // [B, 1]
+	// Rows at one time (dfx/access's host calls): every t-dependent factor
+	// below is per component, [1, K] and [1, K, r], and broadcasts over the
+	// rows; the work left per row is products and a few passes over z.
+	if a, s := access.SharedTime(in.Alpha), access.SharedTime(in.Sigma); a != nil && s != nil {
+		m.alpha, m.sigma = graph.Reshape(a, 1, 1), graph.Reshape(s, 1, 1)
+	}
+	rows := m.alpha.Shape().Dimensions[0] // B, or 1 at one time
 	alpha := m.alpha
 	m.a2, m.s2 = graph.Square(m.alpha), graph.Square(m.sigma)
 	a2, s2 := m.a2, m.s2
@@ -257,17 +264,20 @@ func mixtureTermsOf(scope *model.Scope, in Inputs) *mixtureTerms {
 	m.xc = graph.Sub(x, graph.Mul(alpha, row(m.centre)))                     // x' [B, d]
 	m.z = graph.Reshape(graph.Sub(graph.MatMul(m.xc, m.basis), graph.Mul(alpha, row(m.proj))), bsz, kk, r)
 	m.c = graph.Add(graph.Mul(graph.InsertAxes(a2, -1), graph.Reshape(m.lam, 1, kk, r)), graph.InsertAxes(s2, -1)) // [B, K, r]
-	m.zc = graph.Div(m.z, m.c)
-	maha := graph.ReduceSum(graph.Mul(m.z, m.zc), -1) // [B, K]
+	// Per row, the passes over [B, K, r] are z², its two sums and (in eps)
+	// z (1/c − 1/c⊥) r_k; the reciprocals are per component at one time.
+	m.invC = graph.Reciprocal(m.c)
+	zsq := graph.Square(m.z)
+	maha := graph.ReduceSum(graph.Mul(zsq, m.invC), -1) // [B, K]
 	logdet := graph.ReduceSum(graph.Log(m.c), -1)
 	ones := graph.OnesLike(m.idle)
 	m.dAll, m.dIdle = m.weightedSq(ones), m.weightedSq(m.idle)
 	m.cRest = graph.Add(graph.Mul(a2, row(m.rho)), s2) // [B, K]
 	m.cIdle = graph.Add(graph.Mul(a2, row(m.nu)), s2)
-	m.has = graph.BroadcastToDims(graph.ConvertDType(graph.GreaterThan(row(m.nRest), graph.ZerosLike(row(m.nRest))), dt), bsz, kk)
+	m.has = graph.BroadcastToDims(graph.ConvertDType(graph.GreaterThan(row(m.nRest), graph.ZerosLike(row(m.nRest))), dt), rows, kk)
 	m.invRest = graph.Div(m.has, m.cRest) // 1/c⊥, 0 without a rest
 	m.invIdle = graph.Div(graph.OnesLike(m.cIdle), m.cIdle)
-	m.rest = graph.Max(graph.Sub(graph.Sub(m.dAll, graph.ReduceSum(graph.Square(m.z), -1)), m.dIdle), graph.ZerosLike(m.dAll))
+	m.rest = graph.Max(graph.Sub(graph.Sub(m.dAll, graph.ReduceSum(zsq, -1)), m.dIdle), graph.ZerosLike(m.dAll))
 	maha = graph.Add(maha, graph.Add(graph.Mul(m.rest, m.invRest), graph.Mul(m.dIdle, m.invIdle)))
 	logdet = graph.Add(logdet, graph.Add(graph.Mul(row(m.nRest), graph.Log(m.cRest)), graph.Mul(row(m.nIdle), graph.Log(m.cIdle))))
 	loglik := graph.MulScalar(graph.Add(maha, logdet), -0.5) // [B, K]; the 2π term cancels in r_k
@@ -290,13 +300,29 @@ func (m *mixtureTerms) weightedSq(w *graph.Node) *graph.Node {
 	return graph.Add(graph.Sub(t1, graph.MulScalar(graph.Mul(m.alpha, t2), 2)), graph.Mul(m.a2, t3))
 }
 
+// backProject is w Uᵀ [B, d] for w [B, K·r]. The Go backend repacks a
+// product's operands on every call: the 40 MB basis as the right operand
+// of this transposed product goes through its scalar packer, as the left
+// operand of (U wᵀ)ᵀ through its SIMD one, but the swapped product pads its
+// right operand wᵀ to the micro-kernel's width, doing a 32-row batch's
+// work for fewer rows. So batches of at least swapRows rows swap.
+func (m *mixtureTerms) backProject(w *graph.Node) *graph.Node {
+	if m.bsz < swapRows {
+		return graph.DotGeneral(w, []int{1}, nil, m.basis, []int{1}, nil)
+	}
+	return graph.Transpose(graph.DotGeneral(m.basis, []int{1}, nil, w, []int{1}, nil), 0, 1)
+}
+
+// swapRows is the batch from which backProject swaps its operands.
+const swapRows = 16
+
 // eps is ε_mix = σ Σ_k r_k C_k⁻¹ D_k.
 func (m *mixtureTerms) eps() *graph.Node {
 	bsz, kk, r := m.bsz, m.kk, m.r
-	coef := graph.Sub(m.zc, graph.Mul(m.z, graph.InsertAxes(m.invRest, -1)))
+	coef := graph.Mul(m.z, graph.Sub(m.invC, graph.InsertAxes(m.invRest, -1)))
 	weighted := graph.Reshape(graph.Mul(coef, graph.InsertAxes(m.resp, -1)), bsz, kk*r)
-	out := graph.DotGeneral(weighted, []int{1}, nil, m.basis, []int{1}, nil) // [B, d]
-	wr := graph.Mul(m.resp, m.invRest)                                       // r_k/c⊥_k
+	out := m.backProject(weighted)     // [B, d]
+	wr := graph.Mul(m.resp, m.invRest) // r_k/c⊥_k
 	out = graph.Add(out, graph.Sub(graph.Mul(m.xc, graph.ReduceAndKeep(wr, graph.ReduceSum, -1)), graph.Mul(m.alpha, graph.MatMul(wr, m.means))))
 	wi := graph.Mul(m.resp, graph.Sub(m.invIdle, m.invRest)) // r_k(1/c_S − 1/c⊥)
 	out = graph.Add(out, graph.Sub(graph.Mul(m.xc, graph.MatMul(wi, m.idle)), graph.Mul(m.alpha, graph.MatMul(wi, graph.Mul(m.idle, m.means)))))
@@ -320,9 +346,9 @@ func mixtureMoments(scope *model.Scope, in Inputs) (second, y *graph.Node) {
 	m := mixtureTermsOf(scope, in)
 	row := func(n *graph.Node) *graph.Node { return graph.InsertAxes(n, 0) }
 	lamK := graph.Reshape(m.lam, 1, m.kk, m.r)
-	lc := graph.Div(graph.BroadcastToDims(lamK, m.bsz, m.kk, m.r), m.c) // λ/c [B, K, r]
-	rc := graph.Mul(row(m.rho), m.invRest)                              // ρ/c⊥ (0 without a rest)
-	nc := graph.Mul(row(m.nu), m.invIdle)                               // ν/c_S
+	lc := graph.Div(lamK, m.c)             // λ/c [B, K, r] ([1, K, r] at one time)
+	rc := graph.Mul(row(m.rho), m.invRest) // ρ/c⊥ (0 without a rest)
+	nc := graph.Mul(row(m.nu), m.invIdle)  // ν/c_S
 	// tr P_k
 	trP := graph.Mul(m.s2, graph.Add(graph.ReduceSum(lc, -1), graph.Add(graph.Mul(row(m.nRest), rc), graph.Mul(row(m.nIdle), nc))))
 	// ‖S_k D_k‖²

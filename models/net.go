@@ -190,12 +190,20 @@ func Eps(scope *model.Scope, in Inputs) *graph.Node {
 		if p != PredictEps {
 			panic(fmt.Sprintf("models: a mixture skip needs parameterisation eps, have %s", p))
 		}
-		skip := MixtureEps(scope, in)
-		y0 := access.DenoiserFromEpsGraph(in.X, skip, in.Alpha, in.Sigma)
-		return graph.Add(skip, trunk(net, in, in.X.Shape().Dimensions[1], y0, true))
+		skip, residual := skipAndResidual(scope, in)
+		return graph.Add(skip, residual)
 	}
 	out := ScoreOutput(scope, in)
 	return EpsFromGraph(p, out, in.X, alpha, sigma)
+}
+
+// skipAndResidual are the two terms of an ε-network with a mixture skip:
+// ε_mix(x, t | c) and the network's output, which sees the skip's denoiser
+// x̂₀ = (x − σ ε_mix)/α beside x.
+func skipAndResidual(scope *model.Scope, in Inputs) (skip, residual *graph.Node) {
+	skip = MixtureEps(scope, in)
+	y0 := access.DenoiserFromEpsGraph(in.X, skip, in.Alpha, in.Sigma)
+	return skip, trunk(scope.At(ScoreScope), in, in.X.Shape().Dimensions[1], y0, true)
 }
 
 // Denoiser is ȳ_θ = (x − σ ε̂_θ)/α [B, d] (paper Proposition optimal_y).

@@ -72,7 +72,7 @@ type scalarTrace struct {
 func newScalarTrace(n *Net, name string, build func(Network, *model.Scope, *graph.Node, *graph.Node, *graph.Node) *graph.Node,
 	fromEps func(Network, *model.Scope, *graph.Node, *graph.Node, *graph.Node, *graph.Node) *graph.Node) (scalarTrace, error) {
 	e, err := n.exec(func(scope *model.Scope, in []*graph.Node) *graph.Node {
-		return build(n.Network, scope, in[0], in[1], in[2])
+		return build(n.Network, scope, in[0], rowTimes(in[1], in[0]), rowTimes(in[2], in[0]))
 	})
 	return scalarTrace{name: name, net: n, exec: e, fromEps: fromEps}, err
 }
@@ -93,7 +93,8 @@ func (e *scalarTrace) epsAndTrace(c schedule.Coefficients, x *mat.Dense) (*mat.D
 	n := e.net
 	if e.fused == nil {
 		if e.fused, err = model.NewExec(n.Backend, n.Store, func(scope *model.Scope, in []*graph.Node) []*graph.Node {
-			x, a, s := in[0], in[1], in[2]
+			x := in[0]
+			a, s := rowTimes(in[1], x), rowTimes(in[2], x)
 			eps := n.Eps(scope, x, a, s)
 			return []*graph.Node{eps, e.fromEps(n.Network, scope, x, eps, a, s)}
 		}); err != nil {
@@ -101,7 +102,8 @@ func (e *scalarTrace) epsAndTrace(c schedule.Coefficients, x *mat.Dense) (*mat.D
 		}
 	}
 	dt := n.DType
-	out, err := e.fused.Exec(tensormat.FromMatrix(dt, x), tensormat.Filled(dt, b, c.Alpha), tensormat.Filled(dt, b, c.Sigma))
+	alpha, sigma := timesOf(dt, c)
+	out, err := e.fused.Exec(tensormat.FromMatrix(dt, x), alpha, sigma)
 	if err != nil {
 		return nil, nil, fmt.Errorf("access: %w", err)
 	}
@@ -158,7 +160,8 @@ type Fused struct {
 // NewFused compiles net's fused graph (net needs t_θ and ν_θ).
 func NewFused(net *Net) (*Fused, error) {
 	e, err := model.NewExec(net.Backend, net.Store, func(scope *model.Scope, in []*graph.Node) []*graph.Node {
-		x, a, s := in[0], in[1], in[2]
+		x := in[0]
+		a, s := rowTimes(in[1], x), rowTimes(in[2], x)
 		eps := net.Eps(scope, x, a, s)
 		ybar := DenoiserFromEpsGraph(x, eps, a, s)
 		dftm := DFTMTraceOf(ybar, net.T(scope, x, a, s), a, s)
@@ -175,7 +178,8 @@ func NewFused(net *Net) (*Fused, error) {
 // the rows of x [B, d].
 func (f *Fused) Eval(c schedule.Coefficients, x *mat.Dense) (eps *mat.Dense, dftm, dftmc []float64, err error) {
 	b, d := x.Dims()
-	out, err := f.exec.Exec(tensormat.FromMatrix(dtypes.Float32, x), tensormat.Filled(dtypes.Float32, b, c.Alpha), tensormat.Filled(dtypes.Float32, b, c.Sigma))
+	alpha, sigma := timesOf(dtypes.Float32, c)
+	out, err := f.exec.Exec(tensormat.FromMatrix(dtypes.Float32, x), alpha, sigma)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("access: fused: %w", err)
 	}
@@ -247,7 +251,7 @@ type DFEA struct {
 // NewDFEA compiles the operator's graph on a network.
 func NewDFEA(n *Net) (*DFEA, error) {
 	e, err := n.exec(func(scope *model.Scope, in []*graph.Node) *graph.Node {
-		return DFEAMatVecGraph(n.Network, scope, in[0], in[1], in[2], in[3], in[4])
+		return DFEAMatVecGraph(n.Network, scope, in[0], in[1], in[2], rowTimes(in[3], in[0]), rowTimes(in[4], in[0]))
 	})
 	return &DFEA{n, e}, err
 }
@@ -274,8 +278,8 @@ func (e DFEA) Apply(s score.State, v *mat.Dense) (*mat.Dense, error) {
 		return nil, fmt.Errorf("access: endpoints: %w", err)
 	}
 	dt := e.net.DType
-	res, err := e.exec.Exec(tensormat.FromMatrix(dt, s.X), tensormat.FromMatrix(dt, s.Endpoint), tensormat.FromMatrix(dt, v),
-		tensormat.Filled(dt, b, s.At.Alpha), tensormat.Filled(dt, b, s.At.Sigma))
+	alpha, sigma := timesOf(dt, s.At)
+	res, err := e.exec.Exec(tensormat.FromMatrix(dt, s.X), tensormat.FromMatrix(dt, s.Endpoint), tensormat.FromMatrix(dt, v), alpha, sigma)
 	if err != nil {
 		return nil, fmt.Errorf("access: %w", err)
 	}

@@ -49,12 +49,12 @@ func NewMixture(backend compute.Backend, s schedule.Schedule, dtype dtypes.DType
 	m.y2Var = store.Scope("/mixture").VariableWithValue("y2", tensormat.FromMatrix(dtype, mat.NewDense(1, n, norms))).SetTrainable(false)
 	m.net = NewNet(backend, store, s, dtype, Network{Eps: m.Eps, T: m.T, Nu: m.Nu})
 	if m.trace, err = m.net.exec(func(_ *model.Scope, in []*graph.Node) *graph.Node {
-		return m.traceGraph(in[0], in[1], in[2])
+		return m.traceGraph(in[0], rowTimes(in[1], in[0]), rowTimes(in[2], in[0]))
 	}); err != nil {
 		return nil, err
 	}
 	if m.mvec, err = m.net.exec(func(_ *model.Scope, in []*graph.Node) *graph.Node {
-		return m.matVecGraph(in[0], in[1], in[2], in[3])
+		return m.matVecGraph(in[0], in[1], rowTimes(in[2], in[0]), rowTimes(in[3], in[0]))
 	}); err != nil {
 		return nil, err
 	}
@@ -141,7 +141,8 @@ func (m *Mixture) Apply(s score.State, v *mat.Dense) (*mat.Dense, error) {
 		return nil, fmt.Errorf("access: query dim %d, mixture dim %d", d, m.d)
 	}
 	dt := m.net.DType
-	res, err := m.mvec.Exec(tensormat.FromMatrix(dt, s.X), tensormat.FromMatrix(dt, v), tensormat.Filled(dt, b, s.At.Alpha), tensormat.Filled(dt, b, s.At.Sigma))
+	alpha, sigma := timesOf(dt, s.At)
+	res, err := m.mvec.Exec(tensormat.FromMatrix(dt, s.X), tensormat.FromMatrix(dt, v), alpha, sigma)
 	if err != nil {
 		return nil, fmt.Errorf("access: %w", err)
 	}

@@ -129,7 +129,7 @@ func (n *Net) GuidedEpsAt(c schedule.Coefficients, x *mat.Dense, class []int, sc
 	}
 	if n.host.guided == nil {
 		if n.host.guided, err = n.exec(func(scope *model.Scope, in []*graph.Node) *graph.Node {
-			return n.Guided(scope, in[0], in[1], in[2], in[3], in[4])
+			return n.Guided(scope, in[0], in[1], in[2], rowTimes(in[3], in[0]), rowTimes(in[4], in[0]))
 		}); err != nil {
 			return nil, err
 		}
@@ -139,8 +139,8 @@ func (n *Net) GuidedEpsAt(c schedule.Coefficients, x *mat.Dense, class []int, sc
 		cl[i] = int32(k)
 	}
 	dt := n.DType
-	out, err := n.host.guided.Exec(tensormat.FromMatrix(dt, x), tensors.FromFlatDataAndDimensions(cl, b), tensormat.FromFlat(dt, scale, b),
-		tensormat.Filled(dt, b, c.Alpha), tensormat.Filled(dt, b, c.Sigma))
+	alpha, sigma := timesOf(dt, c)
+	out, err := n.host.guided.Exec(tensormat.FromMatrix(dt, x), tensors.FromFlatDataAndDimensions(cl, b), tensormat.FromFlat(dt, scale, b), alpha, sigma)
 	if err != nil {
 		return nil, fmt.Errorf("access: guided ε: %w", err)
 	}
@@ -174,7 +174,9 @@ func (n *Net) scalarFnAt(slot **model.Exec, fn ScalarFn, c schedule.Coefficients
 // cached compiles fn into *slot on first use.
 func (n *Net) cached(slot **model.Exec, fn EpsFn) (*model.Exec, error) {
 	if *slot == nil {
-		e, err := n.exec(func(scope *model.Scope, in []*graph.Node) *graph.Node { return fn(scope, in[0], in[1], in[2]) })
+		e, err := n.exec(func(scope *model.Scope, in []*graph.Node) *graph.Node {
+			return fn(scope, in[0], rowTimes(in[1], in[0]), rowTimes(in[2], in[0]))
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -185,12 +187,11 @@ func (n *Net) cached(slot **model.Exec, fn EpsFn) (*model.Exec, error) {
 
 // scalarAt runs a compiled graph of (x, α, σ) at c and returns its flat output.
 func (n *Net) scalarAt(exec *model.Exec, c schedule.Coefficients, x *mat.Dense) ([]float64, error) {
-	b, _, err := checkAt(c, x, nil)
-	if err != nil {
+	if _, _, err := checkAt(c, x, nil); err != nil {
 		return nil, err
 	}
-	dt := n.DType
-	res, err := exec.Exec(tensormat.FromMatrix(dt, x), tensormat.Filled(dt, b, c.Alpha), tensormat.Filled(dt, b, c.Sigma))
+	alpha, sigma := timesOf(n.DType, c)
+	res, err := exec.Exec(tensormat.FromMatrix(n.DType, x), alpha, sigma)
 	if err != nil {
 		return nil, fmt.Errorf("access: %w", err)
 	}
@@ -216,4 +217,31 @@ func (n *Net) exec(fn func(scope *model.Scope, in []*graph.Node) *graph.Node) (*
 		n.Store = model.NewStore()
 	}
 	return model.NewExec(n.Backend, n.Store, fn)
+}
+
+// timesOf are c's α and σ as a graph's inputs [1]: every row of a host call
+// is at one time, and rowTimes gives each row its copy.
+func timesOf(dt dtypes.DType, c schedule.Coefficients) (alpha, sigma *tensors.Tensor) {
+	return tensormat.Filled(dt, 1, c.Alpha), tensormat.Filled(dt, 1, c.Sigma)
+}
+
+// rowTimes is a call's one α or σ [1] as the per-row vector [R] over the
+// rows of x that the graph functions take; SharedTime recognises it.
+func rowTimes(t, x *graph.Node) *graph.Node { return graph.BroadcastToDims(t, x.Shape().Dimensions[0]) }
+
+// SharedTime returns the one value [] behind per-row times [R] (α or σ)
+// when every row holds it by construction — the graph broadcast a single
+// value to the rows, as the host wrappers of Net do, each call being at one
+// time — and nil when the rows may differ (a training batch). A network
+// may then compute what depends on t alone once per call instead of once
+// per row (the mixture skip's per-component variances, models.MixtureEps).
+func SharedTime(perRow *graph.Node) *graph.Node {
+	if perRow.Type() != graph.NodeTypeBroadcastInDim {
+		return nil
+	}
+	src := perRow.Inputs()[0]
+	if src.Shape().Size() != 1 {
+		return nil
+	}
+	return graph.Reshape(src)
 }

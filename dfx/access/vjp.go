@@ -44,12 +44,12 @@ func newVJPRunner(n *Net, maxRows int) (*vjpRunner, error) {
 	r := &vjpRunner{net: n, maxRows: maxRows}
 	var err error
 	if r.quad, err = n.exec(func(scope *model.Scope, in []*graph.Node) *graph.Node {
-		return VJPQuadGraph(n.Network, scope, in[0], in[1], in[2], in[3])
+		return VJPQuadGraph(n.Network, scope, in[0], in[1], rowTimes(in[2], in[0]), rowTimes(in[3], in[0]))
 	}); err != nil {
 		return nil, err
 	}
 	if r.mvec, err = n.exec(func(scope *model.Scope, in []*graph.Node) *graph.Node {
-		return VJPMatVecGraph(n.Network, scope, in[0], in[1], in[2], in[3])
+		return VJPMatVecGraph(n.Network, scope, in[0], in[1], rowTimes(in[2], in[0]), rowTimes(in[3], in[0]))
 	}); err != nil {
 		return nil, err
 	}
@@ -73,7 +73,7 @@ func (r *vjpRunner) run(ctx context.Context, quad bool, x, v *mat.Dense, alpha, 
 		}
 		dt := r.net.DType
 		res, err := e.Exec(tensormat.FromMatrix(dt, x.Slice(start, end, 0, d)), tensormat.FromMatrix(dt, v.Slice(start, end, 0, d)),
-			tensormat.Filled(dt, end-start, alpha), tensormat.Filled(dt, end-start, sigma))
+			tensormat.Filled(dt, 1, alpha), tensormat.Filled(dt, 1, sigma))
 		if err != nil {
 			return nil, fmt.Errorf("access: %w", err)
 		}
