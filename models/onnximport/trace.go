@@ -177,18 +177,27 @@ func traceStore(eps *model.Store, scope string, opt TraceOptions) (*model.Store,
 // PairStore is the store of an imported ε-network and a trace network made
 // for it (TrainTrace), side by side, after checkpoint.CheckPair.
 func PairStore(eps, trace *checkpoint.Checkpoint) (*model.Store, error) {
-	if err := checkpoint.CheckPair(eps, trace); err != nil {
-		return nil, bad("%v", err)
-	}
 	store, err := loadCopy(eps)
 	if err != nil {
 		return nil, err
 	}
+	if err := addTrace(store, eps, trace); err != nil {
+		return nil, bad("%v", err)
+	}
+	return store, nil
+}
+
+// addTrace adds the trace network in trace to store, which holds the
+// ε-network of eps, once checkpoint.CheckPair has accepted the pair.
+func addTrace(store *model.Store, eps, trace *checkpoint.Checkpoint) error {
+	if err := checkpoint.CheckPair(eps, trace); err != nil {
+		return err
+	}
 	other, err := loadCopy(trace)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return store, models.CopyTrainable(store, other)
+	return models.CopyTrainable(store, other)
 }
 
 // ownCopy is c decoded afresh: checkpoint.LoadWeights hands a checkpoint's
