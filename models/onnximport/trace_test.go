@@ -155,3 +155,41 @@ func TestTrainedTraceNetworkApproachesItsTarget(t *testing.T) {
 		})
 	}
 }
+
+// A trace network's checkpoint may name its ε-network's ONNX file (a
+// SHA-256) or none; anything else is refused.
+func TestTraceCheckpointNamesAnONNXDigestOrNone(t *testing.T) {
+	raw, _ := readFixture(t, "mlp")
+	im, err := Import(raw, mlpOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := im.File("mlp.onnx", "import")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps, err := checkpoint.Decode(enc, "mlp.dfxckpt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend, err := gobackend.New("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer backend.Finalize()
+	small := map[string]any{models.ParamWidth: 8, models.ParamDepth: 1, models.ParamEmbedDim: 4, models.ParamBatchSize: 8}
+	c, err := TrainTrace(context.Background(), backend, eps, syntheticPoints(8, 8, 1), TraceOptions{Objective: models.DFTM, Steps: 1, Params: small})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for onnx, ok := range map[string]bool{im.SHA256: true, "": true, "mlp.onnx": false, im.SHA256[:40]: false} {
+		c.Header.Provenance.ONNX = onnx
+		enc, err := c.Encode()
+		if err == nil {
+			_, err = checkpoint.Decode(enc, "dftm.dfxckpt")
+		}
+		if (err == nil) != ok {
+			t.Errorf("ONNX %q: error %v, want accepted %v", onnx, err, ok)
+		}
+	}
+}
