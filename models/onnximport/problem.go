@@ -44,10 +44,10 @@ const (
 // points; Networks(ctx, nets) is the ε-network with, where the folder nets
 // holds them (TraceFile, CentredTraceFile; made for this ε-network, which
 // checkpoint.CheckPair checks), t_θ and ν_θ. Every study written over a
-// problem.Problem then runs on it. Errors about d wrap ErrBadModel.
+// problem.Problem then runs on it. Errors about d wrap ErrBadInput.
 func NewProblem(d Data) (*problem.Problem, error) {
 	if d.Eps == nil || d.Train == nil {
-		return nil, bad("a problem needs the ε-network and the training points")
+		return nil, badInput("a problem needs the ε-network and the training points")
 	}
 	if _, _, err := importedEps(d.Eps); err != nil {
 		return nil, err
@@ -60,7 +60,7 @@ func NewProblem(d Data) (*problem.Problem, error) {
 	for name, x := range map[string]*mat.Dense{"training": d.Train, "test": d.Test} {
 		if x != nil {
 			if _, c := x.Dims(); c != dim {
-				return nil, bad("the %s points have %d values each, the ε-network takes %d", name, c, dim)
+				return nil, badInput("the %s points have %d values each, the ε-network takes %d", name, c, dim)
 			}
 		}
 	}
@@ -73,7 +73,7 @@ func NewProblem(d Data) (*problem.Problem, error) {
 	}
 	exact, err := mixture.NewDirac(d.Train, nil)
 	if err != nil {
-		return nil, bad("%v", err)
+		return nil, badInput("%v", err)
 	}
 	p.Exact = problem.ExactFrom(exact)
 	p.Networks = func(_ context.Context, nets string) (*problem.Networks, error) { return networksOf(d.Eps, sched, nets) }
@@ -100,7 +100,7 @@ func imageShape(p *problem.Problem, d Data) error {
 		return err
 	}
 	if len(spec.Layout) != 3 || d.Levels < 2 {
-		return bad("images need the layout [C, H, W] and ≥ 2 levels, the network takes %v, levels %d", spec.Layout, d.Levels)
+		return badInput("images need the layout [C, H, W] and ≥ 2 levels, the network takes %v, levels %d", spec.Layout, d.Levels)
 	}
 	p.Image = problem.ImageShape{C: spec.Layout[0], H: spec.Layout[1], W: spec.Layout[2], Levels: d.Levels}
 	return nil
@@ -127,7 +127,7 @@ func networksOf(eps *checkpoint.Checkpoint, sched schedule.Schedule, nets string
 			return nil, err
 		}
 		if err := addTrace(store, eps, c); err != nil {
-			return nil, bad("%s: %v", filepath.Join(nets, name), err)
+			return nil, badInput("%s: %v", filepath.Join(nets, name), err)
 		}
 		about += " + " + name
 	}

@@ -3,6 +3,7 @@ package onnximport
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -15,6 +16,15 @@ import (
 	"github.com/dfx-lab/dfx/models"
 	"github.com/dfx-lab/dfx/models/checkpoint"
 )
+
+// ErrBadInput is wrapped by every error of TrainTrace, PairStore and
+// NewProblem about what they were given (the ε-network's checkpoint, the
+// points, the options): bad input, not a failure of dfx.
+var ErrBadInput = errors.New("bad input")
+
+func badInput(format string, args ...any) error {
+	return fmt.Errorf("onnximport: %s: %w", fmt.Sprintf(format, args...), ErrBadInput)
+}
 
 // TraceOptions say what TrainTrace trains and for how long.
 type TraceOptions struct {
@@ -73,11 +83,11 @@ func TraceScopeOf(obj models.Objective) (string, error) {
 // ONNX file, with eps's data, scaling and dequantisation, since the two
 // networks model the same distribution. t_θ's target ‖x₀‖²/d does not
 // involve the ε-network; ν_θ's ‖ε̂_θ − ε‖²/d runs it, frozen. Errors about
-// eps, data or opt wrap ErrBadModel.
+// eps, data or opt wrap ErrBadInput.
 func TrainTrace(ctx context.Context, backend compute.Backend, eps *checkpoint.Checkpoint, data *mat.Dense, opt TraceOptions) (*checkpoint.Checkpoint, error) {
 	scope, err := TraceScopeOf(opt.Objective)
 	if err != nil {
-		return nil, bad("%v", err)
+		return nil, badInput("%v", err)
 	}
 	epsStore, digest, err := importedEps(eps)
 	if err != nil {
@@ -86,11 +96,11 @@ func TrainTrace(ctx context.Context, backend compute.Backend, eps *checkpoint.Ch
 	n, d := data.Dims()
 	switch {
 	case d != eps.Header.Dim:
-		return nil, bad("the training points have %d values each, the ε-network takes %d", d, eps.Header.Dim)
+		return nil, badInput("the training points have %d values each, the ε-network takes %d", d, eps.Header.Dim)
 	case n < 2:
-		return nil, bad("%d training point (want at least 2)", n)
+		return nil, badInput("%d training point (want at least 2)", n)
 	case opt.Steps < 1:
-		return nil, bad("%d training steps (want ≥ 1)", opt.Steps)
+		return nil, badInput("%d training steps (want ≥ 1)", opt.Steps)
 	}
 	store, err := traceStore(epsStore, scope, opt)
 	if err != nil {
@@ -106,7 +116,7 @@ func TrainTrace(ctx context.Context, backend compute.Backend, eps *checkpoint.Ch
 	}
 	tr, err := models.NewTrainer(backend, store, sched, opt.Objective, rows, nil)
 	if err != nil {
-		return nil, bad("%v", err)
+		return nil, badInput("%v", err)
 	}
 	rec := TraceRecord{Net: opt.Objective.String(), Data: opt.Data, Points: n, Steps: opt.Steps}
 	loop := models.Loop{To: int64(opt.Steps), Progress: opt.Progress, Label: "train " + rec.Net, Curve: &rec.Curve, CurveEvery: int64(max(1, opt.Steps/50))}
@@ -135,9 +145,9 @@ func importedEps(eps *checkpoint.Checkpoint) (*model.Store, string, error) {
 	p := eps.Header.Provenance
 	switch {
 	case !slices.Equal(eps.Header.Networks, []string{models.ScoreScope}):
-		return nil, "", bad("the ε-network's checkpoint holds the networks %v, want the score network alone", eps.Header.Networks)
+		return nil, "", badInput("the ε-network's checkpoint holds the networks %v, want the score network alone", eps.Header.Networks)
 	case p == nil || p.ONNX == "" || p.Schedule == nil:
-		return nil, "", bad("the ε-network's checkpoint was not written by dfx import (its provenance names no ONNX file)")
+		return nil, "", badInput("the ε-network's checkpoint was not written by dfx import (its provenance names no ONNX file)")
 	}
 	digest, err := checkpoint.Digest(eps, models.ScoreScope)
 	if err != nil {
@@ -182,7 +192,7 @@ func PairStore(eps, trace *checkpoint.Checkpoint) (*model.Store, error) {
 		return nil, err
 	}
 	if err := addTrace(store, eps, trace); err != nil {
-		return nil, bad("%v", err)
+		return nil, badInput("%v", err)
 	}
 	return store, nil
 }
