@@ -50,7 +50,12 @@ const (
 
 // Integration is one batch of PF-ODE chains on a time grid.
 type Integration struct {
-	Mixture  mixture.Mixture
+	Mixture mixture.Mixture
+	// Model, if set, drives the chains instead of Mixture's exact model: a
+	// network (access.NetModel with a Fisher operator, whose F_θ the
+	// Jacobian rule carries); the explicit rules need the symmetric Fisher
+	// of an exact model and are refused with it.
+	Model    score.Model
 	Schedule schedule.Source
 	// Grid holds the M+1 times the chains visit, from the start time
 	// Grid[0] down to the end time Grid[M].
@@ -72,8 +77,8 @@ type Chains struct {
 }
 
 func (in *Integration) check(x0 *mat.Dense) (k, d int, err error) {
-	if in.Mixture == nil || in.Schedule == nil {
-		return 0, 0, fmt.Errorf("ot: integration needs a mixture and a schedule")
+	if in.Mixture == nil && in.Model == nil || in.Schedule == nil {
+		return 0, 0, fmt.Errorf("ot: integration needs a mixture (or a model) and a schedule")
 	}
 	if len(in.Grid) < 2 {
 		return 0, 0, fmt.Errorf("ot: time grid needs at least 2 points (M ≥ 1 steps), got %d", len(in.Grid))
@@ -94,24 +99,28 @@ func (in *Integration) check(x0 *mat.Dense) (k, d int, err error) {
 		if r != Jacobian && r != PaperRule && r != PublishedRule {
 			return 0, 0, fmt.Errorf("ot: unknown matrix rule %q", r)
 		}
+		if r != Jacobian && in.Model != nil {
+			return 0, 0, fmt.Errorf("ot: the %s rule needs an exact model's symmetric Fisher, not a network's", r)
+		}
 	}
 	if x0 == nil || x0.IsEmpty() {
 		return 0, 0, fmt.Errorf("ot: no starting states")
 	}
 	k, d = x0.Dims()
-	if d != in.Mixture.Dim() {
+	if in.Model == nil && d != in.Mixture.Dim() {
 		return 0, 0, fmt.Errorf("ot: data of dim %d, starting states of dim %d", in.Mixture.Dim(), d)
 	}
 	return k, d, nil
 }
 
-// exactModel is the mixture's exact model (score.Exact), asked for the
+// exactModel is the chains' model (the mixture's exact one, score.Exact, or
+// Integration.Model), asked for the
 // Fisher at every evaluation when the explicit rules need it. It keeps the
 // first evaluation after reset: the coefficients and Fisher at a step's
 // start (x_n, t_n), which every solver here evaluates first, and which the
 // explicit matrix rules use.
 type exactModel struct {
-	exact  score.Exact
+	exact  score.Model
 	fisher bool // always ask for the Fisher (explicit rules)
 	seen   bool
 	c0     schedule.Coefficients
@@ -153,7 +162,11 @@ func (in *Integration) Run(ctx context.Context, x0 *mat.Dense) (*Chains, error) 
 			explicit = true
 		}
 	}
-	model := &exactModel{exact: score.Exact{Mixture: in.Mixture}, fisher: explicit}
+	var m score.Model = score.Exact{Mixture: in.Mixture}
+	if in.Model != nil {
+		m = in.Model
+	}
+	model := &exactModel{exact: m, fisher: explicit}
 	sys := pfode.New(in.Schedule, model, k, d, carry)
 	sys.Drive = score.WantDenoiser // the states move with the exact denoiser
 	y := sys.Init(x0, nil)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -16,6 +17,9 @@ const DefaultChains = 256
 // Spec is one OT test: data, schedule, grid, solver and chains.
 type Spec struct {
 	Data mixture.Mixture
+	// Model, if set, runs the test on it instead of Data's exact model
+	// (Integration.Model: a network; the Jacobian rule only; X0 given).
+	Model score.Model
 	// Schedule gives the coefficients at the grid's times: a continuous
 	// schedule (schedule.Continuous) or the published table (Published).
 	Schedule schedule.Source
@@ -62,8 +66,8 @@ func StartStates(k, d int, std float64, seed uint64) *mat.Dense {
 
 // Test integrates the chains and judges every matrix.
 func Test(ctx context.Context, sp Spec) (*Outcome, error) {
-	if sp.Data == nil {
-		return nil, fmt.Errorf("ot: no data")
+	if sp.Data == nil && (sp.Model == nil || sp.X0 == nil) {
+		return nil, fmt.Errorf("ot: no data (a Model needs its starting states X0)")
 	}
 	if sp.Schedule == nil {
 		return nil, fmt.Errorf("ot: no schedule")
@@ -94,7 +98,7 @@ func Test(ctx context.Context, sp Spec) (*Outcome, error) {
 		}
 		x0 = StartStates(k, sp.Data.Dim(), std, sp.Seed)
 	}
-	in := &Integration{Mixture: sp.Data, Schedule: sp.Schedule, Grid: sp.Grid, Solver: sp.Solver, Rules: rules, Observe: sp.Observe}
+	in := &Integration{Mixture: sp.Data, Model: sp.Model, Schedule: sp.Schedule, Grid: sp.Grid, Solver: sp.Solver, Rules: rules, Observe: sp.Observe}
 	ch, err := in.Run(ctx, x0)
 	if err != nil {
 		return nil, err

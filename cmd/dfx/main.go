@@ -173,7 +173,7 @@ func (e inputError) Is(target error) bool { return target == errBadInput }
 func isBadInput(err error) bool {
 	return errors.Is(err, errBadInput) || errors.Is(err, checkpoint.ErrBad) || errors.Is(err, input.ErrNotRegular) ||
 		errors.Is(err, mnist.ErrFormat) || errors.Is(err, workstore.ErrWork) || errors.Is(err, models.ErrBackend) ||
-		errors.Is(err, outfile.ErrRefused) || errors.Is(err, onnximport.ErrBadModel)
+		errors.Is(err, outfile.ErrRefused) || errors.Is(err, onnximport.ErrBadModel) || errors.Is(err, onnximport.ErrBadInput)
 }
 
 // failErr is fail for bad input (isBadInput) and failRun for the rest.

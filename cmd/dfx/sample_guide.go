@@ -134,7 +134,7 @@ func parseWindow(v string, steps int) (from, to int, err error) {
 // readReference reads image row of path: IDX images (pixels 0…255, scaled
 // to [−1, 1]) or a CSV/.npy matrix of 784 columns in [−1, 1].
 func readReference(path string, row int) ([]float64, error) {
-	if isIDX(path) {
+	if input.IsIDX(path) {
 		im, err := mnist.ReadImages(path)
 		if err != nil {
 			return nil, fmt.Errorf("--reference: %w", err)

@@ -10,10 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/dfx-lab/dfx/internal/membudget"
 	"github.com/dfx-lab/dfx/internal/outfile"
 	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/models"
 	"github.com/dfx-lab/dfx/models/checkpoint"
+	"github.com/dfx-lab/dfx/models/onnximport"
 )
 
 // defaultTrainOut is dfx train's output folder when -out is not given: not
@@ -28,7 +30,9 @@ One run at a time trains a network into OUT: a second is refused at once (exit 2
 OUT/eps.dfxckpt (t_θ reads its mixture skip, ν_θ its ε-network), which must exist. OUT/<network>.dfxckpt is replaced
 only if an earlier dfx train of the same network wrote it; dfx never writes over a committed file nor into a package's
 folders (to change a committed network, copy the new file into mnist/checkpoints by hand). Use the networks with dfx
-sample -nets OUT or DFX_MNIST_NETS=OUT.`
+sample -nets OUT or DFX_MNIST_NETS=OUT. With -eps NET.dfxckpt -data POINTS, dftm or dftm-c trains for an ε-network of dfx
+import on your points instead (no MNIST, no resumable state); dfx nll --checkpoint NET.dfxckpt --checkpoint OUT/dftm.dfxckpt
+--trace dftm uses the pair.`
 
 func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var names []string
@@ -55,6 +59,8 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	saveEvery := fs.Int("save-every", 500, "steps between saves of the resumable state")
 	logEvery := fs.Int("log-every", 50, "steps per point of the recorded loss curve")
 	valEvery := fs.Int("val-every", 0, "ε-networks: steps between validation bpds, logged and recorded in the checkpoint (0: none; candidates: 1000)")
+	eps := fs.String("eps", "", "dftm, dftm-c: train for this ε-network checkpoint of dfx import, on -data, instead of MNIST's")
+	data := fs.String("data", "", "with -eps: the points the ε-network models (IDX images, .npy or CSV), one row each")
 	if code, ok := parseFlags(fs, args[1:], stderr, "train", trainUsage); !ok {
 		if code == 0 {
 			help()
@@ -81,6 +87,9 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	case *out == "":
 		return fail(stderr, "train", fmt.Errorf("--out must name a folder"))
 	}
+	if *eps != "" || *data != "" {
+		return trainForImported(ctx, spec, *eps, *data, *steps, *out, *resume, stdout, stderr)
+	}
 	if err := preflightTrain(spec, *out, *resume, *force); err != nil {
 		return failErr(stderr, "train", err)
 	}
@@ -97,6 +106,53 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	fmt.Fprintf(stdout, "%s\t%d steps\t%.0f s\tfinal loss %.4g\n",
 		filepath.Join(*out, spec.Name+".dfxckpt"), rec.Steps, rec.Seconds, rec.Curve.Loss[len(rec.Curve.Loss)-1])
+	return 0
+}
+
+// trainForImported trains spec's trace network (t_θ or ν_θ) for the
+// imported ε-network in the file eps on the points in data
+// (onnximport.TrainTrace) and writes it to OUT/<network>.dfxckpt.
+func trainForImported(ctx context.Context, spec mnist.NetSpec, eps, data string, steps int, out string, resume bool, stdout, stderr io.Writer) int {
+	switch {
+	case eps == "" || data == "":
+		return fail(stderr, "train", errors.New("-eps and -data go together: the imported ε-network and the points it models"))
+	case resume:
+		return fail(stderr, "train", errors.New("-resume applies to MNIST training, not to -eps"))
+	}
+	c, err := checkpoint.Read(eps)
+	if err != nil {
+		return failErr(stderr, "train", fmt.Errorf("-eps: %w", err))
+	}
+	pts, err := readNLLPoints(nllArgs{points: data}, membudget.Budget{})
+	if err != nil {
+		return failErr(stderr, "train", badInput(fmt.Errorf("-data: %w", err)))
+	}
+	path := mnist.WeightsPath(out, spec.Name)
+	if err := checkOutDir("out", out); err != nil {
+		return failErr(stderr, "train", err)
+	}
+	if st, err := os.Stat(out); err == nil && !st.IsDir() {
+		return fail(stderr, "train", fmt.Errorf("-out %s is not a folder", out))
+	} else if err == nil { // a new folder is made once training has finished
+		if err := checkOutFile("out", path, checkpoint.ProducedBy(mnist.TrainProducer(spec.Name))); err != nil {
+			return failErr(stderr, "train", err)
+		}
+	}
+	backend, err := models.NewBackend()
+	if err != nil {
+		return failErr(stderr, "train", err)
+	}
+	w, err := onnximport.TrainTrace(ctx, backend, c, pts.x, onnximport.TraceOptions{Objective: spec.Objective, Steps: steps, Data: data, Progress: stderr})
+	if err == nil {
+		w.Header.Producer = mnist.TrainProducer(spec.Name)
+		if err = os.MkdirAll(out, 0o755); err == nil {
+			err = w.Write(path)
+		}
+	}
+	if err != nil {
+		return failErr(stderr, "train", err)
+	}
+	fmt.Fprintf(stdout, "%s\t%d steps\tfor the ε-network %s\n", path, steps, eps)
 	return 0
 }
 

@@ -29,6 +29,12 @@ type NetModel struct {
 	// asked: one ε_θ pass where ε_θ and the trace take two. Other traces
 	// ignore it.
 	Fused bool
+	// Fisher, if set, answers score.WantFisher with the d×d matrix of
+	// this operator at each point (OperatorMatrix: d products a point) as
+	// score.Eval.Jacobian, e.g. the VJP operator's F_θ = (1/σ) ∂ε̂/∂x,
+	// which a network does not make symmetric: what the variational
+	// equation of the OT test (dfx/pfode's Jacobian) needs of a network.
+	Fisher score.FisherOperator
 	// Guidance, if set, makes ε the classifier-free guided ε̃ of
 	// Net.GuidedEpsAt (each row's class and scale); the model then has no
 	// trace.
@@ -49,8 +55,8 @@ type fusedTrace interface {
 	epsAndTrace(c schedule.Coefficients, x *mat.Dense) (*mat.Dense, []float64, error)
 }
 
-// Eval implements score.Model. The Fisher matrices are not available
-// (score.WantFisher is an error).
+// Eval implements score.Model. The Fisher matrices are available with
+// Fisher (else score.WantFisher is an error).
 func (m NetModel) Eval(c schedule.Coefficients, x *mat.Dense, want score.Want) (*score.Eval, error) {
 	return m.EvalContext(context.Background(), c, x, want)
 }
@@ -59,8 +65,8 @@ func (m NetModel) Eval(c schedule.Coefficients, x *mat.Dense, want score.Want) (
 // calls (PerCall points, and inside an estimator that can) with ctx's
 // error once ctx is done.
 func (m NetModel) EvalContext(ctx context.Context, c schedule.Coefficients, x *mat.Dense, want score.Want) (*score.Eval, error) {
-	if want&score.WantFisher != 0 {
-		return nil, fmt.Errorf("access: a network model has no Fisher matrices (use a FisherOperator)")
+	if want&score.WantFisher != 0 && (m.Fisher == nil || m.Guidance != nil) {
+		return nil, fmt.Errorf("access: a network model has no Fisher matrices (set NetModel.Fisher to a FisherOperator)")
 	}
 	if want&score.WantTrace != 0 && (m.Trace == nil || m.Guidance != nil) {
 		return nil, fmt.Errorf("access: the network model has no trace estimator")
@@ -84,6 +90,11 @@ func (m NetModel) EvalContext(ctx context.Context, c schedule.Coefficients, x *m
 	}
 	if err := ev.Fill(c, x, want); err != nil {
 		return nil, err
+	}
+	if want&score.WantFisher != 0 {
+		if ev.Jacobian, err = OperatorMatrix(m.Fisher, score.State{At: c, X: x, Denoiser: ev.Denoiser}); err != nil {
+			return nil, err
+		}
 	}
 	return ev, nil
 }

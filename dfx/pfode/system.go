@@ -208,14 +208,14 @@ func (p *PFODE) Deriv(t float64, y, dy []float64) error {
 	a, da := p.Jacobians(y), p.Jacobians(dy)
 	lam, dlam := p.Adjoint(y), p.Adjoint(dy)
 	for r := 0; r < p.B; r++ {
-		VelocityJacobian(p.j, c, ev.Fisher[r])
+		VelocityJacobian(p.j, c, ev.FisherOf(r))
 		if a != nil {
 			o := r * d * d
 			mulAdd(da[o:o+d*d], p.j, a[o:o+d*d], d) // dA/dt = J A
 		}
 		if lam != nil {
 			lr, dr := lam.RawRowView(r), dlam.RawRowView(r)
-			for i := 0; i < d; i++ { // dλ/dt = −Jᵀ λ (J is symmetric here, but keep the formula)
+			for i := 0; i < d; i++ { // dλ/dt = −Jᵀ λ (J is symmetric for an exact model, not for a network)
 				s := 0.0
 				for m := 0; m < d; m++ {
 					s += p.j[m*d+i] * lr[m]
@@ -262,7 +262,7 @@ func (p *PFODE) ExpStep(t, t1 float64, y []float64) (int, error) {
 		r, w := DDIMCoefficients(c0, c1)
 		d := p.D
 		for c := 0; c < p.B; c++ {
-			DDIMJacobian(p.j, c0, r, w, ev.Fisher[c])
+			DDIMJacobian(p.j, c0, r, w, ev.FisherOf(c))
 			ac := a[c*d*d : (c+1)*d*d]
 			mulAdd(p.tmp, p.j, ac, d)
 			copy(ac, p.tmp)

@@ -69,9 +69,10 @@ func LogDensityRate(c schedule.Coefficients, d int, traceF float64) float64 {
 }
 
 // VelocityJacobian writes J = ∂v/∂x = f I − ½ g² ∇²log q_t = f I + ½ g² F_t
-// (F_t the d×d Fisher at the point) into dst, row-major d×d.
-func VelocityJacobian(dst []float64, c schedule.Coefficients, fisher mat.Symmetric) {
-	d := fisher.SymmetricDim()
+// (F_t the d×d Fisher at the point, or a network's F_θ, which need not be
+// symmetric) into dst, row-major d×d.
+func VelocityJacobian(dst []float64, c schedule.Coefficients, fisher mat.Matrix) {
+	d, _ := fisher.Dims()
 	half := 0.5 * c.G2
 	for i := 0; i < d; i++ {
 		for l := 0; l < d; l++ {
@@ -164,8 +165,8 @@ func DDIMAdjointStep(lambda *mat.Dense, c0, c1 schedule.Coefficients, fl *mat.De
 //	S = r I + w ∂ȳ/∂x = r I + (w/α)(I − σ² F)        (∂ȳ/∂x = (I − σ² F)/α, Tweedie)
 //
 // at c0 into dst, row-major d×d.
-func DDIMJacobian(dst []float64, c0 schedule.Coefficients, r, w float64, fisher mat.Symmetric) {
-	d := fisher.SymmetricDim()
+func DDIMJacobian(dst []float64, c0 schedule.Coefficients, r, w float64, fisher mat.Matrix) {
+	d, _ := fisher.Dims()
 	s2 := c0.Sigma * c0.Sigma
 	for i := 0; i < d; i++ {
 		for l := 0; l < d; l++ {

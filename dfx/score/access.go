@@ -32,7 +32,10 @@ type State struct {
 
 // FisherOperator applies F(x_b) (or an approximation) to vectors v [B, d],
 // row by row: row b of the result is F(x_b) v_b. F is symmetric, so this is
-// also Fᵀ v, the right-hand side of the adjoint ODE (eq. Adjoint_ODE).
+// also Fᵀ v, the right-hand side of the adjoint ODE (eq. Adjoint_ODE). A
+// network's F_θ = (1/σ) ∂ε̂/∂x need not be: its VJP operator gives F_θᵀ v,
+// still the adjoint's right-hand side (and access.OperatorMatrix's rows
+// are then those of F_θ).
 type FisherOperator interface {
 	// Name is a short name ("exact", "vjp", "df-ea", …).
 	Name() string

@@ -48,6 +48,19 @@ type Eval struct {
 	Denoiser *mat.Dense      // ȳ = E[x_0 | x_t] [B, d]
 	Trace    []float64       // tr F_t [B] (WantTrace)
 	Fisher   []*mat.SymDense // F_t per point, d×d (WantFisher)
+	// Jacobian answers WantFisher for a model whose Fisher is not
+	// symmetric: a network's F_θ = (1/σ) ∂ε̂/∂x per point, row i the
+	// gradient of ε̂_i/σ (nil when Fisher is set).
+	Jacobian []*mat.Dense
+}
+
+// FisherOf is point i's Fisher matrix: Fisher[i], or Jacobian[i] for a
+// model that answers with the general matrix.
+func (e *Eval) FisherOf(i int) mat.Matrix {
+	if e.Fisher != nil {
+		return e.Fisher[i]
+	}
+	return e.Jacobian[i]
 }
 
 // Model is the data side of every diffusion computation: at the
@@ -124,8 +137,8 @@ func (e *Eval) Check(b, d int, want Want) error {
 	if want&WantTrace != 0 && len(e.Trace) != b {
 		return fmt.Errorf("score: the model returned %d traces for %d points", len(e.Trace), b)
 	}
-	if want&WantFisher != 0 && len(e.Fisher) != b {
-		return fmt.Errorf("score: the model returned %d Fisher matrices for %d points", len(e.Fisher), b)
+	if want&WantFisher != 0 && len(e.Fisher) != b && (e.Fisher != nil || len(e.Jacobian) != b) {
+		return fmt.Errorf("score: the model returned %d Fisher matrices for %d points", max(len(e.Fisher), len(e.Jacobian)), b)
 	}
 	return nil
 }

@@ -44,8 +44,9 @@ type Provenance struct {
 	// validated with it. Empty for every other network.
 	EpsNetwork string `json:",omitempty"`
 	// ONNX is, for a score network imported from an ONNX file
-	// (models.ArchONNX), the SHA-256 (hex) of that file. Empty for every
-	// other network.
+	// (models.ArchONNX), the SHA-256 (hex) of that file; for t_θ and ν_θ
+	// made for an imported ε-network, that network's file (optional). Empty
+	// for every other network.
 	ONNX string `json:",omitempty"`
 }
 
@@ -146,8 +147,8 @@ func (p *Provenance) check(h *Header) error {
 	switch imported := importsONNX(h); {
 	case imported && !isDigest(p.ONNX):
 		return fmt.Errorf("provenance ONNX file digest %q is not a SHA-256 digest (an imported network names the file it came from)", p.ONNX)
-	case !imported && p.ONNX != "":
-		return fmt.Errorf("provenance names an ONNX file for networks that were not imported")
+	case !imported && p.ONNX != "" && (!needsEps || !isDigest(p.ONNX)):
+		return fmt.Errorf("provenance names an ONNX file %q for networks that were not imported", p.ONNX)
 	}
 	return nil
 }

@@ -2,6 +2,8 @@ package likelihood
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
 	"github.com/dfx-lab/dfx/internal/stats"
+	"github.com/dfx-lab/dfx/problem"
 )
 
 // TruthRow summarises the estimators against the exact Fisher of the
@@ -36,6 +39,34 @@ type TruthRow struct {
 type TruthResult struct {
 	Estimators []string
 	Rows       []TruthRow
+}
+
+// Truth is the study's exact-Fisher part alone, on p's data and the
+// networks of the folder nets (p.Networks; they need t_θ and ν_θ): every
+// trace estimator, t_θ and ȳ_θ against the exact Fisher of the Dirac
+// mixture p.Exact at cfg.TruthTimes, cfg.TruthQueries queries noised from
+// training and from test rows. It is how the study runs on any problem,
+// e.g. a researcher's data and imported network (onnximport.NewProblem).
+func Truth(ctx context.Context, p *problem.Problem, nets string, cfg Config) (*TruthResult, error) {
+	nw, err := p.Networks(ctx, nets)
+	if err != nil {
+		return nil, err
+	}
+	train, err := p.Train(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if p.Test == nil {
+		return nil, fmt.Errorf("likelihood: problem %s has no test points", p.Name)
+	}
+	test, err := p.Test(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if n, _ := test.Dims(); n < cfg.TruthQueries {
+		return nil, fmt.Errorf("likelihood: %d test points, the exact-Fisher part queries %d", n, cfg.TruthQueries)
+	}
+	return study{p: p, nets: nw, cfg: cfg, log: io.Discard}.truth(ctx, train, test)
 }
 
 // truth scores every trace estimator, t_θ and ȳ_θ against the exact
