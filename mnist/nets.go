@@ -54,7 +54,7 @@ func OpenNetworks(dir string) (*Networks, error) {
 // the committed checkpoints) onto backend. They must be one set: trained on
 // the same data and schedule, with t_θ and ν_θ made for this ε-network
 // (their provenance names its digest); a mismatched set is an error
-// wrapping checkpoint.ErrBad.
+// wrapping checkpoint.ErrInvalid.
 func LoadNetworks(backend compute.Backend, dir string) (*Networks, error) {
 	nets := &Networks{Backend: backend, Records: map[string]*TrainRecord{}}
 	var stores []*model.Store
@@ -134,14 +134,14 @@ func OpenEps(backend compute.Backend, dir, name string) (*Networks, error) {
 // OpenEpsFile is OpenEps for the ε-network of a checkpoint file (e.g. one
 // that dfx import wrote): it must take points of Dim values, have been
 // trained on Schedule() and know the ten classes (null class 10); every
-// mismatch is an error wrapping checkpoint.ErrBad.
+// mismatch is an error wrapping checkpoint.ErrInvalid.
 func OpenEpsFile(backend compute.Backend, path string) (*Networks, error) {
 	c, err := checkpoint.Read(path)
 	if err != nil {
 		return nil, err
 	}
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("mnist: checkpoint %s: %s: %w", path, fmt.Sprintf(format, args...), checkpoint.ErrBad)
+		return fmt.Errorf("mnist: checkpoint %s: %s: %w", path, fmt.Sprintf(format, args...), checkpoint.ErrInvalid)
 	}
 	if !slices.Equal(c.Header.Networks, []string{models.ScoreScope}) || c.Header.Dim != Dim {
 		return nil, bad("networks %v of %d values a point, want an ε-network of %d (28×28 images)", c.Header.Networks, c.Header.Dim, Dim)

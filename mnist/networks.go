@@ -230,13 +230,13 @@ func loadCheckpoint(dir, name string) (*checkpoint.Checkpoint, string, error) {
 		raw, err = checkpoint.ReadBytes(where)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, "", fmt.Errorf("mnist: %s has no %s network (%s.dfxckpt): train it with `dfx train %s -out %s`, or copy it from mnist/checkpoints: %w",
-				dir, name, name, name, dir, checkpoint.ErrBad)
+				dir, name, name, name, dir, checkpoint.ErrInvalid)
 		}
 	} else {
 		where = "embedded:mnist/checkpoints/" + name + ".dfxckpt"
 		raw, err = committed.ReadFile("checkpoints/" + name + ".dfxckpt")
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, "", fmt.Errorf("mnist: no committed %s network: train it with `dfx train %s -out DIR` and name DIR: %w", name, name, checkpoint.ErrBad)
+			return nil, "", fmt.Errorf("mnist: no committed %s network: train it with `dfx train %s -out DIR` and name DIR: %w", name, name, checkpoint.ErrInvalid)
 		}
 	}
 	if err != nil {
@@ -248,10 +248,10 @@ func loadCheckpoint(dir, name string) (*checkpoint.Checkpoint, string, error) {
 	}
 	if len(c.Header.Networks) != 1 || c.Header.Networks[0] != spec.Scope || c.Header.Dim != Dim {
 		return nil, "", fmt.Errorf("mnist: %s holds networks %v (d = %d), want %s (d = %d): %w", where, c.Header.Networks, c.Header.Dim, spec.Scope, Dim,
-			checkpoint.ErrBad)
+			checkpoint.ErrInvalid)
 	}
 	if c.Header.Provenance == nil {
-		return nil, "", fmt.Errorf("mnist: %s: %w: %w", where, checkpoint.ErrNoProvenance, checkpoint.ErrBad)
+		return nil, "", fmt.Errorf("mnist: %s: %w: %w", where, checkpoint.ErrNoProvenance, checkpoint.ErrInvalid)
 	}
 	if spec.Objective != models.Classify {
 		if err := checkpoint.CheckSchedule(c, Schedule()); err != nil {
@@ -268,7 +268,7 @@ func networkOf(c *checkpoint.Checkpoint, where string) (*model.Store, *TrainReco
 	dec := json.NewDecoder(bytes.NewReader(c.Header.Config))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&rec); err != nil {
-		return nil, nil, fmt.Errorf("mnist: %s: training record: %v: %w", where, err, checkpoint.ErrBad)
+		return nil, nil, fmt.Errorf("mnist: %s: training record: %v: %w", where, err, checkpoint.ErrInvalid)
 	}
 	store, err := checkpoint.LoadWeights(c)
 	if err != nil {

@@ -155,16 +155,16 @@ func TestMismatchedNetworksAreRefused(t *testing.T) {
 	other := strings.Repeat("ab", 32)
 	for _, name := range []string{"dftm", "dftm-c"} {
 		dir := restamp(name, Schedule(), func(p *checkpoint.Provenance) { p.EpsNetwork = other })
-		if _, err := LoadNetworks(backend, dir); !errors.Is(err, checkpoint.ErrBad) || !strings.Contains(err.Error(), "ε-network") {
+		if _, err := LoadNetworks(backend, dir); !errors.Is(err, checkpoint.ErrInvalid) || !strings.Contains(err.Error(), "ε-network") {
 			t.Errorf("%s made for another ε-network: %v", name, err)
 		}
 	}
 	dir := restamp("eps", schedule.VP{BetaMin: 0.1, BetaMax: 10, TMin: 1e-5, TMax: 1}, func(*checkpoint.Provenance) {})
-	if _, err := LoadNetworks(backend, dir); !errors.Is(err, checkpoint.ErrBad) || !strings.Contains(err.Error(), "schedule") {
+	if _, err := LoadNetworks(backend, dir); !errors.Is(err, checkpoint.ErrInvalid) || !strings.Contains(err.Error(), "schedule") {
 		t.Errorf("an ε-network of another schedule: %v", err)
 	}
 	dir = restamp("classifier", nil, func(p *checkpoint.Provenance) { p.Data = "idx train: 60000 other images" })
-	if _, err := LoadNetworks(backend, dir); !errors.Is(err, checkpoint.ErrBad) || !strings.Contains(err.Error(), "data") {
+	if _, err := LoadNetworks(backend, dir); !errors.Is(err, checkpoint.ErrInvalid) || !strings.Contains(err.Error(), "data") {
 		t.Errorf("a classifier trained on other data: %v", err)
 	}
 }

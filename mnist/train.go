@@ -260,11 +260,11 @@ func (r *trainRun) resume() error {
 		return err
 	}
 	if err := json.Unmarshal(r.tr.Config, r.rec); err != nil {
-		return fmt.Errorf("mnist: %s: training record: %v: %w", r.sp, err, checkpoint.ErrBad)
+		return fmt.Errorf("mnist: %s: training record: %v: %w", r.sp, err, checkpoint.ErrInvalid)
 	}
 	if r.rec.Steps != r.total {
 		return fmt.Errorf("mnist: %s was started for %d steps, this run asks for %d (give -steps %d): %w", r.sp, r.rec.Steps, r.total, r.rec.Steps,
-			checkpoint.ErrBad)
+			checkpoint.ErrInvalid)
 	}
 	fmt.Fprintf(r.log, "mnist: %s: resumed at step %d of %d\n", r.spec.Name, r.tr.Step(), r.total)
 	return nil
@@ -425,7 +425,7 @@ func restoreSkip(store *model.Store, state *checkpoint.Checkpoint) error {
 	for _, p := range []string{models.ParamSkip, models.ParamMixtureComponents, models.ParamMixtureRank} {
 		v, ok := params.RootScope().GetParam(p)
 		if !ok {
-			return fmt.Errorf("the saved state has no mixture skip (parameter %s): %w", p, checkpoint.ErrBad)
+			return fmt.Errorf("the saved state has no mixture skip (parameter %s): %w", p, checkpoint.ErrInvalid)
 		}
 		store.SetParam(p, v)
 	}
@@ -442,7 +442,7 @@ func restoreSkip(store *model.Store, state *checkpoint.Checkpoint) error {
 		n++
 	}
 	if n == 0 {
-		return fmt.Errorf("the saved state has no mixture skip variables: %w", checkpoint.ErrBad)
+		return fmt.Errorf("the saved state has no mixture skip variables: %w", checkpoint.ErrInvalid)
 	}
 	return nil
 }

@@ -101,17 +101,17 @@ func TestMismatchedToyNetworksAreRefused(t *testing.T) {
 		if _, _, _, err := loadCheckpoint("", file, true, cfg, sch, d1); err != nil {
 			t.Errorf("%s with its own score network: %v", net, err)
 		}
-		if _, _, _, err := loadCheckpoint("", file, true, cfg, sch, d2); !errors.Is(err, checkpoint.ErrBad) || !strings.Contains(err.Error(), "score network") {
+		if _, _, _, err := loadCheckpoint("", file, true, cfg, sch, d2); !errors.Is(err, checkpoint.ErrInvalid) || !strings.Contains(err.Error(), "score network") {
 			t.Errorf("%s with seed 2's score network: %v", net, err)
 		}
 	}
 	file := checkpointName(cfg, "score", 1)
-	if _, _, _, err := loadCheckpoint("", file, true, cfg, schedule.DefaultVP(), ""); !errors.Is(err, checkpoint.ErrBad) || !strings.Contains(err.Error(), "schedule") {
+	if _, _, _, err := loadCheckpoint("", file, true, cfg, schedule.DefaultVP(), ""); !errors.Is(err, checkpoint.ErrInvalid) || !strings.Contains(err.Error(), "schedule") {
 		t.Errorf("a VE network on the VP schedule: %v", err)
 	}
 	other := cfg
 	other.DataSeed++
-	if _, _, _, err := loadCheckpoint("", file, true, other, sch, ""); !errors.Is(err, checkpoint.ErrBad) || !strings.Contains(err.Error(), "trained on") {
+	if _, _, _, err := loadCheckpoint("", file, true, other, sch, ""); !errors.Is(err, checkpoint.ErrInvalid) || !strings.Contains(err.Error(), "trained on") {
 		t.Errorf("a network of another data seed: %v", err)
 	}
 }

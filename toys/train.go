@@ -259,16 +259,16 @@ func loadCheckpoint(dir, name string, embedded bool, cfg ProblemConfig, sch sche
 	dec := json.NewDecoder(bytes.NewReader(c.Header.Config))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cp); err != nil {
-		return nil, nil, "", fmt.Errorf("toys: checkpoint %s: configuration: %v: %w", where, err, checkpoint.ErrBad)
+		return nil, nil, "", fmt.Errorf("toys: checkpoint %s: configuration: %v: %w", where, err, checkpoint.ErrInvalid)
 	}
 	if cp.Train != tc {
-		return nil, nil, "", fmt.Errorf("toys: checkpoint %s was trained with %+v, config asks for %+v (retrain): %w", where, cp.Train, tc, checkpoint.ErrBad)
+		return nil, nil, "", fmt.Errorf("toys: checkpoint %s was trained with %+v, config asks for %+v (retrain): %w", where, cp.Train, tc, checkpoint.ErrInvalid)
 	}
 	if want := netScopes[cp.Curve.Net]; len(c.Header.Networks) != 1 || c.Header.Networks[0] != want || want == "" {
-		return nil, nil, "", fmt.Errorf("toys: checkpoint %s holds networks %v for net %q: %w", where, c.Header.Networks, cp.Curve.Net, checkpoint.ErrBad)
+		return nil, nil, "", fmt.Errorf("toys: checkpoint %s holds networks %v for net %q: %w", where, c.Header.Networks, cp.Curve.Net, checkpoint.ErrInvalid)
 	}
 	if p := c.Header.Provenance; p == nil {
-		return nil, nil, "", fmt.Errorf("toys: checkpoint %s: %w: %w", where, checkpoint.ErrNoProvenance, checkpoint.ErrBad)
+		return nil, nil, "", fmt.Errorf("toys: checkpoint %s: %w: %w", where, checkpoint.ErrNoProvenance, checkpoint.ErrInvalid)
 	}
 	if err := checkpoint.CheckSchedule(c, sch); err != nil {
 		return nil, nil, "", fmt.Errorf("toys: checkpoint %s: %w", where, err)
@@ -278,11 +278,11 @@ func loadCheckpoint(dir, name string, embedded bool, cfg ProblemConfig, sch sche
 	}
 	want := toyProvenance(cfg, eps)
 	if p := c.Header.Provenance; p.Data != want.Data || p.Scaling != want.Scaling || p.Dequantize != want.Dequantize {
-		return nil, nil, "", fmt.Errorf("toys: checkpoint %s was trained on %q, config asks for %q (retrain): %w", where, p.Data, want.Data, checkpoint.ErrBad)
+		return nil, nil, "", fmt.Errorf("toys: checkpoint %s was trained on %q, config asks for %q (retrain): %w", where, p.Data, want.Data, checkpoint.ErrInvalid)
 	}
 	if p := c.Header.Provenance; p.EpsNetwork != eps {
 		return nil, nil, "", fmt.Errorf("toys: checkpoint %s was made for the score network %.12s…, this one is "+
-			"%.12s… (use the networks trained together): %w", where, p.EpsNetwork, eps, checkpoint.ErrBad)
+			"%.12s… (use the networks trained together): %w", where, p.EpsNetwork, eps, checkpoint.ErrInvalid)
 	}
 	store, err := checkpoint.LoadWeights(c)
 	if err != nil {

@@ -64,12 +64,12 @@ func TestCorruptOrForeignCheckpointsAreRejectedWithClearErrors(t *testing.T) {
 		b := append([]byte(nil), raw...)
 		b[pos] ^= 0x10
 		write(b)
-		if _, _, _, err := loadCheckpoint(dir, file, true, cfg, sch, ""); !errors.Is(err, checkpoint.ErrBad) {
+		if _, _, _, err := loadCheckpoint(dir, file, true, cfg, sch, ""); !errors.Is(err, checkpoint.ErrInvalid) {
 			t.Errorf("bit flipped at byte %d: %v", pos, err)
 		}
 	}
 	write([]byte("not a checkpoint"))
-	if _, _, _, err := loadCheckpoint(dir, file, true, cfg, sch, ""); !errors.Is(err, checkpoint.ErrBad) {
+	if _, _, _, err := loadCheckpoint(dir, file, true, cfg, sch, ""); !errors.Is(err, checkpoint.ErrInvalid) {
 		t.Errorf("junk: %v", err)
 	}
 	// A file of the folder wins over the compiled-in one, and is checked

@@ -171,7 +171,7 @@ func (e inputError) Is(target error) bool { return target == errBadInput }
 // not a regular file, a malformed IDX file, an unusable backend, an output
 // dfx may not write, or an error marked with badInput.
 func isBadInput(err error) bool {
-	return errors.Is(err, errBadInput) || errors.Is(err, checkpoint.ErrBad) || errors.Is(err, input.ErrNotRegular) ||
+	return errors.Is(err, errBadInput) || errors.Is(err, checkpoint.ErrInvalid) || errors.Is(err, input.ErrNotRegular) ||
 		errors.Is(err, mnist.ErrFormat) || errors.Is(err, workstore.ErrWork) || errors.Is(err, models.ErrBackend) ||
 		errors.Is(err, outfile.ErrRefused) || errors.Is(err, onnximport.ErrBadModel) || errors.Is(err, onnximport.ErrBadInput)
 }

@@ -78,7 +78,7 @@ func ReadBytes(path string) ([]byte, error) {
 	f, err := input.Open(path)
 	if err != nil {
 		if errors.Is(err, input.ErrNotRegular) {
-			return nil, fmt.Errorf("models: checkpoint %v: %w", err, ErrBad)
+			return nil, fmt.Errorf("models: checkpoint %v: %w", err, ErrInvalid)
 		}
 		return nil, fmt.Errorf("models: checkpoint: %w", err)
 	}
@@ -89,7 +89,7 @@ func ReadBytes(path string) ([]byte, error) {
 	}
 	size := st.Size()
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("models: checkpoint %s: %s: %w", path, fmt.Sprintf(format, args...), ErrBad)
+		return fmt.Errorf("models: checkpoint %s: %s: %w", path, fmt.Sprintf(format, args...), ErrInvalid)
 	}
 	const fixed = len(checkpointMagic) + 8
 	if size > MaxBytes {

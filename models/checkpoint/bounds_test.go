@@ -54,8 +54,8 @@ func TestForgedSizesAreRefusedBeforeAnyGraphIsBuilt(t *testing.T) {
 		if err == nil {
 			err = Verify(d)
 		}
-		if !errors.Is(err, ErrBad) {
-			t.Errorf("%s: got %v, want ErrBad", name, err)
+		if !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: got %v, want ErrInvalid", name, err)
 		}
 		if el := time.Since(start); el > 5*time.Second {
 			t.Errorf("%s: refused after %v", name, el)
@@ -79,8 +79,8 @@ func TestReadChecksTheSizeBeforeReading(t *testing.T) {
 		if err := os.WriteFile(p, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Read(p); !errors.Is(err, ErrBad) || !strings.Contains(err.Error(), p) {
-			t.Errorf("%s: got %v, want ErrBad naming the file", name, err)
+		if _, err := Read(p); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), p) {
+			t.Errorf("%s: got %v, want ErrInvalid naming the file", name, err)
 		}
 	}
 	if _, err := Read(toyCheckpoint); err != nil {
@@ -103,8 +103,8 @@ func TestReadReadsAForeignFileOnlyToItsMagic(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	_, err := Read(p)
 	runtime.ReadMemStats(&after)
-	if !errors.Is(err, ErrBad) {
-		t.Fatalf("got %v, want ErrBad", err)
+	if !errors.Is(err, ErrInvalid) {
+		t.Fatalf("got %v, want ErrInvalid", err)
 	}
 	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
 		t.Errorf("refusing it allocated %d bytes", got)
@@ -113,7 +113,7 @@ func TestReadReadsAForeignFileOnlyToItsMagic(t *testing.T) {
 
 // FuzzVerify: a committed toy checkpoint with a fuzzed JSON
 // header (and a valid checksum, so that the header's checks are reached)
-// never panics, every error wraps ErrBad, and whatever decodes
+// never panics, every error wraps ErrInvalid, and whatever decodes
 // verifies or is refused within seconds, whatever sizes the header claims.
 func FuzzVerify(f *testing.F) {
 	raw, err := os.ReadFile(toyCheckpoint)
@@ -142,8 +142,8 @@ func FuzzVerify(f *testing.F) {
 		if err == nil {
 			err = Verify(c)
 		}
-		if err != nil && !errors.Is(err, ErrBad) && !errors.Is(err, ErrNoProvenance) {
-			t.Fatalf("error wraps neither ErrBad nor ErrNoProvenance: %v", err)
+		if err != nil && !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrNoProvenance) {
+			t.Fatalf("error wraps neither ErrInvalid nor ErrNoProvenance: %v", err)
 		}
 	})
 }

@@ -47,7 +47,7 @@ import (
 // duplicate or malformed paths, trailing bytes and non-finite values are
 // errors; so are a network listed twice and size hyperparameters (depth,
 // width, …) beyond what the stored variables can hold (checkSizes), so no
-// graph is ever built from a forged header. Every error wraps ErrBad.
+// graph is ever built from a forged header. Every error wraps ErrInvalid.
 const (
 	checkpointMagic   = "DFXCKPT\x00"
 	checkpointVersion = 3
@@ -60,8 +60,8 @@ const (
 	KindWeights = "weights"
 )
 
-// ErrBad is wrapped by every error about a corrupt or mismatched checkpoint.
-var ErrBad = errors.New("bad checkpoint")
+// ErrInvalid is wrapped by every error about a corrupt or mismatched checkpoint.
+var ErrInvalid = errors.New("bad checkpoint")
 
 // Variable describes one stored variable.
 type Variable struct {
@@ -164,7 +164,7 @@ func (c *Checkpoint) NewStoreFromParams() (*model.Store, error) {
 	for path, s := range c.Header.Params {
 		v, err := decodeParam(s)
 		if err != nil {
-			return nil, fmt.Errorf("models: checkpoint parameter %s: %v: %w", path, err, ErrBad)
+			return nil, fmt.Errorf("models: checkpoint parameter %s: %v: %w", path, err, ErrInvalid)
 		}
 		store.SetParam(path, v)
 	}
@@ -274,7 +274,7 @@ func Read(path string) (*Checkpoint, error) {
 // Decode verifies and decodes raw (name is used in errors).
 func Decode(raw []byte, name string) (*Checkpoint, error) {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("models: checkpoint %s: %s: %w", name, fmt.Sprintf(format, args...), ErrBad)
+		return fmt.Errorf("models: checkpoint %s: %s: %w", name, fmt.Sprintf(format, args...), ErrInvalid)
 	}
 	const fixed = len(checkpointMagic) + 8
 	if len(raw) < fixed+checksumLen || string(raw[:len(checkpointMagic)]) != checkpointMagic {

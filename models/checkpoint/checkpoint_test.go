@@ -212,12 +212,12 @@ func TestCheckpointRejectsCorruptTruncatedForgedAndMismatchedFiles(t *testing.T)
 		cases[fmt.Sprintf("bit flipped at byte %d", i)] = write(fmt.Sprintf("flip%d", i), b)
 	}
 	for name, p := range cases {
-		if err := LoadTrainer(newTinyTrainer(t, 16), testProvenance, p); !errors.Is(err, ErrBad) {
-			t.Errorf("%s: got %v, want ErrBad", name, err)
+		if err := LoadTrainer(newTinyTrainer(t, 16), testProvenance, p); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: got %v, want ErrInvalid", name, err)
 		}
 	}
-	if err := LoadTrainer(newTinyTrainer(t, 32), testProvenance, path); !errors.Is(err, ErrBad) {
-		t.Errorf("width mismatch: got %v, want ErrBad", err)
+	if err := LoadTrainer(newTinyTrainer(t, 32), testProvenance, path); !errors.Is(err, ErrInvalid) {
+		t.Errorf("width mismatch: got %v, want ErrInvalid", err)
 	} else {
 		t.Logf("mismatch message: %v", err)
 	}
@@ -260,7 +260,7 @@ func TestWeightsCheckpointRoundTripsAndLoadsStrictly(t *testing.T) {
 	wrongDType := forge(t, raw, func(c *Checkpoint) { c.Header.Params["/"+models.ParamDType] = "string:float64" })
 	if c, err := Decode(wrongDType, "x"); err != nil {
 		t.Fatal(err)
-	} else if _, err := LoadWeights(c); !errors.Is(err, ErrBad) {
+	} else if _, err := LoadWeights(c); !errors.Is(err, ErrInvalid) {
 		t.Errorf("float32 weights for a float64 network: %v", err)
 	}
 	noNet := forge(t, raw, func(c *Checkpoint) {
@@ -269,12 +269,12 @@ func TestWeightsCheckpointRoundTripsAndLoadsStrictly(t *testing.T) {
 	})
 	if c, err := Decode(noNet, "x"); err != nil {
 		t.Fatal(err)
-	} else if _, err := LoadWeights(c); !errors.Is(err, ErrBad) {
+	} else if _, err := LoadWeights(c); !errors.Is(err, ErrInvalid) {
 		t.Errorf("score weights declared as the DF-TM network: %v", err)
 	}
 }
 
-// FuzzDecode: no input panics, every error wraps ErrBad,
+// FuzzDecode: no input panics, every error wraps ErrInvalid,
 // and whatever decodes re-encodes to a file that decodes to the same
 // header and values. Each input is tried as a whole file and as a body
 // with its checksum appended, so that the fuzzer also explores the header
@@ -299,8 +299,8 @@ func FuzzDecode(f *testing.F) {
 		for _, raw := range [][]byte{in, append(slices.Clone(in), sum[:]...)} {
 			c, err := Decode(raw, "fuzz")
 			if err != nil {
-				if !errors.Is(err, ErrBad) {
-					t.Fatalf("error does not wrap ErrBad: %v", err)
+				if !errors.Is(err, ErrInvalid) {
+					t.Fatalf("error does not wrap ErrInvalid: %v", err)
 				}
 				continue
 			}

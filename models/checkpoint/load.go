@@ -71,12 +71,12 @@ func checkNetworkVariables(c *Checkpoint, expected map[string]shapes.Shape, netw
 		s, ok := want[cv.Path]
 		if !ok {
 			if under(cv.Path) || c.Header.Kind == KindWeights {
-				return fmt.Errorf("unexpected variable %s: %w", cv.Path, ErrBad)
+				return fmt.Errorf("unexpected variable %s: %w", cv.Path, ErrInvalid)
 			}
 			continue
 		}
 		if !c.Values[i].Shape().Equal(s) {
-			return fmt.Errorf("variable %s is %s, the network has %s: %w", cv.Path, c.Values[i].Shape(), s, ErrBad)
+			return fmt.Errorf("variable %s is %s, the network has %s: %w", cv.Path, c.Values[i].Shape(), s, ErrInvalid)
 		}
 		got[cv.Path] = true
 	}
@@ -88,7 +88,7 @@ func checkNetworkVariables(c *Checkpoint, expected map[string]shapes.Shape, netw
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)
-		return fmt.Errorf("%d expected variables missing (first %s): %w", len(missing), missing[0], ErrBad)
+		return fmt.Errorf("%d expected variables missing (first %s): %w", len(missing), missing[0], ErrInvalid)
 	}
 	return nil
 }
@@ -160,14 +160,14 @@ func trainerProvenance(tr *models.Trainer, p Provenance) (*Provenance, error) {
 // dimension, and trained on what p says (as SaveTrainer records it).
 // Every network variable must be present with its shape, no variable may be
 // unknown, and nothing is changed unless the whole file checks out; errors
-// wrap ErrBad.
+// wrap ErrInvalid.
 func LoadTrainer(tr *models.Trainer, p Provenance, path string) error {
 	c, err := Read(path)
 	if err != nil {
 		return err
 	}
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("models: checkpoint %s: %s: %w", path, fmt.Sprintf(format, args...), ErrBad)
+		return fmt.Errorf("models: checkpoint %s: %s: %w", path, fmt.Sprintf(format, args...), ErrInvalid)
 	}
 	h := c.Header
 	if h.Kind != KindTrainer {
@@ -223,7 +223,7 @@ func verifyTrainer(c *Checkpoint) error {
 	h := c.Header
 	obj, err := models.ParseObjective(h.Objective)
 	if err != nil {
-		return fmt.Errorf("%v: %w", err, ErrBad)
+		return fmt.Errorf("%v: %w", err, ErrInvalid)
 	}
 	store, err := c.NewStoreFromParams()
 	if err != nil {
@@ -252,10 +252,10 @@ func verifyTrainer(c *Checkpoint) error {
 		if _, ok := expected[cv.Path]; ok || strings.HasPrefix(cv.Path, models.EMAScope+"/") || isState(cv.Path) {
 			continue
 		}
-		return fmt.Errorf("unexpected variable %s: %w", cv.Path, ErrBad)
+		return fmt.Errorf("unexpected variable %s: %w", cv.Path, ErrInvalid)
 	}
 	if len(h.PCG) == 0 {
-		return fmt.Errorf("no sampling-stream state: %w", ErrBad)
+		return fmt.Errorf("no sampling-stream state: %w", ErrInvalid)
 	}
 	return nil
 }
@@ -265,7 +265,7 @@ func verifyTrainer(c *Checkpoint) error {
 // for "trainer", the checks of LoadTrainer that need no trainer.
 func Verify(c *Checkpoint) error {
 	if c.Header.Provenance == nil {
-		return fmt.Errorf("models: %w: %w", ErrNoProvenance, ErrBad)
+		return fmt.Errorf("models: %w: %w", ErrNoProvenance, ErrInvalid)
 	}
 	if c.Header.Kind == KindTrainer {
 		return verifyTrainer(c)
@@ -285,7 +285,7 @@ func setVariables(store *model.Store, c *Checkpoint) error {
 			}
 		} else {
 			if !v.Shape().Equal(c.Values[i].Shape()) {
-				return fmt.Errorf("variable %s is %s in the store, %s in the file: %w", cv.Path, v.Shape(), c.Values[i].Shape(), ErrBad)
+				return fmt.Errorf("variable %s is %s in the store, %s in the file: %w", cv.Path, v.Shape(), c.Values[i].Shape(), ErrInvalid)
 			}
 			if err := v.SetValue(c.Values[i]); err != nil {
 				return err
@@ -351,28 +351,28 @@ func Mixture(g *mixture.Gaussian, numClasses int, dtype string, config []byte) (
 }
 
 // shapesErr is an error of models.NetworkShapes as the checkpoint's fault
-// (ErrBad), except an unusable backend (models.ErrBackend), which is the
+// (ErrInvalid), except an unusable backend (models.ErrBackend), which is the
 // environment's: it is returned as it is.
 func shapesErr(prefix string, err error) error {
 	if errors.Is(err, models.ErrBackend) {
 		return err
 	}
-	return fmt.Errorf("%s%v: %w", prefix, err, ErrBad)
+	return fmt.Errorf("%s%v: %w", prefix, err, ErrInvalid)
 }
 
 // LoadWeights reads a "weights" checkpoint (from a file, or decoded already
 // with Decode) into a new store holding its parameters and exactly
 // the variables of its networks; anything missing, unexpected or misshapen
-// is an error wrapping ErrBad.
+// is an error wrapping ErrInvalid.
 func LoadWeights(c *Checkpoint) (*model.Store, error) {
 	if c.Header.Kind != KindWeights {
-		return nil, fmt.Errorf("models: checkpoint kind %q, want %q: %w", c.Header.Kind, KindWeights, ErrBad)
+		return nil, fmt.Errorf("models: checkpoint kind %q, want %q: %w", c.Header.Kind, KindWeights, ErrInvalid)
 	}
 	if len(c.Header.Networks) == 0 {
-		return nil, fmt.Errorf("models: checkpoint names no network: %w", ErrBad)
+		return nil, fmt.Errorf("models: checkpoint names no network: %w", ErrInvalid)
 	}
 	if c.Header.Provenance == nil {
-		return nil, fmt.Errorf("models: %w: %w", ErrNoProvenance, ErrBad)
+		return nil, fmt.Errorf("models: %w: %w", ErrNoProvenance, ErrInvalid)
 	}
 	store, err := c.NewStoreFromParams()
 	if err != nil {
@@ -388,7 +388,7 @@ func LoadWeights(c *Checkpoint) (*model.Store, error) {
 	dt, _ := models.DTypeOf(store)
 	for i, cv := range c.Header.Variables {
 		if c.Values[i].DType().IsFloat() && cv.DType != dt.String() { // integers: an imported graph's shape constants
-			return nil, fmt.Errorf("models: checkpoint variable %s is %s, the network is %s: %w", cv.Path, cv.DType, dt, ErrBad)
+			return nil, fmt.Errorf("models: checkpoint variable %s is %s, the network is %s: %w", cv.Path, cv.DType, dt, ErrInvalid)
 		}
 	}
 	if err := setVariables(store, c); err != nil {

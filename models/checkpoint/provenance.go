@@ -56,7 +56,7 @@ type ScheduleSpec struct {
 	Params map[string]float64
 }
 
-// ErrNoProvenance is wrapped (with ErrBad) by loads of a checkpoint
+// ErrNoProvenance is wrapped (with ErrInvalid) by loads of a checkpoint
 // written before provenance was recorded (format v2).
 var ErrNoProvenance = fmt.Errorf("checkpoint records no provenance (format v2, written before dfx recorded schedule, " +
 	"data and ε-network): retrain it, or re-stamp it if you know what it was trained on (see checkpoint.Restamp)")
@@ -218,7 +218,7 @@ func digestOf(c *Checkpoint, scope string) (string, error) {
 		}
 	}
 	if n == 0 {
-		return "", fmt.Errorf("models: no variable under /%s to digest: %w", scope, ErrBad)
+		return "", fmt.Errorf("models: no variable under /%s to digest: %w", scope, ErrInvalid)
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.Header.Params)) {
 		if !TrainingOnlyParams[k] {
@@ -260,9 +260,9 @@ func SameTraining(a, b *Checkpoint) error {
 	pa, pb := a.Header.Provenance, b.Header.Provenance
 	switch {
 	case pa.Scaling != pb.Scaling:
-		return fmt.Errorf("models: networks trained on differently scaled data (%q and %q): %w", pa.Scaling, pb.Scaling, ErrBad)
+		return fmt.Errorf("models: networks trained on differently scaled data (%q and %q): %w", pa.Scaling, pb.Scaling, ErrInvalid)
 	case pa.Dequantize != pb.Dequantize:
-		return fmt.Errorf("models: networks trained with different dequantisation (%q and %q): %w", pa.Dequantize, pb.Dequantize, ErrBad)
+		return fmt.Errorf("models: networks trained with different dequantisation (%q and %q): %w", pa.Dequantize, pb.Dequantize, ErrInvalid)
 	}
 	return nil
 }
@@ -274,20 +274,20 @@ func SameTraining(a, b *Checkpoint) error {
 func SameData(a, b *Checkpoint) error {
 	pa, pb := a.Header.Provenance, b.Header.Provenance
 	if pa == nil || pb == nil {
-		return fmt.Errorf("models: %w: %w", ErrNoProvenance, ErrBad)
+		return fmt.Errorf("models: %w: %w", ErrNoProvenance, ErrInvalid)
 	}
 	switch {
 	case pa.Schedule != nil && pb.Schedule != nil && !pa.Schedule.Equal(pb.Schedule):
-		return fmt.Errorf("models: networks trained on different schedules (%v and %v): %w", pa.Schedule, pb.Schedule, ErrBad)
+		return fmt.Errorf("models: networks trained on different schedules (%v and %v): %w", pa.Schedule, pb.Schedule, ErrInvalid)
 	case pa.Data != pb.Data:
-		return fmt.Errorf("models: networks trained on different data (%q and %q): %w", pa.Data, pb.Data, ErrBad)
+		return fmt.Errorf("models: networks trained on different data (%q and %q): %w", pa.Data, pb.Data, ErrInvalid)
 	}
 	return nil
 }
 
 // CheckPair checks that trace (holding t_θ or ν_θ) was made for the
 // ε-network in eps: same training provenance, and trace's EpsNetwork equal
-// to eps's digest. A mismatched pair is an error wrapping ErrBad.
+// to eps's digest. A mismatched pair is an error wrapping ErrInvalid.
 func CheckPair(eps, trace *Checkpoint) error {
 	if err := SameTraining(eps, trace); err != nil {
 		return err
@@ -298,7 +298,7 @@ func CheckPair(eps, trace *Checkpoint) error {
 	}
 	if want := trace.Header.Provenance.EpsNetwork; want != got {
 		return fmt.Errorf("models: the trace network was made for the ε-network %.12s…, this ε-network is %.12s… "+
-			"(use the pair trained together): %w", want, got, ErrBad)
+			"(use the pair trained together): %w", want, got, ErrInvalid)
 	}
 	return nil
 }
@@ -307,14 +307,14 @@ func CheckPair(eps, trace *Checkpoint) error {
 func CheckSchedule(c *Checkpoint, s schedule.Schedule) error {
 	p := c.Header.Provenance
 	if p == nil {
-		return fmt.Errorf("models: %w: %w", ErrNoProvenance, ErrBad)
+		return fmt.Errorf("models: %w: %w", ErrNoProvenance, ErrInvalid)
 	}
 	want, err := SpecOf(s)
 	if err != nil {
 		return err
 	}
 	if !p.Schedule.Equal(want) {
-		return fmt.Errorf("models: networks trained on the %v schedule, used with %v: %w", p.Schedule, want, ErrBad)
+		return fmt.Errorf("models: networks trained on the %v schedule, used with %v: %w", p.Schedule, want, ErrInvalid)
 	}
 	return nil
 }

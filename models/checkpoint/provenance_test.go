@@ -69,23 +69,23 @@ func TestCheckPairRefusesAnotherEpsNetworkOrOtherData(t *testing.T) {
 	if err := CheckPair(epsA, trace); err != nil {
 		t.Fatalf("the pair trained together is refused: %v", err)
 	}
-	if err := CheckPair(epsB, trace); !errors.Is(err, ErrBad) || !strings.Contains(err.Error(), "ε-network") {
+	if err := CheckPair(epsB, trace); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "ε-network") {
 		t.Errorf("t_θ with another ε-network: %v", err)
 	}
 	other := *trace
 	p := *trace.Header.Provenance
 	p.Data = "another data set"
 	other.Header.Provenance = &p
-	if err := CheckPair(epsA, &other); !errors.Is(err, ErrBad) {
+	if err := CheckPair(epsA, &other); !errors.Is(err, ErrInvalid) {
 		t.Errorf("t_θ trained on other data: %v", err)
 	}
 	if err := CheckSchedule(epsA, schedule.DefaultVP()); err != nil {
 		t.Errorf("own schedule refused: %v", err)
 	}
-	if err := CheckSchedule(epsA, schedule.DefaultVE()); !errors.Is(err, ErrBad) {
+	if err := CheckSchedule(epsA, schedule.DefaultVE()); !errors.Is(err, ErrInvalid) {
 		t.Errorf("a VP network used on the VE schedule: %v", err)
 	}
-	if err := CheckSchedule(epsA, schedule.VP{BetaMin: 0.1, BetaMax: 19, TMin: 1e-5, TMax: 1}); !errors.Is(err, ErrBad) {
+	if err := CheckSchedule(epsA, schedule.VP{BetaMin: 0.1, BetaMax: 19, TMin: 1e-5, TMax: 1}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("a VP network used with another β_max: %v", err)
 	}
 }
@@ -142,7 +142,7 @@ func TestV2FilesDecodeButNeverLoadUntilRestamped(t *testing.T) {
 	if dec.Header.Provenance != nil || dec.Version() != 2 {
 		t.Fatalf("v2 file: provenance %v, version %d", dec.Header.Provenance, dec.Version())
 	}
-	if _, err := LoadWeights(dec); !errors.Is(err, ErrNoProvenance) || !errors.Is(err, ErrBad) {
+	if _, err := LoadWeights(dec); !errors.Is(err, ErrNoProvenance) || !errors.Is(err, ErrInvalid) {
 		t.Errorf("LoadWeights of a v2 file: %v", err)
 	}
 	if err := Verify(dec); !errors.Is(err, ErrNoProvenance) {
@@ -202,7 +202,7 @@ func TestCorruptProvenanceIsRefused(t *testing.T) {
 		"unknown provenance field": rawWithHeader(good, bytes.Replace(mustJSON(t, good.Header), []byte(`"Provenance":{`), []byte(`"Provenance":{"Extra":1,`), 1), checkpointVersion),
 	}
 	for name, b := range cases {
-		if _, err := Decode(b, name); !errors.Is(err, ErrBad) {
+		if _, err := Decode(b, name); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: decoded (err %v)", name, err)
 		}
 	}
@@ -219,12 +219,12 @@ func TestTrainerResumeRefusesOtherProvenance(t *testing.T) {
 	b := newTinyTrainer(t, 16)
 	otherData := testProvenance
 	otherData.Data = "another data set"
-	if err := LoadTrainer(b, otherData, path); !errors.Is(err, ErrBad) {
+	if err := LoadTrainer(b, otherData, path); !errors.Is(err, ErrInvalid) {
 		t.Errorf("resume on other data: %v", err)
 	}
 	c := newTinyTrainer(t, 16)
 	c.Schedule = schedule.VP{BetaMin: 0.1, BetaMax: 10, TMin: 1e-5, TMax: 1}
-	if err := LoadTrainer(c, testProvenance, path); !errors.Is(err, ErrBad) {
+	if err := LoadTrainer(c, testProvenance, path); !errors.Is(err, ErrInvalid) {
 		t.Errorf("resume on another schedule: %v", err)
 	}
 }

@@ -109,7 +109,7 @@ func TestImportedCheckpointIsStrict(t *testing.T) {
 			if err == nil {
 				err = checkpoint.Verify(back)
 			}
-			if !errors.Is(err, checkpoint.ErrBad) {
+			if !errors.Is(err, checkpoint.ErrInvalid) {
 				t.Errorf("loaded (error %v)", err)
 			}
 		})

@@ -56,7 +56,7 @@ func ReadCandidates(dir string) (*CandidatesResult, error) {
 		}
 		dec := json.NewDecoder(bytes.NewReader(c.Header.Config))
 		if err := dec.Decode(&run.Record); err != nil {
-			return nil, fmt.Errorf("mnist: %s: training record: %v: %w", spec.Name, err, checkpoint.ErrBad)
+			return nil, fmt.Errorf("mnist: %s: training record: %v: %w", spec.Name, err, checkpoint.ErrInvalid)
 		}
 		run.Steps = c.Header.Step
 		if run.Finished {
