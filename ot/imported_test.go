@@ -2,17 +2,13 @@ package ot
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
-	"github.com/gomlx/compute/gobackend"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/schedule"
-	"github.com/dfx-lab/dfx/models"
-	"github.com/dfx-lab/dfx/models/onnximport"
+	"github.com/dfx-lab/dfx/models/onnximport/onnxtest"
 )
 
 // The OT test runs on an imported network: on the PyTorch MLP fixture
@@ -22,23 +18,8 @@ import (
 // for DDIM and RK4; the map of a network that is no gradient field is not
 // OT (A is not symmetric).
 func TestOTOnAnImportedNetwork(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "models", "testdata", "onnx", "mlp.onnx"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, err := onnximport.Import(raw, onnximport.Options{Param: "eps", Schedule: schedule.DefaultVP(), Time: models.TimeSigma, TimeScale: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	backend, err := gobackend.New("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer backend.Finalize()
-	net, err := im.Net(backend)
-	if err != nil {
-		t.Fatal(err)
-	}
+	im := onnxtest.MLP(t, schedule.DefaultVP())
+	net := onnxtest.Net(t, im)
 	op, err := access.NewOperator("vjp", access.Env{Net: net})
 	if err != nil {
 		t.Fatal(err)

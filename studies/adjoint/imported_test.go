@@ -3,19 +3,15 @@ package adjoint
 import (
 	"context"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"testing"
 
-	"github.com/gomlx/compute/gobackend"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/access"
 	dfxadjoint "github.com/dfx-lab/dfx/dfx/adjoint"
 	"github.com/dfx-lab/dfx/dfx/schedule"
-	"github.com/dfx-lab/dfx/models"
-	"github.com/dfx-lab/dfx/models/onnximport"
+	"github.com/dfx-lab/dfx/models/onnximport/onnxtest"
 )
 
 // Adjoint guidance runs on an imported network with the exact VJP operator
@@ -26,23 +22,8 @@ import (
 // Fisher is built from the denoiser and is accurate only for a network near
 // the data's posterior, is only run (an untrained network is far from any).
 func TestAdjointGuidanceOnAnImportedNetwork(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "..", "models", "testdata", "onnx", "mlp.onnx"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, err := onnximport.Import(raw, onnximport.Options{Param: "eps", Schedule: schedule.DefaultVP(), Time: models.TimeSigma, TimeScale: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	backend, err := gobackend.New("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer backend.Finalize()
-	net, err := im.Net(backend)
-	if err != nil {
-		t.Fatal(err)
-	}
+	im := onnxtest.MLP(t, schedule.DefaultVP())
+	net := onnxtest.Net(t, im)
 	target := []float64{3, -3, 3, -3, 3, -3, 3, -3}
 	loss := dfxadjoint.SquaredDistance(target)
 	xT := schedule.SamplePrior(schedule.Prior(im.Schedule), 8, 8, rand.New(rand.NewPCG(1, 1)))

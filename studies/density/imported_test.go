@@ -4,16 +4,11 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"testing"
-
-	"github.com/gomlx/compute/gobackend"
 
 	"github.com/dfx-lab/dfx/dfx/pfode"
 	"github.com/dfx-lab/dfx/dfx/schedule"
-	"github.com/dfx-lab/dfx/models"
-	"github.com/dfx-lab/dfx/models/onnximport"
+	"github.com/dfx-lab/dfx/models/onnximport/onnxtest"
 )
 
 // Density guidance runs on an imported network: the PyTorch MLP fixture
@@ -21,23 +16,8 @@ import (
 // Level target holds the tracked log-density ℓ at a level the unguided
 // samples end away from, and the guided samples end on it.
 func TestDensityGuidanceOnAnImportedNetwork(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "..", "models", "testdata", "onnx", "mlp.onnx"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, err := onnximport.Import(raw, onnximport.Options{Param: "eps", Schedule: schedule.DefaultVP(), Time: models.TimeSigma, TimeScale: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	backend, err := gobackend.New("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer backend.Finalize()
-	net, err := im.Net(backend)
-	if err != nil {
-		t.Fatal(err)
-	}
+	im := onnxtest.MLP(t, schedule.DefaultVP())
+	net := onnxtest.Net(t, im)
 	m, err := TraceModel(net, "vjp", 1, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/dfx-lab/dfx/models"
 	"github.com/dfx-lab/dfx/models/checkpoint"
 	"github.com/dfx-lab/dfx/models/onnximport"
+	"github.com/dfx-lab/dfx/models/onnximport/onnxtest"
 )
 
 // clusters are n points of dimension d around ±(1, …, 1), spread 0.3.
@@ -35,14 +35,7 @@ func clusters(n, d int, seed uint64) *mat.Dense {
 // folder: a researcher's problem (onnximport.NewProblem) and that folder.
 func importedProblem(t *testing.T) (*onnximport.Imported, *onnximport.Data, string) {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "models", "testdata", "onnx", "mlp.onnx"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, err := onnximport.Import(raw, onnximport.Options{Param: "eps", Schedule: schedule.DefaultVE(), Time: models.TimeSigma, TimeScale: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	im := onnxtest.MLP(t, schedule.DefaultVE())
 	enc, err := im.File("mlp.onnx", "test")
 	if err != nil {
 		t.Fatal(err)
@@ -103,15 +96,7 @@ func TestExactFisherStudyRunsOnAnImportedNetwork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	backend, err := gobackend.New("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer backend.Finalize()
-	direct, err := im.Net(backend)
-	if err != nil {
-		t.Fatal(err)
-	}
+	direct := onnxtest.Net(t, im)
 	c, _ = schedule.At(p.Schedule, 0.3)
 	a, errA := nw.Net.EpsAt(c, data.Test)
 	b, errB := direct.EpsAt(c, data.Test)
