@@ -123,7 +123,18 @@ func (r *Result) timingTable(where string) *report.Table {
 }
 
 func (r *Result) truthTable(where string) *report.Table {
-	tr := r.Truth
+	return r.Truth.table(sectionTitle("Ground truth at image scale: the exact Fisher of the "+thousands(r.TrainImages)+" training images", where, truthSetup),
+		"every trace estimator, t_θ and ȳ_θ against the exact Fisher of the empirical "+r.Config.Data+" training distribution, by time and split")
+}
+
+// truthSetup says how the exact-Fisher table is made.
+const truthSetup = "The empirical training distribution is a Dirac mixture whose diffused Fisher is exact (dfx/mixture, float64). " +
+	"Queries x_t = α x₀ + σ ε with x₀ from the training set (atoms of the mixture) or the test set. " +
+	"Relative errors are means over queries of |est − exact|/|exact|. " +
+	"The bound is the corrected DF-TM bound (α²/σ⁴)(d δ₁ + δ₂(2‖ȳ‖ + δ₂)) (access.DFTMErrorBound)."
+
+// table is the exact-Fisher table of tr under title (Markdown) with caption.
+func (tr *TruthResult) table(title, caption string) *report.Table {
 	g3 := func(name string) report.Column { return report.Column{Name: name, Format: "%.3g"} }
 	h := []report.Column{{Name: "x₀ from"}, {Name: "t"}, g3("σ"), {Name: "queries"}, g3("exact tr F")}
 	for _, e := range tr.Estimators {
@@ -131,14 +142,7 @@ func (r *Result) truthTable(where string) *report.Table {
 	}
 	h = append(h, g3("δ₁ = |t_θ − t*|"), report.Percent("‖ȳ_θ − ȳ‖/‖ȳ‖", ""), report.Percent("bound holds", ""), g3("err/bound (median)"),
 		g3("tr Cov/d exact"), g3("tr Cov/d network"), g3("top posterior weight"))
-	t := &report.Table{Name: "truth",
-		Title: sectionTitle("Ground truth at image scale: the exact Fisher of the "+thousands(r.TrainImages)+" training images", where,
-			"The empirical training distribution is a Dirac mixture whose diffused Fisher is exact (dfx/mixture, float64). "+
-				"Queries x_t = α x₀ + σ ε with x₀ from the training set (atoms of the mixture) or the test set. "+
-				"Relative errors are means over queries of |est − exact|/|exact|. "+
-				"The bound is the corrected DF-TM bound (α²/σ⁴)(d δ₁ + δ₂(2‖ȳ‖ + δ₂)) (access.DFTMErrorBound)."),
-		Caption: "every trace estimator, t_θ and ȳ_θ against the exact Fisher of the empirical " + r.Config.Data + " training distribution, by time and split",
-		Columns: h}
+	t := &report.Table{Name: "truth", Title: title, Caption: caption, Columns: h}
 	f := report.Float
 	for _, row := range tr.Rows {
 		cells := []report.Cell{report.Text(row.Split), f(row.T), f(row.Sigma), report.Int(row.Queries), f(row.ExactTrace)}
@@ -148,4 +152,14 @@ func (r *Result) truthTable(where string) *report.Table {
 		t.Add(append(cells, f(row.Delta1), f(row.Delta2Rel), f(row.BoundHolds), f(row.BoundRatio), f(row.ExactCov), f(row.NetCov), f(row.NearestShare))...)
 	}
 	return t
+}
+
+// Report is Truth's table alone: every trace estimator, t_θ and ȳ_θ
+// against the exact Fisher of the problem's training points.
+func (tr *TruthResult) Report() (*report.Report, error) {
+	title := "Ground truth: the exact Fisher of the " + thousands(tr.TrainPoints) + " training points of " + tr.Problem
+	rep := &report.Report{Name: "truth", Title: title,
+		Tables: []*report.Table{tr.table("## "+title+"\n\n"+truthSetup,
+			"every trace estimator, t_θ and ȳ_θ against the exact Fisher of "+tr.Problem+"'s training points, by time and split")}}
+	return rep, rep.Check()
 }

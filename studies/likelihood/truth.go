@@ -37,8 +37,10 @@ type TruthRow struct {
 
 // TruthResult is the exact-Fisher study at image scale.
 type TruthResult struct {
-	Estimators []string
-	Rows       []TruthRow
+	Problem     string // the problem's name
+	TrainPoints int    // atoms of the reference mixture
+	Estimators  []string
+	Rows        []TruthRow
 }
 
 // Truth is the study's exact-Fisher part alone, on p's data and the
@@ -83,7 +85,8 @@ func (s study) truth(ctx context.Context, y, test *mat.Dense) (*TruthResult, err
 		return nil, err
 	}
 	ests := []score.TraceEstimator{tr.vjp, tr.h16, tr.dftm, tr.dftmc}
-	res := &TruthResult{}
+	res := &TruthResult{Problem: s.p.Name}
+	res.TrainPoints, _ = y.Dims()
 	for _, e := range ests {
 		res.Estimators = append(res.Estimators, e.Name())
 	}

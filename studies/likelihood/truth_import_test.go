@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/gomlx/compute/gobackend"
@@ -110,6 +111,9 @@ func TestExactFisherStudyRunsOnAnImportedNetwork(t *testing.T) {
 	}
 	if len(res.Rows) != 4 || len(res.Estimators) != 4 {
 		t.Fatalf("%d rows of %d estimators, want 2 splits × 2 times of 4", len(res.Rows), len(res.Estimators))
+	}
+	if rep, err := res.Report(); err != nil || !strings.Contains(rep.Tables[0].Markdown(), "the 40 training points of mlp-fixture") {
+		t.Errorf("the result's report does not name its reference (%v)", err)
 	}
 	for _, r := range res.Rows {
 		if r.Split == "train" && r.T == 0.05 && math.Abs(r.ExactTrace*r.Sigma*r.Sigma/8-1) > 1e-3 {
