@@ -95,13 +95,13 @@ func (d *sampleDensityFlags) check(fs *flag.FlagSet, guide string) (*sampleDensi
 // any case), and returns its name in density.Traces; it builds
 // nothing. Hutch++ is nll's alone.
 func densityTrace(v string) (string, error) {
-	unknown := fmt.Errorf("unknown --trace %q (want %s, with K in 1…1024)", v, density.TraceForms)
+	unknown := fmt.Errorf("unknown --trace %q (want %s, with K in 1…1024)", v, density.TraceForms())
 	tr, err := parseTrace(v)
 	switch {
 	case err != nil:
 		return "", unknown
 	case tr.Family == "hutch++":
-		return "", fmt.Errorf("--trace %s: Hutch++ is a trace of dfx nll; density guidance takes %s", v, density.TraceForms)
+		return "", fmt.Errorf("--trace %s: Hutch++ is a trace of dfx nll; density guidance takes %s", v, density.TraceForms())
 	}
 	if _, err := density.CheckTrace(tr.spec); err != nil {
 		return "", unknown

@@ -35,8 +35,10 @@ import (
 // and the exact VJP trace (d vector-Jacobian products per point).
 var Traces = []string{"df-tm", "df-tm-c", "hutchinson:K", "skip-hutchinson:K", "vjp"}
 
-// TraceForms lists the trace names for messages.
-const TraceForms = "df-tm, df-tm-c, vjp, hutchinson:K or skip-hutchinson:K"
+// TraceForms lists Traces for messages ("a, b or c").
+func TraceForms() string {
+	return strings.Join(Traces[:len(Traces)-1], ", ") + " or " + Traces[len(Traces)-1]
+}
 
 // CheckTrace checks a trace spec (dfx/access's registry: one of the
 // families of Traces, K ≤ 1024) without a network: it returns Hutchinson's
@@ -46,7 +48,7 @@ func CheckTrace(name string) (int, error) {
 	if err == nil && slices.Contains(traceFamilies, s.Family) && s.K <= 1024 {
 		return s.K, nil
 	}
-	return 0, fmt.Errorf("unknown trace %q (want %s, with K in 1…1024)", name, TraceForms)
+	return 0, fmt.Errorf("unknown trace %q (want %s, with K in 1…1024)", name, TraceForms())
 }
 
 // traceFamilies are the registry's families of Traces.

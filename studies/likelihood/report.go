@@ -30,6 +30,12 @@ func sectionTitle(heading, where, setup string) string {
 	return "## " + heading + "\n\n" + where + " " + setup
 }
 
+// section is a named table that opens a section of the report (its title
+// by sectionTitle), with its caption; the caller adds columns and rows.
+func section(name, heading, where, setup, caption string) *report.Table {
+	return &report.Table{Name: name, Title: sectionTitle(heading, where, setup), Caption: caption}
+}
+
 // thousands writes n with a space between groups of three digits ("60 000").
 func thousands(n int) string {
 	s := fmt.Sprint(n)
@@ -93,12 +99,11 @@ func (r *Result) trainingTable(where string) *report.Table {
 
 func (r *Result) timingTable(where string) *report.Table {
 	tm := r.Timing
-	t := &report.Table{Name: "table1",
-		Title: sectionTitle("Table 1 analogue: cost per call", where,
-			fmt.Sprintf("Queries are noisy training images at t = %g; median of interleaved rounds after a warm-up call.", tm.T)),
-		Caption: "Table 1 analogue: time per call of every trace estimator and F·v operator at batch 1 and 64, with the ratios against the goals",
-		Columns: []report.Column{{Name: "kind"}, {Name: "method"}, {Name: "batch"}, report.Millis("time per call", ""), {Name: "rounds"}, {Name: "what"}},
-		Align:   "llrrrl"}
+	t := section("table1", "Table 1 analogue: cost per call", where,
+		fmt.Sprintf("Queries are noisy training images at t = %g; median of interleaved rounds after a warm-up call.", tm.T),
+		"Table 1 analogue: time per call of every trace estimator and F·v operator at batch 1 and 64, with the ratios against the goals")
+	t.Columns = []report.Column{{Name: "kind"}, {Name: "method"}, {Name: "batch"}, report.Millis("time per call", ""), {Name: "rounds"}, {Name: "what"}}
+	t.Align = "llrrrl"
 	for _, row := range tm.Rows {
 		t.Add(report.Text(row.Kind), report.Text(row.Method), report.Int(row.Batch), report.Float(row.Seconds), report.Int(row.Rounds), report.Text(row.Note))
 	}

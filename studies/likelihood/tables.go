@@ -64,20 +64,20 @@ func (r *Result) bpdTable(where string) *report.Table {
 
 func (r *Result) guidanceTable(where string) *report.Table {
 	g := r.Guidance
-	t := &report.Table{Name: "guidance",
-		Title: sectionTitle("Figure 1b analogue: NLL against classifier log-probability over guidance scales", where,
-			fmt.Sprintf("DDIM (%d steps), classifier-free guidance ε̃ = ε_∅ + s (ε_c − ε_∅), "+
-				"samples balanced over classes with the same initial noise at every scale. "+
-				"NLL by DF-TM of the quantised, dequantised samples: the paper's protocol (explicit Euler, 10 steps on [t_min, 1], "+
-				"the step nearest t = 0 left out, i.e. from t₁ = %.3g) and the same start with a finer solver (Heun, %d steps; "+
-				"its distance from dopri5 is in bpd.md's convergence section). Both are −log q_{t₁} of the image taken as x_{t₁}.",
-				r.Config.DDIMSteps, g.Rows[0].PaperT0, r.Config.BPDSteps)),
-		Caption: "Figure 1b data: per guidance scale, classifier log-probability and accuracy, DF-TM NLL under both protocols, times",
-		Columns: []report.Column{{Name: "scale s"}, {Name: "samples"}, {Name: "log p(c|x)", Format: "%.3g"}, {Name: "± SE", Format: "%.3g"},
-			report.Percent("accuracy", ""),
-			{Name: "bpd (paper protocol)", Format: "%.4f"}, {Name: "± SE", Format: "%.3g"},
-			{Name: "bpd (Heun from t₁)", Format: "%.4f"}, {Name: "± SE", Format: "%.3g"},
-			{Name: "sampling time", Unit: "s", Format: "%.1f s"}, {Name: "NLL time", Unit: "s", Format: "%.1f s"}}, Align: "rrrrrrrrrrr"}
+	setup := fmt.Sprintf("DDIM (%d steps), classifier-free guidance ε̃ = ε_∅ + s (ε_c − ε_∅), "+
+		"samples balanced over classes with the same initial noise at every scale. "+
+		"NLL by DF-TM of the quantised, dequantised samples: the paper's protocol (explicit Euler, 10 steps on [t_min, 1], "+
+		"the step nearest t = 0 left out, i.e. from t₁ = %.3g) and the same start with a finer solver (Heun, %d steps; "+
+		"its distance from dopri5 is in bpd.md's convergence section). Both are −log q_{t₁} of the image taken as x_{t₁}.",
+		r.Config.DDIMSteps, g.Rows[0].PaperT0, r.Config.BPDSteps)
+	t := section("guidance", "Figure 1b analogue: NLL against classifier log-probability over guidance scales", where, setup,
+		"Figure 1b data: per guidance scale, classifier log-probability and accuracy, DF-TM NLL under both protocols, times")
+	t.Columns = []report.Column{{Name: "scale s"}, {Name: "samples"}, {Name: "log p(c|x)", Format: "%.3g"}, {Name: "± SE", Format: "%.3g"},
+		report.Percent("accuracy", ""),
+		{Name: "bpd (paper protocol)", Format: "%.4f"}, {Name: "± SE", Format: "%.3g"},
+		{Name: "bpd (Heun from t₁)", Format: "%.4f"}, {Name: "± SE", Format: "%.3g"},
+		{Name: "sampling time", Unit: "s", Format: "%.1f s"}, {Name: "NLL time", Unit: "s", Format: "%.1f s"}}
+	t.Align = "rrrrrrrrrrr"
 	for _, row := range g.Rows {
 		f := report.Float
 		t.Add(f(row.Scale), report.Int(row.Samples), f(row.LogProb), f(row.LogProbSE), f(row.Accuracy),
@@ -94,14 +94,14 @@ func (r *Result) guidanceTable(where string) *report.Table {
 
 func (r *Result) fig2Table(where string) *report.Table {
 	f := r.Fig2
-	t := &report.Table{Name: "fig2",
-		Title: sectionTitle("Figure 2 analogue: samples ranked by NLL", where,
-			fmt.Sprintf("%d seeds per class at guidance scale %g; NLL by DF-TM (Heun from t₁, as in guidance.md); "+
-				"confidence = classifier log p(c|x); distance = Euclidean distance to the nearest of the %s training images "+
-				"(data scaled to [−1, 1]).", f.Seeds, f.Scale, thousands(r.TrainImages))),
-		Caption: "Figure 2 data: Spearman correlations of NLL with classifier confidence and with the distance to the nearest training image",
-		Columns: []report.Column{{Name: "correlation of NLL with"}, {Name: "Spearman ρ (pooled)", Format: "%.3f"},
-			{Name: "mean of per-class ρ", Format: "%.3f"}}, Align: "lrr"}
+	setup := fmt.Sprintf("%d seeds per class at guidance scale %g; NLL by DF-TM (Heun from t₁, as in guidance.md); "+
+		"confidence = classifier log p(c|x); distance = Euclidean distance to the nearest of the %s training images "+
+		"(data scaled to [−1, 1]).", f.Seeds, f.Scale, thousands(r.TrainImages))
+	t := section("fig2", "Figure 2 analogue: samples ranked by NLL", where, setup,
+		"Figure 2 data: Spearman correlations of NLL with classifier confidence and with the distance to the nearest training image")
+	t.Columns = []report.Column{{Name: "correlation of NLL with"}, {Name: "Spearman ρ (pooled)", Format: "%.3f"},
+		{Name: "mean of per-class ρ", Format: "%.3f"}}
+	t.Align = "lrr"
 	t.Add(report.Text("classifier confidence log p(c|x)"), report.Float(f.RhoConf), report.Float(f.RhoConfWithin))
 	t.Add(report.Text("distance to the nearest training image"), report.Float(f.RhoNN), report.Float(f.RhoNNWithin))
 	per := &report.Table{Title: "### Per class: bpd range (lowest, highest)", Align: "rrrrr", Columns: []report.Column{{Name: "class"},
@@ -120,14 +120,14 @@ func (r *Result) fig2Table(where string) *report.Table {
 
 func (r *Result) trajTable(where string) *report.Table {
 	tr := r.Traj
-	t := &report.Table{Name: "trajectory",
-		Title: sectionTitle("Beyond the paper: NLL along the generation trajectory", where,
-			fmt.Sprintf("%d unconditional samples generated by the PF-ODE (Heun, %d steps, t from %g to %g) "+
-				"while integrating the log-density ODE with DF-TM; then each sample re-encoded from data to noise with the same solver.",
-				tr.Samples, tr.Steps, tr.TrajStart, tr.TrajEnd)),
-		Caption: "each sample's NLL accumulated during generation (DF-TM) against re-encoding it; cost of the log-density on top of the sampler",
-		Columns: []report.Column{{Name: "quantity"}, {Name: "value", NoCSV: true}, {Name: "value", Key: "value", NoMarkdown: true}, {Name: "unit", NoMarkdown: true}},
-		Align:   "lr"}
+	setup := fmt.Sprintf("%d unconditional samples generated by the PF-ODE (Heun, %d steps, t from %g to %g) "+
+		"while integrating the log-density ODE with DF-TM; then each sample re-encoded from data to noise with the same solver.",
+		tr.Samples, tr.Steps, tr.TrajStart, tr.TrajEnd)
+	t := section("trajectory", "Beyond the paper: NLL along the generation trajectory", where, setup,
+		"each sample's NLL accumulated during generation (DF-TM) against re-encoding it; cost of the log-density on top of the sampler")
+	t.Columns = []report.Column{{Name: "quantity"}, {Name: "value", NoCSV: true}, {Name: "value", Key: "value", NoMarkdown: true},
+		{Name: "unit", NoMarkdown: true}}
+	t.Align = "lr"
 	for _, q := range []struct {
 		name, shown string
 		v           float64
