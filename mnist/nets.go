@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
@@ -127,34 +126,6 @@ func OpenEps(backend compute.Backend, dir, name string) (*Networks, error) {
 	store, _, err := LoadNetwork(dir, name)
 	if err != nil {
 		return nil, err
-	}
-	return &Networks{Backend: backend, Store: store}, nil
-}
-
-// OpenEpsFile is OpenEps for the ε-network of a checkpoint file (e.g. one
-// that dfx import wrote): it must take points of Dim values, have been
-// trained on Schedule() and know the ten classes (null class 10); every
-// mismatch is an error wrapping checkpoint.ErrInvalid.
-func OpenEpsFile(backend compute.Backend, path string) (*Networks, error) {
-	c, err := checkpoint.Read(path)
-	if err != nil {
-		return nil, err
-	}
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("mnist: checkpoint %s: %s: %w", path, fmt.Sprintf(format, args...), checkpoint.ErrInvalid)
-	}
-	if !slices.Equal(c.Header.Networks, []string{models.ScoreScope}) || c.Header.Dim != Dim {
-		return nil, bad("networks %v of %d values a point, want an ε-network of %d (28×28 images)", c.Header.Networks, c.Header.Dim, Dim)
-	}
-	if err := checkpoint.CheckSchedule(c, Schedule()); err != nil {
-		return nil, err
-	}
-	store, err := checkpoint.LoadWeights(c)
-	if err != nil {
-		return nil, err
-	}
-	if k := model.GetRootParamOr(store, models.ParamNumClasses, 0); k != 10 {
-		return nil, bad("a network of %d classes, MNIST has 10 (and the null class 10)", k)
 	}
 	return &Networks{Backend: backend, Store: store}, nil
 }

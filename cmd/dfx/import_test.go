@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -107,7 +108,7 @@ func TestNLLRunsOnAnImportedNetwork(t *testing.T) {
 	hutch := runNLLJSON(t, "--checkpoint", ckpt, "--points", points, "--trace", "hutchpp:24", "--s", "0.1", "--rtol", "1e-3", "--atol", "1e-3")
 	wide := writeTemp(t, "wide.csv", "1,2,3,4,5,6,7,8,9\n")
 	if code, stdout, stderr := runCLI("nll", "--checkpoint", ckpt, "--points", wide); code != 2 || stdout != "" ||
-		!strings.Contains(stderr, "takes points of dimension 8, the --points are of dimension 9") {
+		!strings.Contains(stderr, "takes points of dimension 8, the data are of dimension 9") {
 		t.Errorf("points of another dimension: exit %d, stderr %q", code, stderr)
 	}
 	for i, p := range exact.Points {
@@ -119,7 +120,9 @@ func TestNLLRunsOnAnImportedNetwork(t *testing.T) {
 }
 
 // dfx sample -checkpoint draws (classifier-free guided) samples from an
-// imported MNIST-shaped network, and refuses one of another shape.
+// imported MNIST-shaped network, plain, with adjoint guidance and with
+// density guidance, and refuses one of another shape or a trace whose
+// network is not given.
 func TestSampleRunsOnAnImportedNetwork(t *testing.T) {
 	dir := t.TempDir()
 	u28, u8 := filepath.Join(dir, "u28.dfxckpt"), filepath.Join(dir, "u8.dfxckpt")
@@ -139,13 +142,27 @@ func TestSampleRunsOnAnImportedNetwork(t *testing.T) {
 	if st, err := os.Stat(npy); err != nil || st.Size() < 4*784*4 {
 		t.Errorf("samples: %v", err)
 	}
+	for i, guided := range [][]string{
+		{"-guide", "centring", "-operator", "vjp", "-class", "3", "-steps", "4", "-window", "1:2", "-inner", "2"},
+		{"-guide", "class", "-operator", "dfea", "-class", "3", "-steps", "4", "-window", "1:2", "-inner", "2"},
+		{"-density", "offset:1", "-trace", "hutchinson:2", "-steps", "2"},
+	} {
+		out := filepath.Join(dir, fmt.Sprintf("guided%d.npy", i))
+		args := append([]string{"sample", "-checkpoint", u28, "-n", "1", "-npy", out}, guided...)
+		if code, _, stderr := runCLI(args...); code != 0 {
+			t.Errorf("%v: exit %d: %s", guided, code, stderr)
+		} else if st, err := os.Stat(out); err != nil || st.Size() < 784*4 {
+			t.Errorf("%v: samples: %v", guided, err)
+		}
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"-checkpoint", u8}, "want an ε-network of 784"},
+		{[]string{"-checkpoint", u8}, "takes points of dimension 64, the data are of dimension 784"},
 		{[]string{"-checkpoint", u28, "-model", "eps"}, "give one"},
-		{[]string{"-checkpoint", u28, "-guide", "centring"}, "-checkpoint applies to plain sampling"},
+		{[]string{"-checkpoint", u28, "-checkpoint", u28}, "both hold the score network"},
+		{[]string{"-checkpoint", u28, "-density", "offset:1"}, "-trace df-tm-c needs the nu network"},
 	} {
 		args := append([]string{"sample", "-n", "1", "-steps", "2", "-npy", filepath.Join(dir, "x.npy")}, tc.args...)
 		if code, stdout, stderr := runCLI(args...); code != 2 || stdout != "" || !strings.Contains(stderr, tc.want) {

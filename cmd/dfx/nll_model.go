@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -147,20 +146,9 @@ func parseTrace(v string) (traceSpec, error) {
 // loadNetModel reads the --checkpoint files (weights checkpoints; networks
 // in separate files are put side by side) and builds the score and trace.
 func loadNetModel(paths []string, tr traceSpec, d int, s schedule.Schedule, seed uint64) (nllModel, error) {
-	store, have, byNet, err := readNetCheckpoints(paths, d, s)
+	set, err := checkpoint.ReadSet(paths, d, s)
 	if err != nil {
-		return nllModel{}, err
-	}
-	held := slices.Sorted(mapsKeys(have, nil))
-	if _, ok := have[models.ScoreScope]; !ok {
-		return nllModel{}, fmt.Errorf("no score network (%s) in the --checkpoint files, which hold %s", models.ScoreScope, strings.Join(held, ", "))
-	}
-	for _, n := range []string{models.TraceScope, models.CentredTraceScope} {
-		if c, ok := byNet[n]; ok {
-			if err := checkpoint.CheckPair(byNet[models.ScoreScope], c); err != nil {
-				return nllModel{}, fmt.Errorf("--checkpoint %s was not made for the score network of %s: %w", have[n], have[models.ScoreScope], err)
-			}
-		}
+		return nllModel{}, fmt.Errorf("--checkpoint: %w", err)
 	}
 	need := ""
 	switch {
@@ -169,26 +157,10 @@ func loadNetModel(paths []string, tr traceSpec, d int, s schedule.Schedule, seed
 	case tr.Needs&access.NeedsNu != 0:
 		need = models.CentredTraceScope
 	}
-	if _, ok := have[need]; need != "" && !ok {
-		return nllModel{}, fmt.Errorf("--trace %s needs the %s network in a --checkpoint (repeat --checkpoint with "+
-			"the file that holds it, e.g. the *-%s-* checkpoint beside the score network's); the files hold %s",
-			tr, need, tr.Family, strings.Join(held, ", "))
+	if err := set.Use(need, "--trace "+tr.String()); err != nil {
+		return nllModel{}, fmt.Errorf("--checkpoint: %w", err)
 	}
-	for _, p := range paths { // a file loaded and not used is a mistake, not a no-op
-		used := false
-		var holds []string
-		for n, f := range have {
-			if f == p {
-				used = used || n == models.ScoreScope || n == need
-				holds = append(holds, n)
-			}
-		}
-		if !used {
-			slices.Sort(holds)
-			return nllModel{}, fmt.Errorf("--checkpoint %s holds %s, which --trace %s does not use: leave it out, or "+
-				"choose the --trace that uses it", p, strings.Join(holds, ", "), tr)
-		}
-	}
+	store := set.Store
 	backend, err := models.NewBackend()
 	if err != nil {
 		return nllModel{}, fmt.Errorf("backend: %w", err)
@@ -219,91 +191,7 @@ func loadNetModel(paths []string, tr traceSpec, d int, s schedule.Schedule, seed
 			rows := float64(min(b, nm.PerCall) * rowsPer)
 			return rows*fd*8*4 + rows*(fd+width)*4*32
 		},
-		info: fmt.Sprintf("networks %s, trace %s", strings.Join(held, "+"), tr)}, nil
-}
-
-// readNetCheckpoints reads the --checkpoint files (weights checkpoints for
-// points of dimension d on schedule s, one architecture, each network
-// once) into one store, and returns it with the file and checkpoint of
-// each network scope.
-func readNetCheckpoints(paths []string, d int, s schedule.Schedule) (*model.Store, map[string]string, map[string]*checkpoint.Checkpoint, error) {
-	var store *model.Store
-	var first *checkpoint.Checkpoint
-	have := map[string]string{} // network scope → file
-	byNet := map[string]*checkpoint.Checkpoint{}
-	var others []*model.Store
-	for _, p := range paths {
-		c, err := checkpoint.Read(p)
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("--checkpoint: %w", err)
-		}
-		if c.Header.Kind != checkpoint.KindWeights {
-			return nil, nil, nil, fmt.Errorf("--checkpoint %s is a %q checkpoint; dfx nll takes %q checkpoints (the "+
-				"evaluation weights)", p, c.Header.Kind, checkpoint.KindWeights)
-		}
-		if c.Header.Dim != d {
-			return nil, nil, nil, fmt.Errorf("--checkpoint %s takes points of dimension %d, the --points are of dimension %d", p, c.Header.Dim, d)
-		}
-		if err := checkpoint.CheckSchedule(c, s); err != nil {
-			return nil, nil, nil, fmt.Errorf("--checkpoint %s does not go with --schedule %s: %w", p, s.Name(), err)
-		}
-		for _, n := range c.Header.Networks {
-			if f, dup := have[n]; dup {
-				return nil, nil, nil, fmt.Errorf("--checkpoint %s and %s both hold the %s network: give each network once", f, p, n)
-			}
-			have[n], byNet[n] = p, c
-		}
-		if first != nil {
-			for _, key := range slices.Sorted(mapsKeys(first.Header.Params, c.Header.Params)) {
-				if ownSetting(key, first, c) {
-					continue
-				}
-				if a, b := first.Header.Params[key], c.Header.Params[key]; a != b && !checkpoint.TrainingOnlyParams[key] && !checkpoint.InitOnlyParams[key] {
-					return nil, nil, nil, fmt.Errorf("--checkpoint %s has %s=%q but %s has %q: networks of different architectures cannot be combined", p, key, b, paths[0], a)
-				}
-			}
-		}
-		st, err := checkpoint.LoadWeights(c)
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("--checkpoint %s: %w", p, err)
-		}
-		if store == nil {
-			store, first = st, c
-		} else {
-			others = append(others, st)
-		}
-	}
-	if err := models.CopyTrainable(store, others...); err != nil {
-		return nil, nil, nil, fmt.Errorf("--checkpoint: combining the files: %w", err)
-	}
-	return store, have, byNet, nil
-}
-
-// ownSetting reports whether key is scoped to a network that only one of
-// the two checkpoints holds (e.g. /dftm/trace_skip): a setting of that
-// network alone, which the other file need not share.
-func ownSetting(key string, a, b *checkpoint.Checkpoint) bool {
-	parts := strings.SplitN(strings.TrimPrefix(key, "/"), "/", 2)
-	if len(parts) != 2 {
-		return false
-	}
-	return slices.Contains(a.Header.Networks, parts[0]) != slices.Contains(b.Header.Networks, parts[0])
-}
-
-// mapsKeys iterates the union of the keys of a and b.
-func mapsKeys[V any](a, b map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range a {
-			if !yield(k) {
-				return
-			}
-		}
-		for k := range b {
-			if _, dup := a[k]; !dup && !yield(k) {
-				return
-			}
-		}
-	}
+		info: fmt.Sprintf("networks %s, trace %s", strings.Join(set.Networks(), "+"), tr)}, nil
 }
 
 // loadGMMCheckpoint is --gmm FILE.dfxckpt: the Gaussian mixture stored in a

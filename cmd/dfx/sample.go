@@ -25,7 +25,7 @@ import (
 )
 
 const sampleUsage = `usage: dfx sample [-class 0,1,…|all] [-n 8] [-scale 3] [-steps 25] [-seed 1] [-png samples.png] [-npy samples.npy]
-                  [-nets DIR] [-model eps | -checkpoint NET.dfxckpt]
+                  [-nets DIR] [-model eps | -checkpoint NET.dfxckpt [-checkpoint TNET.dfxckpt]]
                   [-guide class|style|identity|centring [-operator dfea|vjp] [-window FROM:TO] [-strength 0.2] [-inner 10]
                    [-target K] [-reference FILE [-reference-row I]]]
                   [-density offset:P|quantile:p [-trace df-tm-c|df-tm|hutchinson:K|skip-hutchinson:K|vjp] [-until T] [-gain 10] [-ref 64]]
@@ -35,8 +35,10 @@ unconditional, 1: conditional) from the committed networks (or -nets DIR, as wri
 [rows, 784] in [−1, 1] (clipped), each atomically. Sample i uses its own noise stream (seed, i); the network runs in
 float32 on 32 samples a graph call, so a sample can differ in its last digits (≈ 1e-5) with how many samples are drawn.
 Plain sampling loads the ε-network alone: -model picks another one (e.g. a candidate trained by dfx train NAME -out DIR,
-with -nets DIR), -checkpoint one from its file (e.g. an imported network, dfx import: 784 values a point, the VP schedule,
-classes 0…9 with the null class 10).
+with -nets DIR). -checkpoint takes the ε-network of a file instead, for plain, adjoint- and density-guided sampling (e.g.
+an imported network, dfx import: 784 values a point, the VP schedule, classes 0…9 with the null class 10); repeat it to
+add the t_θ or ν_θ that dfx train dftm|dftm-c -eps trained for it (-trace df-tm, df-tm-c). The rewards' classifier is
+the committed one (or -nets DIR's).
 With -guide, adjoint guidance (paper sec. "Adjoint optimization sampling", SAG) steers each sample towards a reward of
 its predicted clean image x̂₀ (a 10-step inner DDIM solve, -inner) on the outer steps [FROM, TO) of -window (default:
 30%–70% of the steps, 15:35 with -steps 50, the paper's protocol; -steps defaults to 50 with -guide): x ← x − S σ(t)
@@ -70,7 +72,9 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	npyOut := fs.String("npy", "", "write the samples [rows, 784] to this .npy file")
 	nets := fs.String("nets", "", "folder of networks written by dfx train (default: DFX_MNIST_NETS, else the committed ones)")
 	epsName := fs.String("model", "eps", "plain sampling: the ε-network to sample (a name of dfx train's list, from -nets DIR or committed)")
-	ckpt := fs.String("checkpoint", "", "plain sampling: the ε-network of this checkpoint (e.g. written by dfx import) instead")
+	var ckpts listFlag
+	fs.Var(&ckpts, "checkpoint", "the ε-network of this checkpoint (e.g. written by dfx import) instead of the committed one; "+
+		"repeat it to add the t_θ or ν_θ trained for it")
 	gf := guideFlags(fs)
 	df := densityFlags(fs)
 	if code, ok := parseFlags(fs, args, stderr, "sample", sampleUsage); !ok {
@@ -94,11 +98,9 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err := checkSampleFlags(*n, *steps, *scale, *pngOut, *npyOut, *nets, netsFrom); err != nil {
 		return fail(stderr, "sample", err)
 	}
-	for _, f := range []string{"model", "checkpoint"} {
-		if isSet(fs, f) && (gf.guide != "" || df.target != "") { // before their own checks: the conflict is the first thing to fix
-			return fail(stderr, "sample", fmt.Errorf("-%s applies to plain sampling: -guide and -density use the "+
-				"committed set's eps (or -nets DIR's) with its DF-TM networks", f))
-		}
+	if isSet(fs, "model") && (gf.guide != "" || df.target != "") { // before their own checks: the conflict is the first thing to fix
+		return fail(stderr, "sample", errors.New("-model applies to plain sampling: -guide and -density use the "+
+			"committed set's eps (or -nets DIR's) with its DF-TM networks, or -checkpoint files"))
 	}
 	if isSet(fs, "model") && isSet(fs, "checkpoint") {
 		return fail(stderr, "sample", errors.New("-model and -checkpoint both name the ε-network: give one"))
@@ -111,7 +113,7 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return fail(stderr, "sample", err)
 	}
-	net, err := openSampleNets(fs, *nets, netsFrom, *epsName, *ckpt, gf.guide == "" && dens == nil)
+	net, err := openSampleNets(fs, *nets, netsFrom, *epsName, ckpts, sampleUse{guide: gf.guide != "", density: dens})
 	if err != nil {
 		return failErr(stderr, "sample", err)
 	}
@@ -331,11 +333,18 @@ func sameFile(a, b string) bool {
 	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }
 
+// sampleUse is what a dfx sample run does with its networks: plain
+// sampling (neither), adjoint guidance, or density guidance.
+type sampleUse struct {
+	guide   bool
+	density *sampleDensity
+}
+
 // openSampleNets loads what dfx sample runs: for plain sampling the
-// ε-network alone (-model from -nets DIR or the committed set, or the one
-// of -checkpoint), else the whole set with its DF-TM networks and
-// classifier.
-func openSampleNets(fs *flag.FlagSet, nets, netsFrom, epsName, ckpt string, plain bool) (*mnist.Networks, error) {
+// ε-network alone (-model from -nets DIR or the committed set), else the
+// whole set with its DF-TM networks and classifier; or the networks of the
+// -checkpoint files, with the classifier for guidance.
+func openSampleNets(fs *flag.FlagSet, nets, netsFrom, epsName string, ckpts []string, use sampleUse) (*mnist.Networks, error) {
 	if isSet(fs, "model") {
 		if spec, err := mnist.SpecByName(epsName); err != nil {
 			return nil, badInput(fmt.Errorf("-model: %w", err))
@@ -349,14 +358,26 @@ func openSampleNets(fs *flag.FlagSet, nets, netsFrom, epsName, ckpt string, plai
 	}
 	var net *mnist.Networks
 	switch {
-	case ckpt != "":
-		net, err = mnist.OpenEpsFile(backend, ckpt)
-	case plain:
+	case len(ckpts) > 0:
+		need, usedBy := "", "plain sampling"
+		if use.guide {
+			usedBy = "adjoint guidance"
+		}
+		if use.density != nil {
+			need, usedBy = use.density.network(), "-trace "+use.density.flags.trace
+		}
+		if net, err = mnist.OpenFiles(backend, ckpts, need, usedBy); err != nil {
+			return nil, fmt.Errorf("-checkpoint: %w", err)
+		}
+		if use.guide {
+			err = net.LoadClassifier(nets)
+		}
+	case !use.guide && use.density == nil:
 		net, err = mnist.OpenEps(backend, nets, epsName)
 	default:
 		net, err = mnist.LoadNetworks(backend, nets)
 	}
-	if err != nil && nets != "" && ckpt == "" {
+	if err != nil && nets != "" && (len(ckpts) == 0 || use.guide) {
 		err = fmt.Errorf("%s: %w", netsFrom, err)
 	}
 	return net, err

@@ -12,6 +12,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/pfode"
 	"github.com/dfx-lab/dfx/mnist"
+	"github.com/dfx-lab/dfx/models"
 	"github.com/dfx-lab/dfx/studies/density"
 )
 
@@ -154,6 +155,18 @@ func (s *sampleDensity) sample(ctx context.Context, nets *mnist.Networks, n, ste
 	fmt.Fprintf(stderr, "sample: tracked bpd of the samples (%s trace): %s; %d of %d guided evaluations "+
 		"speed-limited\n", s.flags.trace, strings.Join(parts, " "), run.Guide.Limited, run.Guide.Evals)
 	return run.X, nil
+}
+
+// network is the trace network the -trace needs beside the ε-network
+// (models.TraceScope, CentredTraceScope, or "").
+func (s *sampleDensity) network() string {
+	switch s.flags.trace {
+	case "df-tm":
+		return models.TraceScope
+	case "df-tm-c":
+		return models.CentredTraceScope
+	}
+	return ""
 }
 
 // bpd is a log-density at t_min in bits per dimension.
