@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/adjoint"
+	"github.com/dfx-lab/dfx/internal/stats"
 )
 
 // TestGuidedSampleAtStrengthZeroIsSample: with Strength 0 the guided
@@ -32,7 +33,7 @@ func TestGuidedSampleAtStrengthZeroIsSample(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", op, err)
 		}
-		if d := relDiff(res.X.RawMatrix().Data, want.RawMatrix().Data); d > 1e-6 {
+		if d := stats.RelNorm(res.X.RawMatrix().Data, want.RawMatrix().Data); d > 1e-6 {
 			t.Errorf("%s: strength 0 differs from Sample by %g", op, d)
 		}
 		if len(res.Steps) != 4 || res.OperatorCalls != 4 || res.ModelEvals != 8 {
@@ -50,7 +51,7 @@ func TestGuidedSampleAtStrengthZeroIsSample(t *testing.T) {
 		}
 		// float32 network arithmetic depends on the batch size in the last bits
 		sub := mat.DenseCopyOf(want.Slice(1, 3, 0, Dim))
-		if d := relDiff(part.X.RawMatrix().Data, sub.RawMatrix().Data); d > 1e-5 {
+		if d := stats.RelNorm(part.X.RawMatrix().Data, sub.RawMatrix().Data); d > 1e-5 {
 			t.Errorf("%s: rows [1, 3) alone differ from the whole run's by %g", op, d)
 		}
 	}
@@ -72,7 +73,7 @@ func TestGuidedSampleMovesWithStrength(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := relDiff(res.X.RawMatrix().Data, want.RawMatrix().Data); d < 1e-3 {
+		if d := stats.RelNorm(res.X.RawMatrix().Data, want.RawMatrix().Data); d < 1e-3 {
 			t.Errorf("%s: strength 0.5 moved the images by only %g", op, d)
 		}
 		got = append(got, res.X)

@@ -19,6 +19,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/pfode"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/internal/stats"
 	"github.com/dfx-lab/dfx/models"
 )
 
@@ -56,15 +57,6 @@ func randomImages(b int, seed uint64) *mat.Dense {
 	return x
 }
 
-func relDiff(a, b []float64) float64 {
-	var num, den float64
-	for i := range a {
-		num += (a[i] - b[i]) * (a[i] - b[i])
-		den += b[i] * b[i]
-	}
-	return math.Sqrt(num / den)
-}
-
 // TestFusedGraphMatchesTheAccessEstimators: the one-graph ε / DF-TM / DF-TM-c
 // evaluation the likelihood runs use equals access's separate estimators
 // (a wrong sign or power of σ in the fused formula fails it).
@@ -99,13 +91,13 @@ func TestFusedGraphMatchesTheAccessEstimators(t *testing.T) {
 		wantEps, _ := nets.Net.EpsAt(c, x)
 		wantTr, _ := dftm.Trace(c, x)
 		wantNu, _ := dftmc.Trace(c, x)
-		if e := relDiff(eps.RawMatrix().Data, wantEps.RawMatrix().Data); e > 1e-5 {
+		if e := stats.RelNorm(eps.RawMatrix().Data, wantEps.RawMatrix().Data); e > 1e-5 {
 			t.Errorf("t=%g: ε differs by %g", tm, e)
 		}
-		if e := relDiff(tr, wantTr); e > 1e-4 {
+		if e := stats.RelNorm(tr, wantTr); e > 1e-4 {
 			t.Errorf("t=%g: DF-TM trace differs by %g: %v vs %v", tm, e, tr, wantTr)
 		}
-		if e := relDiff(nu, wantNu); e > 1e-4 {
+		if e := stats.RelNorm(nu, wantNu); e > 1e-4 {
 			t.Errorf("t=%g: centred DF-TM trace differs by %g", tm, e)
 		}
 	}
@@ -134,17 +126,17 @@ func TestGuidedEpsInterpolatesConditionalAndUnconditional(t *testing.T) {
 		t.Fatal(err)
 	}
 	e0, e1, e5 := at(0), at(1), at(5)
-	if d := relDiff(e0.RawMatrix().Data, unc.RawMatrix().Data); d > 1e-5 {
+	if d := stats.RelNorm(e0.RawMatrix().Data, unc.RawMatrix().Data); d > 1e-5 {
 		t.Errorf("scale 0 differs from the unconditional ε by %g", d)
 	}
-	if d := relDiff(e1.RawMatrix().Data, e0.RawMatrix().Data); d < 1e-3 {
+	if d := stats.RelNorm(e1.RawMatrix().Data, e0.RawMatrix().Data); d < 1e-3 {
 		t.Errorf("scale 1 equals scale 0 (%g): the class is ignored", d)
 	}
 	want := mat.NewDense(4, Dim, nil)
 	want.Sub(e1, e0)
 	want.Scale(5, want)
 	want.Add(want, e0)
-	if d := relDiff(e5.RawMatrix().Data, want.RawMatrix().Data); d > 1e-4 {
+	if d := stats.RelNorm(e5.RawMatrix().Data, want.RawMatrix().Data); d > 1e-4 {
 		t.Errorf("scale 5 is not ε_∅ + 5(ε_c − ε_∅): %g", d)
 	}
 	if _, err := nets.GuidedEps(c, x, []int{0, 1, 2, 10}, []float64{1, 1, 1, 1}); err == nil {

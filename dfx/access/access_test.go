@@ -13,6 +13,7 @@ import (
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/internal/tensormat"
 )
 
 // testBackend is GoMLX's Go backend with ops run one at a time (the
@@ -58,7 +59,7 @@ func newFixture(t *testing.T, d, n, b int, tm float64) *fixture {
 		f.x = append(f.x, row)
 	}
 	var err error
-	f.ym, f.xm = denseOf(f.y), denseOf(f.x)
+	f.ym, f.xm = tensormat.Rows(f.y), tensormat.Rows(f.x)
 	f.mix, err = NewMixture(testBackend(), f.s, dtypes.Float64, f.ym)
 	if err != nil {
 		t.Fatal(err)
@@ -112,23 +113,6 @@ func referenceFisher(y [][]float64, x []float64, a, s float64) ([][]float64, []f
 		F[j][j] += 1 / (s * s)
 	}
 	return F, ybar
-}
-
-func denseOf(rows [][]float64) *mat.Dense {
-	m := mat.NewDense(len(rows), len(rows[0]), nil)
-	for i, r := range rows {
-		m.SetRow(i, r)
-	}
-	return m
-}
-
-func relNorm(got, want []float64) float64 {
-	var num, den float64
-	for i := range want {
-		num += (got[i] - want[i]) * (got[i] - want[i])
-		den += want[i] * want[i]
-	}
-	return math.Sqrt(num / den)
 }
 
 func trace(F [][]float64) (tr float64) {
@@ -235,7 +219,7 @@ func TestDFEAErrorIsWithinPropErrorBoundEA(t *testing.T) {
 			for j := range f.d {
 				e := mat.NewDense(1, f.d, nil)
 				e.Set(0, j, 1)
-				col, err := ea.Apply(score.State{At: mustAt(f.s, f.t), X: denseOf(f.x[q : q+1]), Endpoint: denseOf([][]float64{x0})}, e)
+				col, err := ea.Apply(score.State{At: mustAt(f.s, f.t), X: tensormat.Rows(f.x[q : q+1]), Endpoint: tensormat.Rows([][]float64{x0})}, e)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -297,7 +281,7 @@ func TestHutchinsonIsUnbiasedWithTheoreticalVariance(t *testing.T) {
 			x[i] = f.x[0]
 		}
 		h.K = k
-		est, err := h.Trace(mustAt(f.s, f.t), denseOf(x))
+		est, err := h.Trace(mustAt(f.s, f.t), tensormat.Rows(x))
 		if err != nil {
 			t.Fatal(err)
 		}

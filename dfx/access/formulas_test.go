@@ -13,6 +13,8 @@ import (
 
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/internal/stats"
+	"github.com/dfx-lab/dfx/internal/tensormat"
 )
 
 // TestDFEAMatchesAFloat64EvaluationOfEqEAApprox evaluates eq. EA_approx in
@@ -58,17 +60,17 @@ func TestDFEAMatchesAFloat64EvaluationOfEqEAApprox(t *testing.T) {
 			ybarTerm := make([]float64, f.d)
 			floats.AddScaled(ybarTerm, c*floats.Dot(yq, vq), yq)
 			floats.Add(want, ybarTerm)
-			if e := relNorm(got.RawRowView(q), want); e > 1e-9 {
+			if e := stats.RelNorm(got.RawRowView(q), want); e > 1e-9 {
 				t.Errorf("t=%g query %d: DF-EA relative error %g against eq. EA_approx", tm, q, e)
 			}
-			if e := relNorm(host.RawRowView(q), want); e > 1e-12 {
+			if e := stats.RelNorm(host.RawRowView(q), want); e > 1e-12 {
 				t.Errorf("t=%g query %d: DFEAApply relative error %g against eq. EA_approx", tm, q, e)
 			}
 			fv := make([]float64, f.d)
 			for j := range f.d {
 				fv[j] = floats.Dot(f.refF[q][j], vq)
 			}
-			if e := relNorm(want, fv); e < 1e-2 {
+			if e := stats.RelNorm(want, fv); e < 1e-2 {
 				t.Errorf("t=%g query %d: F_EA v is within %g of F v: not a discriminating point", tm, q, e)
 			}
 			if r := floats.Norm(ybarTerm, 2) / floats.Norm(want, 2); r < 0.05 {
@@ -240,9 +242,9 @@ func TestPrintedDFTMBoundFailsForASingleDirac(t *testing.T) {
 	f.t = timeAtSigma(f, 0.1)
 	f.a, f.sg = f.s.Alpha(f.t), f.s.Sigma(f.t)
 	y := []float64{0.6, 0.8, 0}
-	f.y, f.ym = [][]float64{y}, denseOf([][]float64{y})
+	f.y, f.ym = [][]float64{y}, tensormat.Rows([][]float64{y})
 	f.x = [][]float64{{f.a*y[0] + 0.05, f.a*y[1] - 0.03, 0.02}}
-	f.xm = denseOf(f.x)
+	f.xm = tensormat.Rows(f.x)
 	var err error
 	if f.mix, err = NewMixture(testBackend(), f.s, dtypes.Float64, f.ym); err != nil {
 		t.Fatal(err)
@@ -309,14 +311,14 @@ func TestNetHostWrappersMatchPackageMixture(t *testing.T) {
 	d := float64(f.d)
 	for q := range f.x {
 		yb := want.Denoiser.RawRowView(q)
-		if e := relNorm(den.RawRowView(q), yb); e > 1e-9 {
+		if e := stats.RelNorm(den.RawRowView(q), yb); e > 1e-9 {
 			t.Errorf("query %d: DenoiserAt relative error %g", q, e)
 		}
 		wantEps := make([]float64, f.d)
 		for j := range wantEps {
 			wantEps[j] = (f.x[q][j] - f.a*yb[j]) / f.sg
 		}
-		if e := relNorm(eps.RawRowView(q), wantEps); e > 1e-9 {
+		if e := stats.RelNorm(eps.RawRowView(q), wantEps); e > 1e-9 {
 			t.Errorf("query %d: EpsAt relative error %g", q, e)
 		}
 		if e := relErr(tn[q], want.SecondMoment[q]/d); e > 1e-9 {
@@ -336,7 +338,7 @@ func TestNetHostWrappersMatchPackageMixture(t *testing.T) {
 		t.Fatal(err)
 	}
 	for q := range f.x {
-		if e := relNorm(eps2.RawRowView(q), eps.RawRowView(q)); e > 1e-9 {
+		if e := stats.RelNorm(eps2.RawRowView(q), eps.RawRowView(q)); e > 1e-9 {
 			t.Errorf("query %d: ε through EpsFromDenoiser(ȳ) differs by %g", q, e)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/internal/stats"
 )
 
 // TestVJPEstimatorsAgreeWithPackageMixture cross-checks the graph-side
@@ -43,7 +44,7 @@ func TestVJPEstimatorsAgreeWithPackageMixture(t *testing.T) {
 			if e := relErr(tr[q], want.Trace[q]); e > 1e-6 {
 				t.Errorf("t=%g query %d: VJP trace %g, mixture %g", tm, q, tr[q], want.Trace[q])
 			}
-			if e := relNorm(fv.RawRowView(q), want.MatVec.RawRowView(q)); e > 1e-6 {
+			if e := stats.RelNorm(fv.RawRowView(q), want.MatVec.RawRowView(q)); e > 1e-6 {
 				t.Errorf("t=%g query %d: VJP matvec relative error %g", tm, q, e)
 			}
 		}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/dfx-lab/dfx/dfx/mixture"
 	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/internal/stats"
+	"github.com/dfx-lab/dfx/internal/tensormat"
 )
 
 // TestNetModelIsTheExactModelForAnExactNet: the mixture's graph "network"
@@ -33,7 +35,7 @@ func TestNetModelIsTheExactModelForAnExactNet(t *testing.T) {
 		}
 		for name, p := range map[string][2]*mat.Dense{"score": {got.Score, want.Score}, "ε": {got.Eps, want.Eps}, "denoiser": {got.Denoiser, want.Denoiser}} {
 			for q := range 4 {
-				if e := relNorm(p[0].RawRowView(q), p[1].RawRowView(q)); e > 1e-9 {
+				if e := stats.RelNorm(p[0].RawRowView(q), p[1].RawRowView(q)); e > 1e-9 {
 					t.Errorf("PerCall %d, %s of query %d: relative error %g", per, name, q, e)
 				}
 			}
@@ -58,7 +60,7 @@ func TestDFEAMatrixIsTheOperatorItsGraphAndHostFormsApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x0 := denseOf(f.y[:3])
+	x0 := tensormat.Rows(f.y[:3])
 	st := score.State{At: c, X: f.xm, Denoiser: ybar, Endpoint: x0}
 	mats, err := OperatorMatrix(DFEA{}, st)
 	if err != nil {
@@ -76,7 +78,7 @@ func TestDFEAMatrixIsTheOperatorItsGraphAndHostFormsApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := denseOf(f.x[:3])
+	v := tensormat.Rows(f.x[:3])
 	host, err := ea.Apply(st, v)
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +89,7 @@ func TestDFEAMatrixIsTheOperatorItsGraphAndHostFormsApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	for q := range 3 {
-		if e := relNorm(graph.RawRowView(q), host.RawRowView(q)); e > 1e-9 {
+		if e := stats.RelNorm(graph.RawRowView(q), host.RawRowView(q)); e > 1e-9 {
 			t.Errorf("query %d: graph and host DF-EA differ by %g", q, e)
 		}
 	}

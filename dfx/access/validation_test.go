@@ -8,6 +8,7 @@ import (
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/internal/tensormat"
 )
 
 func TestEstimatorsRejectBadTimesAndShapes(t *testing.T) {
@@ -25,10 +26,10 @@ func TestEstimatorsRejectBadTimesAndShapes(t *testing.T) {
 	if _, err := f.mix.Trace(mustAt(f.s, 0.3), mat.NewDense(1, 2, []float64{1, 2})); err == nil {
 		t.Error("query of dim 2 accepted by a 3-dim mixture")
 	}
-	if _, err := mv.Apply(score.State{At: mustAt(f.s, 0.3), X: f.xm}, denseOf(f.x[:1])); err == nil {
+	if _, err := mv.Apply(score.State{At: mustAt(f.s, 0.3), X: f.xm}, tensormat.Rows(f.x[:1])); err == nil {
 		t.Error("fewer vectors than queries accepted")
 	}
-	if _, err := ea.Apply(score.State{At: mustAt(f.s, 0.3), X: f.xm, Endpoint: denseOf(f.x[:1])}, f.xm); err == nil {
+	if _, err := ea.Apply(score.State{At: mustAt(f.s, 0.3), X: f.xm, Endpoint: tensormat.Rows(f.x[:1])}, f.xm); err == nil {
 		t.Error("fewer endpoints than queries accepted")
 	}
 	if _, err := ea.Apply(score.State{At: mustAt(f.s, 0.3), X: f.xm}, f.xm); err == nil {

@@ -105,3 +105,13 @@ func Copy(t *tensors.Tensor) []float64 {
 // Dense is the [r, d] matrix of a tensor's values (Values), freeing the
 // tensor.
 func Dense(t *tensors.Tensor, r, d int) *mat.Dense { return mat.NewDense(r, d, Values(t)) }
+
+// Rows is the matrix [len(rows), d] whose rows are copies of rows (each of
+// d = len(rows[0]) values).
+func Rows(rows [][]float64) *mat.Dense {
+	m := mat.NewDense(len(rows), len(rows[0]), nil)
+	for i, r := range rows {
+		m.SetRow(i, r)
+	}
+	return m
+}

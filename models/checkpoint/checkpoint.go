@@ -215,14 +215,21 @@ func (c *Checkpoint) Encode() ([]byte, error) {
 	if len(hdr) > MaxHeader {
 		return nil, fmt.Errorf("models: checkpoint header of %d bytes exceeds %d", len(hdr), MaxHeader)
 	}
+	return frame(hdr, checkpointVersion, c.Values, func(i int) string { return c.Header.Variables[i].Path })
+}
+
+// frame lays out a checkpoint file: the magic, the format version, the
+// header's length and bytes, each variable's raw values, and the SHA-256 of
+// all that; name(i) names variable i in errors.
+func frame(hdr []byte, version uint32, values []*tensors.Tensor, name func(i int) string) ([]byte, error) {
 	var buf bytes.Buffer
 	buf.WriteString(checkpointMagic)
-	_ = binary.Write(&buf, binary.LittleEndian, uint32(checkpointVersion))
+	_ = binary.Write(&buf, binary.LittleEndian, version)
 	_ = binary.Write(&buf, binary.LittleEndian, uint32(len(hdr)))
 	buf.Write(hdr)
-	for i, val := range c.Values {
+	for i, val := range values {
 		if err := val.ConstBytes(func(b []byte) { buf.Write(b) }); err != nil {
-			return nil, fmt.Errorf("models: checkpoint variable %s: %w", c.Header.Variables[i].Path, err)
+			return nil, fmt.Errorf("models: checkpoint variable %s: %w", name(i), err)
 		}
 	}
 	sum := sha256.Sum256(buf.Bytes())

@@ -2,8 +2,6 @@ package checkpoint
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"path/filepath"
@@ -119,16 +117,7 @@ func legacyFile(t *testing.T, c *Checkpoint) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	buf.WriteString(checkpointMagic)
-	_ = binary.Write(&buf, binary.LittleEndian, uint32(legacyVersion))
-	_ = binary.Write(&buf, binary.LittleEndian, uint32(len(hdr)))
-	buf.Write(hdr)
-	for _, v := range c.Values {
-		_ = v.ConstBytes(func(b []byte) { buf.Write(b) })
-	}
-	sum := sha256.Sum256(buf.Bytes())
-	return append(buf.Bytes(), sum[:]...)
+	return rawWithHeader(c, hdr, legacyVersion)
 }
 
 func TestV2FilesDecodeButNeverLoadUntilRestamped(t *testing.T) {
@@ -242,14 +231,9 @@ func mustJSON(t *testing.T, v any) []byte {
 
 // rawWithHeader is c's file with the given header bytes and version, checksummed.
 func rawWithHeader(c *Checkpoint, hdr []byte, version uint32) []byte {
-	var buf bytes.Buffer
-	buf.WriteString(checkpointMagic)
-	_ = binary.Write(&buf, binary.LittleEndian, version)
-	_ = binary.Write(&buf, binary.LittleEndian, uint32(len(hdr)))
-	buf.Write(hdr)
-	for _, v := range c.Values {
-		_ = v.ConstBytes(func(b []byte) { buf.Write(b) })
+	raw, err := frame(hdr, version, c.Values, func(int) string { return "" })
+	if err != nil {
+		panic(err)
 	}
-	sum := sha256.Sum256(buf.Bytes())
-	return append(buf.Bytes(), sum[:]...)
+	return raw
 }

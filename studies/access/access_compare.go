@@ -16,6 +16,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
 	"github.com/dfx-lab/dfx/internal/stats"
+	"github.com/dfx-lab/dfx/internal/tensormat"
 	"github.com/dfx-lab/dfx/models"
 )
 
@@ -139,7 +140,7 @@ type accessMethods struct {
 }
 
 func newAccessMethods(net *dfxaccess.Net, s schedule.Schedule, y [][]float64, cfg AccessConfig) (*accessMethods, error) {
-	ym := denseOf(y)
+	ym := tensormat.Rows(y)
 	mix, err := dfxaccess.NewMixture(net.Backend, s, dtypes.Float64, ym)
 	if err != nil {
 		return nil, err
@@ -172,7 +173,7 @@ func newAccessMethods(net *dfxaccess.Net, s schedule.Schedule, y [][]float64, cf
 // v) and scores every method against the exact trace and F v.
 func (m *accessMethods) compare(s schedule.Schedule, tm float64, y [][]float64, rng *rand.Rand, cfg AccessConfig) ([]AccessRow, error) {
 	a, sg := s.Alpha(tm), s.Sigma(tm)
-	v := denseOf(gaussianRows(rng, cfg.Queries, cfg.Dim))
+	v := tensormat.Rows(gaussianRows(rng, cfg.Queries, cfg.Dim))
 	x, x0 := mat.NewDense(cfg.Queries, cfg.Dim, nil), mat.NewDense(cfg.Queries, cfg.Dim, nil)
 	for q := range cfg.Queries {
 		x0.SetRow(q, y[rng.IntN(cfg.Points)])
@@ -229,15 +230,6 @@ func timed(f func() error) (time.Duration, error) {
 	start := time.Now()
 	err := f()
 	return time.Since(start), err
-}
-
-// denseOf copies rows into a [len(rows), d] matrix.
-func denseOf(rows [][]float64) *mat.Dense {
-	m := mat.NewDense(len(rows), len(rows[0]), nil)
-	for i, r := range rows {
-		m.SetRow(i, r)
-	}
-	return m
 }
 
 func gaussianRows(rng *rand.Rand, n, d int) [][]float64 {

@@ -16,6 +16,7 @@ import (
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
 	"github.com/dfx-lab/dfx/internal/stats"
+	"github.com/dfx-lab/dfx/internal/tensormat"
 	"github.com/dfx-lab/dfx/models"
 	"github.com/dfx-lab/dfx/problem"
 	"github.com/dfx-lab/dfx/toys"
@@ -149,22 +150,13 @@ func RunGMM(ctx context.Context, cfg GMMConfig) (*GMMResult, error) {
 			return nil, err
 		}
 		p := g.Problem(fmt.Sprintf("gmm-%d", d), s)
-		p.Train = func(context.Context) (*mat.Dense, error) { return rowsDense(g.Sample(cfg.TrainSamples, rng)), nil }
+		p.Train = func(context.Context) (*mat.Dense, error) { return tensormat.Rows(g.Sample(cfg.TrainSamples, rng)), nil }
 		if err := res.runProblem(ctx, p, rng); err != nil {
 			return nil, err
 		}
 	}
 	res.Elapsed = time.Since(start)
 	return res, nil
-}
-
-// rowsDense is the rows v as a matrix [len(v), d].
-func rowsDense(v [][]float64) *mat.Dense {
-	out := mat.NewDense(len(v), len(v[0]), nil)
-	for i, r := range v {
-		out.SetRow(i, r)
-	}
-	return out
 }
 
 // runProblem adds the rows of problem p, whose Exact is a Gaussian mixture
