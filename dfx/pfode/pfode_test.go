@@ -68,15 +68,6 @@ func (g gaussian) exact(src schedule.Source, x0 *mat.Dense, t0, t1 float64) (*ma
 	return out, k
 }
 
-func uniform(t0, t1 float64, n int) []float64 {
-	g := make([]float64, n+1)
-	for i := range g {
-		g[i] = t0 + (t1-t0)*float64(i)/float64(n)
-	}
-	g[n] = t1
-	return g
-}
-
 func maxDiff(a, b []float64) float64 {
 	m := 0.0
 	for i := range a {
@@ -99,7 +90,7 @@ func solveErr(t *testing.T, m Method, carry Carry, t0, t1 float64, n int) float6
 	b, d := startX.Dims()
 	p := New(vp, testG, b, d, carry)
 	y := p.Init(startX, nil)
-	if _, err := Solve(context.Background(), p, m, uniform(t0, t1, n), y, nil); err != nil {
+	if _, err := Solve(context.Background(), p, m, Uniform(t0, t1, n), y, nil); err != nil {
 		t.Fatal(err)
 	}
 	want, k := testG.exact(vp, startX, t0, t1)
@@ -152,7 +143,7 @@ func TestDDIMIsExactForOneDataPointAndConvergesAtOrderOneOtherwise(t *testing.T)
 	b, d := startX.Dims()
 	p := New(vp, point, b, d, Jacobian)
 	y := p.Init(startX, nil)
-	if _, err := Solve(context.Background(), p, DDIM, uniform(1, 0.01, 7), y, nil); err != nil {
+	if _, err := Solve(context.Background(), p, DDIM, Uniform(1, 0.01, 7), y, nil); err != nil {
 		t.Fatal(err)
 	}
 	want, k := point.exact(vp, startX, 1, 0.01)
@@ -173,7 +164,7 @@ func TestDDIMIsExactForOneDataPointAndConvergesAtOrderOneOtherwise(t *testing.T)
 
 func TestDDIMRefusesTheLogDensity(t *testing.T) {
 	p := New(vp, testG, 3, 2, LogDensity)
-	if _, err := Solve(context.Background(), p, DDIM, uniform(1, 0.1, 2), p.Init(startX, nil), nil); err == nil {
+	if _, err := Solve(context.Background(), p, DDIM, Uniform(1, 0.1, 2), p.Init(startX, nil), nil); err == nil {
 		t.Error("DDIM with a log-density component: no error")
 	}
 }
@@ -235,7 +226,7 @@ func TestAdaptiveMeetsItsToleranceInBothDirectionsAndCountsEvaluations(t *testin
 
 func TestObserverSeesEveryAcceptedStepOfAFixedGrid(t *testing.T) {
 	p := New(vp, testG, 3, 2, 0)
-	grid := uniform(0.2, 0.9, 9)
+	grid := Uniform(0.2, 0.9, 9)
 	var seen []float64
 	st, err := Solve(context.Background(), p, Heun, grid, p.Init(startX, nil), func(step int, tt float64, y []float64) error {
 		if step != len(seen)+1 || len(y) != p.Len() {
@@ -271,7 +262,7 @@ func TestAdjointTimesJacobianIsConserved(t *testing.T) {
 	p := New(vp, two, b, d, Jacobian|Adjoint)
 	lam0 := mat.NewDense(b, d, []float64{1, 0, 0.5, -2, 0.3, 0.3})
 	y := p.Init(startX, lam0)
-	if _, err := Solve(context.Background(), p, RK4, uniform(0.9, 0.1, 200), y, nil); err != nil {
+	if _, err := Solve(context.Background(), p, RK4, Uniform(0.9, 0.1, 200), y, nil); err != nil {
 		t.Fatal(err)
 	}
 	a, lam := p.Jacobians(y), p.Adjoint(y)

@@ -26,6 +26,17 @@ func (s *Stats) Add(o Stats) {
 // error stops the solve and is returned.
 type Observer func(step int, t float64, y []float64) error
 
+// Uniform is the grid from, …, to of m equal steps for Solve (m + 1
+// times, increasing or decreasing), its last time exactly to.
+func Uniform(from, to float64, m int) []float64 {
+	g := make([]float64, m+1)
+	for i := range g {
+		g[i] = from + (to-from)*float64(i)/float64(m)
+	}
+	g[m] = to
+	return g
+}
+
 // Solve integrates sys with a fixed-step method on the grid t_0, t_1, …, t_M
 // (strictly monotone, increasing or decreasing), overwriting y (the state
 // at t_0) with the state at t_M.

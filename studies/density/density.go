@@ -110,19 +110,9 @@ func (c SampleConfig) Times() ([]float64, error) {
 		tMin = c.TMin
 	}
 	if c.Grid == GridUniform {
-		return uniformTimes(1, tMin, c.Steps), nil
+		return pfode.Uniform(1, tMin, c.Steps), nil
 	}
 	return schedule.TimeGrid(c.Schedule, schedule.GridLogSNR, tMin, tMax, c.Steps)
-}
-
-// uniformTimes is t1, …, t0 in m equal steps.
-func uniformTimes(t1, t0 float64, m int) []float64 {
-	g := make([]float64, m+1)
-	for i := range g {
-		g[i] = t1 + (t0-t1)*float64(i)/float64(m)
-	}
-	g[m] = t0
-	return g
 }
 
 // Run is one batch of density-guided samples.
