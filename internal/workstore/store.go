@@ -336,9 +336,21 @@ func (s *Store) ReadSeconds() float64 { return s.base + s.others }
 
 // Where is the machines and backends that computed the kept work, in every
 // file of the folder ("" when none did yet).
-func (s *Store) Where() string {
-	machines := appendNew(appendNew(nil, s.own.Machine), strings.Join(s.machines, " and "))
-	backends := appendNew(appendNew(nil, s.own.Backend), strings.Join(s.backends, " and "))
+func (s *Store) Where() string { return Where(s.Machines()) }
+
+// Machines lists the machines and the backends that computed the kept
+// work, in every file of the folder, each once.
+func (s *Store) Machines() (machines, backends []string) {
+	machines = appendNew(appendNew(nil, s.own.Machine), strings.Join(s.machines, " and "))
+	backends = appendNew(appendNew(nil, s.own.Backend), strings.Join(s.backends, " and "))
+	return machines, backends
+}
+
+// Where says where work was computed, "m1 and m2, b1 and b2 backend" ("" for
+// no machine); a list given twice an item names it once.
+func Where(machines, backends []string) string {
+	machines = appendNew(nil, strings.Join(machines, " and "))
+	backends = appendNew(nil, strings.Join(backends, " and "))
 	if len(machines) == 0 {
 		return ""
 	}
