@@ -347,14 +347,23 @@ func (s *Store) Machines() (machines, backends []string) {
 }
 
 // Where says where work was computed, "m1 and m2, b1 and b2 backend" ("" for
-// no machine); a list given twice an item names it once.
+// no machine), from lists whose items may be " and "-joined lists or "";
+// an item given twice is named once.
 func Where(machines, backends []string) string {
-	machines = appendNew(nil, strings.Join(machines, " and "))
-	backends = appendNew(nil, strings.Join(backends, " and "))
+	machines, backends = appendAll(nil, machines), appendAll(nil, backends)
 	if len(machines) == 0 {
 		return ""
 	}
 	return fmt.Sprintf("%s, %s backend", strings.Join(machines, " and "), strings.Join(backends, " and "))
+}
+
+// appendAll adds the items of every " and "-joined list of lists to list,
+// each once.
+func appendAll(list, lists []string) []string {
+	for _, l := range lists {
+		list = appendNew(list, l)
+	}
+	return list
 }
 
 // appendNew adds the items of an " and "-joined list to list, each once.

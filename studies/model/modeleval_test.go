@@ -169,19 +169,25 @@ func plantBatch(t *testing.T, path string, w batchWork) {
 }
 
 // shardsReadTogether: shards 1/2 and 2/2 each compute their batch into
-// their own file, and the run without a shard reads both, computing none,
-// with the numbers of the run without shards (first).
+// their own file (shard 2, run after shard 1, reads shard 1's too), and
+// the run without a shard reads both, computing none, with the numbers of
+// the run without shards (first).
 func shardsReadTogether(t *testing.T, cfg ModelEvalConfig, first *ModelEvalResult) {
 	cfg.Work, cfg.Parts = t.TempDir(), map[string]bool{PartLikelihood: true}
-	for _, shard := range []string{"1/2", "2/2"} {
+	for k, shard := range []string{"1/2", "2/2"} {
 		c := cfg
 		c.Shard = shard
 		res, err := RunModelEval(context.Background(), mnist.Problem(), mnist.Lab{}, c, io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Batches != 1 || len(res.BPD) != 1 {
-			t.Errorf("shard %s holds %d batches (%v), want its own", shard, res.Batches, res.BPD)
+		if res.Batches != k+1 || len(res.BPD) != k+1 {
+			t.Errorf("shard %s holds %d batches (%v), want %d", shard, res.Batches, res.BPD, k+1)
+		}
+		file, _ := c.ShardFile()
+		raw, err := os.ReadFile(filepath.Join(cfg.Work, file))
+		if err != nil || strings.Count(string(raw), `"key"`) != 1 || !strings.Contains(string(raw), batchKey(k)) {
+			t.Errorf("shard %s's file holds other rows than %s (%v): %s", shard, batchKey(k), err, raw)
 		}
 		if _, err := res.Report(); err == nil {
 			t.Errorf("shard %s wrote a report of its partial result", shard)

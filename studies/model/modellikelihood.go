@@ -40,21 +40,20 @@ func (res *ModelEvalResult) likelihood(ctx context.Context, backend compute.Back
 		return err
 	}
 	readWhere, readSeconds := kept.where()
-	if n := kept.Len(); n > 0 || kept.legacy != nil {
-		fmt.Fprintf(log, "mnist-model: likelihood batches read from %s (%s, %.0f s)\n", cfg.Work, readWhere, readSeconds)
+	if n := kept.held(); n > 0 {
+		fmt.Fprintf(log, "mnist-model: %d of %d batches read from %s (%s, %.0f s)\n", n, want.batches(), cfg.Work, readWhere, readSeconds)
 	}
 	var nfe []int
 	seconds := 0.0 // this run's
 	for b := range want.batches() {
 		mine := kept.Mine()
 		w, found, err := kept.batch(b)
-		if err != nil {
+		switch {
+		case err != nil:
 			return err
-		}
-		if !found && !mine { // another shard's, not kept yet
+		case !found && !mine: // another shard's, not kept yet
 			continue
-		}
-		if !found {
+		case !found:
 			t0 := time.Now()
 			if w, err = res.likelihoodBatch(ctx, net, trace, x, want, b); err != nil {
 				return err

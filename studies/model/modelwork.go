@@ -140,6 +140,17 @@ func (k *likelihoodKept) batch(b int) (batchWork, bool, error) {
 	return k.legacy.batch(k.want, b)
 }
 
+// held is the number of batches kept.
+func (k *likelihoodKept) held() int {
+	n := 0
+	for b := range k.want.batches() {
+		if _, found, _ := k.batch(b); found {
+			n++
+		}
+	}
+	return n
+}
+
 // keep keeps the computed batch w.
 func (k *likelihoodKept) keep(w batchWork) error { return k.Put(batchKey(w.Batch), w) }
 
@@ -149,8 +160,8 @@ func (k *likelihoodKept) where() (string, float64) {
 	machines, backends := k.Machines()
 	seconds := k.ReadSeconds()
 	if k.legacy != nil {
-		machines = append(strings.Split(k.legacy.Machine, " and "), machines...)
-		backends = append(strings.Split(k.legacy.Backend, " and "), backends...)
+		machines = append([]string{k.legacy.Machine}, machines...) // Where splits the " and "-joined lists
+		backends = append([]string{k.legacy.Backend}, backends...)
 		seconds += k.legacy.Seconds
 	}
 	return workstore.Where(machines, backends), seconds
