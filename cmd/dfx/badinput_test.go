@@ -304,6 +304,63 @@ func TestDensityWorkBadInput(t *testing.T) {
 	}
 }
 
+// A mnist-model work folder holding a malformed store file or legacy
+// likelihood.json, one made for another network or other settings, and a
+// bad DFX_MNIST_MODEL_SHARD are refused: exit 2, one line of error, nothing
+// on stdout (the malformed ones before any work; the others once the run
+// knows its network, after the line that starts it).
+func TestModelWorkBadInput(t *testing.T) {
+	dir := t.TempDir()
+	folder := func(name, file, text string) string {
+		work := filepath.Join(dir, name)
+		if err := os.MkdirAll(work, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if file != "" {
+			if err := os.WriteFile(filepath.Join(work, file), []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return work
+	}
+	good := folder("good", "", "")
+	otherNet := `{"digest":"x","settings":{},"networks":"other","values":{},"rows":[],"machine":"","backend":"","seconds":0}`
+	legacy := `{"network":"eps","digest":"other","images":4,"batch":50,"rtol":0.01,"probes":1,"seed":1,"trace":"t",` +
+		`"bpd":[],"coarse":[],"nfe":[],"machine":"m","backend":"b","seconds":0}`
+	for i, c := range []struct {
+		work, shard, want string
+		args              []string
+		midRun            bool // found once the run knows its network, after -out is claimed
+	}{
+		{folder("store", "mnist-model-likelihood.json", `{"rows":[`), "", "mnist-model-likelihood.json", nil, false},
+		{folder("legacy", "likelihood.json", `{"bpd":`), "", "likelihood.json", nil, false},
+		{folder("othernet", "mnist-model-likelihood.json", otherNet), "", "other networks", nil, true},
+		{folder("otherlegacy", "likelihood.json", legacy), "", "likelihood.json", nil, true},
+		{good, "3/2", "shard", nil, false}, {"", "1/2", "work folder", nil, false},
+		{good, "1/2", "drop -out", []string{"-out", filepath.Join(dir, "out")}, false},
+	} {
+		t.Setenv("DFX_MNIST_MODEL_WORK", c.work)
+		t.Setenv("DFX_MNIST_MODEL_SHARD", c.shard)
+		args := append([]string{"reproduce", "mnist-model", "-quick", "-parts", "likelihood"}, c.args...)
+		out := filepath.Join(dir, fmt.Sprint("out", i))
+		if c.shard == "" {
+			args = append(args, "-out", out)
+		}
+		code, stdout, errOut := runCLI(args...)
+		lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
+		if c.midRun && len(lines) == 2 && strings.HasPrefix(lines[0], "reproduce mnist-model (quick) → ") { // the run's first line, then its error
+			lines = lines[1:]
+		}
+		if code != 2 || stdout != "" || len(lines) != 1 || !strings.Contains(lines[0], c.want) {
+			t.Errorf("DFX_MNIST_MODEL_WORK=%s DFX_MNIST_MODEL_SHARD=%s %v: exit %d, stdout %q, stderr %q; want 2, nothing, one line saying %q",
+				c.work, c.shard, c.args, code, stdout, errOut, c.want)
+		}
+		if _, err := os.Stat(out); !c.midRun && err == nil {
+			t.Errorf("DFX_MNIST_MODEL_WORK=%s: refused after -out was claimed (%s), not before any work", c.work, errOut)
+		}
+	}
+}
+
 // A work file made for other settings is found only once the run knows its
 // networks, after the checks: its error (mnist.ErrWork) is bad input too.
 func TestWorkErrorsAreBadInput(t *testing.T) {

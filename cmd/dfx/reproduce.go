@@ -36,10 +36,13 @@ var reproduceEnv = [][2]string{
 	{"GOMLX_BACKEND", "GoMLX backend of the learned experiments (default: the Go backend; e.g. xla:cuda with the xla build tag)"},
 	{"DFX_MNIST_MODEL", "mnist-model: the ε-network to evaluate, a network or candidate name (default eps), read " +
 		"from DFX_MNIST_NETS or the committed checkpoints"},
-	{"DFX_MNIST_MODEL_WORK", "mnist-model: folder that keeps the likelihood (likelihood.json, saved every batch: a " +
-		"run resumes; one run at a time per folder, a second is refused at once) and the samples " +
-		"(samples_s<scale>.idx); parts found there with the same settings are read, not recomputed (e.g. computed on " +
-		"a GPU machine)"},
+	{"DFX_MNIST_MODEL_WORK", "mnist-model: folder that keeps the likelihood (mnist-model-likelihood.json, saved every batch: " +
+		"a run resumes; one run at a time per folder, a second is refused at once) and the samples (samples_s<scale>.idx, " +
+		"described in mnist-model-samples.json); parts found there with the same settings and network are read, not " +
+		"recomputed (e.g. computed on a GPU machine), as are an earlier dfx's likelihood.json and samples_s<scale>.json"},
+	{"DFX_MNIST_MODEL_SHARD", "mnist-model: k/n (with DFX_MNIST_MODEL_WORK): compute only every n-th batch of the " +
+		"likelihood, starting at the k-th, into the folder's mnist-model-likelihood.shard-k-of-n.json, and write no " +
+		"report (no -out; stdout names the file); the run without it then reads every file"},
 	{"DFX_MNIST_MODEL_PARTS", "mnist-model: the parts to compute, comma-separated likelihood,samples,quality " +
 		"(default all; without quality no classifier or training images are needed)"},
 	{"DFX_MNIST_DENSITY_WORK", "mnist-density: folder that keeps the network's levels and every finished row " +

@@ -30,6 +30,7 @@ var knobVars = []knobVar{
 	{Name: "DFX_MNIST_MODEL", Experiments: []string{"mnist-model"}, Flag: "model"},
 	{Name: "DFX_MNIST_MODEL_PARTS", Experiments: []string{"mnist-model"}, Flag: "parts"},
 	{Name: "DFX_MNIST_MODEL_WORK", Experiments: []string{"mnist-model"}, Flag: "work"},
+	{Name: "DFX_MNIST_MODEL_SHARD", Experiments: []string{"mnist-model"}, Flag: "shard"},
 	{Name: "DFX_MNIST_CANDIDATES", Experiments: []string{"mnist-candidates"}, Flag: "dir"},
 	{Name: "DFX_MNIST_DENSITY_WORK", Experiments: []string{"mnist-density"}, Flag: "work"},
 	{Name: "DFX_MNIST_DENSITY_SHARD", Experiments: []string{"mnist-density"}, Flag: "shard"},

@@ -2,6 +2,7 @@ package workstore
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -34,6 +35,34 @@ func ParseShard(s string) (Shard, error) {
 		return Shard{}, fmt.Errorf("shard %q: want k/n with 1 ≤ k ≤ n ≤ 64, e.g. 1/2", s)
 	}
 	return Shard{k, n}, nil
+}
+
+// ShardOf is the shard "k/n" names: the whole run when s is "" or
+// malformed (an experiment's checks refuse the latter with ParseShard).
+func ShardOf(s string) Shard {
+	sh, _ := ParseShard(s)
+	return sh
+}
+
+// ShardFile is the work file of stem a run of shard s ("k/n") keeps its
+// rows in, and whether s names a shard ("": the whole run).
+func ShardFile(s, stem string) (string, bool) {
+	if s == "" {
+		return "", false
+	}
+	return ShardOf(s).File(stem), true
+}
+
+// ShardFlag defines the flag -shard of fs, setting *dst to a well-formed
+// "k/n"; usage says what the experiment's shard computes.
+func ShardFlag(fs *flag.FlagSet, dst *string, usage string) {
+	fs.Func("shard", usage, func(v string) error {
+		if _, err := ParseShard(v); err != nil {
+			return err
+		}
+		*dst = v
+		return nil
+	})
 }
 
 // Whole reports whether s is the whole run (no shard).

@@ -336,13 +336,34 @@ func (s *Store) ReadSeconds() float64 { return s.base + s.others }
 
 // Where is the machines and backends that computed the kept work, in every
 // file of the folder ("" when none did yet).
-func (s *Store) Where() string {
-	machines := appendNew(appendNew(nil, s.own.Machine), strings.Join(s.machines, " and "))
-	backends := appendNew(appendNew(nil, s.own.Backend), strings.Join(s.backends, " and "))
+func (s *Store) Where() string { return Where(s.Machines()) }
+
+// Machines lists the machines and the backends that computed the kept
+// work, in every file of the folder, each once.
+func (s *Store) Machines() (machines, backends []string) {
+	machines = appendNew(appendNew(nil, s.own.Machine), strings.Join(s.machines, " and "))
+	backends = appendNew(appendNew(nil, s.own.Backend), strings.Join(s.backends, " and "))
+	return machines, backends
+}
+
+// Where says where work was computed, "m1 and m2, b1 and b2 backend" ("" for
+// no machine), from lists whose items may be " and "-joined lists or "";
+// an item given twice is named once.
+func Where(machines, backends []string) string {
+	machines, backends = appendAll(nil, machines), appendAll(nil, backends)
 	if len(machines) == 0 {
 		return ""
 	}
 	return fmt.Sprintf("%s, %s backend", strings.Join(machines, " and "), strings.Join(backends, " and "))
+}
+
+// appendAll adds the items of every " and "-joined list of lists to list,
+// each once.
+func appendAll(list, lists []string) []string {
+	for _, l := range lists {
+		list = appendNew(list, l)
+	}
+	return list
 }
 
 // appendNew adds the items of an " and "-joined list to list, each once.

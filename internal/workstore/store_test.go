@@ -156,3 +156,14 @@ func TestParseShard(t *testing.T) {
 		t.Errorf("shard 2/3: file %q, takes 4 %v, 3 %v", sh.File("s"), sh.Takes(4), sh.Takes(3))
 	}
 }
+
+// Where names each machine and backend once, in order, whether given alone
+// or in " and "-joined lists, and skips empty ones.
+func TestWhereNamesEachOnce(t *testing.T) {
+	if got := Where([]string{"a and b", "", "b", "c"}, []string{"x", "x and y"}); got != "a and b and c, x and y backend" {
+		t.Errorf("Where: %q", got)
+	}
+	if got := Where([]string{""}, nil); got != "" {
+		t.Errorf("Where of no machine: %q", got)
+	}
+}

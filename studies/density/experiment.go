@@ -84,19 +84,11 @@ func (c Config) stem() string { return "density-" + string(c.Profile) }
 
 // shard is c's shard (the whole run when Shard is "" or malformed: Check
 // refuses the latter).
-func (c Config) shard() workstore.Shard {
-	s, _ := workstore.ParseShard(c.Shard)
-	return s
-}
+func (c Config) shard() workstore.Shard { return workstore.ShardOf(c.Shard) }
 
 // ShardFile is the work file a shard keeps its rows in, and whether c is a
 // shard: the CLI runs a shard without a report and names the file.
-func (c Config) ShardFile() (string, bool) {
-	if c.Shard == "" {
-		return "", false
-	}
-	return c.shard().File(c.stem()), true
-}
+func (c Config) ShardFile() (string, bool) { return workstore.ShardFile(c.Shard, c.stem()) }
 
 // MNISTQuick and MNISTFull are the two profiles of mnist-density. The full profile
 // levels and measures with skip-hutchinson:4, the skip mixture's exact

@@ -27,14 +27,8 @@ func init() {
 			"and on the networks with DF-TM, DF-TM-c and Hutchinson traces, achieved bpd measured independently",
 		Quick: MNISTQuick, Full: MNISTFull,
 		Flags: func(fs *flag.FlagSet, c *Config) {
-			fs.Func("shard", "k/n (with a work folder): compute only every n-th row, starting at the k-th, into the folder's "+
-				"density-<profile>.shard-k-of-n.json, and write no report", func(v string) error {
-				if _, err := workstore.ParseShard(v); err != nil {
-					return err
-				}
-				c.Shard = v
-				return nil
-			})
+			workstore.ShardFlag(fs, &c.Shard, "k/n (with a work folder): compute only every n-th row, starting at the k-th, into the folder's "+
+				"density-<profile>.shard-k-of-n.json, and write no report")
 		},
 		Check: checkMNIST,
 		Run: func(ctx context.Context, c Config, env report.Env) (report.Result, error) {

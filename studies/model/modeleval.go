@@ -18,7 +18,6 @@ import (
 	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
-	"github.com/dfx-lab/dfx/internal/stats"
 	"github.com/dfx-lab/dfx/internal/workstore"
 	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/models"
@@ -47,15 +46,24 @@ type ModelEvalConfig struct {
 	Steps    int
 	Scales   []float64
 	Seed     uint64
-	// Work, when set, is a folder that keeps the expensive parts: the
-	// likelihood (likelihood.json, saved after every batch, so that a run
+	// Work, when set, is a folder that keeps the expensive parts
+	// (internal/workstore; modelwork.go): the likelihood (a row per batch
+	// in mnist-model-likelihood.json, saved after each, so that a run
 	// resumes where an earlier one stopped) and the samples of each scale
-	// (samples_s<scale>.idx, 8-bit IDX). A part found there, made with the
-	// same settings, is read instead of computed: the likelihood and the
-	// samples can be computed on a GPU machine and measured here. One run
-	// at a time uses a folder (workstore.Lock): a second is refused (ErrWork).
-	// The registered experiment sets it from Env.Work.
+	// (samples_s<scale>.idx, 8-bit IDX, described in
+	// mnist-model-samples.json). A part found there, made with the same
+	// settings and network, is read instead of computed: the likelihood and
+	// the samples can be computed on a GPU machine and measured here. One
+	// run at a time uses a folder (workstore.Lock): a second is refused
+	// (ErrWork). The registered experiment sets it from Env.Work.
 	Work string
+	// Shard "k/n" (with Work) computes only the likelihood's batches whose
+	// place is k−1 modulo n, into its own file of Work
+	// (mnist-model-likelihood.shard-k-of-n.json, locked alone), so that
+	// shards run side by side; it draws no samples and its result is
+	// partial. A run without a shard then reads every file and completes
+	// the experiment. "": the whole run.
+	Shard string
 	// Parts are the parts to compute (ParseModelParts; nil: all). Without
 	// PartQuality the samples are drawn (and kept in Work) but not
 	// measured: the classifier and the training images are not needed.
@@ -63,6 +71,16 @@ type ModelEvalConfig struct {
 }
 
 func (c ModelEvalConfig) part(p string) bool { return c.Parts == nil || c.Parts[p] }
+
+// shard is c's shard (the whole run when Shard is "" or malformed:
+// checkModelEval refuses the latter).
+func (c ModelEvalConfig) shard() workstore.Shard { return workstore.ShardOf(c.Shard) }
+
+// ShardFile is the work file a shard keeps its batches in, and whether c
+// is a shard: the CLI runs a shard without a report and names the file.
+func (c ModelEvalConfig) ShardFile() (string, bool) {
+	return workstore.ShardFile(c.Shard, likelihoodStem)
+}
 
 func (c ModelEvalConfig) batch() int {
 	if c.Batch > 0 {
@@ -93,8 +111,11 @@ type ModelEvalResult struct {
 	// on the same images (nil without a skip).
 	BPD, Coarse, Mixture []float64
 	NFE                  int // model evaluations per batch at RTol (mean)
+	// Batches is the number of the likelihood's batches in BPD: all of them,
+	// but for a shard's partial result.
+	Batches int
 	// Where the likelihood was computed (machine, backend, seconds): here,
-	// or on the machine that wrote Config.Work's likelihood.json.
+	// or on the machines that kept it in Config.Work.
 	LikelihoodMachine string
 	LikelihoodSeconds float64
 	Quality           []ModelQuality
@@ -154,7 +175,10 @@ func RunModelEval(ctx context.Context, p *problem.Problem, lab Lab, cfg ModelEva
 	if res.digest, err = checkpoint.NetworkDigest(store, models.ScoreScope); err != nil {
 		return nil, err
 	}
-	lock, err := workstore.Lock("mnist-model", cfg.Work, modelWorkLock, "work folder "+cfg.Work, log)
+	if err := cfg.checkShard(); err != nil {
+		return nil, err
+	}
+	lock, err := workstore.Lock("mnist-model", cfg.Work, cfg.workLock(), cfg.workWhat(), log)
 	if err != nil {
 		return nil, err
 	}
@@ -164,79 +188,16 @@ func RunModelEval(ctx context.Context, p *problem.Problem, lab Lab, cfg ModelEva
 			return nil, err
 		}
 	}
-	if cfg.part(PartSamples) || cfg.part(PartQuality) { // quality alone measures the samples kept in Work
+	if !cfg.shard().Whole() {
+		fmt.Fprintf(log, "mnist-model: shard %s done; %d of the likelihood's batches are in %s (run without a shard for the samples and the report)\n",
+			cfg.Shard, res.Batches, cfg.Work)
+	} else if cfg.part(PartSamples) || cfg.part(PartQuality) { // quality alone measures the samples kept in Work
 		if err := res.samples(ctx, backend, store, skip, cfg, log); err != nil {
 			return nil, err
 		}
 	}
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
-}
-
-// likelihood computes (or reads from Config.Work, and completes) the test
-// bpd at RTol and 10·RTol, batch by batch, and the skip mixture's exact bpd.
-func (res *ModelEvalResult) likelihood(ctx context.Context, backend compute.Backend, net *access.Net, trace score.TraceEstimator,
-	skip *mixture.Gaussian, log io.Writer) error {
-	cfg, p := res.Config, res.problem
-	quant := quantization(p)
-	x, err := p.Dequantized(ctx, cfg.Images, 2)
-	if err != nil {
-		return err
-	}
-	if skip != nil {
-		if res.Mixture, err = mixtureBPDAt(p, skip, x); err != nil {
-			return err
-		}
-	}
-	batch := cfg.batch()
-	w, err := loadLikelihood(cfg.Work, &likelihoodWork{Network: cfg.Name, Digest: res.digest, Images: cfg.Images, Batch: batch,
-		RTol: cfg.RTol, Probes: cfg.Probes, Seed: cfg.Seed,
-		Trace: trace.Name(), Machine: mnist.Machine(), Backend: backend.Name()})
-	if err != nil {
-		return err
-	}
-	if n := len(w.BPD); n > 0 {
-		fmt.Fprintf(log, "mnist-model: %d of %d images read from %s (%s, %s, %.0f s)\n", n, cfg.Images, cfg.Work, w.Machine, w.Backend, w.Seconds)
-	}
-	for lo := len(w.BPD); lo < cfg.Images; lo = len(w.BPD) {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		t0 := time.Now()
-		hi := min(lo+batch, cfg.Images)
-		rows := x.Slice(lo, hi, 0, p.Dim).(*mat.Dense)
-		for i, rtol := range []float64{cfg.RTol, 10 * cfg.RTol} {
-			r, err := likelihood.LogProbContext(ctx, rows, access.NetModel{Net: net, Trace: trace}, likelihood.Config{Schedule: p.Schedule, RTol: rtol})
-			if err != nil {
-				return err
-			}
-			bpd, err := likelihood.BitsPerDim(r.LogProb, p.Dim, &quant)
-			if err != nil {
-				return err
-			}
-			if i == 0 {
-				w.BPD = append(w.BPD, bpd...)
-				w.NFE = append(w.NFE, r.Evals)
-			} else {
-				w.Coarse = append(w.Coarse, bpd...)
-			}
-		}
-		w.addMachine(mnist.Machine(), backend.Name()) // completed here: say both
-		w.Seconds += time.Since(t0).Seconds()
-		if err := saveLikelihood(cfg.Work, w); err != nil {
-			return err
-		}
-		m, se := stats.MeanSE(w.BPD)
-		fmt.Fprintf(log, "mnist-model: %d/%d images: %.4f ± %.4f bpd\n", hi, cfg.Images, m, se)
-	}
-	res.BPD, res.Coarse = w.BPD, w.Coarse
-	for _, e := range w.NFE {
-		res.NFE += e
-	}
-	res.NFE /= max(1, len(w.NFE))
-	res.LikelihoodMachine = fmt.Sprintf("%s, %s backend", w.Machine, w.Backend)
-	res.LikelihoodSeconds = w.Seconds
-	return nil
 }
 
 // evalTrace is Hutchinson with cfg.Probes probes on the network, or, when
@@ -300,8 +261,13 @@ func (res *ModelEvalResult) samples(ctx context.Context, backend compute.Backend
 	for i := range class {
 		class[i] = i / cfg.PerClass
 	}
+	kept, err := openSamples(cfg.Work, samplesSettings{Network: cfg.Name, PerClass: cfg.PerClass, Steps: cfg.Steps, Seed: cfg.Seed},
+		res.digest, backend.Name())
+	if err != nil {
+		return err
+	}
 	for _, s := range cfg.Scales {
-		x, err := res.networkSamples(ctx, backend, store, cfg, s, class, log)
+		x, err := res.networkSamples(ctx, backend, store, kept, s, class, log)
 		if err != nil {
 			return err
 		}
@@ -330,20 +296,19 @@ func (res *ModelEvalResult) samples(ctx context.Context, backend compute.Backend
 // networkSamples are the network's PerClass samples per digit (class, in
 // digit order) at guidance scale s, 8-bit: read from cfg.Work when kept
 // there, else drawn (and kept there).
-func (res *ModelEvalResult) networkSamples(ctx context.Context, backend compute.Backend, store *model.Store, cfg ModelEvalConfig, s float64,
+func (res *ModelEvalResult) networkSamples(ctx context.Context, backend compute.Backend, store *model.Store, kept *samplesKept, s float64,
 	class []int, log io.Writer) (*mat.Dense, error) {
-	n := len(class)
-	want := samplesWork{Network: cfg.Name, Digest: res.digest, Scale: s, PerClass: cfg.PerClass, Steps: cfg.Steps, Seed: cfg.Seed}
-	x, err := loadSamples(cfg.Work, want)
+	cfg, n := res.Config, len(class)
+	x, err := kept.load(s)
 	if err != nil {
 		return nil, err
 	}
 	if x == nil && !cfg.part(PartSamples) {
 		return nil, fmt.Errorf("mnist-model: the quality part measures the samples of %s, which are not there: compute them (part samples) first",
-			samplesPath(cfg.Work, s))
+			kept.path(s))
 	}
 	if x != nil {
-		fmt.Fprintf(log, "mnist-model: %d samples at scale %g read from %s\n", n, s, samplesPath(cfg.Work, s))
+		fmt.Fprintf(log, "mnist-model: %d samples at scale %g read from %s\n", n, s, kept.path(s))
 		return x, nil
 	}
 	scale := make([]float64, n)
@@ -359,8 +324,7 @@ func (res *ModelEvalResult) networkSamples(ctx context.Context, backend compute.
 		return nil, err
 	}
 	if cfg.Work != "" {
-		want.Backend = backend.Name()
-		if err := saveSamples(cfg.Work, want, x); err != nil {
+		if err := kept.save(s, x); err != nil {
 			return nil, err
 		}
 	}

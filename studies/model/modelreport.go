@@ -14,6 +14,9 @@ import (
 
 // Report implements report.Result.
 func (r *ModelEvalResult) Report() (*report.Report, error) {
+	if r.Config.Shard != "" {
+		return nil, fmt.Errorf("mnist-model: shard %s holds part of the likelihood: run without a shard for the report", r.Config.Shard)
+	}
 	rep := &report.Report{Name: "mnist-model", Title: "The MNIST ε-network: test likelihood and samples"}
 	if len(r.BPD) > 0 {
 		rep.Tables = append(rep.Tables, r.likelihoodTable())

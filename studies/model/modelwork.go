@@ -4,17 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 
-	"gonum.org/v1/gonum/mat"
-
-	"github.com/dfx-lab/dfx/internal/atomicfile"
 	"github.com/dfx-lab/dfx/internal/workstore"
-	"github.com/dfx-lab/dfx/mnist"
 )
 
 // The parts of RunModelEval that can run on another machine (a GPU) and be
@@ -44,195 +37,224 @@ func ParseModelParts(v string) (map[string]bool, error) {
 	return out, nil
 }
 
-// likelihoodWork is the likelihood part as kept in Work/likelihood.json:
-// the per-image bpd of the first len(BPD) images, written after every
-// batch, so that a run resumes where an earlier one stopped. The settings
-// must match the run's for it to be used.
-type likelihoodWork struct {
-	Network string    `json:"network"`
-	Digest  string    `json:"digest"`
-	Images  int       `json:"images"`
-	Batch   int       `json:"batch"` // images per solve: a batch's Hutchinson probes depend on the rows' places in it
-	RTol    float64   `json:"rtol"`
-	Probes  int       `json:"probes"`
-	Seed    uint64    `json:"seed"`
-	Trace   string    `json:"trace"`
-	BPD     []float64 `json:"bpd"`
-	Coarse  []float64 `json:"coarse"`
-	NFE     []int     `json:"nfe"` // per batch, at RTol
-	Machine string    `json:"machine"`
-	Backend string    `json:"backend"`
-	Seconds float64   `json:"seconds"`
+// The work folder keeps each part in an internal/workstore store made for
+// the part's settings and the ε-network's digest: the likelihood in
+// mnist-model-likelihood.json (a row per batch, saved after each, so that a
+// run resumes where an earlier one stopped; shards keep their own files
+// beside it), the samples of each scale in samples_s<scale>.idx (8-bit IDX,
+// images other tools read) described by a row of mnist-model-samples.json.
+// A folder an earlier dfx wrote (likelihood.json, samples_s<scale>.json) is
+// read as a source of rows, never rewritten (legacywork.go).
+const (
+	likelihoodStem = "mnist-model-likelihood"
+	samplesStem    = "mnist-model-samples"
+	// modelWorkLock names the lock of a whole run's work (the samples and
+	// the likelihood's own file); a shard locks its file alone.
+	modelWorkLock = "mnist-model"
+)
+
+// likelihoodSettings are what the likelihood's rows are made for (the
+// store's Config; the network's digest is its Networks).
+type likelihoodSettings struct {
+	Network string  `json:"network"`
+	Images  int     `json:"images"`
+	Batch   int     `json:"batch"` // images per solve: a batch's Hutchinson probes depend on the rows' places in it
+	RTol    float64 `json:"rtol"`
+	Probes  int     `json:"probes"`
+	Seed    uint64  `json:"seed"`
+	Trace   string  `json:"trace"`
 }
 
-// addMachine records that the likelihood was (also) computed on machine
-// with backend, once.
-func (w *likelihoodWork) addMachine(machine, backend string) {
-	if !slices.Contains(strings.Split(w.Machine, " and "), machine) {
-		w.Machine += " and " + machine
-	}
-	if !slices.Contains(strings.Split(w.Backend, " and "), backend) {
-		w.Backend += " and " + backend
-	}
+// batches is the number of batches of the images.
+func (s likelihoodSettings) batches() int { return (s.Images + s.Batch - 1) / s.Batch }
+
+// size is the number of images of batch b (the last may be short).
+func (s likelihoodSettings) size(b int) int { return min(s.Batch, s.Images-b*s.Batch) }
+
+// batchWork is one batch's likelihood: the bpd of its images at RTol and
+// at 10·RTol, and the model evaluations of its solve at RTol.
+type batchWork struct {
+	Batch  int       `json:"batch"`
+	BPD    []float64 `json:"bpd"`
+	Coarse []float64 `json:"coarse"`
+	NFE    int       `json:"nfe"`
 }
 
-func (w *likelihoodWork) matches(o *likelihoodWork) error {
-	if w.Network != o.Network || w.Digest != o.Digest || w.Images != o.Images || w.Batch != o.Batch || w.RTol != o.RTol || w.Probes != o.Probes ||
-		w.Seed != o.Seed || w.Trace != o.Trace {
-		return fmt.Errorf("it was made for %s (digest %.12s) on %d images in batches of %d, rtol %g, %d probes, seed %d, trace %s; "+
-			"this run asks for %s (digest %.12s), %d, %d, %g, %d, %d, %s: %w",
-			o.Network, o.Digest, o.Images, o.Batch, o.RTol, o.Probes, o.Seed, o.Trace,
-			w.Network, w.Digest, w.Images, w.Batch, w.RTol, w.Probes, w.Seed, w.Trace, ErrWork)
+func batchKey(b int) string { return fmt.Sprintf("batch %04d", b) }
+
+// check refuses a batch outside the settings' images, of another size, or
+// with a non-finite bpd.
+func (s likelihoodSettings) check(w batchWork) error {
+	if w.Batch < 0 || w.Batch >= s.batches() {
+		return fmt.Errorf("batch %d of %d: %w", w.Batch, s.batches(), ErrWork)
 	}
-	if len(o.BPD) != len(o.Coarse) || len(o.BPD) > o.Images || len(o.BPD)%o.Batch != 0 && len(o.BPD) != o.Images {
-		return fmt.Errorf("it holds %d fine and %d coarse values for %d images in batches of %d: %w", len(o.BPD), len(o.Coarse), o.Images, o.Batch, ErrWork)
+	if n := s.size(w.Batch); len(w.BPD) != n || len(w.Coarse) != n || w.NFE < 0 {
+		return fmt.Errorf("batch %d holds %d fine and %d coarse values and %d evaluations, want %d of each: %w",
+			w.Batch, len(w.BPD), len(w.Coarse), w.NFE, n, ErrWork)
 	}
-	for i := range o.BPD {
-		if math.IsNaN(o.BPD[i]) || math.IsInf(o.BPD[i], 0) || math.IsNaN(o.Coarse[i]) || math.IsInf(o.Coarse[i], 0) {
-			return fmt.Errorf("image %d has a non-finite bpd: %w", i, ErrWork)
+	for i := range w.BPD {
+		if math.IsNaN(w.BPD[i]) || math.IsInf(w.BPD[i], 0) || math.IsNaN(w.Coarse[i]) || math.IsInf(w.Coarse[i], 0) {
+			return fmt.Errorf("image %d has a non-finite bpd: %w", w.Batch*s.Batch+i, ErrWork)
 		}
 	}
 	return nil
 }
 
-// loadLikelihood returns the likelihood kept in dir that matches want (a
-// copy of want when there is none); a file made with other settings or
-// malformed is an error, never silently replaced.
-func loadLikelihood(dir string, want *likelihoodWork) (*likelihoodWork, error) {
-	if dir == "" {
-		return want, nil
-	}
-	path := filepath.Join(dir, "likelihood.json")
-	var got likelihoodWork
-	if found, err := workstore.ReadStrict("mnist-model", path, &got); err != nil || !found {
-		return want, err
-	}
-	if err := want.matches(&got); err != nil {
-		return nil, fmt.Errorf("mnist-model: %s: %w (remove it, or use another work folder)", path, err)
-	}
-	return &got, nil
+// likelihoodKept is the likelihood kept in a work folder: its store and
+// the batches of a legacy likelihood.json.
+type likelihoodKept struct {
+	*workstore.Store
+	legacy *legacyLikelihood // nil: none
+	want   likelihoodSettings
 }
 
-func saveLikelihood(dir string, w *likelihoodWork) error {
-	if dir == "" {
-		return nil
-	}
-	raw, err := json.MarshalIndent(w, "", " ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	return atomicfile.WriteFile(filepath.Join(dir, "likelihood.json"), raw)
-}
-
-// samplesPath is where the samples at guidance scale s are kept.
-func samplesPath(dir string, s float64) string {
-	return filepath.Join(dir, "samples_s"+strconv.FormatFloat(s, 'g', -1, 64)+".idx")
-}
-
-// samplesWork says what the samples of Work/samples_s<scale>.idx are
-// (Work/samples_s<scale>.json): a file made with other settings is refused.
-type samplesWork struct {
-	Network  string  `json:"network"`
-	Digest   string  `json:"digest"`
-	Scale    float64 `json:"scale"`
-	PerClass int     `json:"per_class"`
-	Steps    int     `json:"steps"`
-	Seed     uint64  `json:"seed"`
-	Machine  string  `json:"machine,omitempty"`
-	Backend  string  `json:"backend,omitempty"`
-}
-
-func samplesInfoPath(dir string, s float64) string {
-	return strings.TrimSuffix(samplesPath(dir, s), ".idx") + ".json"
-}
-
-// loadSamples reads the samples kept in dir for want's settings (nil when
-// there are none); samples made with other settings, or a file of another
-// size, are an error.
-func loadSamples(dir string, want samplesWork) (*mat.Dense, error) {
-	if dir == "" {
-		return nil, nil
-	}
-	path, info := samplesPath(dir, want.Scale), samplesInfoPath(dir, want.Scale)
-	var got samplesWork
-	found, err := workstore.ReadStrict("mnist-model", info, &got)
+// openLikelihood reads the likelihood kept in cfg.Work for want on the
+// network of digest (an empty store when cfg.Work is ""): a file made
+// with other settings or malformed is an ErrWork, never silently replaced.
+func openLikelihood(cfg ModelEvalConfig, want likelihoodSettings, digest, backend string) (*likelihoodKept, error) {
+	s, err := workstore.Open(workstore.Options{Who: "mnist-model", Dir: cfg.Work, Stem: likelihoodStem, Config: want, Networks: digest,
+		Shard: cfg.shard(), Backend: backend,
+		Row: func(raw json.RawMessage) (string, error) {
+			var w batchWork
+			if err := workstore.DecodeStrict(raw, &w); err != nil {
+				return "", err
+			}
+			return batchKey(w.Batch), want.check(w)
+		}})
 	if err != nil {
 		return nil, err
 	}
-	if !found {
-		if _, err := os.Stat(path); err == nil {
-			return nil, fmt.Errorf("mnist-model: %s has no %s saying what made it (remove it, or use another work folder): %w", path, info, ErrWork)
+	legacy, err := readLegacyLikelihood(cfg.Work, want, digest)
+	if err != nil {
+		return nil, err
+	}
+	return &likelihoodKept{Store: s, legacy: legacy, want: want}, nil
+}
+
+// batch returns the kept batch b: the store's, else the legacy file's.
+func (k *likelihoodKept) batch(b int) (batchWork, bool, error) {
+	var w batchWork
+	if found, err := k.Get(batchKey(b), &w); err != nil || found {
+		return w, found, err
+	}
+	return k.legacy.batch(k.want, b)
+}
+
+// held is the number of batches kept.
+func (k *likelihoodKept) held() int {
+	n := 0
+	for b := range k.want.batches() {
+		if _, found, _ := k.batch(b); found {
+			n++
 		}
-		return nil, nil
 	}
-	if got.Network != want.Network || got.Digest != want.Digest || got.Scale != want.Scale || got.PerClass != want.PerClass ||
-		got.Steps != want.Steps || got.Seed != want.Seed {
-		return nil, fmt.Errorf("mnist-model: %s holds samples of %s (digest %.12s), scale %g, %d per digit, %d steps, seed %d; "+
-			"this run asks for %s (digest %.12s), %g, %d, %d, %d (remove it, or use another work folder): %w",
-			path, got.Network, got.Digest, got.Scale, got.PerClass, got.Steps, got.Seed,
-			want.Network, want.Digest, want.Scale, want.PerClass, want.Steps, want.Seed, ErrWork)
-	}
-	im, err := mnist.ReadImages(path)
-	if err != nil {
-		return nil, err
-	}
-	if n := 10 * want.PerClass; im.N != n || im.Rows != 28 || im.Cols != 28 {
-		return nil, fmt.Errorf("mnist-model: %s holds %d images of %d×%d, want %d of 28×28: %w", path, im.N, im.Rows, im.Cols, n, mnist.ErrFormat)
-	}
-	return scaled8(im.Pixels, im.N)
+	return n
 }
 
-// saveSamples writes the samples x and what made them to dir.
-func saveSamples(dir string, w samplesWork, x *mat.Dense) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+// keep keeps the computed batch w.
+func (k *likelihoodKept) keep(w batchWork) error { return k.Put(batchKey(w.Batch), w) }
+
+// where says where the kept likelihood was computed, and in how many
+// seconds, the legacy file's included.
+func (k *likelihoodKept) where() (string, float64) {
+	machines, backends := k.Machines()
+	seconds := k.ReadSeconds()
+	if k.legacy != nil {
+		machines = append([]string{k.legacy.Machine}, machines...) // Where splits the " and "-joined lists
+		backends = append([]string{k.legacy.Backend}, backends...)
+		seconds += k.legacy.Seconds
 	}
-	w.Machine = mnist.Machine()
-	raw, err := json.MarshalIndent(w, "", " ")
-	if err != nil {
-		return err
-	}
-	if err := mnist.WriteImagesIDX(samplesPath(dir, w.Scale), x); err != nil {
-		return err
-	}
-	return atomicfile.WriteFile(samplesInfoPath(dir, w.Scale), raw)
+	return workstore.Where(machines, backends), seconds
 }
 
-// CheckModelWork reads the files a work folder holds (likelihood.json,
-// samples_s*.json) strictly, so that a malformed one is reported before
-// any work; whether their settings match is checked when the run knows
-// its network.
-func CheckModelWork(dir string) error {
+// samplesSettings are what the samples are made for (the samples store's
+// Config; the network's digest is its Networks); each scale is a row.
+type samplesSettings struct {
+	Network  string `json:"network"`
+	PerClass int    `json:"per_class"`
+	Steps    int    `json:"steps"`
+	Seed     uint64 `json:"seed"`
+}
+
+// samplesRow describes the samples of one scale: their IDX file in the
+// work folder and its SHA-256, so that a file replaced since is refused.
+type samplesRow struct {
+	Scale  float64 `json:"scale"`
+	File   string  `json:"file"`
+	SHA256 string  `json:"sha256"`
+}
+
+func samplesKey(scale float64) string { return "scale " + formatScale(scale) }
+
+// CheckModelWork reads the files a work folder holds (the stores' files,
+// legacy likelihood.json and samples_s*.json) strictly, so that a
+// malformed one is reported before any work, and says whether another run
+// holds the work cfg would lock; whether the files' settings match is
+// checked when the run knows its network.
+func CheckModelWork(cfg ModelEvalConfig) error {
+	dir := cfg.Work
 	if dir == "" {
 		return nil
 	}
 	if err := workstore.CheckDir("mnist-model", dir); err != nil {
 		return err
 	}
-	if err := workstore.Probe("mnist-model", dir, modelWorkLock, "work folder "+dir); err != nil {
+	if err := workstore.Probe("mnist-model", dir, cfg.workLock(), cfg.workWhat()); err != nil {
+		return err
+	}
+	if err := workstore.Check("mnist-model", dir, likelihoodStem, samplesStem); err != nil {
 		return err
 	}
 	strict := func(path string, v any) error {
 		_, err := workstore.ReadStrict("mnist-model", path, v)
 		return err
 	}
-	if err := strict(filepath.Join(dir, "likelihood.json"), &likelihoodWork{}); err != nil {
+	if err := strict(filepath.Join(dir, legacyLikelihoodFile), &legacyLikelihood{}); err != nil {
 		return err
 	}
 	infos, _ := filepath.Glob(filepath.Join(dir, "samples_s*.json"))
 	for _, p := range infos {
-		if err := strict(p, &samplesWork{}); err != nil {
+		if err := strict(p, &legacySamples{}); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// modelWorkLock names the lock of a whole mnist-model work folder.
-const modelWorkLock = "mnist-model"
+// checkShard refuses a malformed shard, and a shard without a work folder
+// or without the likelihood (the part shards split).
+func (c ModelEvalConfig) checkShard() error {
+	if c.Shard == "" {
+		return nil
+	}
+	if _, err := workstore.ParseShard(c.Shard); err != nil {
+		return fmt.Errorf("mnist-model: %w", err)
+	}
+	if c.Work == "" {
+		return fmt.Errorf("mnist-model: a shard (%s) needs a work folder to keep its batches in: %w", c.Shard, ErrWork)
+	}
+	if !c.part(PartLikelihood) {
+		return fmt.Errorf("mnist-model: a shard (%s) computes the likelihood's batches, a part not asked for: %w", c.Shard, ErrWork)
+	}
+	return nil
+}
+
+// workLock is the lock cfg's run takes: a shard's file, or the whole run's
+// work.
+func (c ModelEvalConfig) workLock() string {
+	if sh := c.shard(); !sh.Whole() {
+		return sh.File(likelihoodStem)
+	}
+	return modelWorkLock
+}
+
+// workWhat names the locked work in messages.
+func (c ModelEvalConfig) workWhat() string {
+	if sh := c.shard(); !sh.Whole() {
+		return filepath.Join(c.Work, sh.File(likelihoodStem))
+	}
+	return "work folder " + c.Work
+}
 
 // ErrWork is wrapped by every error about a work folder whose files are
 // malformed or were made for other settings (workstore.ErrWork, which the CLI

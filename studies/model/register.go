@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/dfx-lab/dfx/dfx/report"
+	"github.com/dfx-lab/dfx/internal/workstore"
 	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/models"
 )
@@ -40,6 +41,8 @@ func init() {
 					c.Parts = parts
 					return err
 				})
+			workstore.ShardFlag(fs, &c.Shard, "k/n (with a work folder): compute only every n-th batch of the likelihood, starting at the k-th, "+
+				"into the folder's mnist-model-likelihood.shard-k-of-n.json, and write no report")
 		},
 		Check: checkModelEval,
 		Run: func(ctx context.Context, c ModelEvalConfig, env report.Env) (report.Result, error) {
@@ -93,7 +96,7 @@ func init() {
 }
 
 // checkModelEval checks, before any work, the data the parts need, the
-// network (an ε-network that loads) and the work folder.
+// network (an ε-network that loads), the shard and the work folder.
 func checkModelEval(c ModelEvalConfig, env report.Env) error {
 	if c.part(PartQuality) { // the classifier's reference: both splits
 		if err := mnist.CheckData(); err != nil {
@@ -114,7 +117,11 @@ func checkModelEval(c ModelEvalConfig, env report.Env) error {
 	if _, _, err := mnist.LoadNetwork(env.Nets, spec.Name); err != nil { // before -out is claimed
 		return err
 	}
-	return CheckModelWork(env.Work)
+	c.Work = env.Work
+	if err := c.checkShard(); err != nil {
+		return err
+	}
+	return CheckModelWork(c)
 }
 
 // result is r as a report.Result, nil when err is not nil (never a nil

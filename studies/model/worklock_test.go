@@ -27,11 +27,11 @@ func TestSecondModelEvalOnOneWorkFolderIsRefused(t *testing.T) {
 	me := ModelEvalQuick()
 	me.Work = t.TempDir()
 	held := locktest.Hold(t, me.Work, modelWorkLock)
-	locktest.Refused(t, "CheckModelWork", CheckModelWork(me.Work))
+	locktest.Refused(t, "CheckModelWork", CheckModelWork(me))
 	_, err := RunModelEval(ctx, mnist.Problem(), mnist.Lab{}, me, io.Discard)
 	locktest.Refused(t, "mnist-model", err)
 	held.Release()
-	if err := CheckModelWork(me.Work); err != nil {
+	if err := CheckModelWork(me); err != nil {
 		t.Errorf("CheckModelWork of a free folder: %v", err)
 	}
 	if _, err := RunModelEval(ctx, mnist.Problem(), mnist.Lab{}, me, io.Discard); errors.Is(err, ErrWork) {
