@@ -14,3 +14,7 @@ package models
 // configuration on the residual-MLP forward, gradient and training step.
 // TestResidualMLPForwardAndTrainStepFinishUnderADeadline guards it.
 const goBackendOptions = "ops_sequential"
+
+// GoBackendOptions is the Go backend's configuration that dfx runs (for
+// gobackend.New where a Go backend is wanted whatever GOMLX_BACKEND says).
+const GoBackendOptions = goBackendOptions

@@ -47,7 +47,7 @@ func TestImportedCheckpointRoundTripsAndRecordsItsSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	backend, err := gobackend.New("")
+	backend, err := gobackend.New(models.GoBackendOptions)
 	if err != nil {
 		t.Fatal(err)
 	}

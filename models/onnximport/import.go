@@ -52,7 +52,7 @@ type Imported struct {
 	Spec     *models.ONNXSpec
 	Schedule schedule.Schedule
 	SHA256   string // of the ONNX file
-	Rewrites int    // nodes rewritten to primitive ops (InstanceNormalization, nearest Resize) or removed (Identity)
+	Rewrites int    // nodes rewritten to primitive ops (InstanceNormalization, nearest Resize, Conv) or removed (Identity)
 }
 
 // Dim is the data dimension d of the network's points.
@@ -71,7 +71,11 @@ func bad(format string, args ...any) error {
 // Import reads an ONNX file's contents raw and checks that it converts
 // (building ε_θ and its gradient once, on the Go backend); every error
 // about raw or opt wraps ErrBadModel.
-func Import(raw []byte, opt Options) (*Imported, error) {
+func Import(raw []byte, opt Options) (*Imported, error) { return importModel(raw, opt, true) }
+
+// importModel is Import, with 2-D convolutions rewritten as sums of matrix
+// products (rewriteConv) or left to onnx-gomlx's ConvGeneral.
+func importModel(raw []byte, opt Options, convProducts bool) (*Imported, error) {
 	p, err := checkOptions(&opt)
 	if err != nil {
 		return nil, err
@@ -92,6 +96,9 @@ func Import(raw []byte, opt Options) (*Imported, error) {
 		return nil, bad("%v", err)
 	}
 	rewrites += rewriteNearestResize(&m) + bypassIdentity(&m)
+	if convProducts {
+		rewrites += rewriteConv(&m)
+	}
 	spec, err := specOf(&m, opt)
 	if err != nil {
 		return nil, err

@@ -70,7 +70,7 @@ func rows(v [][]float64) *mat.Dense {
 // and the gradient ∂(Σ weights·out)/∂x, as PyTorch computed them.
 func rawOutputs(t *testing.T, im *Imported, f *fixture) (out, grad *mat.Dense) {
 	t.Helper()
-	backend, err := gobackend.New("")
+	backend, err := gobackend.New(models.GoBackendOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestImportedNetworkIsTheModelContract(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			backend, err := gobackend.New("")
+			backend, err := gobackend.New(models.GoBackendOptions)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -132,7 +132,7 @@ var unimplementedOp = regexp.MustCompile(`unimplemented ONNX op "([^"]+)"`)
 // the Go backend and runs it once: an op onnx-gomlx cannot convert, or
 // shapes that do not fit, show here rather than in a study.
 func trialConversion(im *Imported) (err error) {
-	backend, err := gobackend.New("")
+	backend, err := gobackend.New(models.GoBackendOptions)
 	if err != nil {
 		return err
 	}

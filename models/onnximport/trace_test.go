@@ -41,7 +41,7 @@ func traceGap(t *testing.T, eps, c *checkpoint.Checkpoint, obj models.Objective,
 	if err != nil {
 		t.Fatal(err)
 	}
-	backend, err := gobackend.New("")
+	backend, err := gobackend.New(models.GoBackendOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestTrainedTraceNetworkApproachesItsTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	backend, err := gobackend.New("")
+	backend, err := gobackend.New(models.GoBackendOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestTraceCheckpointNamesAnONNXDigestOrNone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	backend, err := gobackend.New("")
+	backend, err := gobackend.New(models.GoBackendOptions)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func MLP(t testing.TB, s schedule.Schedule) *onnximport.Imported {
 // Net is im as a network on a Go backend that lives as long as the test.
 func Net(t testing.TB, im *onnximport.Imported) *access.Net {
 	t.Helper()
-	backend, err := gobackend.New("")
+	backend, err := gobackend.New(models.GoBackendOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
