@@ -46,7 +46,7 @@ func importedProblem(t *testing.T) (*onnximport.Imported, *onnximport.Data, stri
 		t.Fatal(err)
 	}
 	data := &onnximport.Data{Name: "mlp-fixture", Eps: eps, Train: clusters(40, 8, 1), Test: clusters(8, 8, 2)}
-	backend, err := gobackend.New("")
+	backend, err := gobackend.New(models.GoBackendOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
