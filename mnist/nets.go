@@ -262,6 +262,8 @@ func (n *Networks) SampleRowsContext(ctx context.Context, cfg SampleConfig, clas
 	if err := checkClasses(class[lo:hi]); err != nil {
 		return nil, err
 	}
+	// Not pfode.Uniform, whose last time is exactly final: the last time
+	// here is tMax + (final − tMax), as the committed samples were drawn.
 	grid := make([]float64, cfg.Steps+1)
 	for i := range grid {
 		grid[i] = tMax + (final-tMax)*float64(i)/float64(cfg.Steps)

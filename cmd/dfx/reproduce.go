@@ -93,8 +93,8 @@ func reproduceUsage(w io.Writer) {
 	for _, e := range report.Experiments() {
 		fmt.Fprintf(w, "  %-12s %s\n", e.Name, e.Doc)
 	}
-	fmt.Fprintf(w, "  %-12s every experiment above but %s (they read a researcher's own runs or train their own), in "+
-		"this order\n", "all", strings.Join(standalone(), ", "))
+	fmt.Fprintf(w, "  %-12s every experiment above but %s (they read a researcher's own runs, or take hours at their "+
+		"full profile: run them by name), in this order\n", "all", strings.Join(standalone(), ", "))
 	fmt.Fprintln(w, "environment:")
 	for _, e := range reproduceEnv {
 		fmt.Fprintf(w, "  %-14s %s\n", e[0], e[1])

@@ -70,8 +70,9 @@ type Spec[C any] struct {
 	Name string
 	// Doc is one line for `dfx reproduce -h`.
 	Doc string
-	// Standalone experiments are left out of `all`: they read what a
-	// researcher's own runs left behind, or train networks of their own.
+	// Standalone experiments are left out of `all` and run by name: they
+	// read what a researcher's own runs left behind, or their full profile
+	// takes hours.
 	Standalone bool
 	// Quick and Full are the configurations of the two profiles.
 	Quick, Full func() C
