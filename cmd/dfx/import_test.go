@@ -162,6 +162,7 @@ func TestSampleRunsOnAnImportedNetwork(t *testing.T) {
 		{[]string{"-checkpoint", u8}, "takes points of dimension 64, the data are of dimension 784"},
 		{[]string{"-checkpoint", u28, "-model", "eps"}, "give one"},
 		{[]string{"-checkpoint", u28, "-checkpoint", u28}, "both hold the score network"},
+		{[]string{"-checkpoint", u28, "-nets", dir}, "-nets with -checkpoint"},
 		{[]string{"-checkpoint", u28, "-density", "offset:1"}, "-trace df-tm-c needs the nu network"},
 	} {
 		args := append([]string{"sample", "-n", "1", "-steps", "2", "-npy", filepath.Join(dir, "x.npy")}, tc.args...)

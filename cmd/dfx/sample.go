@@ -38,7 +38,8 @@ Plain sampling loads the ε-network alone: -model picks another one (e.g. a cand
 with -nets DIR). -checkpoint takes the ε-network of a file instead, for plain, adjoint- and density-guided sampling (e.g.
 an imported network, dfx import: 784 values a point, the VP schedule, classes 0…9 with the null class 10); repeat it to
 add the t_θ or ν_θ that dfx train dftm|dftm-c -eps trained for it (-trace df-tm, df-tm-c). The rewards' classifier is
-the committed one (or -nets DIR's).
+the committed one (or -nets DIR's). Plain and adjoint-guided sampling are class-conditional (-class-input, -classes 10 at
+import); density guidance also takes an unconditional network.
 With -guide, adjoint guidance (paper sec. "Adjoint optimization sampling", SAG) steers each sample towards a reward of
 its predicted clean image x̂₀ (a 10-step inner DDIM solve, -inner) on the outer steps [FROM, TO) of -window (default:
 30%–70% of the steps, 15:35 with -steps 50, the paper's protocol; -steps defaults to 50 with -guide): x ← x − S σ(t)
@@ -366,7 +367,11 @@ func openSampleNets(fs *flag.FlagSet, nets, netsFrom, epsName string, ckpts []st
 		if use.density != nil {
 			need, usedBy = use.density.network(), "-trace "+use.density.flags.trace
 		}
-		if net, err = mnist.OpenFiles(backend, ckpts, need, usedBy); err != nil {
+		if isSet(fs, "nets") && !use.guide {
+			return nil, badInput(errors.New("-nets with -checkpoint: only adjoint guidance reads a network of -nets DIR " +
+				"(its classifier); leave -nets out"))
+		}
+		if net, err = mnist.OpenFiles(backend, ckpts, need, usedBy, use.density == nil); err != nil {
 			return nil, fmt.Errorf("-checkpoint: %w", err)
 		}
 		if use.guide {
