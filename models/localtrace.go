@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/gomlx/compute/dtypes"
-	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
@@ -126,7 +124,8 @@ func (t *PatchTrace) parts(scope *model.Scope, x, alpha, sigma, cot *graph.Node)
 	inQ := Inputs{X: cot, Alpha: graph.BroadcastToDims(alpha, q), Sigma: graph.BroadcastToDims(sigma, q), Class: nullClass(scope, cot)}
 	r := patchHead(scope.At(ScoreScope), inQ, t.geom, tiled, true)
 	grad := graph.Gradient(graph.ReduceAllSum(graph.Mul(r, cot)), tiled)[0]
-	return []*graph.Node{m.jacobian(), grad}
+	rest, bands := m.jacobianBands(t.geom.grid, t.geom.halo)
+	return append([]*graph.Node{grad, rest}, bands...)
 }
 
 // Trace implements score.TraceEstimator.
@@ -152,19 +151,24 @@ func (t *PatchTrace) TraceContext(ctx context.Context, c schedule.Coefficients, 
 		if err != nil {
 			return nil, fmt.Errorf("models: %w", err)
 		}
-		out[i] = t.combine(c, tensormat.Values(res[0]), tensormat.Values(res[1])) / c.Sigma
+		bands := make([][]float64, len(res)-2)
+		for k := range bands {
+			bands[k] = tensormat.Values(res[2+k])
+		}
+		s := jacobianOf(tensormat.Values(res[1]), bands, d/t.geom.grid)
+		out[i] = t.combine(c, s, tensormat.Values(res[0])) / c.Sigma
 	}
 	return out, nil
 }
 
-// combine is tr ∂ε̂/∂x from S [d, d] and the feature gradients G [P²·n, F].
-func (t *PatchTrace) combine(c schedule.Coefficients, s, grad []float64) float64 {
+// combine is tr ∂ε̂/∂x from S and the feature gradients G [P²·n, F].
+func (t *PatchTrace) combine(c schedule.Coefficients, s func(j, i int) float64, grad []float64) float64 {
 	d, nf := t.d, t.nf
 	np := t.geom.grid * t.geom.grid
 	cIn := 1 / math.Hypot(c.Alpha, c.Sigma)
 	tr := 0.0
 	for i := range d {
-		tr += s[i*d+i]
+		tr += s(i, i)
 	}
 	for row, i := range t.out { // output pixel i: pixel q of patch k, row = q·n + k
 		k := row % np
@@ -177,32 +181,58 @@ func (t *PatchTrace) combine(c schedule.Coefficients, s, grad []float64) float64
 			if j == i {
 				tr += cIn*g[f] + g[nf+f]/c.Alpha
 			}
-			cross += g[nf+f] * s[j*d+i]
+			cross += g[nf+f] * s(j, i)
 		}
 		tr -= c.Sigma / c.Alpha * cross
 	}
 	return tr
 }
 
-// jacobian is ∂ε_mix/∂x [d, d] at a batch of one point:
+// jacobianOf reads S(j, i) from jacobianBands' outputs: the dense rest
+// [d, d] and, for offsets δ = 0 … H, the products of the rows' blocks of
+// n pixels (one patch row each) [grid − δ, n, n]; S's low-rank part is
+// symmetric, so the blocks below the diagonal are those above, transposed.
+func jacobianOf(rest []float64, bands [][]float64, n int) func(j, i int) float64 {
+	d := int(math.Round(math.Sqrt(float64(len(rest)))))
+	return func(j, i int) float64 {
+		bj, bi := j/n, i/n
+		if bj < bi { // S_U(j, i) = S_U(i, j)
+			bj, bi, j, i = bi, bj, i, j
+		}
+		return rest[j*d+i] + bands[bj-bi][(bi*n+j%n)*n+i%n]
+	}
+}
+
+// jacobianBands is ∂ε_mix/∂x at a batch of one point,
 // σ(Σₖ rₖ Cₖ⁻¹ − Σₖ rₖ aₖaₖᵀ + āāᵀ) with aₖ = Cₖ⁻¹Dₖ and ā = Σₖ rₖ aₖ
 // (the responsibilities' own derivatives give the outer products), each
 // Cₖ⁻¹ split as in eps: Uₖ diag(1/cₖ − 1/c⊥ₖ) Uₖᵀ + I/c⊥ₖ +
-// (1/c_S,k − 1/c⊥ₖ) diag(Mₖ).
-func (m *mixtureTerms) jacobian() *graph.Node {
+// (1/c_S,k − 1/c⊥ₖ) diag(Mₖ). The low-rank part σU diag(q) Uᵀ, a
+// [d, K·r] × [K·r, d] product, is the costly one; it is formed only on the
+// blocks of rows within halo blocks of each other (the d rows cut into
+// blocks equal ones): bands[δ] [blocks − δ, n, n] holds the products of
+// block b + δ (scaled by σq) with block b. rest [d, d] is the other terms.
+func (m *mixtureTerms) jacobianBands(blocks, halo int) (rest *graph.Node, bands []*graph.Node) {
 	kk, r, d := m.kk, m.r, m.d
 	if m.bsz != 1 {
 		panic(fmt.Sprintf("models: the mixture's Jacobian of a batch of %d points (one at a time)", m.bsz))
 	}
-	col := func(n *graph.Node) *graph.Node { return graph.Reshape(n, kk, 1) } // [1, K] → [K, 1]
+	n := d / blocks
+	col := func(v *graph.Node) *graph.Node { return graph.Reshape(v, kk, 1) } // [1, K] → [K, 1]
 	w := graph.Sub(m.invC, graph.InsertAxes(m.invRest, -1))                   // 1/c − 1/c⊥ [1, K, r]
-	q := graph.Reshape(graph.Mul(w, graph.InsertAxes(m.resp, -1)), 1, kk*r)
-	jac := graph.DotGeneral(graph.Mul(m.basis, q), []int{1}, nil, m.basis, []int{1}, nil) // U diag(q) Uᵀ
-	idle := graph.Sub(m.invIdle, m.invRest)                                               // [1, K]
+	q := graph.Mul(graph.Reshape(graph.Mul(w, graph.InsertAxes(m.resp, -1)), 1, kk*r), m.sigma)
+	scaled := graph.Reshape(graph.Mul(m.basis, q), blocks, n, kk*r)
+	basis := graph.Reshape(m.basis, blocks, n, kk*r)
+	for delta := 0; delta <= min(halo, blocks-1); delta++ {
+		hi, lo := scaled, basis
+		if delta > 0 {
+			hi, lo = graph.Slice(scaled, graph.AxisRange(delta, blocks)), graph.Slice(basis, graph.AxisRange(0, blocks-delta))
+		}
+		bands = append(bands, graph.DotGeneral(hi, []int{2}, []int{0}, lo, []int{2}, []int{0}))
+	}
+	idle := graph.Sub(m.invIdle, m.invRest) // [1, K]
 	diag := graph.Add(graph.ReduceAndKeep(graph.Mul(m.resp, m.invRest), graph.ReduceSum, -1), graph.MatMul(graph.Mul(m.resp, idle), m.idle))
-	eye := graph.ConvertDType(graph.Equal(graph.Iota(m.x.Graph(), shapes.Make(dtypes.Int32, d, d), 0),
-		graph.Iota(m.x.Graph(), shapes.Make(dtypes.Int32, d, d), 1)), m.x.DType())
-	jac = graph.Add(jac, graph.Mul(eye, diag))
+	rest = graph.Mul(graph.ConvertDType(graph.Diagonal(m.x.Graph(), d), m.x.DType()), diag)
 	dk := graph.Sub(m.xc, graph.Mul(m.alpha, m.means)) // Dₖ [K, d]
 	// Uₖ(zₖ ∘ wₖ) for every k, the basis scaled before the reshape (a
 	// reshape of the stored basis would copy it).
@@ -210,6 +240,6 @@ func (m *mixtureTerms) jacobian() *graph.Node {
 	a := graph.Add(graph.Transpose(low, 0, 1), graph.Mul(graph.Add(col(m.invRest), graph.Mul(col(idle), m.idle)), dk)) // aₖ [K, d]
 	abar := graph.MatMul(m.resp, a)                                                                                    // [1, d]
 	spread := graph.DotGeneral(graph.Mul(col(m.resp), a), []int{0}, nil, a, []int{0}, nil)                             // Σ rₖ aₖaₖᵀ
-	jac = graph.Add(graph.Sub(jac, spread), graph.DotGeneral(abar, []int{0}, nil, abar, []int{0}, nil))
-	return graph.Mul(jac, m.sigma)
+	rest = graph.Add(graph.Sub(rest, spread), graph.DotGeneral(abar, []int{0}, nil, abar, []int{0}, nil))
+	return graph.Mul(rest, m.sigma), bands
 }
