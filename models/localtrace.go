@@ -6,7 +6,6 @@ import (
 	"math"
 
 	"github.com/gomlx/gomlx/core/graph"
-	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"gonum.org/v1/gonum/mat"
 
@@ -65,10 +64,10 @@ type PatchTrace struct {
 	exec  *model.Exec
 	geom  patchGeometry
 	d     int
-	nf    int   // window features of one channel of a patch
-	out   []int // [P²·n]: the image pixel of pixel q of patch k, at q·n + k
-	feat  []int // [n·nf]: the image pixel of window feature f of patch k, −1 beyond the border
-	cotan *tensors.Tensor
+	nf    int        // window features of one channel of a patch
+	out   []int      // [P²·n]: the image pixel of pixel q of patch k, at q·n + k
+	feat  []int      // [n·nf]: the image pixel of window feature f of patch k, −1 beyond the border
+	cotan *mat.Dense // [P², d]
 }
 
 // Name is the estimator's: the exact trace, as access.VJPTrace's.
@@ -80,34 +79,32 @@ func (*PatchTrace) Name() string { return "vjp-exact" }
 func (t *PatchTrace) layout(n *access.Net) error {
 	g, d, pp := t.geom, t.d, t.geom.p*t.geom.p
 	np := g.grid * g.grid
-	num := make([]float64, d)
-	for j := range num {
-		num[j] = float64(j + 1)
+	num, ids := mat.NewDense(1, d, nil), mat.NewDense(np, pp, nil) // pixel numbers (exact in float32)
+	for j := range d {
+		num.Set(0, j, float64(j+1))
 	}
-	ids := make([]float64, np*pp)
-	for k := range ids {
-		ids[k] = float64(k)
+	for k := range np * pp {
+		ids.Set(k/pp, k%pp, float64(k))
 	}
 	res, err := graph.ExecOnceN(n.Backend, func(img, rows *graph.Node) []*graph.Node {
 		return []*graph.Node{windows(img, g.side, g.p, g.halo), unpatch(rows, g)}
-	}, [][]float64{num}, tensors.FromFlatDataAndDimensions(ids, np, pp))
+	}, tensormat.FromMatrix(n.DType, num), tensormat.FromMatrix(n.DType, ids))
 	if err != nil {
 		return fmt.Errorf("models: %w", err)
 	}
-	win, img := tensors.MustCopyFlatData[float64](res[0]), tensors.MustCopyFlatData[float64](res[1])
+	win, img := tensormat.Values(res[0]), tensormat.Values(res[1])
 	t.nf = len(win) / np
 	t.feat = make([]int, len(win))
 	for i, v := range win {
 		t.feat[i] = int(v) - 1
 	}
 	t.out = make([]int, np*pp)
-	cot := mat.NewDense(pp, d, nil)
+	t.cotan = mat.NewDense(pp, d, nil)
 	for j, v := range img {
 		k, q := int(v)/pp, int(v)%pp
 		t.out[q*np+k] = j
-		cot.Set(q, j, 1)
+		t.cotan.Set(q, j, 1)
 	}
-	t.cotan = tensormat.FromMatrix(n.DType, cot)
 	return nil
 }
 
@@ -147,7 +144,7 @@ func (t *PatchTrace) TraceContext(ctx context.Context, c schedule.Coefficients, 
 			return nil, err
 		}
 		res, err := t.exec.Exec(tensormat.FromMatrix(dt, mat.NewDense(1, d, tensormat.Row(x, i))),
-			tensormat.Filled(dt, 1, c.Alpha), tensormat.Filled(dt, 1, c.Sigma), t.cotan)
+			tensormat.Filled(dt, 1, c.Alpha), tensormat.Filled(dt, 1, c.Sigma), tensormat.FromMatrix(dt, t.cotan))
 		if err != nil {
 			return nil, fmt.Errorf("models: %w", err)
 		}
