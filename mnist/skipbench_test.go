@@ -181,7 +181,7 @@ func BenchmarkExactTrace(b *testing.B) {
 	x, _ := draw.Queries(c, x0, rand.New(rand.NewPCG(1, 1)))
 	for _, e := range []score.TraceEstimator{vjp, patch} {
 		name := "vjp"
-		if e == score.TraceEstimator(patch) {
+		if e == patch {
 			name = "patch"
 		}
 		b.Run(name, func(b *testing.B) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/schedule"
+	"github.com/dfx-lab/dfx/dfx/score"
 	"github.com/dfx-lab/dfx/internal/tensormat"
 )
 
@@ -28,9 +29,9 @@ import (
 // patch of r depends only on its own row of window features, so A and B,
 // which are zero outside the windows, come from one VJP per pixel of a
 // patch (P² rows, each a pixel's cotangent in every patch at once)
-// instead of one per pixel of the image. It returns nil for any other
-// network (the caller keeps access.VJPTrace).
-func PatchExactTrace(n *access.Net) (*PatchTrace, error) {
+// instead of one per pixel of the image. It returns a nil estimator for
+// any other network (the caller keeps access.VJPTrace).
+func PatchExactTrace(n *access.Net) (score.TraceEstimator, error) {
 	if n == nil || n.Store == nil || !HasNetwork(n.Store, MixtureScope) {
 		return nil, nil
 	}

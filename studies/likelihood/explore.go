@@ -290,11 +290,7 @@ func LikelihoodDynamics(n *mnist.Networks, method string, seed uint64) (score.Mo
 	if err != nil {
 		return nil, fmt.Errorf("mnist: %w", err)
 	}
-	env := access.Env{Net: n.Net, Seed: seed, ExactRows: mnist.Dim}
-	if exact != nil {
-		env.Exact = exact
-	}
-	est, err := access.NewTrace(method, env)
+	est, err := access.NewTrace(method, access.Env{Net: n.Net, Seed: seed, ExactRows: mnist.Dim, Exact: exact})
 	if err != nil {
 		return nil, fmt.Errorf("mnist: %w", err)
 	}
