@@ -29,8 +29,10 @@ import (
 // patch of r depends only on its own row of window features, so A and B,
 // which are zero outside the windows, come from one VJP per pixel of a
 // patch (P² rows, each a pixel's cotangent in every patch at once)
-// instead of one per pixel of the image. It returns a nil estimator for
-// any other network (the caller keeps access.VJPTrace).
+// instead of one per pixel of the image. n's Eps must be the store's
+// ε-network (AccessNetwork, NewAccessNet): the trace is built from the
+// store, not from n.Eps. It returns a nil estimator for any other network
+// (the caller keeps access.VJPTrace).
 func PatchExactTrace(n *access.Net) (score.TraceEstimator, error) {
 	if n == nil || n.Store == nil || !HasNetwork(n.Store, MixtureScope) {
 		return nil, nil
