@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
 	"gonum.org/v1/gonum/mat"
@@ -190,7 +191,8 @@ func (t *PatchTrace) combine(c schedule.Coefficients, s func(j, i int) float64, 
 
 // jacobianOf reads S(j, i) from jacobianBands' outputs: the dense rest
 // [d, d] and, for offsets δ = 0 … H, the products of the rows' blocks of
-// n pixels (one patch row each) [grid − δ, n, n]; S's low-rank part is
+// n pixels (one patch row each) [grid + H, n, n], block b pairing rows
+// of block b with columns of block b − δ; S's low-rank part is
 // symmetric, so the blocks below the diagonal are those above, transposed.
 func jacobianOf(rest []float64, bands [][]float64, n int) func(j, i int) float64 {
 	d := int(math.Round(math.Sqrt(float64(len(rest)))))
@@ -199,7 +201,7 @@ func jacobianOf(rest []float64, bands [][]float64, n int) func(j, i int) float64
 		if bj < bi { // S_U(j, i) = S_U(i, j)
 			bj, bi, j, i = bi, bj, i, j
 		}
-		return rest[j*d+i] + bands[bj-bi][(bi*n+j%n)*n+i%n]
+		return rest[j*d+i] + bands[bj-bi][(bj*n+j%n)*n+i%n]
 	}
 }
 
@@ -210,8 +212,9 @@ func jacobianOf(rest []float64, bands [][]float64, n int) func(j, i int) float64
 // (1/c_S,k − 1/c⊥ₖ) diag(Mₖ). The low-rank part σU diag(q) Uᵀ, a
 // [d, K·r] × [K·r, d] product, is the costly one; it is formed only on the
 // blocks of rows within halo blocks of each other (the d rows cut into
-// blocks equal ones): bands[δ] [blocks − δ, n, n] holds the products of
-// block b + δ (scaled by σq) with block b. rest [d, d] is the other terms.
+// blocks equal ones): bands[δ] [blocks + halo, n, n] holds the products
+// of block b (scaled by σq) with block b − δ (zero blocks beyond the
+// ends). rest [d, d] is the other terms.
 func (m *mixtureTerms) jacobianBands(blocks, halo int) (rest *graph.Node, bands []*graph.Node) {
 	kk, r, d := m.kk, m.r, m.d
 	if m.bsz != 1 {
@@ -221,14 +224,24 @@ func (m *mixtureTerms) jacobianBands(blocks, halo int) (rest *graph.Node, bands 
 	col := func(v *graph.Node) *graph.Node { return graph.Reshape(v, kk, 1) } // [1, K] → [K, 1]
 	w := graph.Sub(m.invC, graph.InsertAxes(m.invRest, -1))                   // 1/c − 1/c⊥ [1, K, r]
 	q := graph.Mul(graph.Reshape(graph.Mul(w, graph.InsertAxes(m.resp, -1)), 1, kk*r), m.sigma)
-	scaled := graph.Reshape(graph.Mul(m.basis, q), blocks, n, kk*r)
-	basis := graph.Reshape(m.basis, blocks, n, kk*r)
-	for delta := 0; delta <= min(halo, blocks-1); delta++ {
-		hi, lo := scaled, basis
-		if delta > 0 {
-			hi, lo = graph.Slice(scaled, graph.AxisRange(delta, blocks)), graph.Slice(basis, graph.AxisRange(0, blocks-delta))
+	// Padded with zero blocks and shifted by concatenation (contiguous
+	// copies; the backend slices element by element): bands[δ][b] pairs
+	// block b of the scaled rows with block b − δ of the basis.
+	h := min(halo, blocks-1)
+	zeros := func(k int) *graph.Node { return graph.Zeros(m.x.Graph(), shapes.Make(m.x.DType(), k*n, kk*r)) }
+	pad := func(x *graph.Node, before int) *graph.Node {
+		parts := []*graph.Node{x}
+		if before > 0 {
+			parts = append([]*graph.Node{zeros(before)}, parts...)
 		}
-		bands = append(bands, graph.DotGeneral(hi, []int{2}, []int{0}, lo, []int{2}, []int{0}))
+		if h-before > 0 {
+			parts = append(parts, zeros(h-before))
+		}
+		return graph.Reshape(graph.Concatenate(parts, 0), blocks+h, n, kk*r)
+	}
+	scaled := pad(graph.Mul(m.basis, q), 0)
+	for delta := 0; delta <= h; delta++ {
+		bands = append(bands, graph.DotGeneral(scaled, []int{2}, []int{0}, pad(m.basis, delta), []int{2}, []int{0}))
 	}
 	idle := graph.Sub(m.invIdle, m.invRest) // [1, K]
 	diag := graph.Add(graph.ReduceAndKeep(graph.Mul(m.resp, m.invRest), graph.ReduceSum, -1), graph.MatMul(graph.Mul(m.resp, idle), m.idle))
