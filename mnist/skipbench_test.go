@@ -158,3 +158,37 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkExactTrace times the committed ε-network's exact Fisher trace
+// at one image and t = 0.5 (one evaluation of the quick-start notebook's
+// likelihood cell): by 784 VJPs (access.VJPTrace, one image's rows a call)
+// and from the network's structure (models.PatchExactTrace).
+func BenchmarkExactTrace(b *testing.B) {
+	_, net := committedEps(b)
+	vjp, err := access.NewVJPTrace(net, Dim)
+	if err != nil {
+		b.Fatal(err)
+	}
+	patch, err := models.PatchExactTrace(net)
+	if err != nil {
+		b.Fatal(err)
+	}
+	x0, err := TestImages(1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, _ := schedule.At(Schedule(), 0.5)
+	x, _ := draw.Queries(c, x0, rand.New(rand.NewPCG(1, 1)))
+	for _, e := range []score.TraceEstimator{vjp, patch} {
+		name := "vjp"
+		if e == patch {
+			name = "patch"
+		}
+		b.Run(name, func(b *testing.B) {
+			timeCalls(b, func() error {
+				_, err := e.Trace(c, x)
+				return err
+			})
+		})
+	}
+}

@@ -22,23 +22,46 @@ import (
 // [B·n, F] × [F, width] products. outDim must be a square side² with P
 // dividing side.
 func PatchNet(scope *model.Scope, in Inputs, outDim int, extra *graph.Node, zeroOut bool) *graph.Node {
-	width := model.GetParamOr(scope, ParamWidth, 128)
-	depth := model.GetParamOr(scope, ParamDepth, 3)
+	g := patchGeometryOf(scope, outDim)
+	return patchHead(scope, in, g, patchRows(in, extra, g), zeroOut)
+}
+
+// patchGeometry is a patch network's cut of a square image: side², the
+// patch P, the halo H and the grid of side/P patches a side.
+type patchGeometry struct{ side, p, halo, grid int }
+
+// patchGeometryOf reads the cut from scope's parameters; it panics where
+// the image cannot be cut so.
+func patchGeometryOf(scope *model.Scope, outDim int) patchGeometry {
 	p := model.GetParamOr(scope, ParamPatch, 4)
 	halo := model.GetParamOr(scope, ParamPatchHalo, 1)
-	act := activation(model.GetParamOr(scope, ParamActivation, "silu"))
 	side := int(math.Round(math.Sqrt(float64(outDim))))
 	if side*side != outDim || p < 1 || side%p != 0 || halo < 0 {
 		panic(fmt.Sprintf("models: patch network on d = %d: need a square image whose side is a multiple of the patch %d (halo %d ≥ 0)", outDim, p, halo))
 	}
-	bsz := in.X.Shape().Dimensions[0]
-	grid := side / p
-	n := grid * grid
-	feats := []*graph.Node{windows(inputFeatures(in, nil), side, p, halo)}
+	return patchGeometry{side: side, p: p, halo: halo, grid: side / p}
+}
+
+// patchRows are the features of every patch [B·n, F]: the windows of c_in x,
+// then those of extra.
+func patchRows(in Inputs, extra *graph.Node, g patchGeometry) *graph.Node {
+	feats := []*graph.Node{windows(inputFeatures(in, nil), g.side, g.p, g.halo)}
 	if extra != nil {
-		feats = append(feats, windows(extra, side, p, halo))
+		feats = append(feats, windows(extra, g.side, g.p, g.halo))
 	}
-	rows := graph.Concatenate(feats, -1) // [B·n, F]
+	return graph.Concatenate(feats, -1)
+}
+
+// patchHead is the network on the patches' features rows [B·n, F] (B the
+// rows of in): the blocks, each patch's own output and the image put back
+// together [B, side²]. Every patch's output depends on its own row of rows
+// only (and on t and the class).
+func patchHead(scope *model.Scope, in Inputs, g patchGeometry, rows *graph.Node, zeroOut bool) *graph.Node {
+	width := model.GetParamOr(scope, ParamWidth, 128)
+	depth := model.GetParamOr(scope, ParamDepth, 3)
+	act := activation(model.GetParamOr(scope, ParamActivation, "silu"))
+	bsz := in.X.Shape().Dimensions[0]
+	n := g.grid * g.grid
 	h := Dense(scope.In("input"), rows, width)
 	pos := scope.In("position").WithInitializer(func(g *graph.Graph, s shapes.Shape) *graph.Node { return graph.Zeros(g, s) }).
 		VariableWithShape("table", shapes.Make(in.X.DType(), 1, n, width)).NodeValue(in.X.Graph())
@@ -54,9 +77,14 @@ func PatchNet(scope *model.Scope, in Inputs, outDim int, extra *graph.Node, zero
 		u = Dense(bctx.In("dense1"), flat(u), width)
 		h = graph.Add(h, graph.Reshape(Dense(bctx.In("dense2"), act(u), width), bsz, n, width))
 	}
-	out := outputDense(scope.In("output"), act(flat(layerNorm(h))), p*p, zeroOut) // [B·n, P²]
-	out = graph.TransposeAllDims(graph.Reshape(out, bsz, grid, grid, p, p), 0, 1, 3, 2, 4)
-	return graph.Reshape(out, bsz, outDim)
+	return unpatch(outputDense(scope.In("output"), act(flat(layerNorm(h))), g.p*g.p, zeroOut), g) // [B·n, P²] → [B, side²]
+}
+
+// unpatch puts the patches' pixels out [B·n, P²] back into images [B, side²].
+func unpatch(out *graph.Node, g patchGeometry) *graph.Node {
+	bsz := out.Shape().Dimensions[0] / (g.grid * g.grid)
+	out = graph.TransposeAllDims(graph.Reshape(out, bsz, g.grid, g.grid, g.p, g.p), 0, 1, 3, 2, 4)
+	return graph.Reshape(out, bsz, g.side*g.side)
 }
 
 // windows cuts images x [B, side²] into P×P patches and returns, for each

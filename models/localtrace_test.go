@@ -1,0 +1,123 @@
+package models
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/gomlx/gomlx/core/tensors"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dfx-lab/dfx/dfx/access"
+	"github.com/dfx-lab/dfx/dfx/mixture"
+	"github.com/dfx-lab/dfx/dfx/schedule"
+)
+
+// TestPatchExactTraceIsTheVJPTrace: on a float64 skip network with a patch
+// residual (6×6 images, 2×2 patches, halo 1; a class-labelled low-rank
+// mixture with an idle pixel; every residual weight random; a sub-VP
+// schedule, where c_in ≠ 1), the structured exact trace equals the d VJPs
+// of access.VJPTrace at small, middle and large t. Dropping any term of the
+// formula (S's spread or idle part, the cross term, c_in, the 1/α of B)
+// fails it.
+func TestPatchExactTraceIsTheVJPTrace(t *testing.T) {
+	const side = 6
+	d := side * side
+	rng := rand.New(rand.NewPCG(5, 6))
+	data := mat.NewDense(300, d, nil)
+	labels := make([]int, 300)
+	for i := range 300 {
+		labels[i] = i % 2
+		for j := range d {
+			data.Set(i, j, float64(2*labels[i]-1)*0.4*math.Sin(float64(j+i%3))+0.2*rng.NormFloat64())
+		}
+		if labels[i] == 0 {
+			data.Set(i, 7, 1e-3*rng.Float64()) // an idle pixel in class 0
+		}
+	}
+	g, _, err := mixture.Fit(data, labels, mixture.FitOptions{Components: 2, PerClass: true, Rank: 3, Shrink: 0.1, Seed: 1, Idle: 1e-4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := NewStore()
+	store.SetParams(map[string]any{ParamNumClasses: 2, ParamWidth: 8, ParamDepth: 1, ParamArch: ArchPatch, ParamPatch: 2,
+		ParamPatchHalo: 1, ParamEmbedDim: 4, ParamDType: "float64"})
+	if err := SetMixtureSkip(store, g); err != nil {
+		t.Fatal(err)
+	}
+	backend := MustNewBackend()
+	sched := schedule.DefaultSubVP() // α² + σ² ≠ 1: c_in counts
+	net, err := NewAccessNet(backend, store, sched, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := mat.NewDense(2, d, nil)
+	for i := range 2 {
+		for j := range d {
+			x.Set(i, j, data.At(i, j)+0.3*rng.NormFloat64())
+		}
+	}
+	c0, _ := schedule.At(sched, 0.3)
+	if _, err := net.EpsAt(c0, x); err != nil { // creates the variables
+		t.Fatal(err)
+	}
+	var paths []string
+	for v := range store.IterVariables() {
+		if v.Trainable && HasScope(v.Scope(), ScoreScope) {
+			paths = append(paths, v.Path())
+		}
+	}
+	slices.Sort(paths)
+	for _, p := range paths {
+		w := store.GetVariable(p)
+		vals := make([]float64, w.Shape().Size())
+		for i := range vals {
+			vals[i] = 0.4 * rng.NormFloat64()
+		}
+		if err := w.SetValue(tensors.FromFlatDataAndDimensions(vals, w.Shape().Dimensions...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if net, err = NewAccessNet(backend, store, sched, false); err != nil {
+		t.Fatal(err)
+	}
+	vjp, err := access.NewVJPTrace(net, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast, err := PatchExactTrace(net)
+	if err != nil || fast == nil {
+		t.Fatalf("PatchExactTrace: %v, %v", fast, err)
+	}
+	for _, tt := range []float64{0.02, 0.3, 0.9} {
+		c, _ := schedule.At(sched, tt)
+		want, err := vjp.Trace(c, x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := fast.Trace(c, x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range want {
+			if math.Abs(got[i]-want[i]) > 1e-9*math.Abs(want[i]) {
+				t.Errorf("t = %g, point %d: structured trace %.12g, VJP trace %.12g", tt, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+// TestPatchExactTraceOnlyForPatchSkipNetworks: a network without a mixture
+// skip or with another residual has no structured trace.
+func TestPatchExactTraceOnlyForPatchSkipNetworks(t *testing.T) {
+	store := NewStore()
+	store.SetParams(map[string]any{ParamWidth: 8, ParamDepth: 1, ParamArch: ArchFiLM})
+	net, err := NewAccessNet(MustNewBackend(), store, schedule.DefaultVP(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr, err := PatchExactTrace(net); tr != nil || err != nil {
+		t.Errorf("PatchExactTrace of a plain network: %v, %v", tr, err)
+	}
+}
