@@ -90,7 +90,24 @@ var SkipHutchinson = access.TraceFamily{Name: "skip-hutchinson", Arg: "the numbe
 	Doc: "a network with a mixture skip: the skip's exact trace plus Hutchinson with K probes on the residual",
 	New: newSkipHutchinson}
 
-func init() { access.RegisterTrace(SkipHutchinson) }
+// SkipExact is the registered trace family "skip-exact": the exact trace
+// of a network with a mixture skip and a patch residual from its structure
+// (PatchExactTrace), the same number as the d VJPs of "vjp-exact" at a
+// fraction of their cost.
+var SkipExact = access.TraceFamily{Name: "skip-exact", Needs: access.NeedsNet,
+	Doc: "a network with a mixture skip and a patch residual: its exact trace from the structure (closed-form skip Jacobian, P² VJPs of the patch head)",
+	New: func(_ int, env access.Env) (score.TraceEstimator, error) {
+		t, err := PatchExactTrace(env.Net)
+		if err == nil && t == nil {
+			err = errors.New("models: skip-exact needs an ε-network with a mixture skip and a patch residual; this one is not (use vjp-exact)")
+		}
+		return t, err
+	}}
+
+func init() {
+	access.RegisterTrace(SkipHutchinson)
+	access.RegisterTrace(SkipExact)
+}
 
 func newSkipHutchinson(k int, env access.Env) (score.TraceEstimator, error) {
 	n := env.Net

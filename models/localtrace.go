@@ -33,7 +33,8 @@ import (
 // instead of one per pixel of the image. n's Eps must be the store's
 // ε-network (AccessNetwork, NewAccessNet): the trace is built from the
 // store, not from n.Eps. It returns a nil estimator for any other network
-// (the caller keeps access.VJPTrace).
+// (the caller keeps access.VJPTrace). The registry's spec is "skip-exact"
+// (SkipExact).
 func PatchExactTrace(n *access.Net) (score.TraceEstimator, error) {
 	if n == nil || n.Store == nil || !HasNetwork(n.Store, MixtureScope) {
 		return nil, nil
@@ -74,8 +75,8 @@ type PatchTrace struct {
 	cotan *mat.Dense // [P², d]
 }
 
-// Name is the estimator's: the exact trace, as access.VJPTrace's.
-func (*PatchTrace) Name() string { return "vjp-exact" }
+// Name is the estimator's: its registered family, "skip-exact".
+func (*PatchTrace) Name() string { return "skip-exact" }
 
 // layout finds where the patch network's windows and outputs sit in the
 // image, by running its own cut on pixel numbers, and builds the

@@ -21,7 +21,7 @@ import (
 )
 
 const nllUsage = "usage: dfx nll (--gmm G.json|G.dfxckpt | --checkpoint FILE [--checkpoint FILE2] [--trace " +
-	"vjp|hutchinson:K|hutchpp:K|skip-hutchinson:K|dftm|dftm-c]) --points X.csv|X.npy|IDX[.gz] [--schedule NAME: " +
+	"vjp|skip-exact|hutchinson:K|hutchpp:K|skip-hutchinson:K|dftm|dftm-c]) --points X.csv|X.npy|IDX[.gz] [--schedule NAME: " +
 	"required with --gmm; a checkpoint's own by default] [--solver dopri5|euler|heun|rk4] [flags]"
 
 // listFlag is a repeatable string flag.
@@ -60,7 +60,8 @@ func runNLL(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		`repeat it to add the DF-TM (dftm) or centred DF-TM (nu) network from another file`)
 	fs.StringVar(&a.trace, "trace", "vjp", "trace estimator of a --checkpoint network: vjp (exact, d VJPs), "+
 		"hutchinson:K, hutchpp:K (K ≥ 3 matvecs), skip-hutchinson:K (a network with a mixture skip: the skip's exact "+
-		"trace plus Hutchinson on the residual), dftm, dftm-c")
+		"trace plus Hutchinson on the residual), skip-exact (a mixture skip with a patch residual, as the committed MNIST "+
+		"network: the exact trace from its structure, far cheaper than d VJPs), dftm, dftm-c")
 	fs.StringVar(&a.points, "points", "", "points x (N×d): CSV, .npy, or IDX images (.gz or not; scaled to [−1, 1]); - for stdin (CSV/.npy)")
 	fs.BoolVar(&a.header, "header", false, "skip the first line of a CSV --points file")
 	fs.Float64Var(&a.s, "s", 0, "start time s of the PF-ODE, in [t_min, T) (default: the schedule's t_min)")

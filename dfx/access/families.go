@@ -7,12 +7,7 @@ import "github.com/dfx-lab/dfx/dfx/score"
 func init() {
 	RegisterTrace(TraceFamily{Name: "vjp-exact", Aliases: []string{"vjp"}, Needs: NeedsNet,
 		Doc: "the network's exact trace by d VJPs (eq. nll_VJP)",
-		New: func(_ int, env Env) (score.TraceEstimator, error) {
-			if env.Exact != nil {
-				return env.Exact, nil
-			}
-			return NewVJPTrace(env.Net, env.ExactRows)
-		}})
+		New: func(_ int, env Env) (score.TraceEstimator, error) { return NewVJPTrace(env.Net, env.ExactRows) }})
 	RegisterTrace(TraceFamily{Name: "hutchinson", Arg: "the number of probes", Random: true, Needs: NeedsNet,
 		Doc: "Hutchinson with K Rademacher probes",
 		New: func(k int, env Env) (score.TraceEstimator, error) {

@@ -33,10 +33,6 @@ type Env struct {
 	// ProbeRows bounds the rows (points × probes) of one graph call of a
 	// Hutchinson-type estimator (SetMaxRows); ≤ 0: DefaultMaxRows.
 	ProbeRows int
-	// Exact, when set, is the network's exact trace by a cheaper route
-	// than d VJPs (e.g. one that knows the network's structure), the same
-	// number to rounding: the exact VJP trace family returns it instead.
-	Exact score.TraceEstimator
 }
 
 // Needs are the networks of a Net, beyond ε_θ, that a family uses.

@@ -203,11 +203,6 @@ func TestEnvReachesTheEstimators(t *testing.T) {
 	if r := v.(*VJPTrace).r.maxRows; r != 5 {
 		t.Errorf("vjp-exact: %d rows a call, want ExactRows 5", r)
 	}
-	env.Exact = v // an exact trace by another route: vjp-exact is it
-	if w, err := NewTrace("vjp", env); err != nil || w != v {
-		t.Errorf("vjp-exact with Env.Exact: %v, %v, want Env.Exact", w, err)
-	}
-	env.Exact = nil
 	if r := h.(*Hutchinson).r.maxRows; r != 6 {
 		t.Errorf("hutchinson: %d rows a call, want ProbeRows 6", r)
 	}

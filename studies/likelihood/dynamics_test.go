@@ -7,17 +7,16 @@ import (
 
 	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/likelihood"
-	"github.com/dfx-lab/dfx/dfx/score"
 	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/models"
 )
 
-// TestLikelihoodDynamicsTakesTheStructuredExactTrace: the committed
-// ε-network's exact trace in the likelihood dynamics is
-// models.PatchExactTrace's (the same number as 784 VJPs:
-// TestPatchExactTraceOfTheCommittedNetwork in mnist), the other methods
-// are the registry's.
-func TestLikelihoodDynamicsTakesTheStructuredExactTrace(t *testing.T) {
+// TestSkipExactIsRegisteredForTheCommittedNetwork: the committed
+// ε-network's exact trace from its structure is the registry's
+// "skip-exact" (the same number as 784 VJPs:
+// TestPatchExactTraceOfTheCommittedNetwork in mnist); "vjp-exact" stays
+// the d VJPs.
+func TestSkipExactIsRegisteredForTheCommittedNetwork(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads the committed networks")
 	}
@@ -29,12 +28,12 @@ func TestLikelihoodDynamicsTakesTheStructuredExactTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for method, structured := range map[string]bool{"vjp-exact": true, "vjp": true, "df-tm": false, "hutchinson-2": false} {
+	for method, structured := range map[string]bool{"skip-exact": true, "vjp-exact": false, "vjp": false, "df-tm": false} {
 		dyn, err := LikelihoodDynamics(nets, method, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, ok := dyn.(access.NetModel).Trace.(*models.PatchTrace); ok != structured {
+		if tr, ok := dyn.(access.NetModel).Trace.(*models.PatchTrace); ok != structured || ok && tr.Name() != "skip-exact" {
 			t.Errorf("%s: trace %T", method, dyn.(access.NetModel).Trace)
 		}
 	}
@@ -42,9 +41,8 @@ func TestLikelihoodDynamicsTakesTheStructuredExactTrace(t *testing.T) {
 
 // BenchmarkQuickstartLikelihood is the quick-start notebook's likelihood
 // cell: 4 test images, Heun with 10 steps, the DF-TM trace and the exact
-// trace (LikelihoodDynamics: from the network's structure), and the exact
-// trace by 784 VJPs for comparison; it reports each run's mean bits per
-// dimension.
+// trace from the network's structure (skip-exact), and the exact trace by
+// 784 VJPs for comparison; it reports each run's mean bits per dimension.
 func BenchmarkQuickstartLikelihood(b *testing.B) {
 	backend, err := models.NewBackend()
 	if err != nil {
@@ -64,16 +62,10 @@ func BenchmarkQuickstartLikelihood(b *testing.B) {
 	}
 	lo, hi := mnist.Schedule().Interval()
 	cfg := likelihood.Config{Schedule: mnist.Schedule(), T0: lo + (hi-lo)/10, Steps: 10, Solver: likelihood.Heun}
-	for _, method := range []string{"df-tm", "vjp-exact", "vjp-exact-by-vjps"} {
+	for _, method := range []string{"df-tm", "skip-exact", "vjp-exact"} {
 		b.Run(method, func(b *testing.B) {
-			var dyn score.Model
-			if method == "vjp-exact-by-vjps" {
-				vjp, err := access.NewVJPTrace(nets.Net, mnist.Dim)
-				if err != nil {
-					b.Fatal(err)
-				}
-				dyn = access.NetModel{Net: nets.Net, Trace: vjp}
-			} else if dyn, err = LikelihoodDynamics(nets, method, 1); err != nil {
+			dyn, err := LikelihoodDynamics(nets, method, 1)
+			if err != nil {
 				b.Fatal(err)
 			}
 			for b.Loop() {

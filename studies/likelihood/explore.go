@@ -19,7 +19,6 @@ import (
 	"github.com/dfx-lab/dfx/dfx/score"
 	"github.com/dfx-lab/dfx/internal/stats"
 	"github.com/dfx-lab/dfx/mnist"
-	"github.com/dfx-lab/dfx/models"
 )
 
 // The small runs behind the notebooks' knobs (dfx/notebook.Knobs): one
@@ -283,14 +282,8 @@ func sortedBy(x, y []float64) []float64 {
 // LikelihoodDynamics is the PF-ODE likelihood's dynamics (dfx/likelihood)
 // of the unconditional ε-network: score −ε_θ/σ and the trace by method, a
 // spec of dfx/access's registry, e.g. one of TraceMethods (seed: Hutchinson's probes).
-// The exact trace of a mixture-skip network with a patch residual comes
-// from its structure (models.PatchExactTrace), not from d VJPs.
 func LikelihoodDynamics(n *mnist.Networks, method string, seed uint64) (score.Model, error) {
-	exact, err := models.PatchExactTrace(n.Net)
-	if err != nil {
-		return nil, fmt.Errorf("mnist: %w", err)
-	}
-	est, err := access.NewTrace(method, access.Env{Net: n.Net, Seed: seed, ExactRows: mnist.Dim, Exact: exact})
+	est, err := access.NewTrace(method, access.Env{Net: n.Net, Seed: seed, ExactRows: mnist.Dim})
 	if err != nil {
 		return nil, fmt.Errorf("mnist: %w", err)
 	}
