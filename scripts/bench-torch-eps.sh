@@ -15,7 +15,8 @@
 # and PyTorch alternating (odd rounds Go first), each PyTorch run beside a measurement
 # of this machine's limits (bench_torch_eps.py --machine: 1024³ product rates in f32
 # and f64, copy bandwidth). The table: Go ms, PyTorch ms and Go/PyTorch per case
-# (medians over the rounds), then each case's dense arithmetic and memory lower
+# (medians over the rounds), the same in process CPU time per call (steadier on a
+# shared machine), then each case's dense arithmetic and memory lower
 # bounds from the best rates measured, and Go's and PyTorch's ratios to them.
 #
 # Usage: scripts/bench-torch-eps.sh [--no-setup] [--check-only]   (make bench-torch-eps)
@@ -37,7 +38,7 @@ TORCH_EPS="${TORCH_EPS:-2/f64 1/f64 2/f32 1/f32}"
 TORCH_ARGS="${TORCH_ARGS:---warmup 2 --repeats 3}"
 setup=1 checkonly=0
 . "$here/lib.sh"
-parse_opts bench-torch-eps 2,27 "--no-setup=setup=0 --check-only=checkonly=1" "$@"
+parse_opts bench-torch-eps 2,28 "--no-setup=setup=0 --check-only=checkonly=1" "$@"
 go_env
 need_torch bench-torch-eps "$PY" || exit 1
 
@@ -70,7 +71,8 @@ go_round() {
     # BenchmarkEpsNetwork/forward/B=1-2 … ns/op → eps/B=1/forward
     awk -F'[ \t]+' '/^Benchmark/ && NF >= 4 {
       name = $1; sub(/-[0-9]+$/, "", name); n = split(name, p, "/")
-      for (i = 3; i < NF; i += 2) if ($(i+1) == "ns/op" && n == 3) printf "go\teps/%s/%s\t%.6f\n", p[3], p[2], $i / 1e6
+      for (i = 3; i < NF; i += 2) if (n == 3 && ($(i+1) == "ns/op" || $(i+1) == "cpu-ns/op"))
+        printf "%s\teps/%s/%s\t%.6f\n", ($(i+1) == "ns/op" ? "go" : "go-cpu"), p[3], p[2], $i / 1e6
     }' "$log" >>"$rows"
     grep -q '^Benchmark' "$log" || { echo "bench-torch-eps: no benchmark line in the Go output"; status=1; }
   else
@@ -89,7 +91,7 @@ torch_round() {
       "$PY" "$here/bench_torch_eps.py" --machine --threads "$t" >>"$tmp/pt.log" 2>&1; then
       cat "$tmp/pt.log"
       awk -v src="pt-$cfg" 'function val(f) { sub(/^[^=]*=/, "", f); return f }
-        /^RESULT /{ printf "%s\t%s\t%s\n", src, val($2), val($3) }
+        /^RESULT /{ printf "%s\t%s\t%s\ncpu-%s\t%s\t%s\n", src, val($2), val($3), src, val($2), val($6) }
         /^RATE /{ printf "rate:\t%s\t%s\n", val($2), val($4) }' "$tmp/pt.log" >>"$rows"
     else
       cat "$tmp/pt.log"; echo "bench-torch-eps: PyTorch ($cfg) failed"; status=1

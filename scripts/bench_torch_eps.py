@@ -261,20 +261,22 @@ def check(twin, fx, tol):
 
 
 def time_call(fn, warmup, repeats, min_time):
-    """Median and min over repeats of the mean time of one call (ms)."""
+    """Median and min over repeats of the mean wall time of one call, the
+    median of its process CPU time (all threads; ms), and the calls a repeat."""
     for _ in range(warmup):
         fn()
     t0 = time.perf_counter()
     fn()
     one = max(time.perf_counter() - t0, 1e-6)
     inner = max(1, int(min_time / one))
-    per = []
+    per, cpu = [], []
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for _ in range(inner):
             fn()
         per.append((time.perf_counter() - t0) / inner * 1e3)
-    return statistics.median(per), min(per), inner
+        cpu.append((time.process_time() - c0) / inner * 1e3)
+    return statistics.median(per), min(per), inner, statistics.median(cpu)
 
 
 def bench(twin, fx, args):
@@ -295,25 +297,26 @@ def bench(twin, fx, args):
                 twin.skip(x.to(twin.skip_dtype), a, s)
 
         for mode, fn in (("forward", forward), ("skip", skip), ("vjp", lambda: twin.vjp(x, v, a, s))):
-            ms, mn, inner = time_call(fn, args.warmup, args.repeats, args.min_time)
-            print("RESULT name=eps/B=%d/%s ms=%.4f min_ms=%.4f inner=%d" % (b, mode, ms, mn, inner), flush=True)
+            ms, mn, inner, cpu = time_call(fn, args.warmup, args.repeats, args.min_time)
+            print("RESULT name=eps/B=%d/%s ms=%.4f min_ms=%.4f inner=%d cpu_ms=%.4f" % (b, mode, ms, mn, inner, cpu), flush=True)
 
 
 def machine(args):
     """PyTorch's 1024³ product rate in f32 and f64 and the copy bandwidth (a
-    numpy copy, one thread, and torch's copy_ at --threads) of 256 MB arrays."""
+    numpy copy, one thread, and torch's copy_ at --threads) of 256 MB arrays,
+    each from the fastest of its repeats (the machine's limit, not its load)."""
     import numpy as np
     import torch
     for dt in ("float32", "float64"):
         a, b = torch.randn(1024, 1024, dtype=getattr(torch, dt)), torch.randn(1024, 1024, dtype=getattr(torch, dt))
-        _, ms, _ = time_call(lambda: a @ b, 1, 5, 0.05)
+        _, ms, _, _ = time_call(lambda: a @ b, 1, 10, 0.05)
         print("RATE name=gemm-%s threads=%d value=%.1f (GFLOP/s, 1024^3 product %.2f ms)" % (dt, args.threads, 2 * 1024 ** 3 / ms / 1e6, ms))
     n = 256 << 20
     src, dst = np.ones(n // 8), np.empty(n // 8)
-    _, ms, _ = time_call(lambda: np.copyto(dst, src), 1, 5, 0.1)
+    _, ms, _, _ = time_call(lambda: np.copyto(dst, src), 1, 5, 0.1)
     print("RATE name=copy-numpy threads=1 value=%.1f (GB/s read+written, 256 MB copy %.1f ms)" % (2 * n / ms / 1e6, ms))
     ts, td = torch.ones(n // 8, dtype=torch.float64), torch.empty(n // 8, dtype=torch.float64)
-    _, ms, _ = time_call(lambda: td.copy_(ts), 1, 5, 0.1)
+    _, ms, _, _ = time_call(lambda: td.copy_(ts), 1, 5, 0.1)
     print("RATE name=copy-torch threads=%d value=%.1f (GB/s read+written, 256 MB copy %.1f ms)" % (args.threads, 2 * n / ms / 1e6, ms))
 
 
@@ -342,6 +345,23 @@ def median(v):
     return statistics.median(v) if v else None
 
 
+def fmt(x):
+    return "-" if x is None else ("%.3f" % x if x < 10 else ("%.2f" % x if x < 100 else "%.1f" % x))
+
+
+def ratio(a, b):
+    return "-" if a is None or not b else "%.2fx" % (a / b)
+
+
+def timings(rows, cases, go, pts, unit):
+    """One table: Go's median per case, and each PyTorch column's with Go's ratio to it."""
+    print("%-20s %9s" % ("case", "Go " + unit) + "".join(" %12s %8s" % ("PT " + k.split("pt-")[1] + " " + unit, "Go/PT") for k in pts))
+    for c in cases:
+        g = median(rows.get(go, {}).get(c, []))
+        print("%-20s %9s" % (c, fmt(g)) + "".join(" %12s %8s" % (fmt(median(rows.get(k, {}).get(c, []))),
+                                                                  ratio(g, median(rows.get(k, {}).get(c, [])))) for k in pts))
+
+
 def table(args):
     """Go and PyTorch medians per case, their ratio, and each case's lower
     bounds from this run's measured rates."""
@@ -354,16 +374,13 @@ def table(args):
             else:
                 rows.setdefault(src, {}).setdefault(name, []).append(float(val))
     s = shapes(params_of(read_header(args.ckpt)[0]))
-    srcs = ["go"] + sorted((k for k in rows if k != "go"), key=lambda k: (k.split("/")[1] != "f64", -int(k.split("/")[0][3:])))
+    srcs = ["go"] + sorted((k for k in rows if k.startswith("pt-")), key=lambda k: (k.split("/")[1] != "f64", -int(k.split("/")[0][3:])))
     cases = sorted({c for r in rows.values() for c in r}, key=lambda c: (int(c.split("=")[1].split("/")[0]), c.split("/")[-1]))
-    fmt = lambda x: "-" if x is None else ("%.3f" % x if x < 10 else ("%.2f" % x if x < 100 else "%.1f" % x))
-    ratio = lambda a, b: "-" if a is None or not b else "%.2fx" % (a / b)
-    head = "%-20s %9s" % ("case", "Go ms") + "".join(" %11s %8s" % ("PT " + k[3:] + " ms", "Go/PT") for k in srcs[1:])
-    print(head)
-    for c in cases:
-        g = median(rows.get("go", {}).get(c, []))
-        print("%-20s %9s" % (c, fmt(g)) + "".join(" %11s %8s" % (fmt(median(rows[k].get(c, []))), ratio(g, median(rows[k].get(c, []))))
-                                                 for k in srcs[1:]))
+    timings(rows, cases, "go", srcs[1:], "ms")
+    print()
+    print("Process CPU time per call (ms; Go: cpu-ns/op, both cores; PyTorch: time.process_time, every thread, spinning "
+          "included): steadier than the wall clock while other jobs share the cores.")
+    timings(rows, cases, "go-cpu", ["cpu-" + k for k in srcs[1:]], "cpu")
     r32, r64 = rates.get("gemm-float32"), rates.get("gemm-float64")
     bw = max(rates.get("copy-numpy", 0), rates.get("copy-torch", 0)) or None
     print()
@@ -376,7 +393,9 @@ def table(args):
           "FLOPs: the two basis products 2·2·B·d·K·r, six products with the [K, d] tables 6·2·B·d·K, the residual's products "
           "2·B·n·(F·W + depth·2W² + W·P²), the FiLM once a call; bytes: the basis twice (before and after the softmax), "
           "each table twice, every residual weight once; the VJP twice the forward. 'f32' reads the skip in float32 (the "
-          "checkpoint's precision; Go computes in it), 'f64' in float64 (the twin's default)." % (r32, r64, bw))
+          "checkpoint's precision; Go computes in it), 'f64' in float64 (the twin's default). Go/bound: Go's median over the f32 "
+          "bound; PT64/bnd, PT32/bnd: the fastest PyTorch column of that skip dtype over its bound. A ratio under 1 means the "
+          "rates were measured under a heavier load than the case." % (r32, r64, bw))
     pt = {dt: [k for k in srcs[1:] if k.endswith(dt)] for dt in ("f64", "f32")}
     print("%-20s %8s %8s %9s %9s %9s %9s %9s %9s %9s %9s" % ("case", "GFLOP", "MB f32", "arith f32", "mem f32", "Go/bound",
                                                             "MB f64", "arith f64", "mem f64", "PT64/bnd", "PT32/bnd"))
