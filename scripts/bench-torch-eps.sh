@@ -100,10 +100,7 @@ torch_round() {
   done
 }
 
-for ((r = 1; r <= ROUNDS; r++)); do
-  echo; echo "=== round $r of $ROUNDS ($(date -u '+%H:%M:%S UTC'))"
-  if ((r % 2)); then go_round; torch_round; else torch_round; go_round; fi
-done
+interleave_rounds "$ROUNDS"
 
 echo
 echo "Go: the committed ε-network through access.Net (EpsAt; VJPMatVec.Apply), GOMAXPROCS=${GOMAXPROCS:-$(nproc)}, median over $ROUNDS rounds of -benchtime $BENCHTIME."

@@ -124,10 +124,7 @@ torch_round() {
   done
 }
 
-for ((r = 1; r <= ROUNDS; r++)); do
-  echo; echo "=== round $r of $ROUNDS ($(date -u '+%H:%M:%S UTC'))"
-  if ((r % 2)); then go_round; torch_round; else torch_round; go_round; fi
-done
+interleave_rounds "$ROUNDS"
 
 echo
 echo "Go: GoMLX v0.28.8 Go backend (go:$backend_opts), GOEXPERIMENT=$GOEXPERIMENT, GOMAXPROCS=${GOMAXPROCS:-$(nproc)}, $(nproc) cores, GoMLX's VJPs (identity transposes elided), the host optimiser for the score nets; median over $ROUNDS rounds (each the mean of $BENCHTIME_MLP MLP / $BENCHTIME_NET score-net calls)."

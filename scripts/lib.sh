@@ -62,3 +62,14 @@ torch_header() {
   echo "go: $(go version), GOEXPERIMENT=$GOEXPERIMENT, GOMAXPROCS=${GOMAXPROCS:-$(nproc)}, GOMLX_BACKEND unset (models.TrainBackendConfig = go:$opts)"
   echo "torch: $("$py" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo 'missing'), $py"
 }
+
+# interleave_rounds N: N rounds of the caller's go_round and torch_round,
+# alternating which goes first (odd rounds Go), so that a load that comes
+# and goes hits both.
+interleave_rounds() {
+  local r
+  for ((r = 1; r <= $1; r++)); do
+    echo; echo "=== round $r of $1 ($(date -u '+%H:%M:%S UTC'))"
+    if ((r % 2)); then go_round; torch_round; else torch_round; go_round; fi
+  done
+}
