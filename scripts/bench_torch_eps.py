@@ -86,7 +86,7 @@ def read_header(path):
 
 
 def read_checkpoint(path):
-    """(params, {path: numpy array}) of a dfx checkpoint, checksum verified."""
+    """(header, {path: numpy array}) of a dfx checkpoint, checksum verified."""
     import numpy as np
     header, off = read_header(path)
     with open(path, "rb") as f:
@@ -101,7 +101,7 @@ def read_checkpoint(path):
         if a.dtype.kind == "f" and not np.isfinite(a).all():
             fail("%s: %s is not finite" % (path, v["Path"]))
         arrays[v["Path"]], off = a, off + n * size
-    return params_of(header), arrays
+    return header, arrays
 
 
 def params_of(header):
@@ -116,10 +116,12 @@ def params_of(header):
     return params
 
 
-def shapes(params):
-    """The network's sizes from its hyperparameters (the score scope's win)."""
+def shapes(header):
+    """The network's sizes from the header's dimension and hyperparameters (the
+    score scope's win over the root's)."""
+    params = params_of(header)
     p = lambda k, d: params.get("/score/" + k, params.get("/" + k, d))
-    return dict(d=784, K=p("mixture_components", 0), r=p("mixture_rank", 0), nc=p("num_classes", 0),
+    return dict(d=header["Dim"], K=p("mixture_components", 0), r=p("mixture_rank", 0), nc=p("num_classes", 0),
                 width=p("width", 128), depth=p("depth", 3), patch=p("patch", 4), halo=p("patch_halo", 1),
                 emb=p("embed_width", p("width", 128)), edim=p("embed_dim", 32), fmax=p("embed_max_freq", 8.0))
 
@@ -127,12 +129,14 @@ def shapes(params):
 class EpsTwin:
     """The committed ε-network in PyTorch (see the module's docstring)."""
 
-    def __init__(self, params, arrays, skip_dtype):
+    def __init__(self, header, arrays, skip_dtype):
         import torch
-        self.torch, self.s = torch, shapes(params)
+        params = params_of(header)
+        self.torch, self.s = torch, shapes(header)
         s, sd, f32 = self.s, skip_dtype, torch.float32
         if params.get("/skip") != "mixture" or params.get("/score/arch") != "patch" or s["halo"] != 1:
             fail("the twin covers a mixture skip + patch network (halo 1) only")
+        self.check_dims(arrays)
         t = lambda name, dt: torch.from_numpy(arrays[name].copy()).to(dt)
         m = "/mixture/"
         self.basis = t(m + "basis", sd)                          # U [d, K·r]
@@ -165,6 +169,24 @@ class EpsTwin:
         self.out = (w("output/weights_t"), w("output/biases").reshape(-1))
         n = max(s["edim"] // 2, 1)
         self.freqs = torch.tensor([s["fmax"] ** (k / max(n - 1, 1)) for k in range(n)], dtype=torch.float64)
+
+    def check_dims(self, arrays):
+        """Fails unless the variables the twin reads have the shapes its sizes imply."""
+        s = self.s
+        d, k, kr, w, p2 = s["d"], s["K"], s["K"] * s["r"], s["width"], s["patch"] ** 2
+        n = (int(round(math.sqrt(d))) // s["patch"]) ** 2
+        want = {"/mixture/basis": [d, kr], "/mixture/centre": [d], "/mixture/means": [k, d], "/mixture/idle": [k, d],
+                "/mixture/means_proj": [kr], "/mixture/lambda": [kr], "/mixture/rho": [k], "/mixture/idle_var": [k],
+                "/mixture/rest_dim": [k], "/mixture/idle_dim": [k], "/mixture/log_weights": [s["nc"] + 1, k],
+                "/score/input/weights_t": [w, 2 * (2 * s["halo"] + 1) ** 2 * p2], "/score/position/table": [1, n, w],
+                "/score/embed/weights_t": [s["emb"], 2 * (s["edim"] // 2) + 1], "/score/class/table": [s["nc"] + 1, s["emb"]],
+                "/score/output/weights_t": [p2, w]}
+        for i in range(s["depth"]):
+            want.update({"/score/block_%d/film/weights_t" % i: [2 * w, s["emb"]], "/score/block_%d/dense1/weights_t" % i: [w, w],
+                         "/score/block_%d/dense2/weights_t" % i: [w, w]})
+        for path, dims in want.items():
+            if path not in arrays or list(arrays[path].shape) != dims:
+                fail("checkpoint variable %s: %s, the twin needs %s" % (path, list(arrays[path].shape) if path in arrays else "missing", dims))
 
     def skip(self, x, alpha, sigma):
         """ε_mix [B, d] (skip dtype) for rows x at one time."""
@@ -373,7 +395,7 @@ def table(args):
                 rates[name] = max(rates.get(name, 0.0), float(val))
             else:
                 rows.setdefault(src, {}).setdefault(name, []).append(float(val))
-    s = shapes(params_of(read_header(args.ckpt)[0]))
+    s = shapes(read_header(args.ckpt)[0])
     srcs = ["go"] + sorted((k for k in rows if k.startswith("pt-")), key=lambda k: (k.split("/")[1] != "f64", -int(k.split("/")[0][3:])))
     cases = sorted({c for r in rows.values() for c in r}, key=lambda c: (int(c.split("=")[1].split("/")[0]), c.split("/")[-1]))
     timings(rows, cases, "go", srcs[1:], "ms")
@@ -436,8 +458,8 @@ def main():
     torch.set_num_threads(args.threads)
     if args.machine:
         return machine(args)
-    params, arrays = read_checkpoint(args.ckpt)
-    twin = EpsTwin(params, arrays, getattr(torch, args.skip_dtype))
+    header, arrays = read_checkpoint(args.ckpt)
+    twin = EpsTwin(header, arrays, getattr(torch, args.skip_dtype))
     if args.check:
         return 0 if check(twin, load_fixture(args.check), args.tol) else 1
     return bench(twin, load_fixture(args.bench), args)
