@@ -23,7 +23,8 @@
 #   --no-setup    do not apt-get install python3-torch / python3-numpy / libopenblas0-pthread
 #   --check-only  only the twin's check against Go
 # Environment: ROUNDS (2), BENCHTIME (5x: go test -benchtime), TORCH_EPS ("2/f64 1/f64
-#   2/f32 1/f32": PyTorch thread counts / skip dtypes), TORCH_ARGS ("--warmup 2
+#   2/f32 1/f32": PyTorch thread counts / skip dtypes; "2p/f32": 2 threads with
+#   OMP_WAIT_POLICY=PASSIVE, against the spinning of OpenMP threads on shared cores), TORCH_ARGS ("--warmup 2
 #   --repeats 3": extra bench_torch_eps.py flags). Output: stdout (make writes it to
 #   figures/bench/torch-eps.txt). Quick re-run: ROUNDS=1 TORCH_EPS="1/f64 1/f32".
 set -uo pipefail
@@ -38,7 +39,7 @@ TORCH_EPS="${TORCH_EPS:-2/f64 1/f64 2/f32 1/f32}"
 TORCH_ARGS="${TORCH_ARGS:---warmup 2 --repeats 3}"
 setup=1 checkonly=0
 . "$here/lib.sh"
-parse_opts bench-torch-eps 2,28 "--no-setup=setup=0 --check-only=checkonly=1" "$@"
+parse_opts bench-torch-eps 2,29 "--no-setup=setup=0 --check-only=checkonly=1" "$@"
 go_env
 need_torch bench-torch-eps "$PY" || exit 1
 
@@ -82,13 +83,14 @@ go_round() {
 }
 
 torch_round() {
-  local cfg t dt
+  local cfg t dt envs
   for cfg in $TORCH_EPS; do
-    t="${cfg%/*}" dt="${cfg#*/}"
-    echo "== PyTorch: $PY scripts/bench_torch_eps.py --bench FIXTURE --threads $t --skip-dtype float${dt#f} $TORCH_ARGS; --machine --threads $t"
+    t="${cfg%/*}" dt="${cfg#*/}" envs=(env)
+    [ "${t%p}" != "$t" ] && envs=(env OMP_WAIT_POLICY=PASSIVE) && t="${t%p}"
+    echo "== PyTorch: ${envs[*]:1} $PY scripts/bench_torch_eps.py --bench FIXTURE --threads $t --skip-dtype float${dt#f} $TORCH_ARGS; --machine --threads $t"
     # shellcheck disable=SC2086
-    if "$PY" "$here/bench_torch_eps.py" --bench "$fixture" --threads "$t" --skip-dtype "float${dt#f}" $TORCH_ARGS >"$tmp/pt.log" 2>&1 &&
-      "$PY" "$here/bench_torch_eps.py" --machine --threads "$t" >>"$tmp/pt.log" 2>&1; then
+    if "${envs[@]}" "$PY" "$here/bench_torch_eps.py" --bench "$fixture" --threads "$t" --skip-dtype "float${dt#f}" $TORCH_ARGS >"$tmp/pt.log" 2>&1 &&
+      "${envs[@]}" "$PY" "$here/bench_torch_eps.py" --machine --threads "$t" >>"$tmp/pt.log" 2>&1; then
       cat "$tmp/pt.log"
       awk -v src="pt-$cfg" 'function val(f) { sub(/^[^=]*=/, "", f); return f }
         /^RESULT /{ printf "%s\t%s\t%s\ncpu-%s\t%s\t%s\n", src, val($2), val($3), src, val($2), val($6) }

@@ -396,7 +396,7 @@ def table(args):
             else:
                 rows.setdefault(src, {}).setdefault(name, []).append(float(val))
     s = shapes(read_header(args.ckpt)[0])
-    srcs = ["go"] + sorted((k for k in rows if k.startswith("pt-")), key=lambda k: (k.split("/")[1] != "f64", -int(k.split("/")[0][3:])))
+    srcs = ["go"] + sorted((k for k in rows if k.startswith("pt-")), key=lambda k: (k.split("/")[1] != "f64", -int(k.split("/")[0][3:].rstrip("p")), k))
     cases = sorted({c for r in rows.values() for c in r}, key=lambda c: (int(c.split("=")[1].split("/")[0]), c.split("/")[-1]))
     timings(rows, cases, "go", srcs[1:], "ms")
     print()
