@@ -30,15 +30,10 @@
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/.." && pwd)"
-cd "$root"
-PY=/usr/bin/python3
-ROUNDS="${ROUNDS:-2}"
-BENCHTIME="${BENCHTIME:-5x}"
-TORCH_EPS="${TORCH_EPS:-2/f64 1/f64 2/f32 1/f32}"
-TORCH_ARGS="${TORCH_ARGS:---warmup 2 --repeats 3}"
-setup=1 checkonly=0
 . "$here/lib.sh"
+cd "$here/.."
+PY=/usr/bin/python3 setup=1 checkonly=0
+: "${ROUNDS:=2}" "${BENCHTIME:=5x}" "${TORCH_EPS:=2/f64 1/f64 2/f32 1/f32}" "${TORCH_ARGS:=--warmup 2 --repeats 3}"
 parse_opts bench-torch-eps 2,29 "--no-setup=setup=0 --check-only=checkonly=1" "$@"
 go_env
 need_torch bench-torch-eps "$PY" || exit 1
