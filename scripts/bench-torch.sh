@@ -47,27 +47,17 @@ setup=1 gobench=1 torchbench=1
 . "$here/lib.sh"
 parse_opts bench-torch 2,28 "--no-setup=setup=0 --go-only=torchbench=0 --torch-only=gobench=0" "$@"
 go_env # GOEXPERIMENT=simd; GOMLX_BACKEND unset: the library's own backend config (models.TrainBackendConfig)
-apt_install() { apt_install_as bench-torch "$@"; }
-
 tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
 rows="$tmp/rows"   # source<TAB>case<TAB>ms, one line per measurement
 : >"$rows"
 status=0
-load() { echo "load: $(uptime | sed 's/.*load average/load average/') ($(nproc) cores)"; }
+load() { load_line; }
 backend_opts="$(sed -n 's/^const goBackendOptions = "\(.*\)".*/\1/p' models/backendconfig.go)"
 
 if [ "$torchbench" = 1 ]; then
-  if ! "$PY" -c 'import torch, numpy' >/dev/null 2>&1 || ! ldconfig -p | grep -q 'libopenblas.so.0'; then
-    apt_install python3-torch python3-numpy libopenblas0-pthread ||
-      { echo "bench-torch: cannot install python3-torch, python3-numpy and libopenblas0-pthread for $PY" >&2; exit 1; }
-  fi
+  need_torch bench-torch "$PY" || exit 1
 fi
-
-echo "bench-torch: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo ' (modified)')"
-simd="no AVX2"; grep -q -w avx2 /proc/cpuinfo && simd=AVX2; grep -q -w avx512f /proc/cpuinfo && simd=AVX-512
-echo "machine: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), nproc $(nproc), $simd, $(uname -sr)"
-echo "go: $(go version), GOEXPERIMENT=$GOEXPERIMENT, GOMAXPROCS=${GOMAXPROCS:-$(nproc)}, GOMLX_BACKEND unset (models.TrainBackendConfig = go:$backend_opts)"
-echo "torch: $("$PY" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo 'missing'), $PY"
+torch_header bench-torch "$PY"
 if [ "$torchbench" = 1 ]; then
   # PyTorch's BLAS, measured: without OpenBLAS every PyTorch number below is meaningless.
   "$PY" - <<'PYEOF' || status=1
@@ -134,10 +124,7 @@ torch_round() {
   done
 }
 
-for ((r = 1; r <= ROUNDS; r++)); do
-  echo; echo "=== round $r of $ROUNDS ($(date -u '+%H:%M:%S UTC'))"
-  if ((r % 2)); then go_round; torch_round; else torch_round; go_round; fi
-done
+interleave_rounds "$ROUNDS"
 
 echo
 echo "Go: GoMLX v0.28.8 Go backend (go:$backend_opts), GOEXPERIMENT=$GOEXPERIMENT, GOMAXPROCS=${GOMAXPROCS:-$(nproc)}, $(nproc) cores, GoMLX's VJPs (identity transposes elided), the host optimiser for the score nets; median over $ROUNDS rounds (each the mean of $BENCHTIME_MLP MLP / $BENCHTIME_NET score-net calls)."
