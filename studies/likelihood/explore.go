@@ -105,8 +105,10 @@ type FisherCompare struct {
 	Chosen    string // the estimator drawn against the exact trace
 }
 
-// TraceMethods are the trace estimators FisherCompare scores.
-var TraceMethods = []string{"vjp-exact", "hutchinson-16", "df-tm", "df-tm-c"}
+// TraceMethods are the trace estimators FisherCompare scores (specs of
+// dfx/access's registry): the exact trace by 784 VJPs and from the
+// network's structure, Hutchinson, DF-TM and centred DF-TM.
+var TraceMethods = []string{"vjp-exact", "hutchinson-16", "df-tm", "df-tm-c", "skip-exact"}
 
 // ExploreFisher compares at time t on q test images; chosen names the
 // estimator of the scatter plot. mix is the training set's Dirac mixture
@@ -135,31 +137,19 @@ func ExploreFisher(nets *mnist.Networks, mix *mixture.Dirac, test *mnist.Set, t 
 	}
 	res := &FisherCompare{T: t, Sigma: c.Sigma, Queries: q, Exact: ex.Trace, Estimates: map[string][]float64{},
 		TraceSec: map[string]float64{}, OpRelErr: map[string]float64{}, OpSec: map[string]float64{}, Chosen: chosen}
-	vjp, err := access.NewVJPTrace(n, mnist.Dim)
-	if err != nil {
-		return nil, err
-	}
-	h16, err := access.NewHutchinson(n, 16, access.Rademacher, seed)
-	if err != nil {
-		return nil, err
-	}
-	dftm, err := access.NewDFTM(n)
-	if err != nil {
-		return nil, err
-	}
-	dftmc, err := access.NewDFTMCentred(n)
-	if err != nil {
-		return nil, err
-	}
-	for i, e := range []score.TraceEstimator{vjp, h16, dftm, dftmc} {
+	for _, method := range TraceMethods {
+		e, err := access.NewTrace(method, access.Env{Net: n, Seed: seed, ExactRows: mnist.Dim})
+		if err != nil {
+			return nil, fmt.Errorf("mnist: %w", err)
+		}
 		start := time.Now()
 		got, err := e.Trace(c, x)
 		if err != nil {
-			return nil, fmt.Errorf("mnist: %s: %w", TraceMethods[i], err)
+			return nil, fmt.Errorf("mnist: %s: %w", method, err)
 		}
-		res.Methods = append(res.Methods, TraceMethods[i])
-		res.Estimates[TraceMethods[i]] = got
-		res.TraceSec[TraceMethods[i]] = time.Since(start).Seconds() / float64(q)
+		res.Methods = append(res.Methods, method)
+		res.Estimates[method] = got
+		res.TraceSec[method] = time.Since(start).Seconds() / float64(q)
 	}
 	mv, err := access.NewVJPMatVec(n)
 	if err != nil {
