@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 
+	"github.com/gomlx/gomlx/ml/model"
 	"gonum.org/v1/plot/vg"
 
 	"github.com/dfx-lab/dfx/dfx/plotx"
@@ -58,6 +60,9 @@ func ReadCandidates(dir string) (*CandidatesResult, error) {
 		if err := dec.Decode(&run.Record); err != nil {
 			return nil, fmt.Errorf("mnist: %s: training record: %v: %w", spec.Name, err, checkpoint.ErrInvalid)
 		}
+		if run.Spec, err = asTrained(spec, c); err != nil {
+			return nil, fmt.Errorf("mnist: %s: %w", spec.Name, err)
+		}
 		run.Steps = c.Header.Step
 		if run.Finished {
 			run.Steps = int64(run.Record.Steps)
@@ -69,6 +74,46 @@ func ReadCandidates(dir string) (*CandidatesResult, error) {
 		return nil, fmt.Errorf("mnist: no candidate ε-network (checkpoint or state) in %s: train one with `dfx train <candidate> -out %s`", dir, dir)
 	}
 	return res, nil
+}
+
+// asTrained is spec with the trunk's and the skip's sizes that checkpoint c
+// records: a candidate trained at other sizes than the registry's (a
+// notebook's tiny one, a run from before a change) is described as it was
+// trained.
+func asTrained(spec mnist.NetSpec, c *checkpoint.Checkpoint) (mnist.NetSpec, error) {
+	stored, err := c.NewStoreFromParams()
+	if err != nil {
+		return spec, err
+	}
+	spec.Params = maps.Clone(spec.Params)
+	net := stored.RootScope().At(models.ScoreScope) // its parameters, or the root's it inherits
+	for _, p := range []string{models.ParamArch, models.ParamWidth, models.ParamDepth} {
+		if v, ok := net.GetParam(p); ok {
+			spec.Params["/score/"+p] = v
+		}
+	}
+	if spec.Skip != nil {
+		skip := *spec.Skip
+		root := stored.RootScope()
+		if r, ok := intParam(root, models.ParamMixtureRank); ok {
+			skip.Rank = r
+		}
+		if k, ok := intParam(root, models.ParamMixtureComponents); ok {
+			if classes, _ := intParam(root, models.ParamNumClasses); skip.PerClass && classes > 0 {
+				k /= classes // the stored count is over all classes
+			}
+			skip.Components = k
+		}
+		spec.Skip = &skip
+	}
+	return spec, nil
+}
+
+// intParam is the int parameter key of scope (or of a scope above it).
+func intParam(scope *model.Scope, key string) (int, bool) {
+	v, ok := scope.GetParam(key)
+	i, isInt := v.(int)
+	return i, ok && isInt
 }
 
 // Report implements report.Result.
@@ -166,7 +211,7 @@ func (r *CandidatesResult) figure(format string) ([]byte, error) {
 		return nil, fmt.Errorf("mnist: no candidate has an ELBO validation point yet")
 	}
 	series = append(plotx.Distinct(series),
-		plotx.Series{Note: true, Name: fmt.Sprintf("bars: ± 1 standard error of the paired differences over %d held-out images", mnist.ValELBOImages)})
+		plotx.Series{Note: true, Name: fmt.Sprintf("bars: ± 1 SE, paired, %d held-out images", mnist.ValELBOImages)})
 	p, err := plotx.Lines("candidate ε-networks: ELBO gain over the skip mixture along training", "training step",
 		"gain over the skip (bits/dim, higher is better)", series...)
 	if err != nil {

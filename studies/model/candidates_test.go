@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"maps"
+	"strings"
 	"testing"
 
 	"github.com/dfx-lab/dfx/dfx/mixture"
@@ -13,7 +14,8 @@ import (
 // TestCandidatesReadATrainedCandidate: a candidate ε-network trained into
 // a folder (a tiny eps-gmm-mlp, 6 steps, validated at the start and the
 // end) is found there by its spec name with its validation, and its report
-// has one row and a figure that renders.
+// has one row, describing the trunk and skip as trained (not the
+// registry's), and a figure that renders.
 func TestCandidatesReadATrainedCandidate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads the MNIST training set and fits a mixture")
@@ -45,6 +47,9 @@ func TestCandidatesReadATrainedCandidate(t *testing.T) {
 	rep, err := cand.Report()
 	if err != nil || len(rep.Figures) != 1 || len(rep.Tables[0].Cells) != 1 {
 		t.Fatalf("candidates report %v, %v", rep, err)
+	}
+	if md := rep.Tables[0].Markdown(); !strings.Contains(md, "| mixture 1/class, rank 4 | mlp 16×1 |") {
+		t.Errorf("the candidate's skip and trunk are not those trained:\n%s", md)
 	}
 	if _, err := rep.Figures[0].Render("png"); err != nil {
 		t.Error(err)
