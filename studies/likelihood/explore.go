@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"gonum.org/v1/gonum/floats"
@@ -110,11 +111,28 @@ type FisherCompare struct {
 // network's structure, Hutchinson, DF-TM and centred DF-TM.
 var TraceMethods = []string{"vjp-exact", "hutchinson-16", "df-tm", "df-tm-c", "skip-exact"}
 
-// ExploreFisher compares at time t on q test images; chosen names the
-// estimator of the scatter plot. mix is the training set's Dirac mixture
-// (TrainingMixture), built once by the caller.
-func ExploreFisher(nets *mnist.Networks, mix *mixture.Dirac, test *mnist.Set, t float64, q int, chosen string, seed uint64) (*FisherCompare, error) {
+// FisherQueries are what ExploreFisher compares.
+type FisherQueries struct {
+	T       float64  // the time of the queries
+	Images  int      // how many test images are noised into queries
+	Methods []string // the trace estimators, specs of dfx/access's registry (nil: TraceMethods)
+	Chosen  string   // the estimator drawn against the exact trace
+	Seed    uint64   // the noise, the vectors v and Hutchinson's probes
+}
+
+// ExploreFisher compares every estimator of q.Methods and both Fisher
+// products with the exact Fisher on q.Images noised test images at time
+// q.T. mix is the training set's Dirac mixture (TrainingMixture), built
+// once by the caller.
+func ExploreFisher(nets *mnist.Networks, mix *mixture.Dirac, test *mnist.Set, fq FisherQueries) (*FisherCompare, error) {
 	n := nets.Net
+	t, q, seed, methods := fq.T, fq.Images, fq.Seed, fq.Methods
+	if methods == nil {
+		methods = TraceMethods
+	}
+	if !slices.Contains(methods, fq.Chosen) {
+		return nil, fmt.Errorf("mnist: the chosen estimator %q is not one of %v", fq.Chosen, methods)
+	}
 	c, err := schedule.At(n.Schedule, t)
 	if err != nil {
 		return nil, err
@@ -136,8 +154,8 @@ func ExploreFisher(nets *mnist.Networks, mix *mixture.Dirac, test *mnist.Set, t 
 		return nil, err
 	}
 	res := &FisherCompare{T: t, Sigma: c.Sigma, Queries: q, Exact: ex.Trace, Estimates: map[string][]float64{},
-		TraceSec: map[string]float64{}, OpRelErr: map[string]float64{}, OpSec: map[string]float64{}, Chosen: chosen}
-	for _, method := range TraceMethods {
+		TraceSec: map[string]float64{}, OpRelErr: map[string]float64{}, OpSec: map[string]float64{}, Chosen: fq.Chosen}
+	for _, method := range methods {
 		e, err := access.NewTrace(method, access.Env{Net: n, Seed: seed, ExactRows: mnist.Dim})
 		if err != nil {
 			return nil, fmt.Errorf("mnist: %w", err)
@@ -212,7 +230,7 @@ func (r *FisherCompare) Report() (*report.Report, error) {
 	t := &report.Table{Name: "fisher",
 		Title: fmt.Sprintf("### Learned against exact Fisher at t = %g (σ = %.3g), %d noised test images", r.T, r.Sigma, r.Queries),
 		Columns: []report.Column{{Name: "kind"}, {Name: "method"}, {Name: "mean relative error", Format: "%.3g"},
-			{Name: "time per image", Unit: "s", Format: "%.3g ms", Scale: 1e3}}, Align: "llrr",
+			{Name: "time per image", Unit: "s", Format: "%.4g ms", Scale: 1e3}}, Align: "llrr",
 		Notes: []string{fmt.Sprintf("Exact: the Fisher of the 60 000-image Dirac mixture of the training set (mean tr F = %.4g). "+
 			"Traces: |est − exact| / |exact|; products F v (v Gaussian): ‖est − exact‖ / ‖exact‖; "+
 			"DF-EA at the clean image each query was noised from.", exMean)}}

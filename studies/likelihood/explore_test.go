@@ -44,7 +44,7 @@ func TestExploreRunsRenderTheirSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := ExploreFisher(nets, mix, test, 0.5, 2, "df-tm", 1)
+	f, err := ExploreFisher(nets, mix, test, FisherQueries{T: 0.5, Images: 2, Chosen: "df-tm", Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
