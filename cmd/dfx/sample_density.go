@@ -98,7 +98,7 @@ func (d *sampleDensityFlags) check(fs *flag.FlagSet, guide string) (*sampleDensi
 // (density.CheckTrace, whose Label names it as the study does); it builds
 // nothing. Hutch++ is nll's alone.
 func densityTrace(v string) (access.Spec, error) {
-	unknown := fmt.Errorf("unknown --trace %q (want %s, with K in 1…1024)", v, density.TraceForms())
+	unknown := fmt.Errorf("unknown --trace %q (want %s, with K in 1…%d)", v, density.TraceForms(), density.MaxTraceK)
 	tr, err := parseTrace(v)
 	switch {
 	case err != nil:

@@ -35,8 +35,8 @@ import (
 // the exact VJP trace (d vector-Jacobian products per point).
 var traceFamilies = []string{access.DFTMFamily, access.DFTMCFamily, access.HutchinsonFamily, models.SkipHutchinson.Name, access.VJPExactFamily}
 
-// maxTraceK bounds a density trace's K (Hutchinson's probes).
-const maxTraceK = 1024
+// MaxTraceK bounds a density trace's K (Hutchinson's probes).
+const MaxTraceK = 1024
 
 // Traces are traceFamilies as the study names its traces (the registry's
 // labels, access.Family.LabelForm): df-tm, df-tm-c, hutchinson:K,
@@ -62,10 +62,10 @@ func TraceForms() string {
 // study's name of the trace.
 func CheckTrace(name string) (access.Spec, error) {
 	s, err := access.ParseTrace(name)
-	if err == nil && slices.Contains(traceFamilies, s.Family) && s.K <= maxTraceK {
+	if err == nil && slices.Contains(traceFamilies, s.Family) && s.K <= MaxTraceK {
 		return s, nil
 	}
-	return access.Spec{}, fmt.Errorf("unknown trace %q (want %s, with K in 1…%d)", name, TraceForms(), maxTraceK)
+	return access.Spec{}, fmt.Errorf("unknown trace %q (want %s, with K in 1…%d)", name, TraceForms(), MaxTraceK)
 }
 
 // TraceModel is net with the named trace estimator (the access registry's
