@@ -9,40 +9,29 @@ import (
 	"github.com/dfx-lab/dfx/dfx/score"
 )
 
-// The Fisher operators of adjoint-guided sampling: specs of dfx/access's
-// registry, the names the adjoint experiment keys its rows by.
-const (
-	OperatorVJP  = "vjp"  // access.VJPMatVec of the unconditional ε-network (eq. Adjoint_VJP)
-	OperatorDFEA = "dfea" // access.DFEA, DF endpoint approximation (eq. EA_approx)
+// The Fisher operators of adjoint-guided sampling, by their labels in
+// dfx/access's registry (Spec.Label: "vjp", "dfea"): the names the adjoint
+// experiment keys its rows by.
+var (
+	OperatorVJP  = access.Must(access.OperatorSpec(access.VJPMatVecFamily, 0)).Label() // access.VJPMatVec of the unconditional ε-network (eq. Adjoint_VJP)
+	OperatorDFEA = access.Must(access.OperatorSpec(access.DFEAFamily, 0)).Label()      // access.DFEA, DF endpoint approximation (eq. EA_approx)
 )
 
 // Operator returns the Fisher operator that the spec name gives
 // (access.NewOperator; e.g. OperatorVJP or OperatorDFEA), built once per
-// canonical name and kept on n. The VJP operator is the unconditional
-// network's (n.Net): F v ≈ (1/σ) ∂⟨ε_θ(x, ∅), v⟩/∂x, one forward and
-// backward pass. DF-EA needs no network: it uses the denoiser ȳ of the
-// guided ε̃ that the inner solve computed, so it approximates the Fisher of
-// the guided model itself.
+// canonical name and kept on n (access.OperatorCache). The VJP operator is
+// the unconditional network's (n.Net): F v ≈ (1/σ) ∂⟨ε_θ(x, ∅), v⟩/∂x, one
+// forward and backward pass. DF-EA needs no network: it uses the denoiser
+// ȳ of the guided ε̃ that the inner solve computed, so it approximates the
+// Fisher of the guided model itself.
 func (n *Networks) Operator(name string) (score.FisherOperator, error) {
-	s, err := access.ParseOperator(name)
-	if err != nil {
-		return nil, fmt.Errorf("mnist: %w", err)
-	}
-	if op, ok := n.ops[s.Name]; ok {
-		return op, nil
-	}
-	env := access.Env{Net: n.Net}
-	if s.Needs == 0 {
-		env.Net = nil // DF-EA from the sampler's denoiser, as the guided model's
-	}
-	op, err := access.NewOperator(name, env)
-	if err != nil {
-		return nil, fmt.Errorf("mnist: %w", err)
-	}
 	if n.ops == nil {
-		n.ops = map[string]score.FisherOperator{}
+		n.ops = &access.OperatorCache{Net: n.Net}
 	}
-	n.ops[s.Name] = op
+	op, err := n.ops.Operator(name)
+	if err != nil {
+		return nil, fmt.Errorf("mnist: %w", err)
+	}
 	return op, nil
 }
 

@@ -33,9 +33,9 @@ type Networks struct {
 	// Records are the training records of each network, by name.
 	Records map[string]*TrainRecord
 
-	eps     *access.Net                     // the ε-network alone, where Net is nil (epsNet)
-	rewards map[string]*model.Exec          // compiled reward graphs, by kind
-	ops     map[string]score.FisherOperator // Fisher operators by canonical name (Operator)
+	eps     *access.Net            // the ε-network alone, where Net is nil (epsNet)
+	rewards map[string]*model.Exec // compiled reward graphs, by kind
+	ops     *access.OperatorCache  // Fisher operators by canonical name (Operator)
 }
 
 // OpenNetworks is LoadNetworks on the default backend (models.NewBackend,

@@ -44,6 +44,19 @@ func AccessNetwork(store *model.Store, withTrace bool) access.Network {
 	return net
 }
 
+// TraceNetwork is the trace network (TraceScope, CentredTraceScope, or ""
+// for none) that a trace spec of dfx/access's registry needs beside the
+// ε-network (Spec.Needs).
+func TraceNetwork(s access.Spec) string {
+	switch {
+	case s.Needs&access.NeedsT != 0:
+		return TraceScope
+	case s.Needs&access.NeedsNu != 0:
+		return CentredTraceScope
+	}
+	return ""
+}
+
 // ResidualAccessNetwork is the residual r = ε̂ − ε_mix of a store whose
 // ε-network has a mixture skip, as dfx/access's model contract (null
 // class): what access.ControlVariate estimates beside the skip's exact

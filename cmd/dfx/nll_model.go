@@ -117,7 +117,7 @@ func (t traceSpec) random() bool { return t.Random }
 // String is how dfx nll has always named the trace in its output (dftm,
 // hutchinson:K, …), whichever spelling was given.
 func (t traceSpec) String() string {
-	name := map[string]string{"vjp-exact": "vjp", "df-tm": "dftm", "df-tm-c": "dftm-c", "hutch++": "hutchpp"}[t.Family]
+	name := map[string]string{access.VJPExactFamily: "vjp", access.DFTMFamily: "dftm", access.DFTMCFamily: "dftm-c", access.HutchPPFamily: "hutchpp"}[t.Family]
 	if name == "" {
 		name = t.Family
 	}
@@ -150,13 +150,7 @@ func loadNetModel(paths []string, tr traceSpec, d int, s schedule.Schedule, seed
 	if err != nil {
 		return nllModel{}, fmt.Errorf("--checkpoint: %w", err)
 	}
-	need := ""
-	switch {
-	case tr.Needs&access.NeedsT != 0:
-		need = models.TraceScope
-	case tr.Needs&access.NeedsNu != 0:
-		need = models.CentredTraceScope
-	}
+	need := models.TraceNetwork(tr.Spec)
 	if err := set.Use(need, "--trace "+tr.String()); err != nil {
 		return nllModel{}, fmt.Errorf("--checkpoint: %w", err)
 	}

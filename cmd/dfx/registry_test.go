@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dfx-lab/dfx/models"
 )
 
 // TestTraceFlagsTakeOldAndNewSpellings: dfx nll's --trace and dfx sample's
@@ -12,7 +14,8 @@ import (
 // before (dftm, hutchinson:K, hutchpp:K, vjp, …) and each canonical name
 // (what the estimator's Name() prints: df-tm, hutchinson-K, hutch++-K,
 // vjp-exact, …) name the same estimator, and what the commands print for
-// it is what they printed before.
+// it is what they printed before, as is the trace network dfx sample
+// loads for it.
 func TestTraceFlagsTakeOldAndNewSpellings(t *testing.T) {
 	for _, c := range []struct{ old, canonical, nll, density string }{
 		{"vjp", "vjp-exact", "vjp", "vjp"},
@@ -36,13 +39,16 @@ func TestTraceFlagsTakeOldAndNewSpellings(t *testing.T) {
 		if a.Spec != b.Spec || a.String() != c.nll || b.String() != c.nll {
 			t.Errorf("%s → %+v (%s), %s → %+v (%s): want one estimator printed as %s", c.old, a.Spec, a, c.canonical, b.Spec, b, c.nll)
 		}
+		network := map[string]string{"df-tm": models.TraceScope, "df-tm-c": models.CentredTraceScope}[c.density]
 		for _, v := range []string{c.old, c.canonical} {
 			got, err := densityTrace(v)
 			switch {
 			case c.density == "" && (err == nil || !strings.Contains(err.Error(), "Hutch++")):
-				t.Errorf("sample -trace %s: %q, %v, want Hutch++ refused", v, got, err)
-			case c.density != "" && (err != nil || got != c.density):
-				t.Errorf("sample -trace %s: %q, %v, want %s", v, got, err, c.density)
+				t.Errorf("sample -trace %s: %q, %v, want Hutch++ refused", v, got.Label(), err)
+			case c.density != "" && (err != nil || got.Label() != c.density):
+				t.Errorf("sample -trace %s: %q, %v, want %s", v, got.Label(), err, c.density)
+			case c.density != "" && models.TraceNetwork(got) != network:
+				t.Errorf("sample -trace %s loads the trace network %q, want %q", v, models.TraceNetwork(got), network)
 			}
 		}
 	}

@@ -28,7 +28,7 @@ func densityFlags(fs *flag.FlagSet) *sampleDensityFlags {
 	fs.StringVar(&d.target, "density", "", "density guidance of unconditional samples: offset:P (P nats of log q per "+
 		"unit time; > 0 raises it) or quantile:p (hold log q_t at its p-quantile under q_t)")
 	fs.StringVar(&d.trace, "trace", "df-tm-c", "trace of the diffusion Fisher density guidance steers and tracks with: "+
-		strings.Join(density.Traces, "|")+" (dfx nll's spellings dftm, dftm-c, dftmc too)")
+		strings.Join(density.Traces(), "|")+" (dfx nll's spellings dftm, dftm-c, dftmc too)")
 	fs.Float64Var(&d.until, "until", 0, "no density guidance below this t (in [0, 1))")
 	fs.Float64Var(&d.gain, "gain", 10, "quantile target: how fast a sample returns to the level (per unit time, finite ≥ 0)")
 	fs.IntVar(&d.ref, "ref", 64, "quantile target: unguided samples whose tracked log q gives the level, 2…4096")
@@ -39,6 +39,7 @@ func densityFlags(fs *flag.FlagSet) *sampleDensityFlags {
 type sampleDensity struct {
 	kind  string // offset or quantile
 	value float64
+	trace access.Spec // the -trace (its Label is flags.trace)
 	flags *sampleDensityFlags
 }
 
@@ -73,11 +74,11 @@ func (d *sampleDensityFlags) check(fs *flag.FlagSet, guide string) (*sampleDensi
 			}
 		}
 	}
-	name, err := densityTrace(d.trace)
+	trace, err := densityTrace(d.trace)
 	if err != nil {
 		return nil, err
 	}
-	d.trace = name
+	d.trace = trace.Label()
 	if err := finite("gain", d.gain, 0, true); err != nil {
 		return nil, err
 	}
@@ -87,34 +88,29 @@ func (d *sampleDensityFlags) check(fs *flag.FlagSet, guide string) (*sampleDensi
 	if d.ref < 2 || d.ref > 4096 {
 		return nil, fmt.Errorf("--ref must be an integer in [2, 4096], got %d", d.ref)
 	}
-	return &sampleDensity{kind: kind, value: v, flags: d}, nil
+	return &sampleDensity{kind: kind, value: v, trace: trace, flags: d}, nil
 }
 
 // densityTrace reads a -trace name with dfx nll's parser (parseTrace, on
 // dfx/access's registry), so that both commands take the same spellings
 // (df-tm or dftm, df-tm-c, dftm-c or dftmc, hutchinson:K or hutchinson-K,
-// any case), and returns its name in density.Traces; it builds
+// any case), and checks it is one of density guidance's traces
+// (density.CheckTrace, whose Label names it as the study does); it builds
 // nothing. Hutch++ is nll's alone.
-func densityTrace(v string) (string, error) {
-	unknown := fmt.Errorf("unknown --trace %q (want %s, with K in 1…1024)", v, density.TraceForms())
+func densityTrace(v string) (access.Spec, error) {
+	unknown := fmt.Errorf("unknown --trace %q (want %s, with K in 1…%d)", v, density.TraceForms(), density.MaxTraceK)
 	tr, err := parseTrace(v)
 	switch {
 	case err != nil:
-		return "", unknown
-	case tr.Family == "hutch++":
-		return "", fmt.Errorf("--trace %s: Hutch++ is a trace of dfx nll; density guidance takes %s", v, density.TraceForms())
+		return access.Spec{}, unknown
+	case tr.Family == access.HutchPPFamily:
+		return access.Spec{}, fmt.Errorf("--trace %s: Hutch++ is a trace of dfx nll; density guidance takes %s", v, density.TraceForms())
 	}
-	if _, err := density.CheckTrace(tr.spec); err != nil {
-		return "", unknown
+	s, err := density.CheckTrace(tr.spec)
+	if err != nil {
+		return access.Spec{}, unknown
 	}
-	name := tr.Family
-	if name == "vjp-exact" {
-		name = "vjp"
-	}
-	if tr.K > 0 {
-		name += fmt.Sprintf(":%d", tr.K)
-	}
-	return name, nil
+	return s, nil
 }
 
 func (s *sampleDensity) String() string {
@@ -158,16 +154,8 @@ func (s *sampleDensity) sample(ctx context.Context, nets *mnist.Networks, n, ste
 }
 
 // network is the trace network the -trace needs beside the ε-network
-// (models.TraceScope, CentredTraceScope, or "").
-func (s *sampleDensity) network() string {
-	switch s.flags.trace {
-	case "df-tm":
-		return models.TraceScope
-	case "df-tm-c":
-		return models.CentredTraceScope
-	}
-	return ""
-}
+// (models.TraceNetwork: TraceScope, CentredTraceScope, or "").
+func (s *sampleDensity) network() string { return models.TraceNetwork(s.trace) }
 
 // bpd is a log-density at t_min in bits per dimension.
 func bpd(logq float64) float64 { return density.BitsPerDim(mnist.Problem(), logq) }

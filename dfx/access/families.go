@@ -2,13 +2,26 @@ package access
 
 import "github.com/dfx-lab/dfx/dfx/score"
 
-// The families this package registers: the exact VJP trace, Hutchinson,
-// Hutch++, DF-TM and centred DF-TM; the VJP and DF-EA operators.
+// Names of the families this package registers (Family.Name, Spec.Family):
+// the exact VJP trace, Hutchinson, Hutch++, DF-TM and centred DF-TM; the
+// VJP and DF-EA operators.
+const (
+	VJPExactFamily   = "vjp-exact"
+	HutchinsonFamily = "hutchinson"
+	HutchPPFamily    = "hutch++"
+	DFTMFamily       = "df-tm"
+	DFTMCFamily      = "df-tm-c"
+	VJPMatVecFamily  = "vjp-matvec"
+	DFEAFamily       = "df-ea"
+)
+
+// The families this package registers. The labels "vjp" and "dfea" are
+// the names tables and work records have always printed.
 func init() {
-	RegisterTrace(TraceFamily{Name: "vjp-exact", Aliases: []string{"vjp"}, Needs: NeedsNet,
+	RegisterTrace(TraceFamily{Name: VJPExactFamily, Aliases: []string{"vjp"}, Label: "vjp", Needs: NeedsNet,
 		Doc: "the network's exact trace by d VJPs (eq. nll_VJP)",
 		New: func(_ int, env Env) (score.TraceEstimator, error) { return NewVJPTrace(env.Net, env.ExactRows) }})
-	RegisterTrace(TraceFamily{Name: "hutchinson", Arg: "the number of probes", Random: true, Needs: NeedsNet,
+	RegisterTrace(TraceFamily{Name: HutchinsonFamily, Arg: "the number of probes", Random: true, Needs: NeedsNet,
 		Doc: "Hutchinson with K Rademacher probes",
 		New: func(k int, env Env) (score.TraceEstimator, error) {
 			h, err := NewHutchinson(env.Net, k, Rademacher, env.Seed)
@@ -17,8 +30,8 @@ func init() {
 			}
 			return h, err
 		}})
-	RegisterTrace(TraceFamily{Name: "hutch++", Aliases: []string{"hutchpp"}, Arg: "the number of matvecs, a third each for the sketch, its range and the residual",
-		MinK: 3, Random: true, Needs: NeedsNet, Doc: "Hutch++ with K matvecs",
+	RegisterTrace(TraceFamily{Name: HutchPPFamily, Aliases: []string{"hutchpp"}, MinK: 3, Random: true, Needs: NeedsNet,
+		Arg: "the number of matvecs, a third each for the sketch, its range and the residual", Doc: "Hutch++ with K matvecs",
 		New: func(k int, env Env) (score.TraceEstimator, error) {
 			h, err := NewHutchPP(env.Net, k, env.Seed)
 			if err == nil && env.ProbeRows > 0 {
@@ -26,17 +39,17 @@ func init() {
 			}
 			return h, err
 		}})
-	RegisterTrace(TraceFamily{Name: "df-tm", Aliases: []string{"dftm"}, Needs: NeedsNet | NeedsT,
+	RegisterTrace(TraceFamily{Name: DFTMFamily, Aliases: []string{"dftm"}, Needs: NeedsNet | NeedsT,
 		Doc: "DF trace matching, one pass of ε_θ and t_θ (eq. trace_appro)",
 		New: func(_ int, env Env) (score.TraceEstimator, error) { return NewDFTM(env.Net) }})
-	RegisterTrace(TraceFamily{Name: "df-tm-c", Aliases: []string{"dftm-c", "dftmc"}, Needs: NeedsNet | NeedsNu,
+	RegisterTrace(TraceFamily{Name: DFTMCFamily, Aliases: []string{"dftm-c", "dftmc"}, Needs: NeedsNet | NeedsNu,
 		Doc: "centred DF trace matching, one pass of ν_θ",
 		New: func(_ int, env Env) (score.TraceEstimator, error) { return NewDFTMCentred(env.Net) }})
 
-	RegisterOperator(OperatorFamily{Name: "vjp-matvec", Aliases: []string{"vjp"}, Needs: NeedsNet,
+	RegisterOperator(OperatorFamily{Name: VJPMatVecFamily, Aliases: []string{"vjp"}, Label: "vjp", Needs: NeedsNet,
 		Doc: "F v by one VJP of the network (eq. Adjoint_VJP)",
 		New: func(_ int, env Env) (score.FisherOperator, error) { return NewVJPMatVec(env.Net) }})
-	RegisterOperator(OperatorFamily{Name: "df-ea", Aliases: []string{"dfea"},
+	RegisterOperator(OperatorFamily{Name: DFEAFamily, Aliases: []string{"dfea"}, Label: "dfea",
 		Doc: "DF endpoint approximation (eq. EA_approx); without a network, from the sampler's denoiser",
 		New: func(_ int, env Env) (score.FisherOperator, error) {
 			if env.Net == nil {

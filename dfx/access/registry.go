@@ -49,6 +49,11 @@ const (
 type Family[E any] struct {
 	Name    string   // canonical name, or its stem for a family with K
 	Aliases []string // other names accepted for Name
+	// Label is how tables, work records and commands print the family's
+	// specs (Spec.Label): Name when empty, else one of Aliases (e.g. "vjp"
+	// for vjp-exact, the name results were keyed by before the canonical
+	// names, which keeps their keys).
+	Label string
 	// Arg says what K counts ("the number of probes"), "" for a family
 	// without K; MinK is its least value (0 is taken as 1).
 	Arg  string
@@ -75,6 +80,17 @@ type Spec struct {
 	K      int    // the argument (0 for a family without one)
 	Random bool   // the family's Random
 	Needs  Needs  // the family's Needs
+	label  string // the family's Label (or Name)
+}
+
+// Label is the spec as tables, work records and commands print it: its
+// family's Label, with ":K" for a family with K (e.g. "vjp",
+// "hutchinson:4"). It is a spelling the registry reads back to this spec.
+func (s Spec) Label() string {
+	if s.K == 0 {
+		return s.label
+	}
+	return s.label + ":" + strconv.Itoa(s.K)
 }
 
 // SpecError is a spec that names no registered family (Unknown) or gives
@@ -121,6 +137,23 @@ func ParseOperator(spec string) (Spec, error) {
 	return s, err
 }
 
+// TraceSpec is the spec of the trace family named family (its name or an
+// alias) with argument k (0 for a family without one): what ParseTrace
+// reads from "family:k".
+func TraceSpec(family string, k int) (Spec, error) { return traces.spec(family, k) }
+
+// OperatorSpec is TraceSpec for a Fisher-operator family.
+func OperatorSpec(family string, k int) (Spec, error) { return operators.spec(family, k) }
+
+// Must is s, and panics on err: for a spec a package fixes in its source
+// (a wrong one is a programming error, found at start-up).
+func Must(s Spec, err error) Spec {
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
 // NewTrace builds the trace estimator that spec names on env; its Name()
 // is the spec's canonical name.
 func NewTrace(spec string, env Env) (score.TraceEstimator, error) { return traces.build(spec, env) }
@@ -152,6 +185,18 @@ func (r *registry[E]) spellings() string {
 	return r.valid()
 }
 
+// LabelForm is how Spec.Label prints the family's specs, with K as a
+// placeholder ("vjp", "hutchinson:K"; for messages and help texts).
+func (f *Family[E]) LabelForm() string { return (&Family[E]{Name: f.label(), Arg: f.Arg}).form(":") }
+
+// label is Label, or Name without one.
+func (f *Family[E]) label() string {
+	if f.Label != "" {
+		return f.Label
+	}
+	return f.Name
+}
+
 func forms[E any](fs []Family[E]) []string {
 	out := make([]string, len(fs))
 	for i, f := range fs {
@@ -174,6 +219,9 @@ func (r *registry[E]) register(f Family[E]) {
 	}
 	if f.Arg != "" && f.MinK < 1 {
 		f.MinK = 1
+	}
+	if f.Label != "" && f.Label != f.Name && !slices.Contains(f.Aliases, f.Label) {
+		panic(fmt.Sprintf("access: %s %s: its label %q is not one of its names", r.what, f.Name, f.Label))
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -225,7 +273,7 @@ func (r *registry[E]) parse(spec string) (*Family[E], Spec, error) {
 	if !ok {
 		return fail(true, "unknown %s (valid: %s)", r.what, r.valid())
 	}
-	s := Spec{Name: f.Name, Family: f.Name, Random: f.Random, Needs: f.Needs}
+	s := Spec{Name: f.Name, Family: f.Name, Random: f.Random, Needs: f.Needs, label: f.label()}
 	switch {
 	case f.Arg == "" && hasArg:
 		return fail(false, "%s takes no K", f.Name)
@@ -243,6 +291,23 @@ func (r *registry[E]) parse(spec string) (*Family[E], Spec, error) {
 	}
 	s.K, s.Name = k, f.Name+"-"+strconv.Itoa(k)
 	return f, s, nil
+}
+
+// spec is the spec of family (a name or alias) with argument k.
+func (r *registry[E]) spec(family string, k int) (Spec, error) {
+	r.mu.RLock()
+	_, ok := r.lookup(family)
+	r.mu.RUnlock()
+	if !ok {
+		valid := r.spellings()
+		return Spec{}, &SpecError{What: r.what, Spec: family, Reason: fmt.Sprintf("unknown %s family (valid: %s)", r.what, valid), Unknown: true, Valid: valid}
+	}
+	spec := family
+	if k != 0 {
+		spec += ":" + strconv.Itoa(k)
+	}
+	_, s, err := r.parse(spec)
+	return s, err
 }
 
 // valid lists the canonical spellings and then the other accepted ones.

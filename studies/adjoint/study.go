@@ -47,10 +47,11 @@ type Rewards interface {
 	SampleGrid(title, xlabel, ylabel string, rows [][]*mat.Dense, values [][]float64, labels []string) (*plot.Plot, vg.Length, error)
 }
 
-// The Fisher operators of the study, by the names of its tables.
-const (
-	OperatorVJP  = "vjp"  // access.VJPMatVec of the ε-network (eq. Adjoint_VJP)
-	OperatorDFEA = "dfea" // access.DFEA, DF endpoint approximation (eq. EA_approx)
+// The Fisher operators of the study, by the names of its tables: their
+// labels in dfx/access's registry (Spec.Label: "vjp", "dfea").
+var (
+	OperatorVJP  = access.Must(access.OperatorSpec(access.VJPMatVecFamily, 0)).Label() // access.VJPMatVec of the ε-network (eq. Adjoint_VJP)
+	OperatorDFEA = access.Must(access.OperatorSpec(access.DFEAFamily, 0)).Label()      // access.DFEA, DF endpoint approximation (eq. EA_approx)
 )
 
 // GuidanceConfig sizes the guidance study on a problem with networks:
@@ -169,7 +170,7 @@ type guidance struct {
 	cfg GuidanceConfig
 	net *access.Net
 	rw  Rewards
-	ops map[string]score.FisherOperator // the Fisher operators built so far, by canonical name
+	ops *access.OperatorCache // the Fisher operators built so far, by canonical name
 	log io.Writer
 }
 
@@ -192,7 +193,7 @@ func RunGuidance(ctx context.Context, p *problem.Problem, cfg GuidanceConfig, en
 		return nil, err
 	}
 	log := env.LogWriter()
-	gd := &guidance{p: p, cfg: cfg, net: nets.Net, rw: rw, log: log}
+	gd := &guidance{p: p, cfg: cfg, net: nets.Net, rw: rw, ops: &access.OperatorCache{Net: nets.Net}, log: log}
 	res := &GuidanceResult{Config: cfg, Problem: p.Name, Dim: p.Dim, Image: p.Image.IsImage(), Machine: machine(), Backend: nets.Net.Backend.Name(),
 		Strength: map[string]float64{}, OwnStrength: map[string]float64{}, rw: rw}
 	step := progress.Steps(ctx, log, "adjoint")
@@ -226,27 +227,12 @@ func machine() string {
 
 // operator is the Fisher operator of the access registry's spec name
 // (OperatorVJP: the network's VJP, compiled once; OperatorDFEA: DF-EA,
-// which needs no network).
+// which needs no network), kept in gd.ops.
 func (gd *guidance) operator(name string) (score.FisherOperator, error) {
-	s, err := access.ParseOperator(name)
+	op, err := gd.ops.Operator(name)
 	if err != nil {
 		return nil, fmt.Errorf("adjoint: %w", err)
 	}
-	if op, ok := gd.ops[s.Name]; ok {
-		return op, nil
-	}
-	env := access.Env{Net: gd.net}
-	if s.Needs == 0 {
-		env.Net = nil
-	}
-	op, err := access.NewOperator(name, env)
-	if err != nil {
-		return nil, fmt.Errorf("adjoint: %w", err)
-	}
-	if gd.ops == nil {
-		gd.ops = map[string]score.FisherOperator{}
-	}
-	gd.ops[s.Name] = op
 	return op, nil
 }
 

@@ -27,42 +27,57 @@ import (
 // estimator of a network, or exactly with a Gaussian mixture, on any
 // problem.
 
-// Traces are the trace estimators density guidance can steer a network
-// with: DF-TM and centred DF-TM (one pass of ε_θ and t_θ or ν_θ),
-// Hutchinson with K Rademacher probes ("hutchinson:K"), for a network with
-// a mixture skip the skip's exact trace plus Hutchinson-K on the residual
-// ("skip-hutchinson:K", a control variate: the residual's variance alone),
-// and the exact VJP trace (d vector-Jacobian products per point).
-var Traces = []string{"df-tm", "df-tm-c", "hutchinson:K", "skip-hutchinson:K", "vjp"}
+// traceFamilies are the families of dfx/access's registry density guidance
+// can steer a network with: DF-TM and centred DF-TM (one pass of ε_θ and
+// t_θ or ν_θ), Hutchinson with K Rademacher probes, for a network with a
+// mixture skip the skip's exact trace plus Hutchinson-K on the residual
+// (skip-hutchinson, a control variate: the residual's variance alone), and
+// the exact VJP trace (d vector-Jacobian products per point).
+var traceFamilies = []string{access.DFTMFamily, access.DFTMCFamily, access.HutchinsonFamily, models.SkipHutchinson.Name, access.VJPExactFamily}
+
+// MaxTraceK bounds a density trace's K (Hutchinson's probes).
+const MaxTraceK = 1024
+
+// Traces are traceFamilies as the study names its traces (the registry's
+// labels, access.Family.LabelForm): df-tm, df-tm-c, hutchinson:K,
+// skip-hutchinson:K, vjp.
+func Traces() []string {
+	var out []string
+	for _, f := range access.TraceFamilies() {
+		if slices.Contains(traceFamilies, f.Name) {
+			out = append(out, f.LabelForm())
+		}
+	}
+	return out
+}
 
 // TraceForms lists Traces for messages ("a, b or c").
 func TraceForms() string {
-	return strings.Join(Traces[:len(Traces)-1], ", ") + " or " + Traces[len(Traces)-1]
+	t := Traces()
+	return strings.Join(t[:len(t)-1], ", ") + " or " + t[len(t)-1]
 }
 
-// CheckTrace checks a trace spec (dfx/access's registry: one of the
-// families of Traces, K ≤ 1024) without a network: it returns Hutchinson's
-// K (0 for the others).
-func CheckTrace(name string) (int, error) {
+// CheckTrace reads a trace spec with dfx/access's registry (one of
+// traceFamilies, K ≤ 1024) without a network; the spec's Label is the
+// study's name of the trace.
+func CheckTrace(name string) (access.Spec, error) {
 	s, err := access.ParseTrace(name)
-	if err == nil && slices.Contains(traceFamilies, s.Family) && s.K <= 1024 {
-		return s.K, nil
+	if err == nil && slices.Contains(traceFamilies, s.Family) && s.K <= MaxTraceK {
+		return s, nil
 	}
-	return 0, fmt.Errorf("unknown trace %q (want %s, with K in 1…1024)", name, TraceForms())
+	return access.Spec{}, fmt.Errorf("unknown trace %q (want %s, with K in 1…%d)", name, TraceForms(), MaxTraceK)
 }
-
-// traceFamilies are the registry's families of Traces.
-var traceFamilies = []string{"df-tm", "df-tm-c", "hutchinson", models.SkipHutchinson.Name, "vjp-exact"}
 
 // TraceModel is net with the named trace estimator (the access registry's
 // spec, one of Traces) as a score.Model; seed seeds Hutchinson's probes;
 // exactRows bounds the rows of one call of the exact VJP trace (≤ 0:
 // access.DefaultMaxRows). DF-TM and DF-TM-c run in one graph with ε_θ.
 func TraceModel(net *access.Net, name string, seed uint64, exactRows int) (score.Model, error) {
-	if _, err := CheckTrace(name); err != nil {
+	s, err := CheckTrace(name)
+	if err != nil {
 		return nil, fmt.Errorf("density: %w", err)
 	}
-	est, err := access.NewTrace(name, access.Env{Net: net, Seed: seed, ExactRows: exactRows})
+	est, err := access.NewTrace(s.Name, access.Env{Net: net, Seed: seed, ExactRows: exactRows})
 	if err != nil {
 		return nil, fmt.Errorf("density: %w", err)
 	}
@@ -75,13 +90,19 @@ func traceModel(p *problem.Problem, net *access.Net, name string, seed uint64) (
 	return TraceModel(net, name, seed, access.PromptRows(p.Dim))
 }
 
-// runnableTrace is the trace name runs as on net: skip-hutchinson:K needs
-// a mixture skip, and without one is hutchinson:K.
-func runnableTrace(net *access.Net, name string) string {
-	if rest, ok := strings.CutPrefix(name, "skip-"); ok && !models.HasNetwork(net.Store, models.MixtureScope) {
-		return rest
+// runnableTrace is the name (the registry's label) that trace name runs as
+// on net: skip-hutchinson:K needs a mixture skip, and without one falls
+// back to hutchinson:K.
+func runnableTrace(net *access.Net, name string) (run string, fellBack bool, err error) {
+	s, err := CheckTrace(name)
+	if err != nil {
+		return "", false, err
 	}
-	return name
+	if s.Family != models.SkipHutchinson.Name || models.HasNetwork(net.Store, models.MixtureScope) {
+		return s.Label(), false, nil
+	}
+	h, err := access.TraceSpec(access.HutchinsonFamily, s.K)
+	return h.Label(), err == nil, err
 }
 
 // Grids of the guided PF-ODE.

@@ -13,9 +13,11 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/plotx"
 	"github.com/dfx-lab/dfx/dfx/report"
 	"github.com/dfx-lab/dfx/mnist"
+	"github.com/dfx-lab/dfx/models"
 )
 
 // Report implements report.Result: mnist-density.md/.csv (every model,
@@ -291,8 +293,8 @@ func costTimeAbout(d time.Duration) string {
 
 // measureAbout says what the measurement's trace is.
 func measureAbout(name string) string {
-	if k, ok := strings.CutPrefix(name, "skip-hutchinson:"); ok {
-		return fmt.Sprintf("%s (the skip mixture's exact trace plus Hutchinson-%s on the residual)", name, k)
+	if s, err := access.ParseTrace(name); err == nil && s.Family == models.SkipHutchinson.Name {
+		return fmt.Sprintf("%s (the skip mixture's exact trace plus Hutchinson-%d on the residual)", name, s.K)
 	}
 	return name
 }

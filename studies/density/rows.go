@@ -23,6 +23,7 @@ import (
 	"github.com/dfx-lab/dfx/internal/timing"
 	"github.com/dfx-lab/dfx/internal/workstore"
 	"github.com/dfx-lab/dfx/mnist"
+	"github.com/dfx-lab/dfx/models"
 )
 
 // runMixture fits the mixture, finds its exact levels and guides with its
@@ -78,20 +79,23 @@ func (r *Result) runMixture(ctx context.Context, ip imageProblem, xT *mat.Dense,
 // reference route and guides with every trace.
 func (r *Result) runNetworks(ctx context.Context, ip imageProblem, xT *mat.Dense, net *access.Net, keep *store, env report.Env, log io.Writer) error {
 	cfg := r.Config
-	traceName := func(name string) string {
-		run := runnableTrace(net, name)
-		if run != name && !slices.Contains(r.Fallbacks, name) {
-			r.Fallbacks = append(r.Fallbacks, name)
-			fmt.Fprintf(log, "%s: the ε-network has no mixture skip: %s runs as %s\n", ip.who, name, run)
-		}
-		return run
+	traceName := func(name string) (string, error) { return r.traceName(net, name, ip.who, log) }
+	refName, err := traceName(cfg.RefTrace)
+	if err != nil {
+		return err
 	}
-	q, err := r.networkLevels(ctx, ip, net, keep, env.Work, traceName(cfg.RefTrace), log)
+	q, err := r.networkLevels(ctx, ip, net, keep, env.Work, refName, log)
 	if err != nil {
 		return err
 	}
 	r.Levels["network"] = q
-	r.Measure = traceName(fmt.Sprintf("skip-hutchinson:%d", cfg.MeasureProbes))
+	measureSpec, err := access.TraceSpec(models.SkipHutchinson.Name, cfg.MeasureProbes)
+	if err != nil {
+		return err
+	}
+	if r.Measure, err = traceName(measureSpec.Label()); err != nil {
+		return err
+	}
 	meas, err := traceModel(ip.Problem, net, r.Measure, cfg.Seed+11)
 	if err != nil {
 		return err
@@ -115,7 +119,11 @@ func (r *Result) runNetworks(ctx context.Context, ip imageProblem, xT *mat.Dense
 	}
 	start := PriorStart(ip.Schedule, xT)
 	for _, tr := range cfg.Traces {
-		m, err := traceModel(ip.Problem, net, traceName(tr), cfg.Seed+3)
+		run, err := traceName(tr)
+		if err != nil {
+			return err
+		}
+		m, err := traceModel(ip.Problem, net, run, cfg.Seed+3)
 		if err != nil {
 			return err
 		}
@@ -133,6 +141,17 @@ func (r *Result) runNetworks(ctx context.Context, ip imageProblem, xT *mat.Dense
 		}
 	}
 	return nil
+}
+
+// traceName is the name trace name runs as on net (runnableTrace); a
+// fallback is said in the log and kept in r.Fallbacks.
+func (r *Result) traceName(net *access.Net, name, who string, log io.Writer) (string, error) {
+	run, fellBack, err := runnableTrace(net, name)
+	if fellBack && !slices.Contains(r.Fallbacks, name) {
+		r.Fallbacks = append(r.Fallbacks, name)
+		fmt.Fprintf(log, "%s: the ε-network has no mixture skip: %s runs as %s\n", who, name, run)
+	}
+	return run, err
 }
 
 // networkLevels are the network's levels: kept in the work folder, or
@@ -186,7 +205,11 @@ func (r *Result) runCosts(ctx context.Context, ip imageProblem, xT *mat.Dense, n
 	}
 	ms := []timed{{"mixture", "exact", score.Exact{Mixture: r.mix}, e.LogProb}}
 	for _, tr := range cfg.Traces {
-		m, err := traceModel(ip.Problem, net, runnableTrace(net, tr), cfg.Seed+3)
+		run, _, err := runnableTrace(net, tr)
+		if err != nil {
+			return err
+		}
+		m, err := traceModel(ip.Problem, net, run, cfg.Seed+3)
 		if err != nil {
 			return err
 		}
