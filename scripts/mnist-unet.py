@@ -33,6 +33,7 @@ import os
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 
 import torch
@@ -177,7 +178,7 @@ def main():
     ema = UNet(ch=a.ch)
     opt = torch.optim.Adam(net.parameters(), lr=a.lr)
     gen = torch.Generator().manual_seed(a.seed)
-    step = 0
+    step, exports = 0, []
     if os.path.exists(state_path):
         s = torch.load(state_path)
         if s["ch"] != a.ch:
@@ -187,17 +188,20 @@ def main():
         ema.load_state_dict(s["ema"])
         opt.load_state_dict(s["opt"])
         gen.set_state(s["gen"])
-        step = s["step"]
+        step, exports = s["step"], s.get("exports", [])
         print("resumed at step %d" % step, flush=True)
     else:
         ema.load_state_dict(net.state_dict())
+    if os.path.lexists(out) and os.path.abspath(out) not in exports:  # never write over a file this run did not write
+        print("mnist-unet: %s exists and is not an export of this run's state %s: give another -out" % (out, state_path), file=sys.stderr)
+        sys.exit(2)
     ema.eval()
     for q in ema.parameters():
         q.requires_grad_(False)
 
     def save():
         save_atomic({"ch": a.ch, "net": net.state_dict(), "ema": ema.state_dict(), "opt": opt.state_dict(),
-                     "gen": gen.get_state(), "step": step}, state_path)
+                     "gen": gen.get_state(), "step": step, "exports": exports}, state_path)
 
     n = images.shape[0]
     last_save, loss_avg, budget = time.monotonic(), None, a.minutes * 60
@@ -226,9 +230,13 @@ def main():
     save()
 
     x = torch.zeros(2, 1, 28, 28)
-    tmp = out + ".tmp"
+    fd, tmp = tempfile.mkstemp(prefix=".unet-", suffix=".onnx.tmp", dir=os.path.dirname(os.path.abspath(out)))
+    os.close(fd)
     torch.onnx.export(ema, (x, torch.tensor([500.0, 10.0])), tmp, input_names=["x", "t"], output_names=["eps"],
                       opset_version=17, dynamic_axes={"x": {0: "B"}, "t": {0: "B"}, "eps": {0: "B"}})
+    if os.path.abspath(out) not in exports:
+        exports.append(os.path.abspath(out))
+        save()  # the state names the export before it exists: a rerun may replace it
     os.replace(tmp, out)
     print("step %d: exported %s (%d bytes)" % (step, out, os.path.getsize(out)), flush=True)
 
