@@ -25,18 +25,29 @@ func Quantize8(x *mat.Dense) []uint8 {
 }
 
 // WriteImagesIDX writes 28×28 images x [B, 784] in [−1, 1] as an
-// uncompressed IDX image file of 8-bit pixels (Quantize8), atomically.
+// uncompressed IDX image file of 8-bit pixels (EncodeImagesIDX),
+// atomically.
 func WriteImagesIDX(path string, x *mat.Dense) error {
+	raw, err := EncodeImagesIDX(x)
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(path, raw)
+}
+
+// EncodeImagesIDX is the uncompressed IDX image file of 28×28 images x
+// [B, 784] in [−1, 1], 8-bit pixels (Quantize8).
+func EncodeImagesIDX(x *mat.Dense) ([]byte, error) {
 	b, d := x.Dims()
 	if d != Dim || b < 1 {
-		return fmt.Errorf("mnist: IDX of [%d, %d] images, want [B, %d]", b, d, Dim)
+		return nil, fmt.Errorf("mnist: IDX of [%d, %d] images, want [B, %d]", b, d, Dim)
 	}
 	var buf bytes.Buffer
 	for _, v := range []uint32{idxImages, uint32(b), 28, 28} {
 		_ = binary.Write(&buf, binary.BigEndian, v)
 	}
 	buf.Write(Quantize8(x))
-	return atomicfile.WriteFile(path, buf.Bytes())
+	return buf.Bytes(), nil
 }
 
 // FrameRMS is the rms intensity, in [0, 1] (black 0), of the 2-pixel frame

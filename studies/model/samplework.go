@@ -13,6 +13,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dfx-lab/dfx/internal/atomicfile"
 	"github.com/dfx-lab/dfx/internal/input"
 	"github.com/dfx-lab/dfx/internal/workstore"
 	"github.com/dfx-lab/dfx/mnist"
@@ -103,12 +104,11 @@ func (k *samplesKept) save(scale float64, x *mat.Dense) error {
 	if err := os.MkdirAll(k.dir, 0o755); err != nil {
 		return err
 	}
-	path := k.path(scale)
-	if err := mnist.WriteImagesIDX(path, x); err != nil {
+	raw, err := mnist.EncodeImagesIDX(x)
+	if err != nil {
 		return err
 	}
-	raw, err := os.ReadFile(path) // the digest of what is on disk
-	if err != nil {
+	if err := atomicfile.WriteFile(k.path(scale), raw); err != nil {
 		return err
 	}
 	return k.Put(samplesKey(scale), samplesRow{Scale: scale, File: samplesFile(scale), SHA256: digestOf(raw)})
