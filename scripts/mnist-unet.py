@@ -23,7 +23,8 @@ The run is resumable: its state (weights, their EMA, Adam's moments, the step, t
 generators) is saved atomically in -state (default runs/mnist-unet, git-ignored) every few
 minutes and at the end; a second run continues it. It stops after -minutes of wall-clock time or
 -steps steps in all, whichever comes first, and then exports the EMA weights (torch.onnx.export,
-opset 17) to -out (default STATE/unet.onnx). One thread (torch.set_num_threads(1)): the machine's
+opset 17) to -out (default STATE/unet.onnx), and the same weights for PyTorch to -out's name with
+.pt (the EMA state_dict, for scripts/bench_torch_unet.py). One thread (torch.set_num_threads(1)): the machine's
 other core stays free.
 """
 import argparse
@@ -237,8 +238,22 @@ def main():
     if os.path.abspath(out) not in exports:
         exports.append(os.path.abspath(out))
         save()  # the state names the export before it exists: a rerun may replace it
+    os.chmod(tmp, 0o644)  # mkstemp's 0600 is for the temporary file only
     os.replace(tmp, out)
-    print("step %d: exported %s (%d bytes)" % (step, out, os.path.getsize(out)), flush=True)
+    # the same EMA weights for PyTorch (scripts/bench_torch_unet.py's twin): OUT with .pt for .onnx
+    weights = os.path.splitext(out)[0] + ".pt"
+    if os.path.lexists(weights) and os.path.abspath(weights) not in exports:
+        print("mnist-unet: %s exists and is not an export of this run's state: not written" % weights, file=sys.stderr)
+        sys.exit(2)
+    if os.path.abspath(weights) not in exports:
+        exports.append(os.path.abspath(weights))
+        save()
+    fd, tmp = tempfile.mkstemp(prefix=".unet-", suffix=".pt.tmp", dir=os.path.dirname(os.path.abspath(weights)))
+    os.close(fd)
+    torch.save({"ch": a.ch, "step": step, "ema": ema.state_dict()}, tmp)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, weights)
+    print("step %d: exported %s (%d bytes) and %s" % (step, out, os.path.getsize(out), weights), flush=True)
 
 
 if __name__ == "__main__":
