@@ -30,6 +30,10 @@ func TestEveryBadInputIsOneLineExitTwoNothingOnStdout(t *testing.T) {
 	bomHeader := file("bom.csv", "\xef\xbb\xbfx,y\n1,2\n")
 	emptyField := file("empty.csv", "0,,0\n")
 	aFile := file("plain", "x")
+	committedEps := filepath.Join("..", "..", "mnist", "checkpoints", "eps.dfxckpt")
+	exampleUNet := filepath.Join("..", "..", "examples", "mnist-unet", "unet.dfxckpt")
+	toyScore := toyNet(t, "score")
+	rq := []string{"reproduce", "-quick", "-out", filepath.Join(dir, "reproduced")}
 	an := []string{"analytic", "--data", y, "--points", x}
 	ve := append(append([]string{}, an...), "--schedule", "ve", "--t", "0.5")
 	vp := append(append([]string{}, an...), "--schedule", "vp", "--t", "0.5")
@@ -234,6 +238,18 @@ func TestEveryBadInputIsOneLineExitTwoNothingOnStdout(t *testing.T) {
 		{"reproduce empty -out", []string{"reproduce", "-out", "", "ot"}, "", "-out is empty"},
 		{"reproduce -out under a file", []string{"reproduce", "-out", filepath.Join(aFile, "sub"), "ot"}, "", "not an existing folder"},
 		{"reproduce bad DFX_QUICK", []string{"reproduce", "ot"}, "yes", "DFX_QUICK"},
+		// an imported network in the MNIST studies
+		{"reproduce mnist unknown part", cat(rq, "mnist", "-parts", "timing,bogus"), "", `part "bogus"`},
+		{"reproduce mnist -truth-queries 0", cat(rq, "mnist", "-truth-queries", "0"), "", "-truth-queries must be ≥ 1"},
+		{"reproduce mnist missing checkpoint", cat(rq, "mnist", "-checkpoint", aFile+".none"), "", "no such file"},
+		{"reproduce mnist not imported", cat(rq, "mnist", "-checkpoint", committedEps, "-parts", "timing"), "", "not written by dfx import"},
+		{"reproduce mnist imported with guidance", cat(rq, "mnist", "-checkpoint", exampleUNet), "", "-parts"},
+		{"reproduce mnist imported without t_θ", cat(rq, "mnist", "-checkpoint", exampleUNet, "-parts", "truth", "-nets", dir), "",
+			"holds no dftm.dfxckpt"},
+		{"reproduce mnist-model unconditional samples", cat(rq, "mnist-model", "-checkpoint", exampleUNet), "", "unconditional"},
+		{"reproduce mnist-model not MNIST's", cat(rq, "mnist-model", "-checkpoint", toyScore, "-parts", "likelihood"), "",
+			"dimension"},
+		{"reproduce mnist-model -images 0", cat(rq, "mnist-model", "-images", "0", "-parts", "likelihood"), "", "-images"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

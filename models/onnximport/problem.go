@@ -2,9 +2,11 @@ package onnximport
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"path/filepath"
+	"strings"
 
 	"github.com/dfx-lab/dfx/dfx/schedule"
 
@@ -115,7 +117,7 @@ func networksOf(eps *checkpoint.Checkpoint, sched schedule.Schedule, nets string
 	if err != nil {
 		return nil, err
 	}
-	about := "imported ε-network"
+	about, records := "imported ε-network", map[string]*problem.TrainRecord{}
 	for _, name := range []string{TraceFile, CentredTraceFile} {
 		if nets == "" || name == CentredTraceFile && !models.HasNetwork(store, models.TraceScope) {
 			break
@@ -130,6 +132,11 @@ func networksOf(eps *checkpoint.Checkpoint, sched schedule.Schedule, nets string
 			return nil, badInput("%s: %v", filepath.Join(nets, name), err)
 		}
 		about += " + " + name
+		var rec TraceRecord
+		if json.Unmarshal(c.Header.Config, &rec) == nil {
+			records[strings.TrimSuffix(name, filepath.Ext(name))] = &problem.TrainRecord{Steps: rec.Steps, Seconds: rec.Seconds,
+				Machine: rec.Machine, Backend: rec.Backend, Curve: rec.Curve}
+		}
 	}
 	backend, err := models.NewBackend()
 	if err != nil {
@@ -139,5 +146,5 @@ func networksOf(eps *checkpoint.Checkpoint, sched schedule.Schedule, nets string
 	if err != nil {
 		return nil, err
 	}
-	return &problem.Networks{Net: net, About: about, Backend: backend.Name()}, nil
+	return &problem.Networks{Net: net, About: about, Backend: backend.Name(), Records: records}, nil
 }

@@ -8,11 +8,13 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/ml/model"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dfx-lab/dfx/internal/timing"
 	"github.com/dfx-lab/dfx/models"
 	"github.com/dfx-lab/dfx/models/checkpoint"
 )
@@ -45,6 +47,10 @@ type TraceRecord struct {
 	Points int
 	Steps  int
 	Curve  models.LossCurve
+	// Seconds, Machine and Backend say how long training took and where
+	// (absent from files of an earlier dfx).
+	Seconds          float64 `json:",omitempty"`
+	Machine, Backend string  `json:",omitempty"`
 }
 
 // TraceParams are the default hyperparameters of a trace network for an
@@ -120,9 +126,11 @@ func TrainTrace(ctx context.Context, backend compute.Backend, eps *checkpoint.Ch
 	}
 	rec := TraceRecord{Net: opt.Objective.String(), Data: opt.Data, Points: n, Steps: opt.Steps}
 	loop := models.Loop{To: int64(opt.Steps), Progress: opt.Progress, Label: "train " + rec.Net, Curve: &rec.Curve, CurveEvery: int64(max(1, opt.Steps/50))}
+	start := time.Now()
 	if _, err := tr.Run(ctx, loop); err != nil {
 		return nil, err
 	}
+	rec.Seconds, rec.Machine, rec.Backend = time.Since(start).Seconds(), timing.Machine(), backend.Name()
 	raw, err := json.Marshal(rec)
 	if err != nil {
 		return nil, err

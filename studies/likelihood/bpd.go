@@ -83,7 +83,10 @@ func (s study) bpd(ctx context.Context) (*BPDResult, error) {
 	dtm := access.FusedModel{F: f, Trace: access.FusedDFTM}
 	methods := []bpdTrace{
 		{"vjp-exact", est(tr.vjp), 4}, {"hutchinson-1", est(tr.h1), 64}, {"hutchinson-16", est(tr.h16), 64},
-		{"df-tm", dtm, 64}, {"df-tm-c", access.FusedModel{F: f, Trace: access.FusedDFTMC}, 64},
+		{"df-tm", dtm, 64},
+	}
+	if n.Nu != nil {
+		methods = append(methods, bpdTrace{"df-tm-c", access.FusedModel{F: f, Trace: access.FusedDFTMC}, 64})
 	}
 	dataLC := dfxlikelihood.Config{Schedule: n.Schedule, T0: cfg.BPDStart, Steps: cfg.CompareSteps, Solver: dfxlikelihood.Euler}
 	dataLabel := fmt.Sprintf("euler %d steps from s = %g", cfg.CompareSteps, cfg.BPDStart)

@@ -8,7 +8,10 @@ package likelihood
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	dfxlikelihood "github.com/dfx-lab/dfx/dfx/likelihood"
@@ -51,6 +54,13 @@ type Config struct {
 	DataSteps     int     // Heun steps of Hutchinson-16's data bpd from s
 	ConvSteps     []int   // Heun steps of the convergence study
 	ConvRTol      float64 // dopri5 tolerance of the convergence study
+
+	// Parts are the parts Run computes (ParseParts; nil: all of them).
+	Parts map[string]bool
+	// Checkpoint, when set, is the file of an ε-network imported by dfx
+	// import, on which the registered experiment runs the study instead of
+	// the committed networks (MNIST's data; t_θ and ν_θ from -nets).
+	Checkpoint string
 
 	// Figure 1b and 2.
 	Scales          []float64 // guidance scales s (ε̃ = ε_∅ + s(ε_c − ε_∅))
@@ -126,28 +136,64 @@ func Run(ctx context.Context, p *problem.Problem, nets string, cfg Config, log i
 	res.TrainImages, _ = train.Dims()
 	res.TestImages, _ = test.Dims()
 	res.Classes = nw.Classes
+	if nw.Classes == 0 && (cfg.part(PartGuidance) || cfg.part(PartFig2)) {
+		return nil, fmt.Errorf("likelihood: the %s and %s parts need a class-conditional ε-network; %s's is unconditional", PartGuidance, PartFig2, p.Name)
+	}
 	s := study{p: p, nets: nw, cfg: cfg, log: log}
-	if err := step("Table 1 timings", func() (err error) { res.Timing, err = s.timing(ctx, train); return }); err != nil {
-		return nil, err
+	parts := []struct {
+		name, what string
+		run        func() error
+	}{
+		{PartTiming, "Table 1 timings", func() (err error) { res.Timing, err = s.timing(ctx, train); return }},
+		{PartTruth, "exact-Fisher ground truth", func() (err error) { res.Truth, err = s.truth(ctx, train, test); return }},
+		{PartBPD, "bits per dimension", func() (err error) { res.BPD, err = s.bpd(ctx); return }},
+		{PartGuidance, "Figure 1b guidance sweep", func() (err error) { res.Guidance, err = s.guidance(ctx); return }},
+		{PartFig2, "Figure 2 ranking", func() (err error) { res.Fig2, err = s.fig2(ctx, train); return }},
+		{PartTraj, "trajectory NLL", func() (err error) { res.Traj, err = s.traj(ctx); return }},
 	}
-	if err := step("exact-Fisher ground truth", func() (err error) { res.Truth, err = s.truth(ctx, train, test); return }); err != nil {
-		return nil, err
-	}
-	if err := step("bits per dimension", func() (err error) { res.BPD, err = s.bpd(ctx); return }); err != nil {
-		return nil, err
-	}
-	if err := step("Figure 1b guidance sweep", func() (err error) { res.Guidance, err = s.guidance(ctx); return }); err != nil {
-		return nil, err
-	}
-	if err := step("Figure 2 ranking", func() (err error) { res.Fig2, err = s.fig2(ctx, train); return }); err != nil {
-		return nil, err
-	}
-	if err := step("trajectory NLL", func() (err error) { res.Traj, err = s.traj(ctx); return }); err != nil {
-		return nil, err
+	for _, part := range parts {
+		if !cfg.part(part.name) {
+			continue
+		}
+		if err := step(part.what, part.run); err != nil {
+			return nil, err
+		}
 	}
 	res.Elapsed = time.Since(start)
 	return res, nil
 }
+
+// The study's parts, in the order Run computes them.
+const (
+	PartTiming   = "timing"   // Table 1
+	PartTruth    = "truth"    // the estimators against the exact Fisher
+	PartBPD      = "bpd"      // test bits per dimension
+	PartGuidance = "guidance" // Figure 1b (class-conditional networks)
+	PartFig2     = "fig2"     // Figure 2 (class-conditional networks)
+	PartTraj     = "traj"     // the NLL along samples' trajectories
+)
+
+// Parts lists every part.
+var Parts = []string{PartTiming, PartTruth, PartBPD, PartGuidance, PartFig2, PartTraj}
+
+// ParseParts reads a comma-separated list of parts ("" or "all": every
+// part).
+func ParseParts(v string) (map[string]bool, error) {
+	if v == "" || v == "all" {
+		return nil, nil
+	}
+	out := map[string]bool{}
+	for _, name := range strings.Split(v, ",") {
+		name = strings.TrimSpace(name)
+		if !slices.Contains(Parts, name) {
+			return nil, fmt.Errorf("likelihood: part %q: want some of %s (comma-separated) or all", name, strings.Join(Parts, ","))
+		}
+		out[name] = true
+	}
+	return out, nil
+}
+
+func (c Config) part(name string) bool { return c.Parts == nil || c.Parts[name] }
 
 // study is one run's problem, networks and configuration.
 type study struct {

@@ -39,6 +39,17 @@ func (r *Result) lossFigure(format string) ([]byte, error) {
 	return plotx.TilesBytes(ps, len(ps), pngPanel, 3*vg.Inch, format)
 }
 
+// hasCurves says whether a network's record has a loss curve for
+// lossFigure.
+func (r *Result) hasCurves() bool {
+	for _, name := range []string{"dftm", "dftm-c", "eps"} {
+		if rec := r.Records[name]; rec != nil && len(rec.Curve.Step) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // guidanceFigure: mean NLL against mean log p(c|x) with error bars, one
 // curve per protocol, each point labelled by its scale.
 func (r *Result) guidanceFigure(format string) ([]byte, error) {

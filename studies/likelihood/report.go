@@ -55,21 +55,32 @@ func (r *Result) Report() (*report.Report, error) {
 		prof = "quick profile (toy sizes; not the committed numbers)"
 	}
 	where := fmt.Sprintf("Measured on %s, GoMLX backend %q, %s; `dfx reproduce %s` in %.0f s.", r.Machine, r.Backend, prof, c.Name, r.Elapsed.Seconds())
-	rep.Tables = append(rep.Tables, r.trainingTable(where), r.timingTable(where), r.truthTable(where), r.bpdTable(where),
-		r.guidanceTable(where), r.fig2Table(where), r.trajTable(where))
-	add := func(name, caption string, render func(string) ([]byte, error)) {
-		rep.Figures = append(rep.Figures, &report.Figure{Name: name, Caption: caption, Render: render})
+	rep.Tables = append(rep.Tables, r.trainingTable(where))
+	for _, t := range []struct {
+		done  bool
+		table func(string) *report.Table
+	}{{r.Timing != nil, r.timingTable}, {r.Truth != nil, r.truthTable}, {r.BPD != nil, r.bpdTable},
+		{r.Guidance != nil, r.guidanceTable}, {r.Fig2 != nil, r.fig2Table}, {r.Traj != nil, r.trajTable}} {
+		if t.done {
+			rep.Tables = append(rep.Tables, t.table(where))
+		}
+	}
+	add := func(done bool, name, caption string, render func(string) ([]byte, error)) {
+		if done {
+			rep.Figures = append(rep.Figures, &report.Figure{Name: name, Caption: caption, Render: render})
+		}
 	}
 	n := thousands(r.TrainImages)
-	add("fig1a_loss.png", "Figure 1a analogue: training loss of the DF-TM network t_θ (and of ν_θ and the ε-network) against steps", r.lossFigure)
-	add("fig1b_nll_vs_logp.png", "Figure 1b analogue: mean NLL (bpd, DF-TM) against mean classifier log-probability of the requested class "+
-		"over guidance scales, ± 1 standard error, both NLL protocols", r.guidanceFigure)
-	add("fig2_ranked.png", "Figure 2 analogue: per class (rows), samples ordered by DF-TM NLL from lowest (left) to highest (right)", r.fig2Figure)
-	add("samples_by_scale.png", fmt.Sprintf("class-conditional samples (columns: requested class 0–%d) at each guidance scale (rows), "+
-		"the same initial noise in every row", r.Classes-1), r.scaleGridFigure)
-	add("truth_relerr.png", "relative error of each trace estimator against the exact Fisher of the "+n+
+	add(r.hasCurves(), "fig1a_loss.png", "Figure 1a analogue: training loss of the DF-TM network t_θ (and of ν_θ and the ε-network) against steps", r.lossFigure)
+	add(r.Guidance != nil, "fig1b_nll_vs_logp.png", "Figure 1b analogue: mean NLL (bpd, DF-TM) against mean classifier log-probability of the "+
+		"requested class over guidance scales, ± 1 standard error, both NLL protocols", r.guidanceFigure)
+	add(r.Fig2 != nil, "fig2_ranked.png", "Figure 2 analogue: per class (rows), samples ordered by DF-TM NLL from lowest (left) to highest (right)",
+		r.fig2Figure)
+	add(r.Guidance != nil, "samples_by_scale.png", fmt.Sprintf("class-conditional samples (columns: requested class 0–%d) at each guidance "+
+		"scale (rows), the same initial noise in every row", r.Classes-1), r.scaleGridFigure)
+	add(r.Truth != nil, "truth_relerr.png", "relative error of each trace estimator against the exact Fisher of the "+n+
 		"-image Dirac mixture versus t, training and test queries", r.truthFigure)
-	add("truth_cov.png", "tr Cov[x₀|x_t]/d of the empirical mixture (exact) and as the networks imply it (t_θ − ‖ȳ_θ‖²/d), "+
+	add(r.Truth != nil, "truth_cov.png", "tr Cov[x₀|x_t]/d of the empirical mixture (exact) and as the networks imply it (t_θ − ‖ȳ_θ‖²/d), "+
 		"training and test queries", r.covFigure)
 	return rep, rep.Check()
 }
@@ -116,8 +127,11 @@ func (r *Result) timingTable(where string) *report.Table {
 	}
 	for _, b := range r.Config.TimingBatches {
 		if s := ratio("vjp-exact", "df-tm", b); !math.IsNaN(s) {
-			t.Notes = append(t.Notes, fmt.Sprintf("Batch %d: exact VJP trace / DF-TM = %.0f× (goal ≥ %.0f× at batch 1); / DF-TM-c = %.0f×.",
-				b, s, GoalDFTMSpeedup, ratio("vjp-exact", "df-tm-c", b)))
+			note := fmt.Sprintf("Batch %d: exact VJP trace / DF-TM = %.0f× (goal ≥ %.0f× at batch 1)", b, s, GoalDFTMSpeedup)
+			if c := ratio("vjp-exact", "df-tm-c", b); !math.IsNaN(c) {
+				note += fmt.Sprintf("; / DF-TM-c = %.0f×", c)
+			}
+			t.Notes = append(t.Notes, note+".")
 		}
 		e, m := ratio("vjp-matvec", "df-ea", b), ratio("df-ea-marginal", "forward", b)
 		t.Notes = append(t.Notes, fmt.Sprintf("Batch %d: VJP matvec / DF-EA standalone = %.2f× (goal ≥ %.0f×); "+

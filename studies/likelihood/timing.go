@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -113,7 +114,7 @@ func timedMethods(n *access.Net, tr *traces, at schedule.Coefficients, x0, x, v 
 	m := func(kind, name string, run func() ([]float64, error), note string) timedMethod {
 		return timedMethod{Case: timing.Case{Name: name, Run: run}, kind: kind, note: note}
 	}
-	return []timedMethod{
+	ms := []timedMethod{
 		m("trace", "vjp-exact", traceOf(tr.vjp), fmt.Sprintf("d = %d VJPs per point, batched", d)),
 		m("trace", "hutchinson-1", traceOf(tr.h1), "1 Rademacher probe"),
 		m("trace", "hutchinson-16", traceOf(tr.h16), "16 Rademacher probes"),
@@ -126,7 +127,11 @@ func timedMethods(n *access.Net, tr *traces, at schedule.Coefficients, x0, x, v 
 			"standalone: ε-net forward + rank-2 update"),
 		m("operator", "df-ea-marginal", timing.Wall(func() error { _, err := access.DFEAApply(ybar, x0, v, at.Alpha, at.Sigma); return err }),
 			"inside a sampler step: ȳ_θ already computed"),
-	}, nil
+	}
+	if tr.dftmc == nil {
+		ms = slices.DeleteFunc(ms, func(m timedMethod) bool { return m.Name == "df-tm-c" })
+	}
+	return ms, nil
 }
 
 // traces are the trace estimators the study compares, compiled once per
@@ -143,8 +148,8 @@ type traces struct {
 
 // newTraces compiles every estimator on n (samples of dimension d): the
 // exact VJP trace (d VJPs, one sample's, per call), Hutchinson with 1 and
-// 16 Rademacher probes, Hutch++ with 48 matvecs, DF-TM, DF-TM-c, the VJP
-// matvec and DF-EA.
+// 16 Rademacher probes, Hutch++ with 48 matvecs, DF-TM, DF-TM-c (nil
+// without ν_θ), the VJP matvec and DF-EA.
 func newTraces(n *access.Net, d int, seed uint64) (*traces, error) {
 	var tr traces
 	var err error
@@ -157,7 +162,12 @@ func newTraces(n *access.Net, d int, seed uint64) (*traces, error) {
 		func() error { tr.h16, err = access.NewHutchinson(n, 16, access.Rademacher, seed); return err },
 		func() error { tr.hpp, err = access.NewHutchPP(n, 48, seed); return err },
 		func() error { tr.dftm, err = access.NewDFTM(n); return err },
-		func() error { tr.dftmc, err = access.NewDFTMCentred(n); return err },
+		func() error { // optional: a researcher may train t_θ alone
+			if n.Nu != nil {
+				tr.dftmc, err = access.NewDFTMCentred(n)
+			}
+			return err
+		},
 		func() error { tr.matvec, err = access.NewVJPMatVec(n); return err },
 		func() error { tr.endpoint, err = access.NewDFEA(n); return err },
 	}

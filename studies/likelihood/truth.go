@@ -84,7 +84,10 @@ func (s study) truth(ctx context.Context, y, test *mat.Dense) (*TruthResult, err
 	if err != nil {
 		return nil, err
 	}
-	ests := []score.TraceEstimator{tr.vjp, tr.h16, tr.dftm, tr.dftmc}
+	ests := []score.TraceEstimator{tr.vjp, tr.h16, tr.dftm}
+	if tr.dftmc != nil {
+		ests = append(ests, tr.dftmc)
+	}
 	res := &TruthResult{Problem: s.p.Name}
 	res.TrainPoints, _ = y.Dims()
 	for _, e := range ests {

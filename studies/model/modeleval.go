@@ -31,6 +31,13 @@ type ModelEvalConfig struct {
 	// Name is the ε-network (-model) and Dir its folder (Env.Nets; "": the
 	// committed networks), read by Lab.Network, as is the classifier.
 	Dir, Name string
+	// Checkpoint, when set, is a weights checkpoint file whose ε-network is
+	// evaluated instead of Name's: e.g. a researcher's own network, which
+	// dfx import wrote. Without a class input it is evaluated on the
+	// likelihood part alone; without a mixture skip of its own, its
+	// likelihood is shown beside the skip mixture of Name's network, a
+	// closed-form reference on the same images.
+	Checkpoint string
 	// The likelihood: the first Images dequantised test images (seed 2),
 	// dopri5 at RTol, and again at 10·RTol for the solver error; the trace
 	// by Hutchinson with Probes Rademacher probes, on the residual only
@@ -108,8 +115,9 @@ type ModelEvalResult struct {
 	Seconds float64
 	Trace   string // the trace estimator's name
 	// BPD per image at RTol and at 10·RTol, and the skip mixture's exact bpd
-	// on the same images (nil without a skip).
+	// on the same images (nil without one); MixtureAbout names that mixture.
 	BPD, Coarse, Mixture []float64
+	MixtureAbout         string
 	NFE                  int // model evaluations per batch at RTol (mean)
 	// Batches is the number of the likelihood's batches in BPD: all of them,
 	// but for a shard's partial result.
@@ -158,7 +166,7 @@ func RunModelEval(ctx context.Context, p *problem.Problem, lab Lab, cfg ModelEva
 	if err != nil {
 		return nil, err
 	}
-	store, about, err := lab.Network(cfg.Dir, cfg.Name)
+	store, about, err := evalNetwork(p, lab, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +179,13 @@ func RunModelEval(ctx context.Context, p *problem.Problem, lab Lab, cfg ModelEva
 	if err != nil {
 		return nil, err
 	}
-	res.Trace = trace.Name()
+	res.Trace, res.MixtureAbout = trace.Name(), "its skip mixture"
+	ref := skip
+	if skip == nil && cfg.Checkpoint != "" {
+		if ref, res.MixtureAbout, err = referenceMixture(lab, cfg); err != nil {
+			return nil, err
+		}
+	}
 	if res.digest, err = checkpoint.NetworkDigest(store, models.ScoreScope); err != nil {
 		return nil, err
 	}
@@ -184,7 +198,7 @@ func RunModelEval(ctx context.Context, p *problem.Problem, lab Lab, cfg ModelEva
 	}
 	defer lock.Release()
 	if cfg.part(PartLikelihood) {
-		if err := res.likelihood(ctx, backend, net, trace, skip, log); err != nil {
+		if err := res.likelihood(ctx, backend, net, trace, ref, log); err != nil {
 			return nil, err
 		}
 	}
@@ -261,7 +275,7 @@ func (res *ModelEvalResult) samples(ctx context.Context, backend compute.Backend
 	for i := range class {
 		class[i] = i / cfg.PerClass
 	}
-	kept, err := openSamples(cfg.Work, samplesSettings{Network: cfg.Name, PerClass: cfg.PerClass, Steps: cfg.Steps, Seed: cfg.Seed},
+	kept, err := openSamples(cfg.Work, samplesSettings{Network: cfg.label(), PerClass: cfg.PerClass, Steps: cfg.Steps, Seed: cfg.Seed},
 		res.digest, backend.Name())
 	if err != nil {
 		return err

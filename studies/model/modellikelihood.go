@@ -33,7 +33,7 @@ func (res *ModelEvalResult) likelihood(ctx context.Context, backend compute.Back
 			return err
 		}
 	}
-	want := likelihoodSettings{Network: cfg.Name, Images: cfg.Images, Batch: cfg.batch(), RTol: cfg.RTol, Probes: cfg.Probes, Seed: cfg.Seed,
+	want := likelihoodSettings{Network: cfg.label(), Images: cfg.Images, Batch: cfg.batch(), RTol: cfg.RTol, Probes: cfg.Probes, Seed: cfg.Seed,
 		Trace: trace.Name()}
 	kept, err := openLikelihood(cfg, want, res.digest, backend.Name())
 	if err != nil {

@@ -33,7 +33,7 @@ func (r *ModelEvalResult) Report() (*report.Report, error) {
 // samplesFigure is the n-th figure, a grid of the samples s: one row per
 // digit.
 func (r *ModelEvalResult) samplesFigure(n int, s ModelQuality) *report.Figure {
-	title := fmt.Sprintf("%s, guidance scale %g, DDIM %d", r.Config.Name, s.Scale, r.Config.Steps)
+	title := fmt.Sprintf("%s, guidance scale %g, DDIM %d", r.Config.label(), s.Scale, r.Config.Steps)
 	if math.IsNaN(s.Scale) {
 		title = "its skip mixture, exact samples"
 	}
@@ -60,14 +60,14 @@ func (r *ModelEvalResult) likelihoodTable() *report.Table {
 		Title: fmt.Sprintf("## Test likelihood of the ε-network %s\n\n%s profile; the likelihood computed on %s in %.0f s. "+
 			"The first %d test images, dequantised (seed 2); dopri5 at rtol %g (%d model evaluations per batch of %d), trace %s; "+
 			"solver error against rtol %g. The protocol and its reading: NOTES.md.",
-			r.About, c.Profile, r.LikelihoodMachine, r.LikelihoodSeconds, c.Images, c.RTol, r.NFE, c.batch(), r.Trace, 10*c.RTol),
+			r.About, c.Profile, r.LikelihoodMachine, r.LikelihoodSeconds, c.Images, c.RTol, r.NFE, min(c.batch(), c.Images), r.Trace, 10*c.RTol),
 		Caption: "test bpd of the ε-network and of its skip mixture on the same images",
 		Columns: []report.Column{{Name: "model"}, {Name: "test bpd", Format: "%.4f"}, {Name: "± SE", Format: "%.4f"},
 			{Name: "solver error (mean |Δ|)", Format: "%.4f"}}, Align: "lrrr"}
-	t.Add(report.Text("ε-network "+c.Name), report.Float(m), report.Float(se), report.Float(solverErr))
+	t.Add(report.Text("ε-network "+c.label()), report.Float(m), report.Float(se), report.Float(solverErr))
 	if r.Mixture != nil {
 		mm, ms := stats.MeanSE(r.Mixture)
-		t.Add(report.Text("its skip mixture (exact)"), report.Float(mm), report.Float(ms), report.Text("0 (closed form)"))
+		t.Add(report.Text(r.MixtureAbout+" (exact)"), report.Float(mm), report.Float(ms), report.Text("0 (closed form)"))
 		for i := range diffs {
 			diffs[i] = r.Mixture[i] - r.BPD[i]
 		}

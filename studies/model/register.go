@@ -34,6 +34,10 @@ func init() {
 		Full:       ModelEvalFull,
 		Flags: func(fs *flag.FlagSet, c *ModelEvalConfig) {
 			fs.StringVar(&c.Name, "model", c.Name, "the ε-network to evaluate, a network or candidate name, read from -nets or the committed checkpoints")
+			fs.StringVar(&c.Checkpoint, "checkpoint", c.Checkpoint, "a weights checkpoint file (e.g. written by dfx import) whose ε-network is evaluated "+
+				"instead of -model's; -model's skip mixture is then its closed-form reference")
+			fs.IntVar(&c.Images, "images", c.Images, "test images of the likelihood")
+			fs.IntVar(&c.Probes, "probes", c.Probes, "Hutchinson probes of the trace (on the residual of a network with a mixture skip)")
 			fs.Func("parts", "the parts to compute, comma-separated likelihood,samples,quality "+
 				"(default all; without quality no classifier or training images are needed)",
 				func(v string) error {
@@ -115,6 +119,9 @@ func checkModelEval(c ModelEvalConfig, env report.Env) error {
 		return fmt.Errorf("model: %s is not an ε-network", spec.Name)
 	}
 	if _, _, err := mnist.LoadNetwork(env.Nets, spec.Name); err != nil { // before -out is claimed
+		return err
+	}
+	if err := checkEvalCheckpoint(c); err != nil {
 		return err
 	}
 	c.Work = env.Work
