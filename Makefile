@@ -17,7 +17,7 @@ export PATH := $(GOPATH_BIN):$(PATH)
 NB_FLAGS ?=
 
 .NOTPARALLEL:
-.PHONY: all build test setup setup-blas vet fmt-check docker-context-check gotest notebooks notebooks-exec browser-test browser-check reproduce bench bench-torch bench-torch-eps profile docker-test help
+.PHONY: all build test setup setup-blas vet fmt-check docker-context-check gotest notebooks notebooks-exec browser-test browser-check reproduce bench bench-torch bench-torch-eps bench-torch-unet profile docker-test help
 
 all: test
 
@@ -33,10 +33,13 @@ help:
 	@echo "                 write figures/notebooks/*.png (make test runs it into a temporary folder)"
 	@echo "make bench       exact-trace benchmark: Go (default, CGO_ENABLED=0, -tags openblas) vs NumPy"
 	@echo "make bench-torch the project's networks vs identical PyTorch twins, interleaved (installs PyTorch + OpenBLAS);"
-	@echo "                 output to figures/bench/torch-cpu.txt; then bench-torch-eps"
+	@echo "                 output to figures/bench/torch-cpu.txt; then bench-torch-eps and bench-torch-unet"
 	@echo "make bench-torch-eps the committed MNIST ε-network vs its PyTorch twin (checked against Go first),"
 	@echo "                 forward/skip/VJP at batch 1 and 64, with each case's arithmetic/memory lower bound;"
 	@echo "                 output to figures/bench/torch-eps.txt (quick: ROUNDS=1 TORCH_EPS=\"1/f64 1/f32\")"
+	@echo "make bench-torch-unet the imported MNIST U-Net (examples/mnist-unet) vs the same network in PyTorch"
+	@echo "                 (checked against Go first): forward and VJP at batch 1 and 64, one image's exact VJP trace;"
+	@echo "                 output to figures/bench/torch-unet.txt (quick: ROUNDS=1 TORCH_UNET=1 BENCHTIME=1x)"
 	@echo "make profile     CPU profiles of every BenchmarkScoreNet case into figures/bench/profiles/ (pprof tops)"
 	@echo "make docker-test build the Dockerfile (buildah, stand-in base) and run every notebook inside the image (root)"
 
@@ -100,17 +103,25 @@ bench:
 	@scripts/bench-trace.sh
 
 # Interleaved Go-vs-PyTorch benchmark of every network the experiments use; the
-# committed output is figures/bench/torch-cpu.txt (written atomically).
+# committed output is figures/bench/torch-cpu.txt (written atomically). Then the
+# committed MNIST ε-network (bench-torch-eps: torch-eps.txt) and the imported
+# MNIST U-Net (bench-torch-unet: torch-unet.txt) against their PyTorch twins.
 bench-torch:
 	@set -o pipefail; scripts/bench-torch.sh | tee figures/bench/.torch-cpu.txt.tmp && \
 	  mv figures/bench/.torch-cpu.txt.tmp figures/bench/torch-cpu.txt || \
 	  { rm -f figures/bench/.torch-cpu.txt.tmp; exit 1; }
 	@$(MAKE) --no-print-directory bench-torch-eps
+	@$(MAKE) --no-print-directory bench-torch-unet
 
 bench-torch-eps:
 	@set -o pipefail; scripts/bench-torch-eps.sh | tee figures/bench/.torch-eps.txt.tmp && \
 	  mv figures/bench/.torch-eps.txt.tmp figures/bench/torch-eps.txt || \
 	  { rm -f figures/bench/.torch-eps.txt.tmp; exit 1; }
+
+bench-torch-unet:
+	@set -o pipefail; scripts/bench-torch-unet.sh | tee figures/bench/.torch-unet.txt.tmp && \
+	  mv figures/bench/.torch-unet.txt.tmp figures/bench/torch-unet.txt || \
+	  { rm -f figures/bench/.torch-unet.txt.tmp; exit 1; }
 
 profile:
 	@scripts/profile.sh

@@ -60,40 +60,21 @@ done
 [ "$checkonly" = 1 ] && exit $status
 
 go_round() {
-  local log="$tmp/go.log"
-  echo "== Go: go test -run '^\$' -bench '^BenchmarkEpsNetwork(VJP)?\$' -benchtime $BENCHTIME -count 1 ./mnist/"
-  if go test -run '^$' -bench '^BenchmarkEpsNetwork(VJP)?$' -benchtime "$BENCHTIME" -count 1 ./mnist/ >"$log" 2>&1; then
-    grep -E '^(Benchmark|cpu)' "$log"
-    # BenchmarkEpsNetwork/forward/B=1-2 … ns/op → eps/B=1/forward
-    awk -F'[ \t]+' '/^Benchmark/ && NF >= 4 {
+  # BenchmarkEpsNetwork/forward/B=1-2 … ns/op → eps/B=1/forward
+  go_bench bench-torch-eps ./mnist/ '^BenchmarkEpsNetwork(VJP)?$' '/^Benchmark/ && NF >= 4 {
       name = $1; sub(/-[0-9]+$/, "", name); n = split(name, p, "/")
       for (i = 3; i < NF; i += 2) if (n == 3 && ($(i+1) == "ns/op" || $(i+1) == "cpu-ns/op"))
         printf "%s\teps/%s/%s\t%.6f\n", ($(i+1) == "ns/op" ? "go" : "go-cpu"), p[3], p[2], $i / 1e6
-    }' "$log" >>"$rows"
-    grep -q '^Benchmark' "$log" || { echo "bench-torch-eps: no benchmark line in the Go output"; status=1; }
-  else
-    tail -n 30 "$log"; echo "bench-torch-eps: the Go benchmark failed"; status=1
-  fi
-  load_line
+    }'
 }
 
 torch_round() {
-  local cfg t dt envs
+  local cfg dt
   for cfg in $TORCH_EPS; do
-    t="${cfg%/*}" dt="${cfg#*/}" envs=(env)
-    [ "${t%p}" != "$t" ] && envs=(env OMP_WAIT_POLICY=PASSIVE) && t="${t%p}"
-    echo "== PyTorch: ${envs[*]:1} $PY scripts/bench_torch_eps.py --bench FIXTURE --threads $t --skip-dtype float${dt#f} $TORCH_ARGS; --machine --threads $t"
+    dt="${cfg#*/}"
     # shellcheck disable=SC2086
-    if "${envs[@]}" "$PY" "$here/bench_torch_eps.py" --bench "$fixture" --threads "$t" --skip-dtype "float${dt#f}" $TORCH_ARGS >"$tmp/pt.log" 2>&1 &&
-      "${envs[@]}" "$PY" "$here/bench_torch_eps.py" --machine --threads "$t" >>"$tmp/pt.log" 2>&1; then
-      cat "$tmp/pt.log"
-      awk -v src="pt-$cfg" 'function val(f) { sub(/^[^=]*=/, "", f); return f }
-        /^RESULT /{ printf "%s\t%s\t%s\ncpu-%s\t%s\t%s\n", src, val($2), val($3), src, val($2), val($6) }
-        /^RATE /{ printf "rate:\t%s\t%s\n", val($2), val($4) }' "$tmp/pt.log" >>"$rows"
-    else
-      cat "$tmp/pt.log"; echo "bench-torch-eps: PyTorch ($cfg) failed"; status=1
-    fi
-    load_line
+    torch_bench bench-torch-eps "pt-$cfg" "${cfg%/*}" "scripts/bench_torch_eps.py --bench FIXTURE --skip-dtype float${dt#f} $TORCH_ARGS" \
+      "$here/bench_torch_eps.py" --bench "$fixture" --skip-dtype "float${dt#f}" $TORCH_ARGS
   done
 }
 

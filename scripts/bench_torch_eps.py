@@ -384,17 +384,24 @@ def timings(rows, cases, go, pts, unit):
                                                                   ratio(g, median(rows.get(k, {}).get(c, [])))) for k in pts))
 
 
-def table(args):
-    """Go and PyTorch medians per case, their ratio, and each case's lower
-    bounds from this run's measured rates."""
+def read_rows(path):
+    """The rows file of a bench-torch script: {source: {case: [ms, …]}} and the best of
+    each machine rate {name: value}."""
     rows, rates = {}, {}
-    with open(args.table) as f:
+    with open(path) as f:
         for line in f:
             src, name, val = line.rstrip("\n").split("\t")
             if src.startswith("rate:"):
                 rates[name] = max(rates.get(name, 0.0), float(val))
             else:
                 rows.setdefault(src, {}).setdefault(name, []).append(float(val))
+    return rows, rates
+
+
+def table(args):
+    """Go and PyTorch medians per case, their ratio, and each case's lower
+    bounds from this run's measured rates."""
+    rows, rates = read_rows(args.table)
     s = shapes(read_header(args.ckpt)[0])
     srcs = ["go"] + sorted((k for k in rows if k.startswith("pt-")), key=lambda k: (k.split("/")[1] != "f64", -int(k.split("/")[0][3:].rstrip("p")), k))
     cases = sorted({c for r in rows.values() for c in r}, key=lambda c: (int(c.split("=")[1].split("/")[0]), c.split("/")[-1]))
@@ -436,19 +443,24 @@ def table(args):
     return 0
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--ckpt", default=os.path.join(ROOT, "mnist/checkpoints/eps.dfxckpt"))
+def mode_args(ap):
+    """The flags of the modes every twin has: --check, --bench, --table and the timing's."""
     ap.add_argument("--check", metavar="FIXTURE")
     ap.add_argument("--tol", type=float, default=1e-4)
     ap.add_argument("--bench", metavar="FIXTURE")
-    ap.add_argument("--machine", action="store_true")
     ap.add_argument("--table", metavar="ROWS")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--skip-dtype", choices=("float64", "float32"), default="float64")
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--min-time", type=float, default=0.2)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ckpt", default=os.path.join(ROOT, "mnist/checkpoints/eps.dfxckpt"))
+    mode_args(ap)
+    ap.add_argument("--machine", action="store_true")
+    ap.add_argument("--skip-dtype", choices=("float64", "float32"), default="float64")
     args = ap.parse_args()
     if sum(x is not None and x is not False for x in (args.check, args.bench, args.machine or None, args.table)) != 1:
         fail("want exactly one of --check, --bench, --machine, --table")
@@ -465,8 +477,13 @@ def main():
     return bench(twin, load_fixture(args.bench), args)
 
 
-if __name__ == "__main__":
+def run(main, fail):
+    """sys.exit(main()), a missing or malformed file one line on stderr and exit 2 (fail)."""
     try:
         sys.exit(main())
-    except (OSError, ValueError, KeyError) as err:  # a missing or malformed file: one line, exit 2
+    except (OSError, ValueError, KeyError) as err:
         fail("%s: %s" % (type(err).__name__, err))
+
+
+if __name__ == "__main__":
+    run(main, fail)

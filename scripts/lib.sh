@@ -73,3 +73,51 @@ interleave_rounds() {
     if ((r % 2)); then go_round; torch_round; else torch_round; go_round; fi
   done
 }
+
+# torch_rows SRC LOG: the rows file's lines of a PyTorch log's "RESULT name=N
+# ms=W min_ms=… inner=… cpu_ms=C" lines (SRC<TAB>N<TAB>W and cpu-SRC<TAB>N<TAB>C)
+# and "RATE name=N threads=… value=V" lines (rate:<TAB>N<TAB>V).
+torch_rows() {
+  awk -v src="$1" 'function val(f) { sub(/^[^=]*=/, "", f); return f }
+    /^RESULT /{ printf "%s\t%s\t%s\ncpu-%s\t%s\t%s\n", src, val($2), val($3), src, val($2), val($6) }
+    /^RATE /{ printf "rate:\t%s\t%s\n", val($2), val($4) }' "$2"
+}
+
+# go_bench NAME PKG PATTERN PROGRAM: one round of `go test -run '^$' -bench
+# PATTERN -benchtime $BENCHTIME -count 1 PKG` into $tmp/go.log; prints its
+# benchmark lines and appends the rows the awk PROGRAM (fields split at blanks)
+# makes of the log to $rows; on a failure, or without a benchmark line, NAME's
+# message and status=1; then the load line. The caller sets tmp, rows, status.
+go_bench() {
+  local name=$1 pkg=$2 pattern=$3 program=$4 log="$tmp/go.log"
+  echo "== Go: go test -run '^\$' -bench '$pattern' -benchtime $BENCHTIME -count 1 $pkg"
+  if go test -run '^$' -bench "$pattern" -benchtime "$BENCHTIME" -count 1 "$pkg" >"$log" 2>&1; then
+    grep -E '^(Benchmark|cpu)' "$log"
+    awk -F'[ \t]+' "$program" "$log" >>"$rows"
+    grep -q '^Benchmark' "$log" || { echo "$name: no benchmark line in the Go output"; status=1; }
+  else
+    tail -n 30 "$log"; echo "$name: the Go benchmark failed"; status=1
+  fi
+  load_line
+}
+
+# torch_bench NAME SRC THREADS SHOWN ARGS…: one PyTorch run, `$PY ARGS…
+# --threads T` (SHOWN: how the log names it) and bench_torch_eps.py --machine
+# at T threads, both with OMP_WAIT_POLICY=PASSIVE where THREADS is "Tp",
+# into $tmp/pt.log; prints it and appends its rows (torch_rows SRC) to $rows;
+# on a failure NAME's message and status=1; then the load line.
+torch_bench() {
+  local name=$1 src=$2 threads=$3 shown=$4 t envs=(env)
+  shift 4
+  t="${threads%p}"
+  [ "$t" != "$threads" ] && envs=(env OMP_WAIT_POLICY=PASSIVE)
+  echo "== PyTorch: ${envs[*]:1} $PY $shown --threads $t; bench_torch_eps.py --machine --threads $t"
+  if "${envs[@]}" "$PY" "$@" --threads "$t" >"$tmp/pt.log" 2>&1 &&
+    "${envs[@]}" "$PY" "$(dirname "${BASH_SOURCE[0]}")/bench_torch_eps.py" --machine --threads "$t" >>"$tmp/pt.log" 2>&1; then
+    cat "$tmp/pt.log"
+    torch_rows "$src" "$tmp/pt.log" >>"$rows"
+  else
+    cat "$tmp/pt.log"; echo "$name: PyTorch ($threads threads) failed"; status=1
+  fi
+  load_line
+}

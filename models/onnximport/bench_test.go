@@ -65,16 +65,10 @@ func BenchmarkImportedUNet28(b *testing.B) {
 		}
 		for _, kind := range kinds {
 			b.Run(fmt.Sprintf("forward/B=%d/conv=%s", rows, kind), func(b *testing.B) {
-				if _, err := nets[kind].EpsAt(c, xs); err != nil { // compiles
-					b.Fatal(err)
-				}
-				cpu := cpuTime()
-				for b.Loop() {
-					if _, err := nets[kind].EpsAt(c, xs); err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.ReportMetric(float64(cpuTime()-cpu)/1e6/float64(b.N), "cpu-ms/op")
+				timeCalls(b, func() error {
+					_, err := nets[kind].EpsAt(c, xs)
+					return err
+				})
 			})
 		}
 		for _, kind := range kinds {
@@ -83,19 +77,29 @@ func BenchmarkImportedUNet28(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Run(fmt.Sprintf("vjp-quad/rows=%d/conv=%s", rows, kind), func(b *testing.B) {
-				if _, err := hutch.Trace(c, x); err != nil { // compiles
-					b.Fatal(err)
-				}
-				cpu := cpuTime()
-				for b.Loop() {
-					if _, err := hutch.Trace(c, x); err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.ReportMetric(float64(cpuTime()-cpu)/1e6/float64(b.N), "cpu-ms/op")
+				timeCalls(b, func() error {
+					_, err := hutch.Trace(c, x)
+					return err
+				})
 			})
 		}
 	}
+}
+
+// timeCalls times call in b's loop after one call outside it (which
+// compiles the graphs), and reports the process's CPU time per call beside
+// the wall clock.
+func timeCalls(b *testing.B, call func() error) {
+	if err := call(); err != nil {
+		b.Fatal(err)
+	}
+	cpu := cpuTime()
+	for b.Loop() {
+		if err := call(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(cpuTime()-cpu)/1e6/float64(b.N), "cpu-ms/op")
 }
 
 // cpuTime is the CPU time this process has used (user + system): under a
