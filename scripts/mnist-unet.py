@@ -193,9 +193,11 @@ def main():
         print("resumed at step %d" % step, flush=True)
     else:
         ema.load_state_dict(net.state_dict())
-    if os.path.lexists(out) and os.path.abspath(out) not in exports:  # never write over a file this run did not write
-        print("mnist-unet: %s exists and is not an export of this run's state %s: give another -out" % (out, state_path), file=sys.stderr)
-        sys.exit(2)
+    weights = os.path.splitext(out)[0] + ".pt"  # the same EMA weights for PyTorch (scripts/bench_torch_unet.py)
+    for f in (out, weights):  # never write over a file this run did not write
+        if os.path.lexists(f) and os.path.abspath(f) not in exports:
+            print("mnist-unet: %s exists and is not an export of this run's state %s: give another -out" % (f, state_path), file=sys.stderr)
+            sys.exit(2)
     ema.eval()
     for q in ema.parameters():
         q.requires_grad_(False)
@@ -240,11 +242,6 @@ def main():
         save()  # the state names the export before it exists: a rerun may replace it
     os.chmod(tmp, 0o644)  # mkstemp's 0600 is for the temporary file only
     os.replace(tmp, out)
-    # the same EMA weights for PyTorch (scripts/bench_torch_unet.py's twin): OUT with .pt for .onnx
-    weights = os.path.splitext(out)[0] + ".pt"
-    if os.path.lexists(weights) and os.path.abspath(weights) not in exports:
-        print("mnist-unet: %s exists and is not an export of this run's state: not written" % weights, file=sys.stderr)
-        sys.exit(2)
     if os.path.abspath(weights) not in exports:
         exports.append(os.path.abspath(weights))
         save()

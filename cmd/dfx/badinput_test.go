@@ -240,7 +240,7 @@ func TestEveryBadInputIsOneLineExitTwoNothingOnStdout(t *testing.T) {
 		{"reproduce bad DFX_QUICK", []string{"reproduce", "ot"}, "yes", "DFX_QUICK"},
 		// an imported network in the MNIST studies
 		{"reproduce mnist unknown part", cat(rq, "mnist", "-parts", "timing,bogus"), "", `part "bogus"`},
-		{"reproduce mnist -truth-queries 0", cat(rq, "mnist", "-truth-queries", "0"), "", "-truth-queries must be ≥ 1"},
+		{"reproduce mnist -truth-queries 0", cat(rq, "mnist", "-truth-queries", "0"), "", "-truth-queries must be in"},
 		{"reproduce mnist missing checkpoint", cat(rq, "mnist", "-checkpoint", aFile+".none"), "", "no such file"},
 		{"reproduce mnist not imported", cat(rq, "mnist", "-checkpoint", committedEps, "-parts", "timing"), "", "not written by dfx import"},
 		{"reproduce mnist imported with guidance", cat(rq, "mnist", "-checkpoint", exampleUNet), "", "-parts"},
@@ -250,6 +250,8 @@ func TestEveryBadInputIsOneLineExitTwoNothingOnStdout(t *testing.T) {
 		{"reproduce mnist-model not MNIST's", cat(rq, "mnist-model", "-checkpoint", toyScore, "-parts", "likelihood"), "",
 			"dimension"},
 		{"reproduce mnist-model -images 0", cat(rq, "mnist-model", "-images", "0", "-parts", "likelihood"), "", "-images"},
+		{"reproduce mnist-model -images past the test set", cat(rq, "mnist-model", "-images", "20000", "-parts", "likelihood"), "", "the test set holds"},
+		{"reproduce mnist -truth-queries past the test set", cat(rq, "mnist", "-truth-queries", "20000"), "", "-truth-queries must be in"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,23 +1,18 @@
 package onnximport
 
 import (
-	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/gobackend"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/access"
-	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
 	"github.com/dfx-lab/dfx/internal/stats"
 	"github.com/dfx-lab/dfx/models"
-	"github.com/dfx-lab/dfx/models/checkpoint"
 )
 
 // The committed MNIST U-Net (examples/mnist-unet) gives the same ε̂ and
@@ -41,25 +36,14 @@ func TestImportedUNetOnTheSelectedBackend(t *testing.T) {
 		t.Fatal(err)
 	}
 	want, got := unetOn(t, goBackend), unetOn(t, selected)
-	rng := rand.New(rand.NewPCG(1, 2))
-	const rows = 64
-	x, v := mat.NewDense(rows, 784, nil), mat.NewDense(rows, 784, nil)
-	for i := range rows {
-		for j := range 784 {
-			x.Set(i, j, 2*rng.Float64()-1)
-			v.Set(i, j, rng.NormFloat64())
-		}
-	}
 	wantVJP, errA := access.NewVJPMatVec(want)
 	gotVJP, errB := access.NewVJPMatVec(got)
 	if errA != nil || errB != nil {
 		t.Fatal(errA, errB)
 	}
-	for _, tt := range []float64{0.02, 0.5, 0.95} {
-		c, err := schedule.At(want.Schedule, tt)
-		if err != nil {
-			t.Fatal(err)
-		}
+	const rows = unetTwinRows
+	for k, tt := range []float64{0.02, 0.5, 0.95} {
+		c, x, v := unetQueries(t, tt, rows, uint64(k))
 		for _, call := range []struct {
 			name      string
 			want, got func() (*mat.Dense, error)
@@ -82,26 +66,4 @@ func TestImportedUNetOnTheSelectedBackend(t *testing.T) {
 				name, tt, rows, selected.Name(), time.Since(start), stats.RelNorm(b.RawMatrix().Data, a.RawMatrix().Data))
 		}
 	}
-}
-
-// unetOn is the committed MNIST U-Net on backend.
-func unetOn(t *testing.T, backend compute.Backend) *access.Net {
-	t.Helper()
-	c, err := checkpoint.Read(filepath.Join("..", "..", "examples", "mnist-unet", "unet.dfxckpt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := checkpoint.LoadWeights(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sched, err := c.Header.Provenance.Schedule.Schedule()
-	if err != nil {
-		t.Fatal(err)
-	}
-	net, err := models.NewAccessNet(backend, store, sched, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return net
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/dfx-lab/dfx/mnist"
 	"github.com/dfx-lab/dfx/models"
 	"github.com/dfx-lab/dfx/models/checkpoint"
+	"github.com/gomlx/compute"
 )
 
 // The MNIST U-Net of scripts/mnist-unet.py as dfx import made it, timed
@@ -40,6 +41,25 @@ var unetCheckpoint = filepath.Join("..", "..", "examples", "mnist-unet", "unet.d
 // (access.PromptRows, as dfx nll makes it).
 func mnistUNet(tb testing.TB) (net *access.Net, op *access.VJPMatVec, exact *access.VJPTrace, rows int) {
 	tb.Helper()
+	backend, err := models.NewBackend()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(backend.Finalize)
+	net = unetOn(tb, backend)
+	if op, err = access.NewVJPMatVec(net); err != nil {
+		tb.Fatal(err)
+	}
+	rows = access.PromptRows(mnist.Dim)
+	if exact, err = access.NewVJPTrace(net, rows); err != nil {
+		tb.Fatal(err)
+	}
+	return net, op, exact, rows
+}
+
+// unetOn is the imported MNIST U-Net on backend.
+func unetOn(tb testing.TB, backend compute.Backend) *access.Net {
+	tb.Helper()
 	c, err := checkpoint.Read(unetCheckpoint)
 	if err != nil {
 		tb.Fatal(err)
@@ -51,22 +71,11 @@ func mnistUNet(tb testing.TB) (net *access.Net, op *access.VJPMatVec, exact *acc
 	if err != nil {
 		tb.Fatal(err)
 	}
-	backend, err := models.NewBackend()
+	net, err := models.NewAccessNet(backend, store, mnist.Schedule(), false)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(backend.Finalize)
-	if net, err = models.NewAccessNet(backend, store, mnist.Schedule(), false); err != nil {
-		tb.Fatal(err)
-	}
-	if op, err = access.NewVJPMatVec(net); err != nil {
-		tb.Fatal(err)
-	}
-	rows = access.PromptRows(mnist.Dim)
-	if exact, err = access.NewVJPTrace(net, rows); err != nil {
-		tb.Fatal(err)
-	}
-	return net, op, exact, rows
+	return net
 }
 
 // unetQueries are rows x = α x₀ + σ z of the first n test images x₀ at

@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/dfx-lab/dfx/dfx/plotx"
+	"github.com/dfx-lab/dfx/models"
 )
 
 // pngPanel is the width of one panel of a tiled figure.
@@ -30,13 +31,23 @@ func (r *Result) lossFigure(format string) ([]byte, error) {
 			xs[i] = float64(s)
 		}
 		title := map[string]string{"dftm": "DF-TM network (Figure 1a)", "dftm-c": "centred DF-TM network", "eps": "ε-network (DSM)"}[name]
-		p, err := plotx.LogLines(title, "training step", "training loss (50-step mean)", false, true, plotx.Series{X: xs, Y: rec.Curve.Loss})
+		p, err := plotx.LogLines(title, "training step", fmt.Sprintf("training loss (%d-step mean)", curveSpan(rec.Curve)), false, true,
+			plotx.Series{X: xs, Y: rec.Curve.Loss})
 		if err != nil {
 			return nil, err
 		}
 		ps = append(ps, p)
 	}
 	return plotx.TilesBytes(ps, len(ps), pngPanel, 3*vg.Inch, format)
+}
+
+// curveSpan is the number of steps each point of curve averages (models.Loop's
+// CurveEvery): the gap between its first two points.
+func curveSpan(curve models.LossCurve) int64 {
+	if len(curve.Step) < 2 {
+		return curve.Step[0]
+	}
+	return curve.Step[1] - curve.Step[0]
 }
 
 // hasCurves says whether a network's record has a loss curve for

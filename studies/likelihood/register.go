@@ -45,8 +45,12 @@ func init() {
 			if err := mnist.CheckData(); err != nil {
 				return err
 			}
-			if c.TruthQueries < 1 {
-				return fmt.Errorf("-truth-queries must be ≥ 1, have %d", c.TruthQueries)
+			test, err := mnist.Load(mnist.Test)
+			if err != nil {
+				return err
+			}
+			if n := len(test.Labels); c.TruthQueries < 1 || c.TruthQueries > n {
+				return fmt.Errorf("-truth-queries must be in [1, %d] (the test images), have %d", n, c.TruthQueries)
 			}
 			if c.Checkpoint != "" {
 				return checkImported(c, env.Nets)

@@ -62,12 +62,22 @@ func referenceMixture(lab Lab, cfg ModelEvalConfig) (*mixture.Gaussian, string, 
 	return g, fmt.Sprintf("the skip mixture of the ε-network %s", cfg.Name), err
 }
 
-// checkEvalCheckpoint checks c's sizes and, with a checkpoint, that it
+// checkEvalCheckpoint checks c's sizes (the likelihood's images within the
+// test set) and, with a checkpoint, that it
 // holds an ε-network for MNIST's points and schedule and, where a part
 // draws class-conditional samples, that the network takes a class.
 func checkEvalCheckpoint(c ModelEvalConfig) error {
 	if c.Images < 1 || c.Probes < 1 {
 		return fmt.Errorf("mnist-model: -images and -probes must be ≥ 1, have %d and %d", c.Images, c.Probes)
+	}
+	if c.part(PartLikelihood) {
+		test, err := mnist.Load(mnist.Test)
+		if err != nil {
+			return err
+		}
+		if n := len(test.Labels); c.Images > n {
+			return fmt.Errorf("mnist-model: -images %d, the test set holds %d", c.Images, n)
+		}
 	}
 	if c.Checkpoint == "" {
 		return nil
