@@ -2,6 +2,7 @@ package models
 
 import (
 	"fmt"
+	"github.com/gomlx/gomlx/ml/nn"
 
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
@@ -57,7 +58,8 @@ func trunk(scope *model.Scope, in Inputs, outDim int, extra *graph.Node, zeroOut
 func FiLMMLP(scope *model.Scope, in Inputs, outDim int, extra *graph.Node, zeroOut bool) *graph.Node {
 	width := model.GetParamOr(scope, ParamWidth, 128)
 	depth := model.GetParamOr(scope, ParamDepth, 3)
-	act := activation(model.GetParamOr(scope, ParamActivation, "silu"))
+	actName := model.GetParamOr(scope, ParamActivation, "silu")
+	act := activation(actName)
 	h := Dense(scope.In("input"), inputFeatures(in, extra), width)
 	emb := act(conditioning(scope, in, model.GetParamOr(scope, ParamEmbedWidth, width)))
 	for i := range depth {
@@ -66,8 +68,8 @@ func FiLMMLP(scope *model.Scope, in Inputs, outDim int, extra *graph.Node, zeroO
 		gamma := graph.Slice(film, graph.AxisRange(), graph.AxisRange(0, width))
 		beta := graph.Slice(film, graph.AxisRange(), graph.AxisRange(width, 2*width))
 		u := graph.Add(graph.Mul(layerNorm(h), graph.AddScalar(gamma, 1)), beta)
-		u = Dense(bctx.In("dense1"), u, width)
-		h = graph.Add(h, Dense(bctx.In("dense2"), act(u), width))
+		u = denseAct(bctx.In("dense1"), u, width, actName)
+		h = graph.Add(h, Dense(bctx.In("dense2"), u, width))
 	}
 	return outputDense(scope.In("output"), act(layerNorm(h)), outDim, zeroOut)
 }
@@ -77,7 +79,8 @@ func FiLMMLP(scope *model.Scope, in Inputs, outDim int, extra *graph.Node, zeroO
 func residualMLP(scope *model.Scope, in Inputs, outDim int, extra *graph.Node, zeroOut bool) *graph.Node {
 	width := model.GetParamOr(scope, ParamWidth, 128)
 	depth := model.GetParamOr(scope, ParamDepth, 3)
-	act := activation(model.GetParamOr(scope, ParamActivation, "silu"))
+	actName := model.GetParamOr(scope, ParamActivation, "silu")
+	act := activation(actName)
 	h := Dense(scope.In("input"), inputFeatures(in, extra), width)
 	emb := act(conditioning(scope, in, width))
 	for i := range depth {
@@ -115,10 +118,25 @@ func conditioning(scope *model.Scope, in Inputs, width int) *graph.Node {
 // layerNorm normalises the last axis to zero mean and unit variance (no
 // affine parameters: FiLM supplies them).
 func layerNorm(h *graph.Node) *graph.Node {
+	if fusedForInference(h.Graph()) {
+		return nn.LayerNorm(h, []int{-1}, 1e-5, nil, nil, nil)
+	}
 	mean := graph.ReduceAndKeep(h, graph.ReduceMean, -1)
 	c := graph.Sub(h, mean)
 	v := graph.ReduceAndKeep(graph.Square(c), graph.ReduceMean, -1)
 	return graph.Div(c, graph.Sqrt(graph.AddScalar(v, 1e-5))) // Rsqrt has no gradient in GoMLX v0.28
+}
+
+// fusedForInference reports whether g may use the backend's fused ops
+// (nn.LayerNorm, nn.Dense with an activation): one pass over the
+// activations where their decompositions take several (on the Go backend's
+// scalar element-wise loops, most of the patch network's forward beside its
+// products). Their gradient is the decomposition's, built beside the fused
+// op; a training graph, which takes it for every step, keeps the
+// decomposition alone.
+func fusedForInference(g *graph.Graph) bool {
+	store := model.GetStore(g)
+	return store == nil || !store.IsTraining(g)
 }
 
 // outputDense is Dense, or with zero a Dense whose weights and biases start

@@ -198,6 +198,9 @@ type mixtureTerms struct {
 	in                                  Inputs
 	x, alpha, sigma, a2, s2             *graph.Node // x [B, d]; α, σ, α², σ² [B, 1] ([1, 1] at one time)
 	centre, means, basis, proj, lam     *graph.Node
+	blocks                              []*graph.Node // Uᵀ in row blocks for a one-row batch (basisBlocks), or nil
+	idleMeans, norms                    *graph.Node   // M∘μ' [K, d]; ‖μ'_k‖², Σ M μ'², ‖M∘μ'‖² [3, K] (mixtureTables)
+	xMu, xIdleMu                        *graph.Node   // x'·μ'_k, x'·(M∘μ'_k) [B, K]
 	rho, nu, nRest, nIdle, idle         *graph.Node
 	xc, z, c, invC                      *graph.Node // x' [B, d]; z [B, K, r]; c, 1/c [B, K, r] ([1, K, r] at one time)
 	dAll, dIdle, rest                   *graph.Node // ‖D_k‖², ‖M_k∘D_k‖², ‖P_k D_k‖² [B, K]
@@ -262,7 +265,8 @@ func mixtureTermsOf(scope *model.Scope, in Inputs) *mixtureTerms {
 	a2, s2 := m.a2, m.s2
 	row := func(n *graph.Node) *graph.Node { return graph.InsertAxes(n, 0) } // [K] → [1, K]
 	m.xc = graph.Sub(x, graph.Mul(alpha, row(m.centre)))                     // x' [B, d]
-	m.z = graph.Reshape(graph.Sub(graph.MatMul(m.xc, m.basis), graph.Mul(alpha, row(m.proj))), bsz, kk, r)
+	m.blocks = basisBlocks(scope, g, bsz, d, kk, r)
+	m.z = graph.Reshape(graph.Sub(m.project(m.xc), graph.Mul(alpha, row(m.proj))), bsz, kk, r)
 	m.c = graph.Add(graph.Mul(graph.InsertAxes(a2, -1), graph.Reshape(m.lam, 1, kk, r)), graph.InsertAxes(s2, -1)) // [B, K, r]
 	// Per row, the passes over [B, K, r] are z², its two sums and (in eps)
 	// z (1/c − 1/c⊥) r_k; the reciprocals are per component at one time.
@@ -270,8 +274,12 @@ func mixtureTermsOf(scope *model.Scope, in Inputs) *mixtureTerms {
 	zsq := graph.Square(m.z)
 	maha := graph.ReduceSum(graph.Mul(zsq, m.invC), -1) // [B, K]
 	logdet := graph.ReduceSum(graph.Log(m.c), -1)
-	ones := graph.OnesLike(m.idle)
-	m.dAll, m.dIdle = m.weightedSq(ones), m.weightedSq(m.idle)
+	m.idleMeans, m.norms = mixtureTables(scope, g, m.means, m.idle)
+	m.xMu = graph.DotGeneral(m.xc, []int{1}, nil, m.means, []int{1}, nil)
+	m.xIdleMu = graph.DotGeneral(m.xc, []int{1}, nil, m.idleMeans, []int{1}, nil)
+	xsq := graph.Square(m.xc)
+	m.dAll = m.sqDist(graph.ReduceAndKeep(xsq, graph.ReduceSum, -1), m.xMu, m.norm(0))
+	m.dIdle = m.sqDist(graph.DotGeneral(xsq, []int{1}, nil, m.idle, []int{1}, nil), m.xIdleMu, m.norm(1))
 	m.cRest = graph.Add(graph.Mul(a2, row(m.rho)), s2) // [B, K]
 	m.cIdle = graph.Add(graph.Mul(a2, row(m.nu)), s2)
 	m.has = graph.BroadcastToDims(graph.ConvertDType(graph.GreaterThan(row(m.nRest), graph.ZerosLike(row(m.nRest))), dt), rows, kk)
@@ -291,13 +299,15 @@ func mixtureTermsOf(scope *model.Scope, in Inputs) *mixtureTerms {
 	return m
 }
 
-// weightedSq is Σ_j w_kj D_kj² [B, K] for weights w [K, d], as products.
-func (m *mixtureTerms) weightedSq(w *graph.Node) *graph.Node {
-	wm := graph.Mul(w, m.means)
-	t1 := graph.DotGeneral(graph.Square(m.xc), []int{1}, nil, w, []int{1}, nil)
-	t2 := graph.DotGeneral(m.xc, []int{1}, nil, wm, []int{1}, nil)
-	t3 := graph.InsertAxes(graph.ReduceSum(graph.Mul(wm, m.means), -1), 0)
-	return graph.Add(graph.Sub(t1, graph.MulScalar(graph.Mul(m.alpha, t2), 2)), graph.Mul(m.a2, t3))
+// sqDist is Σ_j w_kj D_kj² [B, K] = Σ w x'² − 2α x'·(w∘μ'_k) + α² Σ w μ'²
+// from its three terms.
+func (m *mixtureTerms) sqDist(xx, xm, mm *graph.Node) *graph.Node {
+	return graph.Add(graph.Sub(xx, graph.MulScalar(graph.Mul(m.alpha, xm), 2)), graph.Mul(m.a2, mm))
+}
+
+// norm is row i of mixtureTables' norms [1, K].
+func (m *mixtureTerms) norm(i int) *graph.Node {
+	return graph.Slice(m.norms, graph.AxisRange(i, i+1))
 }
 
 // backProject is w Uᵀ [B, d] for w [B, K·r]. The Go backend repacks a
@@ -305,8 +315,12 @@ func (m *mixtureTerms) weightedSq(w *graph.Node) *graph.Node {
 // of this transposed product goes through its scalar packer, as the left
 // operand of (U wᵀ)ᵀ through its SIMD one, but the swapped product pads its
 // right operand wᵀ to the micro-kernel's width, doing a 32-row batch's
-// work for fewer rows. So batches of at least swapRows rows swap.
+// work for fewer rows. So batches of at least swapRows rows swap. A
+// one-row batch takes the basis in blocks (basisBlocks), unpacked.
 func (m *mixtureTerms) backProject(w *graph.Node) *graph.Node {
+	if m.blocks != nil {
+		return m.backProjectBlocks(w)
+	}
 	if m.bsz < swapRows {
 		return graph.DotGeneral(w, []int{1}, nil, m.basis, []int{1}, nil)
 	}
@@ -325,7 +339,7 @@ func (m *mixtureTerms) eps() *graph.Node {
 	wr := graph.Mul(m.resp, m.invRest) // r_k/c⊥_k
 	out = graph.Add(out, graph.Sub(graph.Mul(m.xc, graph.ReduceAndKeep(wr, graph.ReduceSum, -1)), graph.Mul(m.alpha, graph.MatMul(wr, m.means))))
 	wi := graph.Mul(m.resp, graph.Sub(m.invIdle, m.invRest)) // r_k(1/c_S − 1/c⊥)
-	out = graph.Add(out, graph.Sub(graph.Mul(m.xc, graph.MatMul(wi, m.idle)), graph.Mul(m.alpha, graph.MatMul(wi, graph.Mul(m.idle, m.means)))))
+	out = graph.Add(out, graph.Sub(graph.Mul(m.xc, graph.MatMul(wi, m.idle)), graph.Mul(m.alpha, graph.MatMul(wi, m.idleMeans))))
 	return graph.Mul(out, m.sigma)
 }
 
@@ -355,11 +369,10 @@ func mixtureMoments(scope *model.Scope, in Inputs) (second, y *graph.Node) {
 	sd2 := graph.Add(graph.ReduceSum(graph.Square(graph.Mul(lc, m.z)), -1),
 		graph.Add(graph.Mul(graph.Square(rc), m.rest), graph.Mul(graph.Square(nc), m.dIdle)))
 	// μ'_k·S_k D_k, with μ'·P D = μ'·D − (U_kᵀμ')·z − μ'_S·D_S
-	mu2 := row(graph.ReduceSum(graph.Square(m.means), -1))                                                   // ‖μ'_k‖² [1, K]
-	muD := graph.Sub(graph.DotGeneral(m.xc, []int{1}, nil, m.means, []int{1}, nil), graph.Mul(m.alpha, mu2)) // μ'·D [B, K]
-	mIdle := graph.Mul(m.idle, m.means)
-	muS2 := row(graph.ReduceSum(graph.Square(mIdle), -1))
-	muSD := graph.Sub(graph.DotGeneral(m.xc, []int{1}, nil, mIdle, []int{1}, nil), graph.Mul(m.alpha, muS2)) // μ'_S·D_S
+	mu2 := m.norm(0)                                 // ‖μ'_k‖² [1, K]
+	muD := graph.Sub(m.xMu, graph.Mul(m.alpha, mu2)) // μ'·D [B, K]
+	muS2 := m.norm(2)
+	muSD := graph.Sub(m.xIdleMu, graph.Mul(m.alpha, muS2)) // μ'_S·D_S
 	projK := graph.Reshape(m.proj, 1, m.kk, m.r)
 	muUz := graph.ReduceSum(graph.Mul(projK, m.z), -1)
 	muSDk := graph.Add(graph.ReduceSum(graph.Mul(projK, graph.Mul(lc, m.z)), -1),

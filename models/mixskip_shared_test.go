@@ -3,6 +3,7 @@ package models
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/gomlx/compute"
@@ -84,11 +85,17 @@ func perRowSkip(t *testing.T, backend compute.Backend, store *model.Store, c sch
 // component) the skip's ε, x̂₀, second moment, VJP Fisher product and
 // exact VJP trace equal the per-row path's and the float64 mixture's
 // (mixture.Gaussian.Eval), at small and large t, full and low rank, in
-// small and large batches.
+// small and large batches and in one row, whose products take the basis in
+// blocks (basisBlocks: here of 3 components and 1).
 func TestMixtureSkipAtOneTimeIsExact(t *testing.T) {
 	s := schedule.DefaultVP()
+	defer func(limit int) { unpackedProductLimit = limit }(unpackedProductLimit)
 	for _, rank := range []int{0, 2} {
 		g := skipMixture(t, rank)
+		if g.Components() != 4 {
+			t.Fatalf("the test mixture has %d components, want 4 (blocks of 3 and 1)", g.Components())
+		}
+		unpackedProductLimit = 3*g.Dim()*g.Rank(0) + 1
 		store := NewStore()
 		store.SetParams(map[string]any{ParamDType: "float64", ParamNumClasses: 2})
 		if err := SetMixtureSkip(store, g); err != nil {
@@ -105,11 +112,12 @@ func TestMixtureSkipAtOneTimeIsExact(t *testing.T) {
 		}
 		rng := rand.New(rand.NewPCG(7, 8))
 		for i, tt := range []float64{1e-3, 0.1, 0.5, 0.99} {
+			blocksBefore := basisBlockCount(store)
 			c, err := schedule.At(s, tt)
 			if err != nil {
 				t.Fatal(err)
 			}
-			b := []int{5, swapRows + 1}[i%2] // both ways of backProject
+			b := []int{5, swapRows + 1, 1, 1}[i] // every way of backProject
 			x, v := mat.NewDense(b, g.Dim(), nil), mat.NewDense(b, g.Dim(), nil)
 			for i := range b {
 				for j := 0; j < g.Dim(); j++ {
@@ -161,8 +169,23 @@ func TestMixtureSkipAtOneTimeIsExact(t *testing.T) {
 					t.Errorf("rank %d, t = %g: %s off by %.3g (relative)", rank, tt, cmp.what, e)
 				}
 			}
+			if n := basisBlockCount(store); b == 1 && n != 2 || b > 1 && n != blocksBefore {
+				t.Errorf("rank %d, %d rows: %d basis blocks in the store, want 2 for one row", rank, b, n)
+			}
 		}
 	}
+}
+
+// basisBlockCount counts the basis blocks among the store's inference
+// copies (basisBlocks).
+func basisBlockCount(store *model.Store) int {
+	n := 0
+	for v := range store.IterVariables() {
+		if IsInferenceCopy(v) && strings.Contains(v.Path(), "mixture_basis_t") {
+			n++
+		}
+	}
+	return n
 }
 
 // relErr is ‖got − want‖∞ / max(1, ‖want‖∞).

@@ -5,9 +5,12 @@ import (
 	"math"
 	"strings"
 
+	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
+	gomlxact "github.com/gomlx/gomlx/ml/layers/activation"
 	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/nn"
 
 	"github.com/dfx-lab/dfx/dfx/access"
 )
@@ -64,20 +67,44 @@ func ResidualMLP(scope *model.Scope, in Inputs, outDim int) *graph.Node {
 // trained); a new network takes ParamWeightLayout. The two layouts have
 // different names, so a weight is never read in the wrong one.
 func Dense(scope *model.Scope, x *graph.Node, out int) *graph.Node {
+	w, b, outIn := denseParams(scope, x, out)
+	if !outIn {
+		return graph.Add(graph.MatMul(x, w), b)
+	}
+	return graph.Add(graph.DotGeneral(x, []int{1}, nil, w, []int{1}, nil), b)
+}
+
+// denseParams are Dense's weights and biases [1, out], and whether the
+// weights are [out, in].
+func denseParams(scope *model.Scope, x *graph.Node, out int) (w, b *graph.Node, outIn bool) {
 	g := x.Graph()
 	dtype, in := x.DType(), x.Shape().Dimensions[1]
 	bs := scope
 	if model.GetParamOr(scope, ParamZeroBias, false) {
 		bs = scope.WithInitializer(func(g *graph.Graph, shape shapes.Shape) *graph.Node { return graph.Zeros(g, shape) })
 	}
-	b := bs.VariableWithShape("biases", shapes.Make(dtype, 1, out)).NodeValue(g)
+	b = bs.VariableWithShape("biases", shapes.Make(dtype, 1, out)).NodeValue(g)
 	if !transposedWeights(scope) {
-		w := scope.VariableWithShape("weights", shapes.Make(dtype, in, out)).NodeValue(g)
-		return graph.Add(graph.MatMul(x, w), b)
+		return scope.VariableWithShape("weights", shapes.Make(dtype, in, out)).NodeValue(g), b, false
 	}
-	w := scope.WithInitializer(heFanIn(scope.Store(), in)).
+	w = scope.WithInitializer(heFanIn(scope.Store(), in)).
 		VariableWithShape("weights_t", shapes.Make(dtype, out, in)).NodeValue(g)
-	return graph.Add(graph.DotGeneral(x, []int{1}, nil, w, []int{1}, nil), b)
+	return w, b, true
+}
+
+// denseAct is activation(name)(Dense(scope, x, out)); with SiLU in an
+// inference graph (fusedForInference), the backend's fused dense: product,
+// bias and activation in one op, the last two in one pass.
+func denseAct(scope *model.Scope, x *graph.Node, out int, name string) *graph.Node {
+	if (name != "silu" && name != "swish") || !fusedForInference(x.Graph()) {
+		return activation(name)(Dense(scope, x, out))
+	}
+	w, b, outIn := denseParams(scope, x, out)
+	layout := compute.DenseLayoutInputOutputs
+	if outIn {
+		layout = compute.DenseLayoutOutputsInput
+	}
+	return nn.Dense(x, w, graph.Reshape(b, out), layout, gomlxact.TypeSilu)
 }
 
 // transposedWeights reports whether Dense under scope stores W as [out, in].

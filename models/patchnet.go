@@ -59,7 +59,8 @@ func patchRows(in Inputs, extra *graph.Node, g patchGeometry) *graph.Node {
 func patchHead(scope *model.Scope, in Inputs, g patchGeometry, rows *graph.Node, zeroOut bool) *graph.Node {
 	width := model.GetParamOr(scope, ParamWidth, 128)
 	depth := model.GetParamOr(scope, ParamDepth, 3)
-	act := activation(model.GetParamOr(scope, ParamActivation, "silu"))
+	actName := model.GetParamOr(scope, ParamActivation, "silu")
+	act := activation(actName)
 	bsz := in.X.Shape().Dimensions[0]
 	n := g.grid * g.grid
 	h := Dense(scope.In("input"), rows, width)
@@ -74,8 +75,8 @@ func patchHead(scope *model.Scope, in Inputs, g patchGeometry, rows *graph.Node,
 		gamma := graph.Slice(film, graph.AxisRange(), graph.AxisRange(), graph.AxisRange(0, width))
 		beta := graph.Slice(film, graph.AxisRange(), graph.AxisRange(), graph.AxisRange(width, 2*width))
 		u := graph.Add(graph.Mul(layerNorm(h), graph.AddScalar(gamma, 1)), beta)
-		u = Dense(bctx.In("dense1"), flat(u), width)
-		h = graph.Add(h, graph.Reshape(Dense(bctx.In("dense2"), act(u), width), bsz, n, width))
+		u = denseAct(bctx.In("dense1"), flat(u), width, actName)
+		h = graph.Add(h, graph.Reshape(Dense(bctx.In("dense2"), u, width), bsz, n, width))
 	}
 	return unpatch(outputDense(scope.In("output"), act(flat(layerNorm(h))), g.p*g.p, zeroOut), g) // [B·n, P²] → [B, side²]
 }

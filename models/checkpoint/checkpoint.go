@@ -172,7 +172,8 @@ func (c *Checkpoint) NewStoreFromParams() (*model.Store, error) {
 }
 
 // Of collects the variables of store (those with a value; keep selects a
-// subset, nil for all) into a checkpoint of the given kind.
+// subset, nil for all) into a checkpoint of the given kind. Inference copies
+// (models.IsInferenceCopy), derived from the others, are never written.
 func Of(store *model.Store, kind string, keep func(*model.Variable) bool) (*Checkpoint, error) {
 	params, err := encodeParams(store)
 	if err != nil {
@@ -181,7 +182,7 @@ func Of(store *model.Store, kind string, keep func(*model.Variable) bool) (*Chec
 	c := &Checkpoint{Header: Header{Kind: kind, Params: params}}
 	var vars []*model.Variable
 	for v := range store.IterVariables() {
-		if v.HasValue() && (keep == nil || keep(v)) {
+		if v.HasValue() && !models.IsInferenceCopy(v) && (keep == nil || keep(v)) {
 			vars = append(vars, v)
 		}
 	}
