@@ -329,3 +329,27 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestInferenceCopiesAreNeverWritten: the layouts an inference graph
+// derives from a store's weights (models.IsInferenceCopy) stay out of its
+// checkpoint and its network digest, which are what they were before the
+// copy was made.
+func TestInferenceCopiesAreNeverWritten(t *testing.T) {
+	store := model.NewStore()
+	store.RootScope().At(models.ScoreScope).VariableWithValue("w", tensors.FromValue([]float32{1, 2}))
+	before, err := NetworkDigest(store, models.ScoreScope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.RootScope().At(models.InferenceCopyScope).VariableWithValue("w_t", tensors.FromValue([]float32{1, 2})).SetTrainable(false)
+	c, err := Of(store, KindWeights, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Header.Variables) != 1 || c.Header.Variables[0].Path != "/"+models.ScoreScope+"/w" {
+		t.Errorf("checkpoint variables %v, want only /%s/w", c.Header.Variables, models.ScoreScope)
+	}
+	if after, err := NetworkDigest(store, models.ScoreScope); err != nil || after != before {
+		t.Errorf("network digest %s (%v) after an inference copy, %s before", after, err, before)
+	}
+}
