@@ -2,11 +2,11 @@ package models
 
 import (
 	"fmt"
-	"github.com/gomlx/gomlx/ml/nn"
 
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/nn"
 )
 
 // Values of ParamArch.
@@ -79,8 +79,7 @@ func FiLMMLP(scope *model.Scope, in Inputs, outDim int, extra *graph.Node, zeroO
 func residualMLP(scope *model.Scope, in Inputs, outDim int, extra *graph.Node, zeroOut bool) *graph.Node {
 	width := model.GetParamOr(scope, ParamWidth, 128)
 	depth := model.GetParamOr(scope, ParamDepth, 3)
-	actName := model.GetParamOr(scope, ParamActivation, "silu")
-	act := activation(actName)
+	act := activation(model.GetParamOr(scope, ParamActivation, "silu"))
 	h := Dense(scope.In("input"), inputFeatures(in, extra), width)
 	emb := act(conditioning(scope, in, width))
 	for i := range depth {
