@@ -41,11 +41,12 @@ var inferenceCopyMu sync.Mutex
 // product with a block stays under unpackedProductLimit: the one-row
 // products z = x'U and w Uᵀ then run unpacked, block by block. It returns
 // nil, and the caller takes the whole basis, unless the graph has a single
-// row, runs on the Go backend (whose String is its name) and the whole product is over the limit, and
-// unless the basis has a value to copy (a store whose shapes are being
-// read has none). The blocks are made once per store from the basis's
-// value, which never changes afterwards (SetMixtureSkip refuses a second
-// mixture; a checkpoint loads into a new store).
+// row, runs on the Go backend (whose String is its name), the whole
+// product is over the limit and the basis has a value to copy (a store
+// whose shapes are being read has none). The blocks are made once per
+// store from the basis's value, which never changes afterwards
+// (SetMixtureSkip refuses a second mixture; a checkpoint loads into a new
+// store).
 func basisBlocks(scope *model.Scope, g *graph.Graph, rows, d, kk, r int) []*graph.Node {
 	if rows != 1 || g.Backend().String() != gobackend.BackendName || d*kk*r < unpackedProductLimit {
 		return nil
