@@ -53,6 +53,28 @@ func VJPQuadGraph(net Network, scope *model.Scope, x, v, alpha, sigma *graph.Nod
 	return graph.ReduceSum(graph.Mul(v, VJPMatVecGraph(net, scope, x, v, alpha, sigma)), -1)
 }
 
+// VJPQuadsGraph is the quadratic forms vᵀ F v [R·K] of k vectors per row,
+// by one forward pass and k VJPs: x [R, d]; v [R·k, d], row r's vectors at
+// rows r·k … r·k+k−1; alpha, sigma [R]. It equals VJPQuadGraph on x's rows
+// each repeated k times, without repeating their forward pass (a quarter of
+// a VJP's work at k = 4).
+func VJPQuadsGraph(net Network, scope *model.Scope, x, v, alpha, sigma *graph.Node, k int) *graph.Node {
+	r, d := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
+	e := net.Eps(scope, x, alpha, sigma)
+	vs := graph.Reshape(v, r, k, d)
+	quads := make([]*graph.Node, k)
+	for j := range k {
+		vj := graph.StopGradient(graph.Reshape(graph.Slice(vs, graph.AxisRange(), graph.AxisRange(j, j+1)), r, d))
+		jv := graph.Gradient(graph.ReduceAllSum(graph.Mul(e, vj)), x)[0]
+		quads[j] = graph.InsertAxes(graph.ReduceSum(graph.Mul(vj, jv), -1), -1) // [R, 1]
+	}
+	q := quads[0]
+	if k > 1 {
+		q = graph.Concatenate(quads, 1)
+	}
+	return graph.Reshape(graph.Div(q, graph.InsertAxes(sigma, -1)), r*k)
+}
+
 // DFTMTraceGraph is DF trace matching (eq. trace_appro) [R]:
 // tr F ≈ d/σ² − (α²/σ⁴)(d·t_θ − ‖ȳ_θ‖²). net.T must not be nil.
 func DFTMTraceGraph(net Network, scope *model.Scope, x, alpha, sigma *graph.Node) *graph.Node {

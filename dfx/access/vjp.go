@@ -156,10 +156,26 @@ func (p Probe) sample(rng *rand.Rand, z []float64) {
 // per query, drawn from a stream seeded by Seed at every call (same seed,
 // same estimate).
 type Hutchinson struct {
-	r     *vjpRunner
-	K     int
-	Probe Probe
-	Seed  uint64
+	r      *vjpRunner  // the network, and the rows a call
+	probes *model.Exec // VJPQuadsGraph, probeGroup(K) probes a row
+	K      int
+	Probe  Probe
+	Seed   uint64
+}
+
+// sharedProbes bounds the probes whose VJPs share one forward pass in a
+// graph: each adds a backward pass to the graph.
+const sharedProbes = 8
+
+// probeGroup is the largest divisor of k that is at most sharedProbes: a
+// point's k probes go to k/probeGroup(k) rows of VJPQuadsGraph.
+func probeGroup(k int) int {
+	for g := min(k, sharedProbes); g > 1; g-- {
+		if k%g == 0 {
+			return g
+		}
+	}
+	return 1
 }
 
 // NewHutchinson compiles the estimator.
@@ -168,13 +184,22 @@ func NewHutchinson(n *Net, k int, p Probe, seed uint64) (*Hutchinson, error) {
 		return nil, fmt.Errorf("access: Hutchinson needs K ≥ 1 probes, got %d", k)
 	}
 	r, err := newVJPRunner(n, 0)
-	return &Hutchinson{r, k, p, seed}, err
+	if err != nil {
+		return nil, err
+	}
+	h := &Hutchinson{r: r, K: k, Probe: p, Seed: seed}
+	h.probes, err = n.exec(func(scope *model.Scope, in []*graph.Node) *graph.Node {
+		group := in[1].Shape().Dimensions[0] / in[0].Shape().Dimensions[0]
+		return VJPQuadsGraph(n.Network, scope, in[0], in[1], rowTimes(in[2], in[0]), rowTimes(in[3], in[0]), group)
+	})
+	return h, err
 }
 
 func (h *Hutchinson) Name() string { return fmt.Sprintf("hutchinson-%d", h.K) }
 
 // SetMaxRows bounds the rows (points × probes) of one graph call, e.g. to
-// PromptRows(d) so that a cancel is seen between calls; the probes, drawn
+// PromptRows(d) so that a cancel is seen between calls (a call holds at
+// least one group of a point's probes, probeGroup(K)). The probes, drawn
 // per Trace call, do not change.
 func (h *Hutchinson) SetMaxRows(n int) { h.r.maxRows = max(n, 1) }
 
@@ -183,23 +208,39 @@ func (h *Hutchinson) Trace(c schedule.Coefficients, x *mat.Dense) ([]float64, er
 }
 
 // TraceContext is Trace that stops between graph calls, with ctx's error,
-// once ctx is done.
+// once ctx is done. A point's probes are taken probeGroup(K) at a time by
+// one forward pass and as many VJPs (VJPQuadsGraph).
 func (h *Hutchinson) TraceContext(ctx context.Context, c schedule.Coefficients, x *mat.Dense) ([]float64, error) {
 	b, d, err := checkAt(c, x, nil)
 	if err != nil {
 		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(h.Seed, 0x5eed))
-	xs, vs := mat.NewDense(b*h.K, d, nil), mat.NewDense(b*h.K, d, nil)
-	for q := range b {
-		for k := range h.K {
-			xs.SetRow(q*h.K+k, tensormat.Row(x, q))
-			h.Probe.sample(rng, vs.RawRowView(q*h.K+k))
-		}
+	vs := mat.NewDense(b*h.K, d, nil) // point q's probes at rows q·K … q·K+K−1
+	for i := range b * h.K {
+		h.Probe.sample(rng, vs.RawRowView(i))
 	}
-	quads, err := h.r.run(ctx, true, xs, vs, c.Alpha, c.Sigma)
-	if err != nil {
-		return nil, err
+	g := probeGroup(h.K)
+	reps := h.K / g
+	xs := mat.NewDense(b*reps, d, nil) // point q at rows q·reps … q·reps+reps−1, each with g probes
+	for i := range b * reps {
+		xs.SetRow(i, tensormat.Row(x, i/reps))
+	}
+	dt := h.r.net.DType
+	alpha, sigma := timesOf(dt, c)
+	per := max(1, h.r.maxRows/g) // rows of xs a call
+	quads := make([]float64, 0, b*h.K)
+	for start := 0; start < b*reps; start += per {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		end := min(start+per, b*reps)
+		res, err := h.probes.Exec(tensormat.FromMatrix(dt, xs.Slice(start, end, 0, d)),
+			tensormat.FromMatrix(dt, vs.Slice(start*g, end*g, 0, d)), alpha, sigma)
+		if err != nil {
+			return nil, fmt.Errorf("access: %w", err)
+		}
+		quads = append(quads, tensormat.Values(res[0])...)
 	}
 	return sumGroups(quads, b, h.K, 1/float64(h.K)), nil
 }
