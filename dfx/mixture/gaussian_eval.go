@@ -15,26 +15,31 @@ import (
 const gaussBlock = 64
 
 // Eval implements Mixture.
-func (g *Gaussian) Eval(q Query) (*Result, error) { return g.eval(q, true) }
+func (g *Gaussian) Eval(q Query) (*Result, error) { return g.eval(q, projectedValues) }
+
+// projectedValues bounds the projections one projectAll holds (chunks of
+// rows share the packing of the bases).
+const projectedValues = 1 << 22
 
 // eval is Eval with every component's projections and distances from
-// allComponents' few large products per chunk of rows (oneProduct), or
+// allComponents' few large products per chunk of rows (chunks of at most
+// maxProjected values of Z, or gaussBlock rows), or, with maxProjected = 0,
 // from one product per component and block (the direct form, the tests'
 // reference).
-func (g *Gaussian) eval(q Query, oneProduct bool) (*Result, error) {
+func (g *Gaussian) eval(q Query, maxProjected int) (*Result, error) {
 	b, c, err := checkQuery(q, g.d)
 	if err != nil {
 		return nil, err
 	}
 	res := newResult(q.Want, b, g.d)
 	chunk := b
-	if oneProduct {
-		chunk = g.projectedRows(b)
+	if maxProjected > 0 {
+		chunk = max(gaussBlock, min(b, maxProjected/g.all.off[g.Components()]))
 	}
 	for lo := 0; lo < b; lo += chunk {
 		hi := min(lo+chunk, b)
 		var proj *projections
-		if oneProduct {
+		if maxProjected > 0 {
 			proj = g.projectAll(q.X.Slice(lo, hi, 0, g.d).(*mat.Dense), c.Alpha)
 		}
 		g.evalRows(q, c.Alpha, c.Sigma, lo, hi, proj, res)

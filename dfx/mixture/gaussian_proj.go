@@ -129,14 +129,6 @@ func (g *Gaussian) projectAll(x *mat.Dense, a float64) *projections {
 	return p
 }
 
-// projectedRows is how many query rows one projectAll takes: all of a
-// batch, unless its Z would pass projChunk values.
-func (g *Gaussian) projectedRows(b int) int {
-	const projChunk = 1 << 22
-	cols := g.all.off[g.Components()]
-	return max(gaussBlock, min(b, projChunk/max(cols, 1)))
-}
-
 // logDensityProjected is logDensity from the block's rows of e.proj.
 func (e *gaussEval) logDensityProjected(k int) {
 	p, kk, r := e.proj, e.kk, e.g.Rank(k)
