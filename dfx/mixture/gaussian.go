@@ -27,7 +27,9 @@ import (
 // m_k = μ_k + α Σ_k C_k⁻¹ D. Covariances may be singular (λ = 0, ρ = 0):
 // a zero covariance is a Dirac component.
 //
-// Eval runs as blocked matrix products over rows and components.
+// Eval runs as blocked matrix products over rows and components: the
+// projections on every basis at once (allComponents), then one component at
+// a time for those with a responsibility that is not negligible.
 type Gaussian struct {
 	means *mat.Dense   // [K, d]
 	logPi []float64    // [K]

@@ -83,9 +83,10 @@ func denseGeneral(m *mat.Dense) blas64.General {
 	return blas64.General{Rows: r.Rows, Cols: r.Cols, Stride: r.Stride, Data: r.Data}
 }
 
-// evalBlock computes rows [lo, hi) of res. Per component k, on the block
-// D = X − αμ_k: Z = D U_k and the log-density; after the responsibilities,
-// the component score S_k = −(A U_kᵀ + D/c⊥ + (1/c_S − 1/c⊥) D_S) with
+// evalBlock computes e's rows of res. Per component k, on the block
+// D = X − αμ_k: Z = D U_k and the log-density (from e.proj's products, or
+// directly); after the responsibilities, for the components that are not
+// negligible, the component score S_k = −(A U_kᵀ + D/c⊥ + (1/c_S − 1/c⊥) D_S) with
 // A = Z∘(1/c − 1/c⊥) and the posterior mean
 // m_k = μ_k + α(B U_kᵀ + (ρ/c⊥) D + (ν/c_S − ρ/c⊥) D_S) with
 // B = Z∘(λ/c − ρ/c⊥), as products. The Fisher is assembled as
