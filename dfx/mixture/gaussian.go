@@ -27,7 +27,9 @@ import (
 // m_k = μ_k + α Σ_k C_k⁻¹ D. Covariances may be singular (λ = 0, ρ = 0):
 // a zero covariance is a Dirac component.
 //
-// Eval runs as blocked matrix products over rows and components.
+// Eval runs as blocked matrix products over rows and components: the
+// projections on every basis at once (allComponents), then one component at
+// a time for those with a responsibility that is not negligible.
 type Gaussian struct {
 	means *mat.Dense   // [K, d]
 	logPi []float64    // [K]
@@ -38,6 +40,7 @@ type Gaussian struct {
 	nu    []float64    // their variance
 	class []int        // label of each component, or nil
 	d     int
+	all   allComponents // the tables of the one-product pass (prepare)
 }
 
 // Component is one Gaussian of a mixture in the form NewLowRank takes.
@@ -128,6 +131,7 @@ func NewLowRank(comps []Component) (*Gaussian, error) {
 	k, d := len(comps), len(comps[0].Mean)
 	g := &Gaussian{means: mat.NewDense(k, d, nil), d: d}
 	w := make([]float64, k)
+	bases := make([]*mat.Dense, k)
 	for i, c := range comps {
 		if len(c.Mean) != d {
 			return nil, fmt.Errorf("mixture: mean %d has dimension %d, mean 0 has %d: %w", i, len(c.Mean), d, ErrInput)
@@ -171,12 +175,12 @@ func NewLowRank(comps []Component) (*Gaussian, error) {
 				}
 			}
 		}
-		u, lam := mat.DenseCopyOf(c.Basis), slices.Clone(c.Lambda)
+		bases[i] = c.Basis
 		rest := c.Rest
 		if d-r-len(c.Idle) == 0 {
 			rest = 0
 		}
-		g.u, g.lam = append(g.u, u), append(g.lam, lam)
+		g.lam = append(g.lam, slices.Clone(c.Lambda))
 		g.rho, g.idle, g.nu = append(g.rho, rest), append(g.idle, slices.Clone(c.Idle)), append(g.nu, c.IdleVar)
 	}
 	if err := checkFinite("mean", g.means); err != nil {
@@ -186,6 +190,7 @@ func NewLowRank(comps []Component) (*Gaussian, error) {
 	if g.logPi, err = normalisedLogWeights(w, k); err != nil {
 		return nil, err
 	}
+	g.prepare(bases)
 	return g, nil
 }
 
@@ -264,10 +269,11 @@ func (g *Gaussian) Restrict(c int) (*Gaussian, error) {
 	means := mat.NewDense(len(idx), g.d, nil)
 	w := make([]float64, len(idx))
 	out := &Gaussian{d: g.d, means: means}
+	bases := make([]*mat.Dense, len(idx))
 	for i, k := range idx {
 		means.SetRow(i, g.means.RawRowView(k))
 		w[i] = math.Exp(g.logPi[k])
-		out.u = append(out.u, g.u[k])
+		bases[i] = g.u[k]
 		out.lam = append(out.lam, g.lam[k])
 		out.rho = append(out.rho, g.rho[k])
 		out.idle = append(out.idle, g.idle[k])
@@ -278,5 +284,6 @@ func (g *Gaussian) Restrict(c int) (*Gaussian, error) {
 	if out.logPi, err = normalisedLogWeights(w, len(idx)); err != nil {
 		return nil, err
 	}
+	out.prepare(bases)
 	return out, nil
 }

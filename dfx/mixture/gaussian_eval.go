@@ -15,29 +15,62 @@ import (
 const gaussBlock = 64
 
 // Eval implements Mixture.
-func (g *Gaussian) Eval(q Query) (*Result, error) {
+func (g *Gaussian) Eval(q Query) (*Result, error) { return g.eval(q, projectedValues) }
+
+// projectedValues bounds the projections one projectAll holds (chunks of
+// rows share the packing of the bases).
+const projectedValues = 1 << 22
+
+// eval is Eval with every component's projections and distances from
+// allComponents' few large products per chunk of rows (chunks of at most
+// maxProjected values of Z, or gaussBlock rows), or, with maxProjected = 0,
+// from one product per component and block (the direct form, the tests'
+// reference).
+func (g *Gaussian) eval(q Query, maxProjected int) (*Result, error) {
 	b, c, err := checkQuery(q, g.d)
 	if err != nil {
 		return nil, err
 	}
 	res := newResult(q.Want, b, g.d)
+	chunk := b
+	if maxProjected > 0 {
+		chunk = max(gaussBlock, min(b, maxProjected/g.all.off[g.Components()]))
+	}
+	for lo := 0; lo < b; lo += chunk {
+		hi := min(lo+chunk, b)
+		var proj *projections
+		if maxProjected > 0 {
+			proj = g.projectAll(q.X.Slice(lo, hi, 0, g.d).(*mat.Dense), c.Alpha)
+		}
+		g.evalRows(q, c.Alpha, c.Sigma, lo, hi, proj, res)
+	}
+	if err := checkFiniteResult(res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// evalRows computes rows [lo, hi) of res, proj (or nil) holding their
+// projections.
+func (g *Gaussian) evalRows(q Query, a, sigma float64, lo, hi int, proj *projections, res *Result) {
 	// Blocks of at most gaussBlock rows, and at least two per worker so
 	// that a small batch (an ODE solve's 50 images) still uses every core.
+	n := hi - lo
 	procs := runtime.GOMAXPROCS(0)
-	blk := max(1, min(gaussBlock, (b+2*procs-1)/(2*procs)))
-	nblocks := (b + blk - 1) / blk
+	blk := max(1, min(gaussBlock, (n+2*procs-1)/(2*procs)))
+	nblocks := (n + blk - 1) / blk
 	workers := 1
 	if nblocks > 1 {
 		workers = min(procs, nblocks)
 	}
 	parallelRows(nblocks, workers, func(i int) {
-		lo := i * blk
-		g.evalBlock(q, c.Alpha, c.Sigma, lo, min(lo+blk, b), res)
+		from := lo + i*blk
+		e := g.newGaussEval(q, a, sigma, from, min(from+blk, hi))
+		if proj != nil {
+			e.proj, e.prow = proj, from-lo
+		}
+		g.evalBlock(e, q, res)
 	})
-	if err := checkFiniteResult(res); err != nil {
-		return nil, err
-	}
-	return res, nil
 }
 
 // general wraps a row-major block as a blas64.General.
@@ -50,18 +83,23 @@ func denseGeneral(m *mat.Dense) blas64.General {
 	return blas64.General{Rows: r.Rows, Cols: r.Cols, Stride: r.Stride, Data: r.Data}
 }
 
-// evalBlock computes rows [lo, hi) of res. Per component k, on the block
-// D = X − αμ_k: Z = D U_k and the log-density; after the responsibilities,
-// the component score S_k = −(A U_kᵀ + D/c⊥ + (1/c_S − 1/c⊥) D_S) with
+// evalBlock computes e's rows of res. Per component k, on the block
+// D = X − αμ_k: Z = D U_k and the log-density (from e.proj's products, or
+// directly); after the responsibilities, for the components that are not
+// negligible, the component score S_k = −(A U_kᵀ + D/c⊥ + (1/c_S − 1/c⊥) D_S) with
 // A = Z∘(1/c − 1/c⊥) and the posterior mean
 // m_k = μ_k + α(B U_kᵀ + (ρ/c⊥) D + (ν/c_S − ρ/c⊥) D_S) with
 // B = Z∘(λ/c − ρ/c⊥), as products. The Fisher is assembled as
 // F = Σ_k r_k C_k⁻¹ − Σ_k r_k (s_k − s)(s_k − s)ᵀ (free of the cancellation
 // of I/σ² − (α²/σ⁴) Cov at small σ).
-func (g *Gaussian) evalBlock(q Query, a, sigma float64, lo, hi int, res *Result) {
-	e := g.newGaussEval(q, a, sigma, lo, hi)
+func (g *Gaussian) evalBlock(e *gaussEval, q Query, res *Result) {
+	a, lo, hi := e.a, e.lo, e.lo+e.nb
 	for k := range e.kk {
-		e.logDensity(k)
+		if e.proj != nil {
+			e.logDensityProjected(k)
+		} else {
+			e.logDensity(k)
+		}
 	}
 	logq := e.responsibilities()
 	if res.LogProb != nil {
@@ -74,6 +112,9 @@ func (g *Gaussian) evalBlock(q Query, a, sigma float64, lo, hi int, res *Result)
 	e.allocMoments()
 	for _, k := range e.active {
 		g.diff(e.dbuf, e.x, a, k)
+		if e.proj != nil {
+			e.projectedZ(k)
+		}
 		if e.needS {
 			e.addComponentScore(k)
 		}
@@ -107,8 +148,10 @@ func (g *Gaussian) evalBlock(q Query, a, sigma float64, lo, hi int, res *Result)
 type gaussEval struct {
 	g                     *Gaussian
 	a, s2                 float64
-	d, kk, nb             int
-	x                     *mat.Dense // the block's queries [nb, d]
+	d, kk, nb, lo         int
+	proj                  *projections // the chunk's projections (nil: logDensity's direct form)
+	prow                  int          // the block's first row in proj
+	x                     *mat.Dense   // the block's queries [nb, d]
 	needS, needM, needDev bool
 
 	cs     [][]float64   // α²λ_kj + σ², the variances along U_k
@@ -133,7 +176,7 @@ type gaussEval struct {
 func (g *Gaussian) newGaussEval(q Query, a, sigma float64, lo, hi int) *gaussEval {
 	d, kk, nb := g.d, g.Components(), hi-lo
 	want := q.Want
-	e := &gaussEval{g: g, a: a, s2: sigma * sigma, d: d, kk: kk, nb: nb,
+	e := &gaussEval{g: g, a: a, s2: sigma * sigma, d: d, kk: kk, nb: nb, lo: lo,
 		x:       q.X.Slice(lo, hi, 0, d).(*mat.Dense),
 		needS:   want&(Score|Trace|MatVec|Full) != 0,
 		needM:   want&(Denoiser|SecondMoment) != 0,
@@ -172,31 +215,23 @@ func (g *Gaussian) varianceAt(k int, a, s2 float64) (cs []float64, c componentAt
 // logDensity sets Z_k = D U_k and column k of logr to
 // log π_k − ½(DᵀC_k⁻¹D + log det C_k + d log 2π).
 func (e *gaussEval) logDensity(k int) {
-	g, d, kk, nb := e.g, e.d, e.kk, e.nb
+	g, d, nb := e.g, e.d, e.nb
 	r, _, nr := g.dims(k)
-	c, cs := e.cp[k], e.cs[k]
-	dbuf, logr, logdet := e.dbuf, e.logr, e.logdet[k]
+	dbuf := e.dbuf
 	g.diff(dbuf, e.x, e.a, k)
 	zk := make([]float64, nb*r)
 	e.zs[k] = zk
 	gemmFn(blas.NoTrans, blas.NoTrans, 1, general(nb, d, dbuf), denseGeneral(g.u[k]), 0, general(nb, r, zk))
 	for i := 0; i < nb; i++ {
-		z := zk[i*r : (i+1)*r]
-		m, zz := 0.0, 0.0
-		for j, zj := range z {
-			m += zj * zj / cs[j]
-			zz += zj * zj
-		}
 		di := dbuf[i*d : (i+1)*d]
-		dS := 0.0
+		dS, dd := 0.0, 0.0
 		for _, j := range g.idle[k] {
 			dS += di[j] * di[j]
 		}
 		if nr > 0 {
-			m += math.Max(dot(di, di)-zz-dS, 0) * c.inv
+			dd = dot(di, di)
 		}
-		m += dS * c.idleInv
-		logr[i*kk+k] = g.logPi[k] - 0.5*(m+logdet+float64(d)*math.Log(2*math.Pi))
+		e.setLogDensity(i, k, zk[i*r:(i+1)*r], dd, dS)
 	}
 }
 
@@ -401,77 +436,4 @@ func (g *Gaussian) diff(dst []float64, x *mat.Dense, a float64, k int) {
 			row[j] = xi[j] - a*mu[j]
 		}
 	}
-}
-
-// matvec sets rows [lo, hi) of out to F v = Σ_k r_k [C_k⁻¹ v − dev_k (dev_k·v)].
-func (g *Gaussian) matvec(vm *mat.Dense, lo, hi int, active []int, resp, devs []float64, cs [][]float64, cp []componentAt, out *mat.Dense) {
-	d, kk, nb := g.d, g.Components(), hi-lo
-	v := make([]float64, nb*d)
-	for i := 0; i < nb; i++ {
-		copy(v[i*d:(i+1)*d], vecRow(vm, lo+i))
-	}
-	acc := make([]float64, nb*d)
-	proj := make([]float64, nb*d)
-	back := make([]float64, nb*d)
-	for p, k := range active {
-		r := g.Rank(k)
-		c := cp[k]
-		gemmFn(blas.NoTrans, blas.NoTrans, 1, general(nb, d, v), denseGeneral(g.u[k]), 0, general(nb, r, proj[:nb*r]))
-		for i := 0; i < nb; i++ {
-			for j := 0; j < r; j++ {
-				proj[i*r+j] *= 1/cs[k][j] - c.inv
-			}
-		}
-		gemmFn(blas.NoTrans, blas.Trans, 1, general(nb, r, proj[:nb*r]), denseGeneral(g.u[k]), 0, general(nb, d, back))
-		for i := 0; i < nb; i++ {
-			w := resp[i*kk+k]
-			vi, bi, ai := v[i*d:(i+1)*d], back[i*d:(i+1)*d], acc[i*d:(i+1)*d]
-			for _, j := range g.idle[k] {
-				bi[j] += vi[j] * (c.idleInv - c.inv)
-			}
-			dev := devs[p*nb*d+i*d : p*nb*d+(i+1)*d]
-			dv := dot(dev, vi)
-			for j := range ai {
-				ai[j] += w * (bi[j] + vi[j]*c.inv - dv*dev[j])
-			}
-		}
-	}
-	for i := 0; i < nb; i++ {
-		copy(out.RawRowView(lo+i), acc[i*d:(i+1)*d])
-	}
-}
-
-// fullFisher is row i's F as a d×d matrix.
-func (g *Gaussian) fullFisher(i, nb int, active []int, resp, devs []float64, cs [][]float64, cp []componentAt) *mat.SymDense {
-	d, kk := g.d, g.Components()
-	f := mat.NewSymDense(d, nil)
-	raw := f.RawSymmetric()
-	for p, k := range active {
-		w := resp[i*kk+k]
-		if w == 0 {
-			continue
-		}
-		r := g.Rank(k)
-		c := cp[k]
-		dev := devs[p*nb*d+i*d : p*nb*d+(i+1)*d]
-		u := g.u[k]
-		for p := 0; p < d; p++ {
-			up := u.RawRowView(p)
-			for s := p; s < d; s++ {
-				us := u.RawRowView(s)
-				v := -dev[p] * dev[s]
-				for l := 0; l < r; l++ {
-					v += up[l] * us[l] * (1/cs[k][l] - c.inv)
-				}
-				if p == s {
-					v += c.inv
-				}
-				raw.Data[p*raw.Stride+s] += w * v
-			}
-		}
-		for _, j := range g.idle[k] {
-			raw.Data[j*raw.Stride+j] += w * (c.idleInv - c.inv)
-		}
-	}
-	return f
 }
