@@ -82,7 +82,8 @@ func basisBlocks(scope *model.Scope, g *graph.Graph, rows, d, kk, r int) []*grap
 
 // mixtureTables are the x-independent tables of the stored mixture that
 // every evaluation reads: M∘μ' [K, d] (idle masks times centred means) and
-// the rows ‖μ'_k‖², Σ_j M_kj μ'_kj² and ‖M_k∘μ'_k‖² [3, K]. From stored
+// the rows ‖μ'_k‖² and ‖M_k∘μ'_k‖² = Σ_j M_kj μ'_kj² (the masks are 0 or 1,
+// packSkip) [2, K]. From stored
 // values they are inference copies, made once in float64 (the graph would
 // redo ≈ 4·K·d element-wise operations on every call: ≈ 1.3 M for the MNIST
 // skip); without values (a store whose shapes are being read) they are
@@ -93,7 +94,7 @@ func mixtureTables(scope *model.Scope, g *graph.Graph, means, idle *graph.Node) 
 	if mv == nil || iv == nil || !mv.HasValue() || !iv.HasValue() {
 		idleMeans = graph.Mul(idle, means)
 		row := func(n *graph.Node) *graph.Node { return graph.InsertAxes(graph.ReduceSum(n, -1), 0) }
-		return idleMeans, graph.Concatenate([]*graph.Node{row(graph.Square(means)), row(graph.Mul(idleMeans, means)), row(graph.Square(idleMeans))}, 0)
+		return idleMeans, graph.Concatenate([]*graph.Node{row(graph.Square(means)), row(graph.Square(idleMeans))}, 0)
 	}
 	inferenceCopyMu.Lock()
 	defer inferenceCopyMu.Unlock()
@@ -111,17 +112,16 @@ func mixtureTables(scope *model.Scope, g *graph.Graph, means, idle *graph.Node) 
 		}
 		kk, d := mt.Shape().Dimensions[0], mt.Shape().Dimensions[1]
 		mu, mask := tensormat.Copy(mt), tensormat.Copy(it)
-		im, nrm := make([]float64, kk*d), make([]float64, 3*kk)
+		im, nrm := make([]float64, kk*d), make([]float64, 2*kk)
 		for k := 0; k < kk; k++ {
 			for j := k * d; j < (k+1)*d; j++ {
 				im[j] = mask[j] * mu[j]
 				nrm[k] += mu[j] * mu[j]
-				nrm[kk+k] += im[j] * mu[j]
-				nrm[2*kk+k] += im[j] * im[j]
+				nrm[kk+k] += im[j] * im[j]
 			}
 		}
 		vm = derived(store, pm, tensormat.FromFlat(mt.DType(), im, kk, d))
-		vn = derived(store, pn, tensormat.FromFlat(mt.DType(), nrm, 3, kk))
+		vn = derived(store, pn, tensormat.FromFlat(mt.DType(), nrm, 2, kk))
 	}
 	return vm.NodeValue(g), vn.NodeValue(g)
 }

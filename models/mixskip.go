@@ -199,7 +199,7 @@ type mixtureTerms struct {
 	x, alpha, sigma, a2, s2             *graph.Node // x [B, d]; α, σ, α², σ² [B, 1] ([1, 1] at one time)
 	centre, means, basis, proj, lam     *graph.Node
 	blocks                              []*graph.Node // Uᵀ in row blocks for a one-row batch (basisBlocks), or nil
-	idleMeans, norms                    *graph.Node   // M∘μ' [K, d]; ‖μ'_k‖², Σ M μ'², ‖M∘μ'‖² [3, K] (mixtureTables)
+	idleMeans, norms                    *graph.Node   // M∘μ' [K, d]; ‖μ'_k‖², ‖M∘μ'‖² [2, K] (mixtureTables)
 	xMu, xIdleMu                        *graph.Node   // x'·μ'_k, x'·(M∘μ'_k) [B, K]
 	rho, nu, nRest, nIdle, idle         *graph.Node
 	xc, z, c, invC                      *graph.Node // x' [B, d]; z [B, K, r]; c, 1/c [B, K, r] ([1, K, r] at one time)
@@ -371,7 +371,7 @@ func mixtureMoments(scope *model.Scope, in Inputs) (second, y *graph.Node) {
 	// μ'_k·S_k D_k, with μ'·P D = μ'·D − (U_kᵀμ')·z − μ'_S·D_S
 	mu2 := m.norm(0)                                 // ‖μ'_k‖² [1, K]
 	muD := graph.Sub(m.xMu, graph.Mul(m.alpha, mu2)) // μ'·D [B, K]
-	muS2 := m.norm(2)
+	muS2 := m.norm(1)
 	muSD := graph.Sub(m.xIdleMu, graph.Mul(m.alpha, muS2)) // μ'_S·D_S
 	projK := graph.Reshape(m.proj, 1, m.kk, m.r)
 	muUz := graph.ReduceSum(graph.Mul(projK, m.z), -1)

@@ -60,19 +60,27 @@ func newVJPRunner(n *Net, maxRows int) (*vjpRunner, error) {
 // [R, d] at one α, σ, in chunks of at most maxRows rows; it returns flat
 // outputs, or ctx's error once ctx is done (checked before each chunk).
 func (r *vjpRunner) run(ctx context.Context, quad bool, x, v *mat.Dense, alpha, sigma float64) ([]float64, error) {
+	e := r.mvec
+	if quad {
+		e = r.quad
+	}
+	return r.runGroups(ctx, e, x, v, 1, alpha, sigma)
+}
+
+// runGroups is run for a graph e that takes g vectors per row of x (v has
+// g·R rows, row i's at g·i … g·i+g−1; VJPQuadsGraph): chunks of x hold at
+// most maxRows/g rows (at least one).
+func (r *vjpRunner) runGroups(ctx context.Context, e *model.Exec, x, v *mat.Dense, g int, alpha, sigma float64) ([]float64, error) {
 	var out []float64
 	rows, d := x.Dims()
-	for start := 0; start < rows; start += r.maxRows {
+	per := max(1, r.maxRows/g)
+	dt := r.net.DType
+	for start := 0; start < rows; start += per {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		end := min(start+r.maxRows, rows)
-		e := r.mvec
-		if quad {
-			e = r.quad
-		}
-		dt := r.net.DType
-		res, err := e.Exec(tensormat.FromMatrix(dt, x.Slice(start, end, 0, d)), tensormat.FromMatrix(dt, v.Slice(start, end, 0, d)),
+		end := min(start+per, rows)
+		res, err := e.Exec(tensormat.FromMatrix(dt, x.Slice(start, end, 0, d)), tensormat.FromMatrix(dt, v.Slice(start*g, end*g, 0, d)),
 			tensormat.Filled(dt, 1, alpha), tensormat.Filled(dt, 1, sigma))
 		if err != nil {
 			return nil, fmt.Errorf("access: %w", err)
@@ -226,21 +234,9 @@ func (h *Hutchinson) TraceContext(ctx context.Context, c schedule.Coefficients, 
 	for i := range b * reps {
 		xs.SetRow(i, tensormat.Row(x, i/reps))
 	}
-	dt := h.r.net.DType
-	alpha, sigma := timesOf(dt, c)
-	per := max(1, h.r.maxRows/g) // rows of xs a call
-	quads := make([]float64, 0, b*h.K)
-	for start := 0; start < b*reps; start += per {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		end := min(start+per, b*reps)
-		res, err := h.probes.Exec(tensormat.FromMatrix(dt, xs.Slice(start, end, 0, d)),
-			tensormat.FromMatrix(dt, vs.Slice(start*g, end*g, 0, d)), alpha, sigma)
-		if err != nil {
-			return nil, fmt.Errorf("access: %w", err)
-		}
-		quads = append(quads, tensormat.Values(res[0])...)
+	quads, err := h.r.runGroups(ctx, h.probes, xs, vs, g, c.Alpha, c.Sigma)
+	if err != nil {
+		return nil, err
 	}
 	return sumGroups(quads, b, h.K, 1/float64(h.K)), nil
 }
