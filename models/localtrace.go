@@ -7,6 +7,7 @@ import (
 
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"gonum.org/v1/gonum/mat"
 
@@ -55,7 +56,14 @@ func PatchExactTrace(n *access.Net) (score.TraceEstimator, error) {
 	}
 	var err error
 	t.exec, err = model.NewExec(n.Backend, n.Store, func(scope *model.Scope, in []*graph.Node) []*graph.Node {
-		return t.parts(scope, in[0], in[1], in[2], in[3])
+		return t.parts(scope, in[0], in[1], in[2], in[3], in[4])
+	})
+	if err != nil {
+		return nil, fmt.Errorf("models: %w", err)
+	}
+	t.weights, err = model.NewExec(n.Backend, n.Store, func(scope *model.Scope, in []*graph.Node) *graph.Node {
+		x, alpha, sigma := in[0], in[1], in[2]
+		return mixtureTermsOf(scope, Inputs{X: x, Alpha: alpha, Sigma: sigma, Class: nullClass(scope, x)}).cutWeights()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("models: %w", err)
@@ -65,14 +73,15 @@ func PatchExactTrace(n *access.Net) (score.TraceEstimator, error) {
 
 // PatchTrace is PatchExactTrace's estimator (score.TraceEstimator).
 type PatchTrace struct {
-	net   *access.Net
-	exec  *model.Exec
-	geom  patchGeometry
-	d     int
-	nf    int        // window features of one channel of a patch
-	out   []int      // [P²·n]: the image pixel of pixel q of patch k, at q·n + k
-	feat  []int      // [n·nf]: the image pixel of window feature f of patch k, −1 beyond the border
-	cotan *mat.Dense // [P², d]
+	net     *access.Net
+	exec    *model.Exec // parts
+	weights *model.Exec // the mixture's cutWeights at a point
+	geom    patchGeometry
+	d       int
+	nf      int        // window features of one channel of a patch
+	out     []int      // [P²·n]: the image pixel of pixel q of patch k, at q·n + k
+	feat    []int      // [n·nf]: the image pixel of window feature f of patch k, −1 beyond the border
+	cotan   *mat.Dense // [P², d]
 }
 
 // Name is the estimator's: its registered family, "skip-exact".
@@ -116,17 +125,24 @@ func (t *PatchTrace) layout(n *access.Net) error {
 // parts is the graph of one point x [1, d]: S = ∂m/∂x [d, d] and the
 // gradients of ⟨cotangent q, r⟩ with respect to each patch's window
 // features [P²·n, F], F = 2 nf (x's windows scaled by c_in, then y's).
-func (t *PatchTrace) parts(scope *model.Scope, x, alpha, sigma, cot *graph.Node) []*graph.Node {
+// S's component terms are those of the components sel [S] (int32), or of
+// all K when S = K (responsibilitycut.go).
+func (t *PatchTrace) parts(scope *model.Scope, x, alpha, sigma, cot, sel *graph.Node) []*graph.Node {
 	in := Inputs{X: x, Alpha: alpha, Sigma: sigma, Class: nullClass(scope, x)}
 	m := mixtureTermsOf(scope, in)
-	y := access.DenoiserFromEpsGraph(x, m.eps(), alpha, sigma)
+	eps := m.eps()
+	y := access.DenoiserFromEpsGraph(x, eps, alpha, sigma)
 	rows := patchRows(in, y, t.geom) // [n, F]
 	q, np, f := cot.Shape().Dimensions[0], rows.Shape().Dimensions[0], rows.Shape().Dimensions[1]
 	tiled := graph.Reshape(graph.BroadcastToDims(graph.InsertAxes(rows, 0), q, np, f), q*np, f)
 	inQ := Inputs{X: cot, Alpha: graph.BroadcastToDims(alpha, q), Sigma: graph.BroadcastToDims(sigma, q), Class: nullClass(scope, cot)}
 	r := patchHead(scope.At(ScoreScope), inQ, t.geom, tiled, true)
 	grad := graph.Gradient(graph.ReduceAllSum(graph.Mul(r, cot)), tiled)[0]
-	rest, bands := m.jacobianBands(t.geom.grid, t.geom.halo)
+	cut := m
+	if sel.Shape().Dimensions[0] < m.kk {
+		cut = m.at(sel)
+	}
+	rest, bands := cut.jacobianBands(t.geom.grid, t.geom.halo, graph.Div(eps, m.sigma))
 	return append([]*graph.Node{grad, rest}, bands...)
 }
 
@@ -142,33 +158,90 @@ func (t *PatchTrace) TraceContext(ctx context.Context, c schedule.Coefficients, 
 	if d != t.d {
 		return nil, fmt.Errorf("models: query dim %d, network dim %d", d, t.d)
 	}
-	dt := t.net.DType
 	out := make([]float64, b)
 	for i := range b {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		res, err := t.exec.Exec(tensormat.FromMatrix(dt, mat.NewDense(1, d, tensormat.Row(x, i))),
-			tensormat.Filled(dt, 1, c.Alpha), tensormat.Filled(dt, 1, c.Sigma), tensormat.FromMatrix(dt, t.cotan))
-		if err != nil {
-			return nil, fmt.Errorf("models: %w", err)
+		var err error
+		if out[i], err = t.traceAt(c, mat.NewDense(1, d, tensormat.Row(x, i))); err != nil {
+			return nil, err
 		}
-		bands := make([][]float64, len(res)-2)
-		for k := range bands {
-			bands[k] = tensormat.Values(res[2+k])
-		}
-		s := jacobianOf(tensormat.Values(res[1]), bands, d/t.geom.grid)
-		out[i] = t.combine(c, s, tensormat.Values(res[0])) / c.Sigma
 	}
 	return out, nil
 }
 
-// combine is tr ∂ε̂/∂x from S and the feature gradients G [P²·n, F].
-func (t *PatchTrace) combine(c schedule.Coefficients, s func(j, i int) float64, grad []float64) float64 {
+// traceAt is the trace at one point x [1, d]: with the mixture's
+// Jacobian from the fewest components whose cut (responsibilitycut.go)
+// keeps its error bound below cutTolerance of the trace.
+func (t *PatchTrace) traceAt(c schedule.Coefficients, x *mat.Dense) (float64, error) {
+	p, err := t.point(c, x)
+	if err != nil {
+		return 0, err
+	}
+	for s := p.cut.first(); ; s = p.cut.wider(s) {
+		tr, bound, err := t.traceWith(p, s)
+		if err != nil || s == len(p.cut.order) || bound <= cutTolerance*math.Abs(tr) {
+			return tr, err
+		}
+	}
+}
+
+// cutPoint is one point's inputs and its responsibility cut.
+type cutPoint struct {
+	c         schedule.Coefficients
+	x, alpha  *tensors.Tensor
+	sigma     *tensors.Tensor
+	cotangent *tensors.Tensor
+	cut       *responsibilityCut
+}
+
+// point is x's inputs and cut.
+func (t *PatchTrace) point(c schedule.Coefficients, x *mat.Dense) (*cutPoint, error) {
+	dt := t.net.DType
+	p := &cutPoint{c: c, x: tensormat.FromMatrix(dt, x), alpha: tensormat.Filled(dt, 1, c.Alpha),
+		sigma: tensormat.Filled(dt, 1, c.Sigma), cotangent: tensormat.FromMatrix(dt, t.cotan)}
+	w, err := t.weights.Exec1(p.x, p.alpha, p.sigma)
+	if err != nil {
+		return nil, fmt.Errorf("models: %w", err)
+	}
+	p.cut = newResponsibilityCut(tensormat.Values(w))
+	return p, nil
+}
+
+// traceWith is the trace at p with the mixture's Jacobian from the first
+// s components of its cut, and the bound on its change from the cut.
+func (t *PatchTrace) traceWith(p *cutPoint, s int) (tr, bound float64, err error) {
+	jac, grad, err := t.partsWith(p, s)
+	if err != nil {
+		return 0, 0, err
+	}
+	c := p.c
+	tr, absB := t.combine(c, jac, grad)
+	return tr / c.Sigma, cutBound(p.cut.tail[s], t.d, c.Sigma/c.Alpha, absB), nil
+}
+
+// partsWith is the mixture's Jacobian S(j, i) (for pixels j and i within
+// the halo's blocks of each other) from the first s components of p's
+// cut, and the residual's feature gradients.
+func (t *PatchTrace) partsWith(p *cutPoint, s int) (jac func(j, i int) float64, grad []float64, err error) {
+	res, err := t.exec.Exec(p.x, p.alpha, p.sigma, p.cotangent, tensors.FromValue(p.cut.sel(s)))
+	if err != nil {
+		return nil, nil, fmt.Errorf("models: %w", err)
+	}
+	bands := make([][]float64, len(res)-2)
+	for k := range bands {
+		bands[k] = tensormat.Values(res[2+k])
+	}
+	return jacobianOf(tensormat.Values(res[1]), bands, t.d/t.geom.grid), tensormat.Values(res[0]), nil
+}
+
+// combine is tr ∂ε̂/∂x from S and the feature gradients G [P²·n, F], and
+// the sum of |B_ij| over the entries of S its cross term reads.
+func (t *PatchTrace) combine(c schedule.Coefficients, s func(j, i int) float64, grad []float64) (tr, absB float64) {
 	d, nf := t.d, t.nf
 	np := t.geom.grid * t.geom.grid
 	cIn := 1 / math.Hypot(c.Alpha, c.Sigma)
-	tr := 0.0
 	for i := range d {
 		tr += s(i, i)
 	}
@@ -184,10 +257,11 @@ func (t *PatchTrace) combine(c schedule.Coefficients, s func(j, i int) float64, 
 				tr += cIn*g[f] + g[nf+f]/c.Alpha
 			}
 			cross += g[nf+f] * s(j, i)
+			absB += math.Abs(g[nf+f])
 		}
 		tr -= c.Sigma / c.Alpha * cross
 	}
-	return tr
+	return tr, absB
 }
 
 // jacobianOf reads S(j, i) from jacobianBands' outputs: the dense rest
@@ -215,8 +289,9 @@ func jacobianOf(rest []float64, bands [][]float64, n int) func(j, i int) float64
 // blocks of rows within halo blocks of each other (the d rows cut into
 // blocks equal ones): bands[δ] [blocks + halo, n, n] holds the products
 // of block b (scaled by σq) with block b − δ (zero blocks beyond the
-// ends). rest [d, d] is the other terms.
-func (m *mixtureTerms) jacobianBands(blocks, halo int) (rest *graph.Node, bands []*graph.Node) {
+// ends). rest [d, d] is the other terms. abar is ā [1, d] = ε_mix/σ, the
+// whole mixture's also when m holds some of its components (at).
+func (m *mixtureTerms) jacobianBands(blocks, halo int, abar *graph.Node) (rest *graph.Node, bands []*graph.Node) {
 	kk, r, d := m.kk, m.r, m.d
 	if m.bsz != 1 {
 		panic(fmt.Sprintf("models: the mixture's Jacobian of a batch of %d points (one at a time)", m.bsz))
@@ -252,7 +327,6 @@ func (m *mixtureTerms) jacobianBands(blocks, halo int) (rest *graph.Node, bands 
 	// reshape of the stored basis would copy it).
 	low := graph.ReduceSum(graph.Reshape(graph.Mul(m.basis, graph.Reshape(graph.Mul(m.z, w), 1, kk*r)), d, kk, r), -1)
 	a := graph.Add(graph.Transpose(low, 0, 1), graph.Mul(graph.Add(col(m.invRest), graph.Mul(col(idle), m.idle)), dk)) // aₖ [K, d]
-	abar := graph.MatMul(m.resp, a)                                                                                    // [1, d]
 	spread := graph.DotGeneral(graph.Mul(col(m.resp), a), []int{0}, nil, a, []int{0}, nil)                             // Σ rₖ aₖaₖᵀ
 	rest = graph.Add(graph.Sub(rest, spread), graph.DotGeneral(abar, []int{0}, nil, abar, []int{0}, nil))
 	return graph.Mul(rest, m.sigma), bands

@@ -22,6 +22,37 @@ import (
 // formula (S's spread or idle part, the cross term, c_in, the 1/α of B)
 // fails it.
 func TestPatchExactTraceIsTheVJPTrace(t *testing.T) {
+	net, sched, x := patchSkipNetwork(t, 2)
+	vjp, err := access.NewVJPTrace(net, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast, err := PatchExactTrace(net)
+	if err != nil || fast == nil {
+		t.Fatalf("PatchExactTrace: %v, %v", fast, err)
+	}
+	for _, tt := range []float64{0.02, 0.3, 0.9} {
+		c, _ := schedule.At(sched, tt)
+		want, err := vjp.Trace(c, x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := fast.Trace(c, x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range want {
+			if math.Abs(got[i]-want[i]) > 1e-9*math.Abs(want[i]) {
+				t.Errorf("t = %g, point %d: structured trace %.12g, VJP trace %.12g", tt, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+// patchSkipNetwork is TestPatchExactTraceIsTheVJPTrace's network, with
+// the given mixture components per class, its schedule and two points.
+func patchSkipNetwork(t *testing.T, components int) (*access.Net, schedule.Schedule, *mat.Dense) {
+	t.Helper()
 	const side = 6
 	d := side * side
 	rng := rand.New(rand.NewPCG(5, 6))
@@ -36,7 +67,7 @@ func TestPatchExactTraceIsTheVJPTrace(t *testing.T) {
 			data.Set(i, 7, 1e-3*rng.Float64()) // an idle pixel in class 0
 		}
 	}
-	g, _, err := mixture.Fit(data, labels, mixture.FitOptions{Components: 2, PerClass: true, Rank: 3, Shrink: 0.1, Seed: 1, Idle: 1e-4})
+	g, _, err := mixture.Fit(data, labels, mixture.FitOptions{Components: components, PerClass: true, Rank: 3, Shrink: 0.1, Seed: 1, Idle: 1e-4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,29 +113,89 @@ func TestPatchExactTraceIsTheVJPTrace(t *testing.T) {
 	if net, err = NewAccessNet(backend, store, sched, false); err != nil {
 		t.Fatal(err)
 	}
-	vjp, err := access.NewVJPTrace(net, 0)
-	if err != nil {
-		t.Fatal(err)
+	return net, sched, x
+}
+
+// TestResponsibilityCutIsBounded: on the patch-skip network with 24
+// mixture components, leaving out all but the first s components of a
+// point's responsibility cut moves each entry of the mixture's Jacobian S
+// by at most σ·tail and the trace by at most the cut's bound, for every s
+// (at s = 1 both errors are large); the trace PatchExactTrace returns is
+// within cutTolerance of the whole mixture's; and at some t the cut keeps
+// fewer components than the mixture has. A bound without a_k a_kᵀ's
+// entries, or a cut that gathers other components than those it counts,
+// fails it.
+func TestResponsibilityCutIsBounded(t *testing.T) {
+	net, sched, x := patchSkipNetwork(t, 12)
+	est, err := PatchExactTrace(net)
+	if err != nil || est == nil {
+		t.Fatalf("PatchExactTrace: %v, %v", est, err)
 	}
-	fast, err := PatchExactTrace(net)
-	if err != nil || fast == nil {
-		t.Fatalf("PatchExactTrace: %v, %v", fast, err)
-	}
-	for _, tt := range []float64{0.02, 0.3, 0.9} {
+	pt := est.(*PatchTrace)
+	cutSomewhere := false
+	for _, tt := range []float64{0.02, 0.1, 0.3, 0.9} {
 		c, _ := schedule.At(sched, tt)
-		want, err := vjp.Trace(c, x)
+		got, err := pt.Trace(c, x)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := fast.Trace(c, x)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range want {
-			if math.Abs(got[i]-want[i]) > 1e-9*math.Abs(want[i]) {
-				t.Errorf("t = %g, point %d: structured trace %.12g, VJP trace %.12g", tt, i, got[i], want[i])
+		for i := range got {
+			p, err := pt.point(c, mat.NewDense(1, x.RawMatrix().Cols, x.RawRowView(i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			kk := len(p.cut.order)
+			if kk != 24 {
+				t.Fatalf("%d components, want 24", kk)
+			}
+			full, _, err := pt.traceWith(p, kk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			jacFull, _, err := pt.partsWith(p, kk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for s := 1; s < kk; s++ {
+				tr, bound, err := pt.traceWith(p, s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if e := math.Abs(tr - full); e > bound+1e-11*math.Abs(full) {
+					t.Errorf("t = %g, point %d, %d components: error %.3g above its bound %.3g", tt, i, s, e, bound)
+				}
+				jac, _, err := pt.partsWith(p, s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// The largest change of an entry of S beyond σ·tail, its bound,
+				// relative to S's largest entry (for the rounding of a tail of 0).
+				excess, scale := 0.0, 0.0
+				n, h := pt.d/pt.geom.grid, min(pt.geom.halo, pt.geom.grid-1)
+				for j := range pt.d {
+					for l := range pt.d {
+						if j/n-l/n > h || l/n-j/n > h {
+							continue
+						}
+						excess = max(excess, math.Abs(jac(j, l)-jacFull(j, l))-c.Sigma*p.cut.tail[s])
+						scale = max(scale, math.Abs(jacFull(j, l)))
+					}
+				}
+				if excess > 1e-12*scale {
+					t.Errorf("t = %g, point %d, %d components: an entry of S moved by %.3g beyond its bound (S's largest entry %.3g)",
+						tt, i, s, excess, scale)
+				}
+			}
+			if math.Abs(got[i]-full) > cutTolerance*math.Abs(full) {
+				t.Errorf("t = %g, point %d: trace %.12g, whole mixture's %.12g", tt, i, got[i], full)
+			}
+			if p.cut.first() < kk {
+				cutSomewhere = true
 			}
 		}
+	}
+	if !cutSomewhere {
+		t.Error("the cut kept every component at every t")
 	}
 }
 
