@@ -162,7 +162,8 @@ func cpuTime() time.Duration {
 // BenchmarkExactTrace times the committed ε-network's exact Fisher trace
 // at one image and t = 0.5 (one evaluation of the quick-start notebook's
 // likelihood cell): by 784 VJPs (access.VJPTrace, one image's rows a call)
-// and from the network's structure (models.PatchExactTrace).
+// and from the network's structure (models.PatchExactTrace), which is also
+// timed at t = 0.3, where its responsibility cut keeps a few components.
 func BenchmarkExactTrace(b *testing.B) {
 	_, net := committedEps(b)
 	vjp, err := access.NewVJPTrace(net, Dim)
@@ -191,4 +192,12 @@ func BenchmarkExactTrace(b *testing.B) {
 			})
 		})
 	}
+	c3, _ := schedule.At(Schedule(), 0.3)
+	x3, _ := draw.Queries(c3, x0, rand.New(rand.NewPCG(1, 1)))
+	b.Run("patch-t0.3", func(b *testing.B) {
+		timeCalls(b, func() error {
+			_, err := patch.Trace(c3, x3)
+			return err
+		})
+	})
 }

@@ -39,16 +39,17 @@ var inferenceCopyMu sync.Mutex
 // basisBlocks is the mixture skip's basis U [d, K·r] as blocks of Uᵀ, each
 // [n·r, d] for a run of n whole components, small enough that a one-row
 // product with a block stays under unpackedProductLimit: the one-row
-// products z = x'U and w Uᵀ then run unpacked, block by block. It returns
-// nil, and the caller takes the whole basis, unless the graph has a single
-// row, runs on the Go backend (whose String is its name), the whole
-// product is over the limit and the basis has a value to copy (a store
-// whose shapes are being read has none). The blocks are made once per
-// store from the basis's value, which never changes afterwards
+// products z = x'U and w Uᵀ then run unpacked, block by block. Batches
+// of more rows back-project through them too (backProject). It returns
+// nil, and the caller takes the whole basis, unless the graph runs on
+// the Go backend (whose String is its name), a one-row product with the
+// whole basis is over the limit and the basis has a value to copy (a
+// store whose shapes are being read has none). The blocks are made once
+// per store from the basis's value, which never changes afterwards
 // (SetMixtureSkip refuses a second mixture; a checkpoint loads into a new
 // store).
-func basisBlocks(scope *model.Scope, g *graph.Graph, rows, d, kk, r int) []*graph.Node {
-	if rows != 1 || g.Backend().String() != gobackend.BackendName || d*kk*r < unpackedProductLimit {
+func basisBlocks(scope *model.Scope, g *graph.Graph, d, kk, r int) []*graph.Node {
+	if g.Backend().String() != gobackend.BackendName || d*kk*r < unpackedProductLimit {
 		return nil
 	}
 	per := max(1, (unpackedProductLimit-1)/(d*r)) // components a block
@@ -164,9 +165,10 @@ func transposeCols[T float32 | float64](flat []T, d, n, c0, c1 int) *tensors.Ten
 	return tensors.FromFlatDataAndDimensions(out, w, d)
 }
 
-// project is x'U [B, K·r].
+// project is x'U [B, K·r], by blocks for one row; a batch takes the
+// whole basis, whose product packs it with the backend's SIMD packer.
 func (m *mixtureTerms) project(xc *graph.Node) *graph.Node {
-	if m.blocks == nil {
+	if m.blocks == nil || m.bsz > 1 {
 		return graph.MatMul(xc, m.basis)
 	}
 	parts := make([]*graph.Node, len(m.blocks))

@@ -265,7 +265,7 @@ func mixtureTermsOf(scope *model.Scope, in Inputs) *mixtureTerms {
 	a2, s2 := m.a2, m.s2
 	row := func(n *graph.Node) *graph.Node { return graph.InsertAxes(n, 0) } // [K] → [1, K]
 	m.xc = graph.Sub(x, graph.Mul(alpha, row(m.centre)))                     // x' [B, d]
-	m.blocks = basisBlocks(scope, g, bsz, d, kk, r)
+	m.blocks = basisBlocks(scope, g, d, kk, r)
 	m.z = graph.Reshape(graph.Sub(m.project(m.xc), graph.Mul(alpha, row(m.proj))), bsz, kk, r)
 	m.c = graph.Add(graph.Mul(graph.InsertAxes(a2, -1), graph.Reshape(m.lam, 1, kk, r)), graph.InsertAxes(s2, -1)) // [B, K, r]
 	// Per row, the passes over [B, K, r] are z², its two sums and (in eps)
@@ -310,13 +310,19 @@ func (m *mixtureTerms) norm(i int) *graph.Node {
 	return graph.Slice(m.norms, graph.AxisRange(i, i+1))
 }
 
-// backProject is w Uᵀ [B, d] for w [B, K·r]. The Go backend repacks a
-// product's operands on every call: the 40 MB basis as the right operand
-// of this transposed product goes through its scalar packer, as the left
-// operand of (U wᵀ)ᵀ through its SIMD one, but the swapped product pads its
-// right operand wᵀ to the micro-kernel's width, doing a 32-row batch's
-// work for fewer rows. So batches of at least swapRows rows swap. A
-// one-row batch takes the basis in blocks (basisBlocks), unpacked.
+// backProject is w Uᵀ [B, d] for w [B, K·r]. With the basis in blocks of
+// Uᵀ (basisBlocks), the products are w's column blocks times the blocks:
+// unpacked for one row, and for a batch the layout whose gradient, a
+// product of the cotangent with the blocks, needs no transpose (with the
+// whole basis, a VJP at batch 64 transposed the 40 MB basis on every
+// call: the backend moves both operands of a product whose left operand
+// contracts its first axis to its preferred layout). Without blocks, the
+// Go backend repacks a product's operands on every call: the basis as
+// the right operand of this transposed product goes through its scalar
+// packer, as the left operand of (U wᵀ)ᵀ through its SIMD one, but the
+// swapped product pads its right operand wᵀ to the micro-kernel's width,
+// doing a 32-row batch's work for fewer rows. So batches of at least
+// swapRows rows swap.
 func (m *mixtureTerms) backProject(w *graph.Node) *graph.Node {
 	if m.blocks != nil {
 		return m.backProjectBlocks(w)

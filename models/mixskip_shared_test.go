@@ -85,93 +85,104 @@ func perRowSkip(t *testing.T, backend compute.Backend, store *model.Store, c sch
 // component) the skip's ε, x̂₀, second moment, VJP Fisher product and
 // exact VJP trace equal the per-row path's and the float64 mixture's
 // (mixture.Gaussian.Eval), at small and large t, full and low rank, in
-// small and large batches and in one row, whose products take the basis in
+// small and large batches and in one row, with the basis whole and in
 // blocks (basisBlocks: here of 3 components and 1).
 func TestMixtureSkipAtOneTimeIsExact(t *testing.T) {
 	s := schedule.DefaultVP()
 	defer func(limit int) { unpackedProductLimit = limit }(unpackedProductLimit)
 	for _, rank := range []int{0, 2} {
-		g := skipMixture(t, rank)
-		if g.Components() != 4 {
-			t.Fatalf("the test mixture has %d components, want 4 (blocks of 3 and 1)", g.Components())
+		for _, blocked := range []bool{true, false} {
+			g := skipMixture(t, rank)
+			if g.Components() != 4 {
+				t.Fatalf("the test mixture has %d components, want 4 (blocks of 3 and 1)", g.Components())
+			}
+			unpackedProductLimit = 3*g.Dim()*g.Rank(0) + 1
+			if !blocked {
+				unpackedProductLimit = math.MaxInt
+			}
+			skipAtOneTimeCases(t, s, g, rank, blocked)
 		}
-		unpackedProductLimit = 3*g.Dim()*g.Rank(0) + 1
-		store := NewStore()
-		store.SetParams(map[string]any{ParamDType: "float64", ParamNumClasses: 2})
-		if err := SetMixtureSkip(store, g); err != nil {
-			t.Fatal(err)
-		}
-		net := access.NewNet(MustNewBackend(), store, s, dtypes.Float64, atOneTime(t, skipNetwork()))
-		mv, err := access.NewVJPMatVec(net)
+	}
+}
+
+// skipAtOneTimeCases is TestMixtureSkipAtOneTimeIsExact on one mixture,
+// with its basis in blocks or not.
+func skipAtOneTimeCases(t *testing.T, s schedule.Schedule, g *mixture.Gaussian, rank int, blocked bool) {
+	t.Helper()
+	store := NewStore()
+	store.SetParams(map[string]any{ParamDType: "float64", ParamNumClasses: 2})
+	if err := SetMixtureSkip(store, g); err != nil {
+		t.Fatal(err)
+	}
+	net := access.NewNet(MustNewBackend(), store, s, dtypes.Float64, atOneTime(t, skipNetwork()))
+	mv, err := access.NewVJPMatVec(net)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vjpTrace, err := access.NewVJPTrace(net, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for i, tt := range []float64{1e-3, 0.1, 0.5, 0.99} {
+		c, err := schedule.At(s, tt)
 		if err != nil {
 			t.Fatal(err)
 		}
-		vjpTrace, err := access.NewVJPTrace(net, 0)
+		b := []int{5, swapRows + 1, 1, 1}[i] // every way of backProject (one of them blocked or not)
+		x, v := mat.NewDense(b, g.Dim(), nil), mat.NewDense(b, g.Dim(), nil)
+		for i := range b {
+			for j := 0; j < g.Dim(); j++ {
+				x.Set(i, j, c.Alpha*(float64(i%2)-0.5+0.3*rng.NormFloat64())+c.Sigma*rng.NormFloat64())
+				v.Set(i, j, rng.NormFloat64())
+			}
+		}
+		exact, err := g.Eval(mixture.Query{At: c, X: x, V: v, Want: mixture.Score | mixture.Denoiser | mixture.SecondMoment | mixture.Trace | mixture.MatVec})
 		if err != nil {
 			t.Fatal(err)
 		}
-		rng := rand.New(rand.NewPCG(7, 8))
-		for i, tt := range []float64{1e-3, 0.1, 0.5, 0.99} {
-			blocksBefore := basisBlockCount(store)
-			c, err := schedule.At(s, tt)
-			if err != nil {
-				t.Fatal(err)
+		eps, err := net.EpsAt(c, x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		den, err := net.DenoiserAt(c, x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		second, err := net.TAt(c, x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fv, err := mv.Apply(score.State{At: c, X: x}, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := vjpTrace.Trace(c, x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rowEps, rowSecond, rowFv := perRowSkip(t, net.Backend, store, c, x, v)
+		exactEps := mat.NewDense(b, g.Dim(), nil)
+		exactEps.Scale(-c.Sigma, exact.Score)
+		for _, cmp := range []struct {
+			what      string
+			got, want []float64
+		}{
+			{"ε against the per-row path", eps.RawMatrix().Data, rowEps.RawMatrix().Data},
+			{"ε against the mixture", eps.RawMatrix().Data, exactEps.RawMatrix().Data},
+			{"x̂₀ against the mixture", den.RawMatrix().Data, exact.Denoiser.RawMatrix().Data},
+			{"E‖x₀‖² against the per-row path", second, rowSecond},
+			{"E‖x₀‖² against the mixture", second, exact.SecondMoment},
+			{"F v against the per-row path", fv.RawMatrix().Data, rowFv.RawMatrix().Data},
+			{"F v against the mixture", fv.RawMatrix().Data, exact.MatVec.RawMatrix().Data},
+			{"VJP trace against the mixture", tr, exact.Trace},
+		} {
+			if e := relErr(cmp.got, cmp.want); e > 1e-9 {
+				t.Errorf("rank %d, blocks %v, t = %g: %s off by %.3g (relative)", rank, blocked, tt, cmp.what, e)
 			}
-			b := []int{5, swapRows + 1, 1, 1}[i] // every way of backProject
-			x, v := mat.NewDense(b, g.Dim(), nil), mat.NewDense(b, g.Dim(), nil)
-			for i := range b {
-				for j := 0; j < g.Dim(); j++ {
-					x.Set(i, j, c.Alpha*(float64(i%2)-0.5+0.3*rng.NormFloat64())+c.Sigma*rng.NormFloat64())
-					v.Set(i, j, rng.NormFloat64())
-				}
-			}
-			exact, err := g.Eval(mixture.Query{At: c, X: x, V: v, Want: mixture.Score | mixture.Denoiser | mixture.SecondMoment | mixture.Trace | mixture.MatVec})
-			if err != nil {
-				t.Fatal(err)
-			}
-			eps, err := net.EpsAt(c, x)
-			if err != nil {
-				t.Fatal(err)
-			}
-			den, err := net.DenoiserAt(c, x)
-			if err != nil {
-				t.Fatal(err)
-			}
-			second, err := net.TAt(c, x)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fv, err := mv.Apply(score.State{At: c, X: x}, v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tr, err := vjpTrace.Trace(c, x)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rowEps, rowSecond, rowFv := perRowSkip(t, net.Backend, store, c, x, v)
-			exactEps := mat.NewDense(b, g.Dim(), nil)
-			exactEps.Scale(-c.Sigma, exact.Score)
-			for _, cmp := range []struct {
-				what      string
-				got, want []float64
-			}{
-				{"ε against the per-row path", eps.RawMatrix().Data, rowEps.RawMatrix().Data},
-				{"ε against the mixture", eps.RawMatrix().Data, exactEps.RawMatrix().Data},
-				{"x̂₀ against the mixture", den.RawMatrix().Data, exact.Denoiser.RawMatrix().Data},
-				{"E‖x₀‖² against the per-row path", second, rowSecond},
-				{"E‖x₀‖² against the mixture", second, exact.SecondMoment},
-				{"F v against the per-row path", fv.RawMatrix().Data, rowFv.RawMatrix().Data},
-				{"F v against the mixture", fv.RawMatrix().Data, exact.MatVec.RawMatrix().Data},
-				{"VJP trace against the mixture", tr, exact.Trace},
-			} {
-				if e := relErr(cmp.got, cmp.want); e > 1e-9 {
-					t.Errorf("rank %d, t = %g: %s off by %.3g (relative)", rank, tt, cmp.what, e)
-				}
-			}
-			if n := basisBlockCount(store); b == 1 && n != 2 || b > 1 && n != blocksBefore {
-				t.Errorf("rank %d, %d rows: %d basis blocks in the store, want 2 for one row", rank, b, n)
-			}
+		}
+		if n, want := basisBlockCount(store), map[bool]int{true: 2, false: 0}[blocked]; n != want {
+			t.Errorf("rank %d, %d rows: %d basis blocks in the store, want %d", rank, b, n, want)
 		}
 	}
 }
