@@ -29,9 +29,11 @@ import (
 // S is the mixture's Jacobian in closed form, one [d, d] matrix per point
 // (σ(Σₖ rₖ Cₖ⁻¹ − Σₖ rₖ aₖaₖᵀ + āāᵀ), aₖ = Cₖ⁻¹(x − αμₖ)); every output
 // patch of r depends only on its own row of window features, so A and B,
-// which are zero outside the windows, come from one VJP per pixel of a
-// patch (P² rows, each a pixel's cotangent in every patch at once)
-// instead of one per pixel of the image. n's Eps must be the store's
+// which are zero outside the windows, come from one forward pass of the
+// patch head and one VJP per pixel of a patch (P², each that pixel of
+// every patch at once) instead of one per pixel of the image; S is formed
+// only where the trace reads it, from the components that carry the
+// point's responsibility (responsibilitycut.go). n's Eps must be the store's
 // ε-network (AccessNetwork, NewAccessNet): the trace is built from the
 // store, not from n.Eps. It returns a nil estimator for any other network
 // (the caller keeps access.VJPTrace). The registry's spec is "skip-exact"
@@ -55,15 +57,14 @@ func PatchExactTrace(n *access.Net) (score.TraceEstimator, error) {
 		return nil, err
 	}
 	var err error
-	t.exec, err = model.NewExec(n.Backend, n.Store, func(scope *model.Scope, in []*graph.Node) []*graph.Node {
-		return t.parts(scope, in[0], in[1], in[2], in[3], in[4])
+	t.head, err = model.NewExec(n.Backend, n.Store, func(scope *model.Scope, in []*graph.Node) []*graph.Node {
+		return t.headGraph(scope, in[0], in[1], in[2])
 	})
 	if err != nil {
 		return nil, fmt.Errorf("models: %w", err)
 	}
-	t.weights, err = model.NewExec(n.Backend, n.Store, func(scope *model.Scope, in []*graph.Node) *graph.Node {
-		x, alpha, sigma := in[0], in[1], in[2]
-		return mixtureTermsOf(scope, Inputs{X: x, Alpha: alpha, Sigma: sigma, Class: nullClass(scope, x)}).cutWeights()
+	t.jacobian, err = model.NewExec(n.Backend, n.Store, func(scope *model.Scope, in []*graph.Node) []*graph.Node {
+		return t.jacobianGraph(scope, in[0], in[1], in[2], in[3])
 	})
 	if err != nil {
 		return nil, fmt.Errorf("models: %w", err)
@@ -73,23 +74,21 @@ func PatchExactTrace(n *access.Net) (score.TraceEstimator, error) {
 
 // PatchTrace is PatchExactTrace's estimator (score.TraceEstimator).
 type PatchTrace struct {
-	net     *access.Net
-	exec    *model.Exec // parts
-	weights *model.Exec // the mixture's cutWeights at a point
-	geom    patchGeometry
-	d       int
-	nf      int        // window features of one channel of a patch
-	out     []int      // [P²·n]: the image pixel of pixel q of patch k, at q·n + k
-	feat    []int      // [n·nf]: the image pixel of window feature f of patch k, −1 beyond the border
-	cotan   *mat.Dense // [P², d]
+	net      *access.Net
+	head     *model.Exec // headGraph
+	jacobian *model.Exec // jacobianGraph
+	geom     patchGeometry
+	d        int
+	nf       int   // window features of one channel of a patch
+	out      []int // [P²·n]: the image pixel of pixel q of patch k, at q·n + k
+	feat     []int // [n·nf]: the image pixel of window feature f of patch k, −1 beyond the border
 }
 
 // Name is the estimator's: its registered family, "skip-exact".
 func (*PatchTrace) Name() string { return "skip-exact" }
 
 // layout finds where the patch network's windows and outputs sit in the
-// image, by running its own cut on pixel numbers, and builds the
-// cotangents: row q is 1 at pixel q of every patch.
+// image, by running its own cut on pixel numbers.
 func (t *PatchTrace) layout(n *access.Net) error {
 	g, d, pp := t.geom, t.d, t.geom.p*t.geom.p
 	np := g.grid * g.grid
@@ -113,37 +112,47 @@ func (t *PatchTrace) layout(n *access.Net) error {
 		t.feat[i] = int(v) - 1
 	}
 	t.out = make([]int, np*pp)
-	t.cotan = mat.NewDense(pp, d, nil)
 	for j, v := range img {
 		k, q := int(v)/pp, int(v)%pp
 		t.out[q*np+k] = j
-		t.cotan.Set(q, j, 1)
 	}
 	return nil
 }
 
-// parts is the graph of one point x [1, d]: S = ∂m/∂x [d, d] and the
-// gradients of ⟨cotangent q, r⟩ with respect to each patch's window
-// features [P²·n, F], F = 2 nf (x's windows scaled by c_in, then y's).
-// S's component terms are those of the components sel [S] (int32), or of
-// all K when S = K (responsibilitycut.go).
-func (t *PatchTrace) parts(scope *model.Scope, x, alpha, sigma, cot, sel *graph.Node) []*graph.Node {
+// headGraph is the graph of one point x [1, d] that does not depend on
+// the mixture's cut: the gradients of pixel q of each patch's output with
+// respect to that patch's window features, for q = 0 … P²−1 [P²·n, F]
+// (row q·n + k; F = 2 nf: x's windows scaled by c_in, then y's), from one
+// forward pass of the patch head and P² VJPs, and the mixture's
+// cutWeights [1, K].
+func (t *PatchTrace) headGraph(scope *model.Scope, x, alpha, sigma *graph.Node) []*graph.Node {
 	in := Inputs{X: x, Alpha: alpha, Sigma: sigma, Class: nullClass(scope, x)}
 	m := mixtureTermsOf(scope, in)
-	eps := m.eps()
-	y := access.DenoiserFromEpsGraph(x, eps, alpha, sigma)
+	y := access.DenoiserFromEpsGraph(x, m.eps(), alpha, sigma)
 	rows := patchRows(in, y, t.geom) // [n, F]
-	q, np, f := cot.Shape().Dimensions[0], rows.Shape().Dimensions[0], rows.Shape().Dimensions[1]
-	tiled := graph.Reshape(graph.BroadcastToDims(graph.InsertAxes(rows, 0), q, np, f), q*np, f)
-	inQ := Inputs{X: cot, Alpha: graph.BroadcastToDims(alpha, q), Sigma: graph.BroadcastToDims(sigma, q), Class: nullClass(scope, cot)}
-	r := patchHead(scope.At(ScoreScope), inQ, t.geom, tiled, true)
-	grad := graph.Gradient(graph.ReduceAllSum(graph.Mul(r, cot)), tiled)[0]
+	out := patchOutputs(scope.At(ScoreScope), in, t.geom, rows, true)
+	pp := t.geom.p * t.geom.p
+	grads := make([]*graph.Node, pp)
+	for q := range grads {
+		pixel := graph.Slice(out, graph.AxisRange(), graph.AxisRange(q, q+1))
+		grads[q] = graph.Gradient(graph.ReduceAllSum(pixel), rows)[0]
+	}
+	return []*graph.Node{graph.Concatenate(grads, 0), m.cutWeights()}
+}
+
+// jacobianGraph is the mixture's Jacobian S = ∂m/∂x at one point x [1, d]
+// (jacobianBands' diagonal and bands), its component terms those of the
+// components sel [S] (int32), or of all K when S = K
+// (responsibilitycut.go).
+func (t *PatchTrace) jacobianGraph(scope *model.Scope, x, alpha, sigma, sel *graph.Node) []*graph.Node {
+	m := mixtureTermsOf(scope, Inputs{X: x, Alpha: alpha, Sigma: sigma, Class: nullClass(scope, x)})
+	abar := graph.Div(m.eps(), m.sigma)
 	cut := m
 	if sel.Shape().Dimensions[0] < m.kk {
 		cut = m.at(sel)
 	}
-	rest, bands := cut.jacobianBands(t.geom.grid, t.geom.halo, graph.Div(eps, m.sigma))
-	return append([]*graph.Node{grad, rest}, bands...)
+	diag, bands := cut.jacobianBands(t.geom.grid, t.geom.halo, abar)
+	return append([]*graph.Node{diag}, bands...)
 }
 
 // Trace implements score.TraceEstimator.
@@ -173,7 +182,8 @@ func (t *PatchTrace) TraceContext(ctx context.Context, c schedule.Coefficients, 
 
 // traceAt is the trace at one point x [1, d]: with the mixture's
 // Jacobian from the fewest components whose cut (responsibilitycut.go)
-// keeps its error bound below cutTolerance of the trace.
+// keeps its error bound below cutTolerance of the trace. Only the
+// Jacobian is recomputed when the cut widens.
 func (t *PatchTrace) traceAt(c schedule.Coefficients, x *mat.Dense) (float64, error) {
 	p, err := t.point(c, x)
 	if err != nil {
@@ -187,53 +197,53 @@ func (t *PatchTrace) traceAt(c schedule.Coefficients, x *mat.Dense) (float64, er
 	}
 }
 
-// cutPoint is one point's inputs and its responsibility cut.
+// cutPoint is one point's inputs, the residual's feature gradients and
+// the mixture's responsibility cut.
 type cutPoint struct {
-	c         schedule.Coefficients
-	x, alpha  *tensors.Tensor
-	sigma     *tensors.Tensor
-	cotangent *tensors.Tensor
-	cut       *responsibilityCut
+	c               schedule.Coefficients
+	x, alpha, sigma *tensors.Tensor
+	grad            []float64
+	cut             *responsibilityCut
 }
 
-// point is x's inputs and cut.
+// point is x's inputs, feature gradients and cut (headGraph).
 func (t *PatchTrace) point(c schedule.Coefficients, x *mat.Dense) (*cutPoint, error) {
 	dt := t.net.DType
-	p := &cutPoint{c: c, x: tensormat.FromMatrix(dt, x), alpha: tensormat.Filled(dt, 1, c.Alpha),
-		sigma: tensormat.Filled(dt, 1, c.Sigma), cotangent: tensormat.FromMatrix(dt, t.cotan)}
-	w, err := t.weights.Exec1(p.x, p.alpha, p.sigma)
+	p := &cutPoint{c: c, x: tensormat.FromMatrix(dt, x), alpha: tensormat.Filled(dt, 1, c.Alpha), sigma: tensormat.Filled(dt, 1, c.Sigma)}
+	res, err := t.head.Exec(p.x, p.alpha, p.sigma)
 	if err != nil {
 		return nil, fmt.Errorf("models: %w", err)
 	}
-	p.cut = newResponsibilityCut(tensormat.Values(w))
+	p.grad = tensormat.Values(res[0])
+	p.cut = newResponsibilityCut(tensormat.Values(res[1]))
 	return p, nil
 }
 
 // traceWith is the trace at p with the mixture's Jacobian from the first
 // s components of its cut, and the bound on its change from the cut.
 func (t *PatchTrace) traceWith(p *cutPoint, s int) (tr, bound float64, err error) {
-	jac, grad, err := t.partsWith(p, s)
+	jac, err := t.jacobianWith(p, s)
 	if err != nil {
 		return 0, 0, err
 	}
 	c := p.c
-	tr, absB := t.combine(c, jac, grad)
+	tr, absB := t.combine(c, jac, p.grad)
 	return tr / c.Sigma, cutBound(p.cut.tail[s], t.d, c.Sigma/c.Alpha, absB), nil
 }
 
-// partsWith is the mixture's Jacobian S(j, i) (for pixels j and i within
-// the halo's blocks of each other) from the first s components of p's
-// cut, and the residual's feature gradients.
-func (t *PatchTrace) partsWith(p *cutPoint, s int) (jac func(j, i int) float64, grad []float64, err error) {
-	res, err := t.exec.Exec(p.x, p.alpha, p.sigma, p.cotangent, tensors.FromValue(p.cut.sel(s)))
+// jacobianWith is the mixture's Jacobian S(j, i) (for pixels j and i
+// within the halo's blocks of each other) from the first s components of
+// p's cut.
+func (t *PatchTrace) jacobianWith(p *cutPoint, s int) (func(j, i int) float64, error) {
+	res, err := t.jacobian.Exec(p.x, p.alpha, p.sigma, tensors.FromValue(p.cut.sel(s)))
 	if err != nil {
-		return nil, nil, fmt.Errorf("models: %w", err)
+		return nil, fmt.Errorf("models: %w", err)
 	}
-	bands := make([][]float64, len(res)-2)
+	bands := make([][]float64, len(res)-1)
 	for k := range bands {
-		bands[k] = tensormat.Values(res[2+k])
+		bands[k] = tensormat.Values(res[1+k])
 	}
-	return jacobianOf(tensormat.Values(res[1]), bands, t.d/t.geom.grid), tensormat.Values(res[0]), nil
+	return jacobianOf(tensormat.Values(res[0]), bands, t.d/t.geom.grid), nil
 }
 
 // combine is tr ∂ε̂/∂x from S and the feature gradients G [P²·n, F], and
@@ -264,19 +274,22 @@ func (t *PatchTrace) combine(c schedule.Coefficients, s func(j, i int) float64, 
 	return tr, absB
 }
 
-// jacobianOf reads S(j, i) from jacobianBands' outputs: the dense rest
-// [d, d] and, for offsets δ = 0 … H, the products of the rows' blocks of
-// n pixels (one patch row each) [grid + H, n, n], block b pairing rows
-// of block b with columns of block b − δ; S's low-rank part is
-// symmetric, so the blocks below the diagonal are those above, transposed.
-func jacobianOf(rest []float64, bands [][]float64, n int) func(j, i int) float64 {
-	d := int(math.Round(math.Sqrt(float64(len(rest)))))
+// jacobianOf reads S(j, i) from jacobianBands' outputs: the diagonal
+// part [d] and, for offsets δ = 0 … H, the products of the rows' blocks
+// of n pixels (one patch row each) [grid + H, n, n], block b pairing rows
+// of block b with columns of block b − δ; S is symmetric, so the blocks
+// below the diagonal are those above, transposed.
+func jacobianOf(diag []float64, bands [][]float64, n int) func(j, i int) float64 {
 	return func(j, i int) float64 {
+		v := 0.0
+		if j == i {
+			v = diag[i]
+		}
 		bj, bi := j/n, i/n
-		if bj < bi { // S_U(j, i) = S_U(i, j)
+		if bj < bi { // S(j, i) = S(i, j)
 			bj, bi, j, i = bi, bj, i, j
 		}
-		return rest[j*d+i] + bands[bj-bi][(bj*n+j%n)*n+i%n]
+		return v + bands[bj-bi][(bj*n+j%n)*n+i%n]
 	}
 }
 
@@ -284,28 +297,51 @@ func jacobianOf(rest []float64, bands [][]float64, n int) func(j, i int) float64
 // σ(Σₖ rₖ Cₖ⁻¹ − Σₖ rₖ aₖaₖᵀ + āāᵀ) with aₖ = Cₖ⁻¹Dₖ and ā = Σₖ rₖ aₖ
 // (the responsibilities' own derivatives give the outer products), each
 // Cₖ⁻¹ split as in eps: Uₖ diag(1/cₖ − 1/c⊥ₖ) Uₖᵀ + I/c⊥ₖ +
-// (1/c_S,k − 1/c⊥ₖ) diag(Mₖ). The low-rank part σU diag(q) Uᵀ, a
-// [d, K·r] × [K·r, d] product, is the costly one; it is formed only on the
-// blocks of rows within halo blocks of each other (the d rows cut into
-// blocks equal ones): bands[δ] [blocks + halo, n, n] holds the products
-// of block b (scaled by σq) with block b − δ (zero blocks beyond the
-// ends). rest [d, d] is the other terms. abar is ā [1, d] = ε_mix/σ, the
-// whole mixture's also when m holds some of its components (at).
-func (m *mixtureTerms) jacobianBands(blocks, halo int, abar *graph.Node) (rest *graph.Node, bands []*graph.Node) {
+// (1/c_S,k − 1/c⊥ₖ) diag(Mₖ). It is formed only where the trace reads it:
+// diag [1, d] is the diagonal terms, and bands[δ] [blocks + halo, n, n]
+// the rest on the blocks of rows within halo blocks of each other (the d
+// rows cut into blocks equal ones), block b pairing rows of block b with
+// columns of block b − δ. Each band is a product of two [d, c] factors
+// (bandProducts): the low-rank part σU diag(q) Uᵀ over c = K·r, the
+// costly one, and the outer products over K and 1. abar is ā [1, d] =
+// ε_mix/σ, the whole mixture's also when m holds some of its components
+// (at).
+func (m *mixtureTerms) jacobianBands(blocks, halo int, abar *graph.Node) (diag *graph.Node, bands []*graph.Node) {
 	kk, r, d := m.kk, m.r, m.d
 	if m.bsz != 1 {
 		panic(fmt.Sprintf("models: the mixture's Jacobian of a batch of %d points (one at a time)", m.bsz))
 	}
-	n := d / blocks
 	col := func(v *graph.Node) *graph.Node { return graph.Reshape(v, kk, 1) } // [1, K] → [K, 1]
 	w := graph.Sub(m.invC, graph.InsertAxes(m.invRest, -1))                   // 1/c − 1/c⊥ [1, K, r]
 	q := graph.Mul(graph.Reshape(graph.Mul(w, graph.InsertAxes(m.resp, -1)), 1, kk*r), m.sigma)
-	// Padded with zero blocks and shifted by concatenation (contiguous
-	// copies; the backend slices element by element): bands[δ][b] pairs
-	// block b of the scaled rows with block b − δ of the basis.
-	h := min(halo, blocks-1)
-	zeros := func(k int) *graph.Node { return graph.Zeros(m.x.Graph(), shapes.Make(m.x.DType(), k*n, kk*r)) }
+	idle := graph.Sub(m.invIdle, m.invRest) // [1, K]
+	diag = graph.Add(graph.ReduceAndKeep(graph.Mul(m.resp, m.invRest), graph.ReduceSum, -1), graph.MatMul(graph.Mul(m.resp, idle), m.idle))
+	dk := graph.Sub(m.xc, graph.Mul(m.alpha, m.means)) // Dₖ [K, d]
+	// Uₖ(zₖ ∘ wₖ) for every k, the basis scaled before the reshape (a
+	// reshape of the stored basis would copy it).
+	low := graph.ReduceSum(graph.Reshape(graph.Mul(m.basis, graph.Reshape(graph.Mul(m.z, w), 1, kk*r)), d, kk, r), -1)
+	aT := graph.Add(low, graph.Transpose(graph.Mul(graph.Add(col(m.invRest), graph.Mul(col(idle), m.idle)), dk), 0, 1)) // aₖ as columns [d, K]
+	abarT := graph.Reshape(abar, d, 1)
+	lowRank := bandProducts(graph.Mul(m.basis, q), m.basis, blocks, halo)
+	spread := bandProducts(graph.Mul(aT, graph.MulScalar(graph.Mul(m.resp, m.sigma), -1)), aT, blocks, halo) // −σ Σ rₖ aₖaₖᵀ
+	outer := bandProducts(graph.Mul(abarT, m.sigma), abarT, blocks, halo)                                    // σ āāᵀ
+	for k := range lowRank {
+		bands = append(bands, graph.Add(lowRank[k], graph.Add(spread[k], outer[k])))
+	}
+	return graph.Mul(diag, m.sigma), bands
+}
+
+// bandProducts is, for δ = 0 … H (H = min(halo, blocks − 1)), the
+// products of the row blocks of left and right [d, c] (d rows cut into
+// blocks of n): band δ [blocks + H, n, n] holds block b of left times
+// block b − δ of right, transposed, and zeros where b − δ or b is beyond
+// the ends. The shifts are zero blocks concatenated before and after
+// (contiguous copies; the backend slices element by element).
+func bandProducts(left, right *graph.Node, blocks, halo int) []*graph.Node {
+	d, c := left.Shape().Dimensions[0], left.Shape().Dimensions[1]
+	n, h := d/blocks, min(halo, blocks-1)
 	pad := func(x *graph.Node, before int) *graph.Node {
+		zeros := func(k int) *graph.Node { return graph.Zeros(x.Graph(), shapes.Make(x.DType(), k*n, c)) }
 		parts := []*graph.Node{x}
 		if before > 0 {
 			parts = append([]*graph.Node{zeros(before)}, parts...)
@@ -313,21 +349,12 @@ func (m *mixtureTerms) jacobianBands(blocks, halo int, abar *graph.Node) (rest *
 		if h-before > 0 {
 			parts = append(parts, zeros(h-before))
 		}
-		return graph.Reshape(graph.Concatenate(parts, 0), blocks+h, n, kk*r)
+		return graph.Reshape(graph.Concatenate(parts, 0), blocks+h, n, c)
 	}
-	scaled := pad(graph.Mul(m.basis, q), 0)
-	for delta := 0; delta <= h; delta++ {
-		bands = append(bands, graph.DotGeneral(scaled, []int{2}, []int{0}, pad(m.basis, delta), []int{2}, []int{0}))
+	l := pad(left, 0)
+	out := make([]*graph.Node, h+1)
+	for delta := range out {
+		out[delta] = graph.DotGeneral(l, []int{2}, []int{0}, pad(right, delta), []int{2}, []int{0})
 	}
-	idle := graph.Sub(m.invIdle, m.invRest) // [1, K]
-	diag := graph.Add(graph.ReduceAndKeep(graph.Mul(m.resp, m.invRest), graph.ReduceSum, -1), graph.MatMul(graph.Mul(m.resp, idle), m.idle))
-	rest = graph.Mul(graph.ConvertDType(graph.Diagonal(m.x.Graph(), d), m.x.DType()), diag)
-	dk := graph.Sub(m.xc, graph.Mul(m.alpha, m.means)) // Dₖ [K, d]
-	// Uₖ(zₖ ∘ wₖ) for every k, the basis scaled before the reshape (a
-	// reshape of the stored basis would copy it).
-	low := graph.ReduceSum(graph.Reshape(graph.Mul(m.basis, graph.Reshape(graph.Mul(m.z, w), 1, kk*r)), d, kk, r), -1)
-	a := graph.Add(graph.Transpose(low, 0, 1), graph.Mul(graph.Add(col(m.invRest), graph.Mul(col(idle), m.idle)), dk)) // aₖ [K, d]
-	spread := graph.DotGeneral(graph.Mul(col(m.resp), a), []int{0}, nil, a, []int{0}, nil)                             // Σ rₖ aₖaₖᵀ
-	rest = graph.Add(graph.Sub(rest, spread), graph.DotGeneral(abar, []int{0}, nil, abar, []int{0}, nil))
-	return graph.Mul(rest, m.sigma), bands
+	return out
 }

@@ -152,7 +152,7 @@ func TestResponsibilityCutIsBounded(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			jacFull, _, err := pt.partsWith(p, kk)
+			jacFull, err := pt.jacobianWith(p, kk)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -164,7 +164,7 @@ func TestResponsibilityCutIsBounded(t *testing.T) {
 				if e := math.Abs(tr - full); e > bound+1e-11*math.Abs(full) {
 					t.Errorf("t = %g, point %d, %d components: error %.3g above its bound %.3g", tt, i, s, e, bound)
 				}
-				jac, _, err := pt.partsWith(p, s)
+				jac, err := pt.jacobianWith(p, s)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -57,6 +57,12 @@ func patchRows(in Inputs, extra *graph.Node, g patchGeometry) *graph.Node {
 // together [B, side²]. Every patch's output depends on its own row of rows
 // only (and on t and the class).
 func patchHead(scope *model.Scope, in Inputs, g patchGeometry, rows *graph.Node, zeroOut bool) *graph.Node {
+	return unpatch(patchOutputs(scope, in, g, rows, zeroOut), g)
+}
+
+// patchOutputs is patchHead before the image is put back together: each
+// patch's pixels [B·n, P²].
+func patchOutputs(scope *model.Scope, in Inputs, g patchGeometry, rows *graph.Node, zeroOut bool) *graph.Node {
 	width := model.GetParamOr(scope, ParamWidth, 128)
 	depth := model.GetParamOr(scope, ParamDepth, 3)
 	actName := model.GetParamOr(scope, ParamActivation, "silu")
@@ -78,7 +84,7 @@ func patchHead(scope *model.Scope, in Inputs, g patchGeometry, rows *graph.Node,
 		u = denseAct(bctx.In("dense1"), flat(u), width, actName)
 		h = graph.Add(h, graph.Reshape(Dense(bctx.In("dense2"), u, width), bsz, n, width))
 	}
-	return unpatch(outputDense(scope.In("output"), act(flat(layerNorm(h))), g.p*g.p, zeroOut), g) // [B·n, P²] → [B, side²]
+	return outputDense(scope.In("output"), act(flat(layerNorm(h))), g.p*g.p, zeroOut) // [B·n, P²]
 }
 
 // unpatch puts the patches' pixels out [B·n, P²] back into images [B, side²].
