@@ -91,13 +91,30 @@ func (r *vjpRunner) runGroups(ctx context.Context, e *model.Exec, x, v *mat.Dens
 }
 
 // VJPTrace is the network's exact Fisher trace by d VJPs (eq. nll_VJP):
-// tr F ≈ (1/σ) Σᵢ eᵢᵀ (∂ε_θ/∂x) eᵢ, the d basis vectors batched along rows.
-type VJPTrace struct{ r *vjpRunner }
+// tr F ≈ (1/σ) Σᵢ eᵢᵀ (∂ε_θ/∂x) eᵢ, the d basis vectors batched along rows,
+// probeGroup(d) of them sharing one forward pass (VJPQuadsGraph).
+type VJPTrace struct {
+	r      *vjpRunner
+	shared *model.Exec // quadsExec
+}
 
 // NewVJPTrace compiles the estimator; maxRows ≤ 0 takes DefaultMaxRows.
 func NewVJPTrace(n *Net, maxRows int) (*VJPTrace, error) {
 	r, err := newVJPRunner(n, maxRows)
-	return &VJPTrace{r}, err
+	if err != nil {
+		return nil, err
+	}
+	shared, err := quadsExec(n)
+	return &VJPTrace{r: r, shared: shared}, err
+}
+
+// quadsExec compiles VJPQuadsGraph for a Net, the group size read from
+// its inputs' rows (x [R, d], v [R·g, d]).
+func quadsExec(n *Net) (*model.Exec, error) {
+	return n.exec(func(scope *model.Scope, in []*graph.Node) *graph.Node {
+		group := in[1].Shape().Dimensions[0] / in[0].Shape().Dimensions[0]
+		return VJPQuadsGraph(n.Network, scope, in[0], in[1], rowTimes(in[2], in[0]), rowTimes(in[3], in[0]), group)
+	})
 }
 
 func (*VJPTrace) Name() string { return "vjp-exact" }
@@ -113,14 +130,18 @@ func (e *VJPTrace) TraceContext(ctx context.Context, c schedule.Coefficients, x 
 	if err != nil {
 		return nil, err
 	}
-	xs, vs := mat.NewDense(b*d, d, nil), mat.NewDense(b*d, d, nil)
+	g := probeGroup(d)
+	reps := d / g
+	xs, vs := mat.NewDense(b*reps, d, nil), mat.NewDense(b*d, d, nil) // point q's basis vectors at rows q·d … q·d+d−1
 	for q := range b {
+		for i := range reps {
+			xs.SetRow(q*reps+i, tensormat.Row(x, q))
+		}
 		for i := range d {
-			xs.SetRow(q*d+i, tensormat.Row(x, q))
 			vs.Set(q*d+i, i, 1)
 		}
 	}
-	quads, err := e.r.run(ctx, true, xs, vs, c.Alpha, c.Sigma)
+	quads, err := e.r.runGroups(ctx, e.shared, xs, vs, g, c.Alpha, c.Sigma)
 	if err != nil {
 		return nil, err
 	}
@@ -196,10 +217,7 @@ func NewHutchinson(n *Net, k int, p Probe, seed uint64) (*Hutchinson, error) {
 		return nil, err
 	}
 	h := &Hutchinson{r: r, K: k, Probe: p, Seed: seed}
-	h.probes, err = n.exec(func(scope *model.Scope, in []*graph.Node) *graph.Node {
-		group := in[1].Shape().Dimensions[0] / in[0].Shape().Dimensions[0]
-		return VJPQuadsGraph(n.Network, scope, in[0], in[1], rowTimes(in[2], in[0]), rowTimes(in[3], in[0]), group)
-	})
+	h.probes, err = quadsExec(n)
 	return h, err
 }
 
