@@ -14,8 +14,19 @@ import (
 // the same probes' quadratic forms by a forward pass and a VJP each
 // (VJPQuadGraph on the point's row repeated): for K whose probes go in one
 // group (4), in groups of a divisor (16 → 2 × 8) and one at a time (11),
-// in one call and in calls of a few rows.
+// in one call and in calls of a few rows (every share allowed:
+// sharedRows = 1). With the default sharedRows, a forward pass is shared
+// only where each VJP keeps enough rows.
 func TestHutchinsonSharesTheForwardPassExactly(t *testing.T) {
+	for _, c := range []struct{ k, rows, want int }{
+		{16, 16, 1}, {4, 4, 1}, {4, 200, 4}, {4, 64, 2}, {16, 1024, 8}, {784, 28, 1}, {784, 784, 8}, {11, 4096, 1},
+	} {
+		if g := probeGroup(c.k, c.rows); g != c.want {
+			t.Errorf("%d vectors a point, %d rows a call: groups of %d, want %d", c.k, c.rows, g, c.want)
+		}
+	}
+	defer func(n int) { sharedRows = n }(sharedRows)
+	sharedRows = 1
 	f := newFixture(t, 5, 4, 3, 0.3)
 	c := mustAt(f.s, f.t)
 	b, d := f.xm.Dims()

@@ -92,7 +92,7 @@ func (r *vjpRunner) runGroups(ctx context.Context, e *model.Exec, x, v *mat.Dens
 
 // VJPTrace is the network's exact Fisher trace by d VJPs (eq. nll_VJP):
 // tr F ≈ (1/σ) Σᵢ eᵢᵀ (∂ε_θ/∂x) eᵢ, the d basis vectors batched along rows,
-// probeGroup(d) of them sharing one forward pass (VJPQuadsGraph).
+// probeGroup of them sharing one forward pass (VJPQuadsGraph).
 type VJPTrace struct {
 	r      *vjpRunner
 	shared *model.Exec // quadsExec
@@ -130,7 +130,7 @@ func (e *VJPTrace) TraceContext(ctx context.Context, c schedule.Coefficients, x 
 	if err != nil {
 		return nil, err
 	}
-	g := probeGroup(d)
+	g := probeGroup(d, min(b*d, e.r.maxRows))
 	reps := d / g
 	xs, vs := mat.NewDense(b*reps, d, nil), mat.NewDense(b*d, d, nil) // point q's basis vectors at rows q·d … q·d+d−1
 	for q := range b {
@@ -186,7 +186,7 @@ func (p Probe) sample(rng *rand.Rand, z []float64) {
 // same estimate).
 type Hutchinson struct {
 	r      *vjpRunner  // the network, and the rows a call
-	probes *model.Exec // VJPQuadsGraph, probeGroup(K) probes a row
+	probes *model.Exec // VJPQuadsGraph, probeGroup probes a row
 	K      int
 	Probe  Probe
 	Seed   uint64
@@ -196,10 +196,22 @@ type Hutchinson struct {
 // graph: each adds a backward pass to the graph.
 const sharedProbes = 8
 
-// probeGroup is the largest divisor of k that is at most sharedProbes: a
-// point's k probes go to k/probeGroup(k) rows of VJPQuadsGraph.
-func probeGroup(k int) int {
-	for g := min(k, sharedProbes); g > 1; g-- {
+// sharedRows is the fewest rows each VJP of a shared forward pass should
+// run on. A backward pass costs its products' set-up besides their rows:
+// the Go backend repacks a product's operands on every call, for the
+// MNIST ε-network the 40 MB basis of its mixture skip, which costs as much
+// as the arithmetic of some tens of rows. Shared by few rows, a forward
+// pass saved less than the packings the extra backward passes added
+// (Hutchinson-16 at batch 1: 90 ms in one pass of 16 rows, 135 ms in 8 of
+// 2). Tests lower it.
+var sharedRows = 32
+
+// probeGroup is the vectors a point's forward pass is shared by
+// (VJPQuadsGraph), for k vectors a point and calls of rows rows (points ×
+// vectors): the largest divisor of k that is at most sharedProbes and
+// leaves each VJP at least sharedRows rows, or 1.
+func probeGroup(k, rows int) int {
+	for g := min(k, sharedProbes, rows/sharedRows); g > 1; g-- {
 		if k%g == 0 {
 			return g
 		}
@@ -225,7 +237,7 @@ func (h *Hutchinson) Name() string { return fmt.Sprintf("hutchinson-%d", h.K) }
 
 // SetMaxRows bounds the rows (points × probes) of one graph call, e.g. to
 // PromptRows(d) so that a cancel is seen between calls (a call holds at
-// least one group of a point's probes, probeGroup(K)). The probes, drawn
+// least one group of a point's probes, probeGroup). The probes, drawn
 // per Trace call, do not change.
 func (h *Hutchinson) SetMaxRows(n int) { h.r.maxRows = max(n, 1) }
 
@@ -234,7 +246,7 @@ func (h *Hutchinson) Trace(c schedule.Coefficients, x *mat.Dense) ([]float64, er
 }
 
 // TraceContext is Trace that stops between graph calls, with ctx's error,
-// once ctx is done. A point's probes are taken probeGroup(K) at a time by
+// once ctx is done. A point's probes are taken probeGroup at a time by
 // one forward pass and as many VJPs (VJPQuadsGraph).
 func (h *Hutchinson) TraceContext(ctx context.Context, c schedule.Coefficients, x *mat.Dense) ([]float64, error) {
 	b, d, err := checkAt(c, x, nil)
@@ -246,7 +258,7 @@ func (h *Hutchinson) TraceContext(ctx context.Context, c schedule.Coefficients, 
 	for i := range b * h.K {
 		h.Probe.sample(rng, vs.RawRowView(i))
 	}
-	g := probeGroup(h.K)
+	g := probeGroup(h.K, min(b*h.K, h.r.maxRows))
 	reps := h.K / g
 	xs := mat.NewDense(b*reps, d, nil) // point q at rows q·reps … q·reps+reps−1, each with g probes
 	for i := range b * reps {
