@@ -173,26 +173,27 @@ func (t *PatchTrace) TraceContext(ctx context.Context, c schedule.Coefficients, 
 			return nil, err
 		}
 		var err error
-		if out[i], err = t.traceAt(c, mat.NewDense(1, d, tensormat.Row(x, i))); err != nil {
+		if out[i], _, err = t.traceAt(c, mat.NewDense(1, d, tensormat.Row(x, i))); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-// traceAt is the trace at one point x [1, d]: with the mixture's
-// Jacobian from the fewest components whose cut (responsibilitycut.go)
-// keeps its error bound below cutTolerance of the trace. Only the
-// Jacobian is recomputed when the cut widens.
-func (t *PatchTrace) traceAt(c schedule.Coefficients, x *mat.Dense) (float64, error) {
+// traceAt is the trace at one point x [1, d], with the mixture's Jacobian
+// from the first components of the point's cut (responsibilitycut.go)
+// whose error bound is below cutTolerance of the trace, and how many
+// components that is. Only the Jacobian is recomputed when the cut widens.
+func (t *PatchTrace) traceAt(c schedule.Coefficients, x *mat.Dense) (tr float64, kept int, err error) {
 	p, err := t.point(c, x)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
+	tol := cutTolerance(t.net.DType)
 	for s := p.cut.first(); ; s = p.cut.wider(s) {
 		tr, bound, err := t.traceWith(p, s)
-		if err != nil || s == len(p.cut.order) || bound <= cutTolerance*math.Abs(tr) {
-			return tr, err
+		if err != nil || s == len(p.cut.order) || bound <= tol*math.Abs(tr) {
+			return tr, s, err
 		}
 	}
 }

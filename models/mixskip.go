@@ -198,7 +198,7 @@ type mixtureTerms struct {
 	in                                  Inputs
 	x, alpha, sigma, a2, s2             *graph.Node // x [B, d]; α, σ, α², σ² [B, 1] ([1, 1] at one time)
 	centre, means, basis, proj, lam     *graph.Node
-	blocks                              []*graph.Node // Uᵀ in row blocks for a one-row batch (basisBlocks), or nil
+	blocks                              []*graph.Node // Uᵀ in row blocks (basisBlocks), or nil
 	idleMeans, norms                    *graph.Node   // M∘μ' [K, d]; ‖μ'_k‖², ‖M∘μ'‖² [2, K] (mixtureTables)
 	xMu, xIdleMu                        *graph.Node   // x'·μ'_k, x'·(M∘μ'_k) [B, K]
 	rho, nu, nRest, nIdle, idle         *graph.Node
@@ -310,19 +310,20 @@ func (m *mixtureTerms) norm(i int) *graph.Node {
 	return graph.Slice(m.norms, graph.AxisRange(i, i+1))
 }
 
-// backProject is w Uᵀ [B, d] for w [B, K·r]. With the basis in blocks of
-// Uᵀ (basisBlocks), the products are w's column blocks times the blocks:
-// unpacked for one row, and for a batch the layout whose gradient, a
-// product of the cotangent with the blocks, needs no transpose (with the
-// whole basis, a VJP at batch 64 transposed the 40 MB basis on every
-// call: the backend moves both operands of a product whose left operand
-// contracts its first axis to its preferred layout). Without blocks, the
-// Go backend repacks a product's operands on every call: the basis as
-// the right operand of this transposed product goes through its scalar
-// packer, as the left operand of (U wᵀ)ᵀ through its SIMD one, but the
-// swapped product pads its right operand wᵀ to the micro-kernel's width,
-// doing a 32-row batch's work for fewer rows. So batches of at least
-// swapRows rows swap.
+// backProject is w Uᵀ [B, d] for w [B, K·r]. The Go backend repacks a
+// product's operands on every call: the 40 MB basis as the right operand
+// of this transposed product goes through its scalar packer, as the left
+// operand of (U wᵀ)ᵀ through its SIMD one, but the swapped product pads
+// its right operand wᵀ to the micro-kernel's width, doing a 32-row
+// batch's work for fewer rows; so batches of at least swapRows rows swap.
+// The swapped product's gradient, though, made the backend transpose the
+// whole basis on every VJP call (it moves both operands of a product
+// whose left operand contracts its first axis to its preferred layout:
+// 13 % of a batch-64 VJP). With the basis in blocks of Uᵀ (basisBlocks),
+// every batch takes w's column blocks times the blocks instead: unpacked
+// for one row, and for more rows in a layout whose gradient needs no
+// transpose (as fast as the whole basis at 2–8 rows, twice as fast from
+// 16: figures/bench/NOTES.md).
 func (m *mixtureTerms) backProject(w *graph.Node) *graph.Node {
 	if m.blocks != nil {
 		return m.backProjectBlocks(w)

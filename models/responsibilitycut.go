@@ -4,23 +4,31 @@ import (
 	"math"
 	"slices"
 
+	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/graph"
 )
 
 // The mixture's Jacobian (jacobianBands) is a sum over components weighted
-// by their responsibilities, and at a point most of the 400 components of
-// the MNIST skip carry none that float32 can tell from zero: the bands,
-// the costly part, need only the few that do. A component k left out
-// changes every entry of the Jacobian S by at most σ·b_k (cutWeights), so
-// the components kept are a prefix of those in decreasing b_k, and the
-// trace's error from the cut is bounded by the tail of b (cutBound). The
-// trace takes the shortest prefix whose bound is below cutTolerance of the
-// trace, widening it until it is.
+// by their responsibilities. Where a point's responsibility is
+// concentrated (on MNIST at t ≲ 0.3, a few of the 400 components of the
+// committed skip), the bands, the costly part, need only the components
+// that carry it. A component k left out changes every entry of the
+// Jacobian S by at most σ·b_k (cutWeights), so the components kept are a
+// prefix of those in decreasing b_k, and the trace's error from the cut is
+// bounded by the tail of b (cutBound). The trace takes the first prefix
+// size (from cutTail's heuristic, in powers of two) whose bound is below
+// cutTolerance of the trace, widening it until it is; where every
+// component carries weight, that is all of them.
 
 // cutTolerance is the error a responsibility cut may add to an exact
-// trace, relative to the trace: below the float32 rounding of the sum of
-// d diagonal terms.
-const cutTolerance = 1e-7
+// trace, relative to the trace: below the rounding of the sum of d
+// diagonal terms in the network's dtype.
+func cutTolerance(dt dtypes.DType) float64 {
+	if dt == dtypes.Float64 {
+		return 1e-13
+	}
+	return 1e-7
+}
 
 // cutTail is the first prefix tried: the components carrying all but this
 // fraction of Σ b_k. cutBound decides whether it is enough.
@@ -58,6 +66,10 @@ func (m *mixtureTerms) at(sel *graph.Node) *mixtureTerms {
 		return graph.Gather(graph.Reshape(v, append([]int{kk}, dims...)...), idx)
 	}
 	c := *m
+	// The K-sized terms jacobianBands does not read are left out, so that
+	// a later use of them fails instead of mixing K and S components.
+	c.blocks, c.has, c.dAll, c.dIdle, c.rest, c.c, c.lam, c.proj, c.norms = nil, nil, nil, nil, nil, nil, nil, nil, nil
+	c.xMu, c.xIdleMu, c.cRest, c.cIdle, c.rho, c.nu, c.nRest, c.nIdle, c.idleMeans = nil, nil, nil, nil, nil, nil, nil, nil, nil
 	c.kk = s
 	start := graph.MulScalar(idx, r)
 	cols := graph.GatherSlices(m.basis, []int{1}, start, []int{r}, false) // [S, d, r]
@@ -114,16 +126,12 @@ func (c *responsibilityCut) first() int {
 
 // wider is the next cut size after s: twice s, or all K.
 func (c *responsibilityCut) wider(s int) int {
-	if kk := len(c.order); 2*s < kk {
-		return 2 * s
-	} else {
-		return kk
-	}
+	return min(2*s, len(c.order))
 }
 
 // sel is the first s components of the order (all K, which the graph
 // does not gather, when s = K).
-func (c *responsibilityCut) sel(s int) []int32 { return slices.Clone(c.order[:s]) }
+func (c *responsibilityCut) sel(s int) []int32 { return c.order[:s] }
 
 // cutBound bounds the change of tr ∂ε̂/∂x / σ (PatchTrace's output) when
 // the mixture's Jacobian leaves out components of total weight tail: each

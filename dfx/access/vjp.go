@@ -202,8 +202,8 @@ const sharedProbes = 8
 // MNIST ε-network the 40 MB basis of its mixture skip, which costs as much
 // as the arithmetic of some tens of rows. Shared by few rows, a forward
 // pass saved less than the packings the extra backward passes added
-// (Hutchinson-16 at batch 1: 90 ms in one pass of 16 rows, 135 ms in 8 of
-// 2). Tests lower it.
+// (Hutchinson-16 at batch 1 took longer in 8 passes of 2 rows than in one
+// of 16: figures/bench/NOTES.md). Tests lower it.
 var sharedRows = 32
 
 // probeGroup is the vectors a point's forward pass is shared by

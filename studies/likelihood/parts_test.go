@@ -58,6 +58,9 @@ func TestStudyPartsOnAnImportedNetworkWithoutNu(t *testing.T) {
 	if got := strings.Join(names, " "); got != "training table1 truth fig1a_loss.png truth_relerr.png truth_cov.png" {
 		t.Errorf("report of timing and truth: %s", got)
 	}
+	if md := rep.Tables[1].Markdown(); !strings.Contains(md, "`dfx reproduce parts -parts timing,truth`") {
+		t.Errorf("Table 1 of two parts does not say which it ran:\n%s", md)
+	}
 	for _, refused := range []string{PartGuidance, PartFig2} {
 		cfg.Parts = map[string]bool{refused: true}
 		if _, err := Run(ctx, p, nets, cfg, io.Discard); err == nil || !strings.Contains(err.Error(), "class-conditional") {

@@ -3,6 +3,7 @@ package likelihood
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/dfx-lab/dfx/dfx/report"
 )
@@ -54,7 +55,17 @@ func (r *Result) Report() (*report.Report, error) {
 	if c.Profile == report.Quick {
 		prof = "quick profile (toy sizes; not the committed numbers)"
 	}
-	where := fmt.Sprintf("Measured on %s, GoMLX backend %q, %s; `dfx reproduce %s` in %.0f s.", r.Machine, r.Backend, prof, c.Name, r.Elapsed.Seconds())
+	command := "dfx reproduce " + c.Name
+	if c.Parts != nil { // some parts alone: the others' files are not this run's
+		var parts []string
+		for _, name := range Parts {
+			if c.Parts[name] {
+				parts = append(parts, name)
+			}
+		}
+		command += " -parts " + strings.Join(parts, ",")
+	}
+	where := fmt.Sprintf("Measured on %s, GoMLX backend %q, %s; `%s` in %.0f s.", r.Machine, r.Backend, prof, command, r.Elapsed.Seconds())
 	rep.Tables = append(rep.Tables, r.trainingTable(where))
 	for _, t := range []struct {
 		done  bool
