@@ -39,17 +39,16 @@ var inferenceCopyMu sync.Mutex
 // basisBlocks is the mixture skip's basis U [d, K·r] as blocks of Uᵀ, each
 // [n·r, d] for a run of n whole components, small enough that a one-row
 // product with a block stays under unpackedProductLimit: the one-row
-// products z = x'U and w Uᵀ then run unpacked, block by block. Batches
-// of more rows back-project through them too (backProject).
-// It returns nil, and the caller takes the whole basis, unless the graph
-// is an inference graph (training graphs take no gradient through the
-// skip and would only pay for the copy) on the Go backend (whose String
-// is its name), a one-row product with the whole basis is over the limit
-// and the basis has a value to copy (a store whose shapes are being read
-// has none). The blocks are made once
-// per store from the basis's value, which never changes afterwards
-// (SetMixtureSkip refuses a second mixture; a checkpoint loads into a new
-// store).
+// products z = x'U and w Uᵀ then run unpacked, block by block. Batches of
+// more rows back-project through them too (backProject). It returns nil,
+// and the caller takes the whole basis, unless the graph is an inference
+// graph (a training graph's gradients are its parameters', none of them
+// in the skip, so it would only pay for the copy), runs on the Go backend
+// (whose String is its name), a one-row product with the whole basis is
+// over the limit and the basis has a value to copy (a store whose shapes
+// are being read has none). The blocks are made once per store from the
+// basis's value, which never changes afterwards (SetMixtureSkip refuses a
+// second mixture; a checkpoint loads into a new store).
 func basisBlocks(scope *model.Scope, g *graph.Graph, d, kk, r int) []*graph.Node {
 	if !fusedForInference(g) || g.Backend().String() != gobackend.BackendName || d*kk*r < unpackedProductLimit {
 		return nil

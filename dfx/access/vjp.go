@@ -30,11 +30,13 @@ const promptElements = 28 * 784
 // maxRows of NewVJPTrace, a bound on K × points for Hutchinson): ≥ 1.
 func PromptRows(d int) int { return max(1, promptElements/max(d, 1)) }
 
-// vjpRunner holds the compiled row-wise quadratic form and matvec of a Net.
+// vjpRunner holds the compiled row-wise quadratic forms and matvec of a
+// Net: quads is VJPQuadsGraph, its group size read from its inputs' rows
+// (x [R, d], v [R·g, d]; g = 1 is one VJP a row).
 type vjpRunner struct {
-	net        *Net
-	quad, mvec *model.Exec
-	maxRows    int
+	net         *Net
+	quads, mvec *model.Exec
+	maxRows     int
 }
 
 func newVJPRunner(n *Net, maxRows int) (*vjpRunner, error) {
@@ -43,8 +45,9 @@ func newVJPRunner(n *Net, maxRows int) (*vjpRunner, error) {
 	}
 	r := &vjpRunner{net: n, maxRows: maxRows}
 	var err error
-	if r.quad, err = n.exec(func(scope *model.Scope, in []*graph.Node) *graph.Node {
-		return VJPQuadGraph(n.Network, scope, in[0], in[1], rowTimes(in[2], in[0]), rowTimes(in[3], in[0]))
+	if r.quads, err = n.exec(func(scope *model.Scope, in []*graph.Node) *graph.Node {
+		group := in[1].Shape().Dimensions[0] / in[0].Shape().Dimensions[0]
+		return VJPQuadsGraph(n.Network, scope, in[0], in[1], rowTimes(in[2], in[0]), rowTimes(in[3], in[0]), group)
 	}); err != nil {
 		return nil, err
 	}
@@ -62,7 +65,7 @@ func newVJPRunner(n *Net, maxRows int) (*vjpRunner, error) {
 func (r *vjpRunner) run(ctx context.Context, quad bool, x, v *mat.Dense, alpha, sigma float64) ([]float64, error) {
 	e := r.mvec
 	if quad {
-		e = r.quad
+		e = r.quads
 	}
 	return r.runGroups(ctx, e, x, v, 1, alpha, sigma)
 }
@@ -93,28 +96,12 @@ func (r *vjpRunner) runGroups(ctx context.Context, e *model.Exec, x, v *mat.Dens
 // VJPTrace is the network's exact Fisher trace by d VJPs (eq. nll_VJP):
 // tr F ≈ (1/σ) Σᵢ eᵢᵀ (∂ε_θ/∂x) eᵢ, the d basis vectors batched along rows,
 // probeGroup of them sharing one forward pass (VJPQuadsGraph).
-type VJPTrace struct {
-	r      *vjpRunner
-	shared *model.Exec // quadsExec
-}
+type VJPTrace struct{ r *vjpRunner }
 
 // NewVJPTrace compiles the estimator; maxRows ≤ 0 takes DefaultMaxRows.
 func NewVJPTrace(n *Net, maxRows int) (*VJPTrace, error) {
 	r, err := newVJPRunner(n, maxRows)
-	if err != nil {
-		return nil, err
-	}
-	shared, err := quadsExec(n)
-	return &VJPTrace{r: r, shared: shared}, err
-}
-
-// quadsExec compiles VJPQuadsGraph for a Net, the group size read from
-// its inputs' rows (x [R, d], v [R·g, d]).
-func quadsExec(n *Net) (*model.Exec, error) {
-	return n.exec(func(scope *model.Scope, in []*graph.Node) *graph.Node {
-		group := in[1].Shape().Dimensions[0] / in[0].Shape().Dimensions[0]
-		return VJPQuadsGraph(n.Network, scope, in[0], in[1], rowTimes(in[2], in[0]), rowTimes(in[3], in[0]), group)
-	})
+	return &VJPTrace{r}, err
 }
 
 func (*VJPTrace) Name() string { return "vjp-exact" }
@@ -141,7 +128,7 @@ func (e *VJPTrace) TraceContext(ctx context.Context, c schedule.Coefficients, x 
 			vs.Set(q*d+i, i, 1)
 		}
 	}
-	quads, err := e.r.runGroups(ctx, e.shared, xs, vs, g, c.Alpha, c.Sigma)
+	quads, err := e.r.runGroups(ctx, e.r.quads, xs, vs, g, c.Alpha, c.Sigma)
 	if err != nil {
 		return nil, err
 	}
@@ -185,11 +172,10 @@ func (p Probe) sample(rng *rand.Rand, z []float64) {
 // per query, drawn from a stream seeded by Seed at every call (same seed,
 // same estimate).
 type Hutchinson struct {
-	r      *vjpRunner  // the network, and the rows a call
-	probes *model.Exec // VJPQuadsGraph, probeGroup probes a row
-	K      int
-	Probe  Probe
-	Seed   uint64
+	r     *vjpRunner // the network, and the rows a call
+	K     int
+	Probe Probe
+	Seed  uint64
 }
 
 // sharedProbes bounds the probes whose VJPs share one forward pass in a
@@ -228,9 +214,7 @@ func NewHutchinson(n *Net, k int, p Probe, seed uint64) (*Hutchinson, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Hutchinson{r: r, K: k, Probe: p, Seed: seed}
-	h.probes, err = quadsExec(n)
-	return h, err
+	return &Hutchinson{r: r, K: k, Probe: p, Seed: seed}, nil
 }
 
 func (h *Hutchinson) Name() string { return fmt.Sprintf("hutchinson-%d", h.K) }
@@ -264,7 +248,7 @@ func (h *Hutchinson) TraceContext(ctx context.Context, c schedule.Coefficients, 
 	for i := range b * reps {
 		xs.SetRow(i, tensormat.Row(x, i/reps))
 	}
-	quads, err := h.r.runGroups(ctx, h.probes, xs, vs, g, c.Alpha, c.Sigma)
+	quads, err := h.r.runGroups(ctx, h.r.quads, xs, vs, g, c.Alpha, c.Sigma)
 	if err != nil {
 		return nil, err
 	}
