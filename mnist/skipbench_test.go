@@ -53,13 +53,20 @@ func BenchmarkSkipMixtureTrace(b *testing.B) {
 }
 
 // BenchmarkLikelihoodEval times one evaluation of what mnist-model's
-// likelihood solve integrates, on 50 test images at t = 0.3: the committed
-// ε-network's score and its trace, the skip's exact trace plus Hutchinson-4
-// on the residual (access.ControlVariate).
+// likelihood solve integrates, on 50 test images at t = 0.05 and 0.3: the
+// committed ε-network's score and its trace, the skip's exact trace plus
+// Hutchinson-4 on the residual, with the probes' VJPs through the skip in
+// the graph (access.ControlVariate, models.SkipControlVariate) and with
+// the skip's part in closed form (models.SkipHutchinsonTrace, what the
+// study runs), the two alternating in one loop (an op is one of each):
+// through-ms and closed-ms are each one's mean wall time a call.
 func BenchmarkLikelihoodEval(b *testing.B) {
 	store, net := committedEps(b)
-	backend := net.Backend
-	trace, _, err := models.SkipControlVariate(backend, store, Schedule(), net.DType, 4, 1) // mnist-model's trace
+	through, _, err := models.SkipControlVariate(net.Backend, store, Schedule(), net.DType, 4, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	closed, err := models.NewSkipHutchinson(net, 4, 1)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -67,13 +74,30 @@ func BenchmarkLikelihoodEval(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c, _ := schedule.At(Schedule(), 0.3)
-	x, _ := draw.Queries(c, x0, rand.New(rand.NewPCG(1, 1)))
-	m := access.NetModel{Net: net, Trace: trace}
-	timeCalls(b, func() error {
-		_, err := m.Eval(c, x, score.WantScore|score.WantTrace)
-		return err
-	})
+	for _, t := range []float64{0.05, 0.3} {
+		c, _ := schedule.At(Schedule(), t)
+		x, _ := draw.Queries(c, x0, rand.New(rand.NewPCG(1, 1)))
+		b.Run(fmt.Sprintf("t=%g", t), func(b *testing.B) {
+			ests := []score.TraceEstimator{through, closed}
+			for _, est := range ests { // compiled before the clock
+				if _, err := (access.NetModel{Net: net, Trace: est}).Eval(c, x, score.WantScore|score.WantTrace); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var spent [2]time.Duration
+			for b.Loop() {
+				for i, est := range ests {
+					start := time.Now()
+					if _, err := (access.NetModel{Net: net, Trace: est}).Eval(c, x, score.WantScore|score.WantTrace); err != nil {
+						b.Fatal(err)
+					}
+					spent[i] += time.Since(start)
+				}
+			}
+			b.ReportMetric(float64(spent[0].Milliseconds())/float64(b.N), "through-ms")
+			b.ReportMetric(float64(spent[1].Milliseconds())/float64(b.N), "closed-ms")
+		})
+	}
 }
 
 // BenchmarkEpsNetwork times the committed ε-network through dfx/access's

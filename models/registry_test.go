@@ -13,8 +13,9 @@ import (
 
 // TestSkipHutchinsonIsRegistered: the mixture-skip network's trace is made
 // from its spec by dfx/access's registry (registered here, not there), its
-// name round-trips, it is SkipControlVariate with the spec's K and the
-// env's seed, and a network without a skip is refused.
+// name round-trips, it is SkipHutchinsonTrace with the spec's K and the
+// env's seed and probe rows, and a network without a skip is refused
+// (TestSkipHutchinsonIsTheControlVariate checks its numbers).
 func TestSkipHutchinsonIsRegistered(t *testing.T) {
 	g := skipMixture(t, 2)
 	store := NewStore()
@@ -33,10 +34,11 @@ func TestSkipHutchinsonIsRegistered(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := access.Env{Net: net, Seed: 5, ProbeRows: 2}
-	want, _, err := SkipControlVariate(backend, store, sched, net.DType, 3, 5)
+	want, err := NewSkipHutchinson(net, 3, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
+	want.SetMaxRows(2)
 	wantTr, err := want.Trace(co, x)
 	if err != nil {
 		t.Fatal(err)
@@ -46,15 +48,15 @@ func TestSkipHutchinsonIsRegistered(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if est.Name() != "skip-hutchinson-3" {
-			t.Errorf("%s builds %q", spec, est.Name())
+		if h, ok := est.(*SkipHutchinsonTrace); !ok || est.Name() != "skip-hutchinson-3" || h.maxRows != 2 {
+			t.Errorf("%s builds %q (%T)", spec, est.Name(), est)
 		}
 		got, err := est.Trace(co, x)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !slices.Equal(got, wantTr) {
-			t.Errorf("%s: %v, SkipControlVariate(K = 3, seed 5): %v", spec, got, wantTr)
+			t.Errorf("%s: %v, NewSkipHutchinson(K = 3, seed 5): %v", spec, got, wantTr)
 		}
 	}
 	if !slices.Contains(access.TraceForms(), "skip-hutchinson-K") {

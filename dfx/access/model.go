@@ -55,6 +55,21 @@ type fusedTrace interface {
 	epsAndTrace(c schedule.Coefficients, x *mat.Dense) (*mat.Dense, []float64, error)
 }
 
+// EpsTracer is a trace estimator that computes ε_θ on its way to the
+// trace, e.g. a mixture skip's control variate, whose host evaluation of
+// the skip and graph of the residual give ε̂ = skip + residual
+// (models.SkipHutchinsonTrace). NetModel takes ε from it whenever the
+// trace is asked and the estimator runs on the model's Net, instead of a
+// forward pass of its own.
+type EpsTracer interface {
+	score.TraceEstimator
+	// EpsNet is the Net whose ε_θ the estimator computes.
+	EpsNet() *Net
+	// EpsAndTraceContext is ε_θ [B, d] and the trace [B] at x, stopping
+	// with ctx's error once ctx is done.
+	EpsAndTraceContext(ctx context.Context, c schedule.Coefficients, x *mat.Dense) (*mat.Dense, []float64, error)
+}
+
 // Eval implements score.Model. The Fisher matrices are available with
 // Fisher (else score.WantFisher is an error).
 func (m NetModel) Eval(c schedule.Coefficients, x *mat.Dense, want score.Want) (*score.Eval, error) {
@@ -73,10 +88,14 @@ func (m NetModel) EvalContext(ctx context.Context, c schedule.Coefficients, x *m
 	}
 	var ev *score.Eval
 	var err error
-	switch f, fused := m.Trace.(fusedTrace); {
+	f, fused := m.Trace.(fusedTrace)
+	et, epsTracer := m.Trace.(EpsTracer)
+	switch {
 	case m.Guidance != nil:
 		ev = &score.Eval{}
 		ev.Eps, err = m.Net.GuidedEpsAt(c, x, m.Guidance.Class, m.Guidance.Scale)
+	case want&score.WantTrace != 0 && epsTracer && et.EpsNet() == m.Net:
+		ev, err = m.epsTracerInChunks(ctx, et, c, x)
 	case m.Fused && fused && f.netOf() == m.Net:
 		ev = &score.Eval{}
 		if ev.Eps, ev.Trace, err = f.epsAndTrace(c, x); want&score.WantTrace == 0 {
@@ -114,6 +133,27 @@ func (m NetModel) epsAndTrace(ctx context.Context, c schedule.Coefficients, x *m
 	return ev, nil
 }
 
+// epsTracerInChunks is ε_θ and the trace from et, PerCall points a call
+// (as TraceInChunksContext: a call's points share one probe stream).
+func (m NetModel) epsTracerInChunks(ctx context.Context, et EpsTracer, c schedule.Coefficients, x *mat.Dense) (*score.Eval, error) {
+	b, d := x.Dims()
+	per := m.PerCall
+	if per <= 0 || per >= b {
+		per = b
+	}
+	ev := &score.Eval{Eps: mat.NewDense(b, d, nil), Trace: make([]float64, 0, b)}
+	for first := 0; first < b; first += per {
+		end := min(first+per, b)
+		eps, tr, err := et.EpsAndTraceContext(ctx, c, mat.DenseCopyOf(x.Slice(first, end, 0, d)))
+		if err != nil {
+			return nil, err
+		}
+		ev.Eps.Slice(first, end, 0, d).(*mat.Dense).Copy(eps)
+		ev.Trace = append(ev.Trace, tr...)
+	}
+	return ev, nil
+}
+
 // RowsPerPoint is the graph rows one point of est's trace takes, for
 // bounding a call's memory: d for the exact VJP trace, K for a
 // Hutchinson-type estimator (of a control variate, its residual's), 1 for
@@ -128,6 +168,8 @@ func RowsPerPoint(est score.TraceEstimator, d int) int {
 		return e.M
 	case ControlVariate:
 		return RowsPerPoint(e.Residual, d)
+	case interface{ Probes() int }: // a Hutchinson-type estimator of another package
+		return e.Probes()
 	}
 	return 1
 }

@@ -168,6 +168,19 @@ func (p Probe) sample(rng *rand.Rand, z []float64) {
 	}
 }
 
+// DrawProbes is Hutchinson's probes for b points of dimension d, k a
+// point, from the stream seeded by seed: point q's at rows q·k … q·k+k−1.
+// Every estimator that takes Hutchinson's probes draws them here, so that
+// one seed gives one set of probes whichever computes the quadratic forms.
+func DrawProbes(p Probe, seed uint64, b, k, d int) *mat.Dense {
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	vs := mat.NewDense(b*k, d, nil)
+	for i := range b * k {
+		p.sample(rng, vs.RawRowView(i))
+	}
+	return vs
+}
+
 // Hutchinson estimates tr F ≈ (1/K) Σₖ zₖᵀ F zₖ with K independent probes
 // per query, drawn from a stream seeded by Seed at every call (same seed,
 // same estimate).
@@ -237,11 +250,7 @@ func (h *Hutchinson) TraceContext(ctx context.Context, c schedule.Coefficients, 
 	if err != nil {
 		return nil, err
 	}
-	rng := rand.New(rand.NewPCG(h.Seed, 0x5eed))
-	vs := mat.NewDense(b*h.K, d, nil) // point q's probes at rows q·K … q·K+K−1
-	for i := range b * h.K {
-		h.Probe.sample(rng, vs.RawRowView(i))
-	}
+	vs := DrawProbes(h.Probe, h.Seed, b, h.K, d)
 	g := probeGroup(h.K, min(b*h.K, h.r.maxRows))
 	reps := h.K / g
 	xs := mat.NewDense(b*reps, d, nil) // point q at rows q·reps … q·reps+reps−1, each with g probes

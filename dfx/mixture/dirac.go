@@ -74,7 +74,10 @@ func (m *Dirac) Eval(q Query) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := newResult(q.Want, b, d)
+	if sets := vectorsPerPoint(q, b); q.Want&MatVec != 0 && sets > 1 {
+		return m.evalSets(q, b, sets)
+	}
+	res := newResult(q, b, d)
 	qb := m.QueryBlock
 	if qb <= 0 {
 		qb = 256
@@ -108,6 +111,30 @@ func (m *Dirac) Eval(q Query) (*Result, error) {
 	if err := checkFiniteResult(res); err != nil {
 		return nil, err
 	}
+	return res, nil
+}
+
+// evalSets is Eval for sets > 1 vectors a point (Query.V): one pass over
+// the data for each set, the first with everything else q asks for.
+func (m *Dirac) evalSets(q Query, b, sets int) (*Result, error) {
+	d := m.Dim()
+	set := func(s int) *mat.Dense { return q.V.Slice(s*b, (s+1)*b, 0, d).(*mat.Dense) }
+	first := q
+	first.V = set(0)
+	res, err := m.Eval(first)
+	if err != nil {
+		return nil, err
+	}
+	out := mat.NewDense(sets*b, d, nil)
+	out.Slice(0, b, 0, d).(*mat.Dense).Copy(res.MatVec)
+	for s := 1; s < sets; s++ {
+		r, err := m.Eval(Query{At: q.At, X: q.X, V: set(s), Want: MatVec})
+		if err != nil {
+			return nil, err
+		}
+		out.Slice(s*b, (s+1)*b, 0, d).(*mat.Dense).Copy(r.MatVec)
+	}
+	res.MatVec = out
 	return res, nil
 }
 

@@ -31,7 +31,7 @@ func (g *Gaussian) eval(q Query, maxProjected int) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := newResult(q.Want, b, g.d)
+	res := newResult(q, b, g.d)
 	chunk := b
 	if maxProjected > 0 {
 		chunk = max(gaussBlock, min(b, maxProjected/g.all.off[g.Components()]))
@@ -133,7 +133,7 @@ func (g *Gaussian) evalBlock(e *gaussEval, q Query, res *Result) {
 		}
 	}
 	if res.MatVec != nil {
-		g.matvec(q.V, lo, hi, e.active, e.logr, e.sks, e.cs, e.cp, res.MatVec)
+		g.matvec(q.V, q.X.RawMatrix().Rows, lo, hi, e.active, e.logr, e.sks, e.cs, e.cp, res.MatVec)
 	}
 	if res.Fisher != nil {
 		for i := 0; i < e.nb; i++ {

@@ -5,29 +5,38 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-// matvec sets rows [lo, hi) of out to F v = Σ_k r_k [C_k⁻¹ v − dev_k (dev_k·v)].
-func (g *Gaussian) matvec(vm *mat.Dense, lo, hi int, active []int, resp, devs []float64, cs [][]float64, cp []componentAt, out *mat.Dense) {
+// matvec sets out's rows of the block's points [lo, hi) to F v = Σ_k r_k
+// [C_k⁻¹ v − dev_k (dev_k·v)], for each of the m vectors a point of V has
+// (Query.V; point i's j-th at row j·B + i of V and out): the m·nb vectors
+// go through each component's two products together.
+func (g *Gaussian) matvec(vm *mat.Dense, b, lo, hi int, active []int, resp, devs []float64, cs [][]float64, cp []componentAt, out *mat.Dense) {
 	d, kk, nb := g.d, g.Components(), hi-lo
-	v := make([]float64, nb*d)
-	for i := 0; i < nb; i++ {
-		copy(v[i*d:(i+1)*d], vecRow(vm, lo+i))
+	rows, _ := out.Dims()
+	sets := rows / b
+	n := sets * nb // row s·nb + i: point lo+i's vector s
+	v := make([]float64, n*d)
+	for s := range sets {
+		for i := 0; i < nb; i++ {
+			copy(v[(s*nb+i)*d:(s*nb+i+1)*d], vecRow(vm, s*b+lo+i))
+		}
 	}
-	acc := make([]float64, nb*d)
-	proj := make([]float64, nb*d)
-	back := make([]float64, nb*d)
+	acc := make([]float64, n*d)
+	proj := make([]float64, n*d)
+	back := make([]float64, n*d)
 	for p, k := range active {
 		r := g.Rank(k)
 		c := cp[k]
-		gemmFn(blas.NoTrans, blas.NoTrans, 1, general(nb, d, v), denseGeneral(g.u[k]), 0, general(nb, r, proj[:nb*r]))
-		for i := 0; i < nb; i++ {
+		gemmFn(blas.NoTrans, blas.NoTrans, 1, general(n, d, v), denseGeneral(g.u[k]), 0, general(n, r, proj[:n*r]))
+		for i := 0; i < n; i++ {
 			for j := 0; j < r; j++ {
 				proj[i*r+j] *= 1/cs[k][j] - c.inv
 			}
 		}
-		gemmFn(blas.NoTrans, blas.Trans, 1, general(nb, r, proj[:nb*r]), denseGeneral(g.u[k]), 0, general(nb, d, back))
-		for i := 0; i < nb; i++ {
+		gemmFn(blas.NoTrans, blas.Trans, 1, general(n, r, proj[:n*r]), denseGeneral(g.u[k]), 0, general(n, d, back))
+		for row := 0; row < n; row++ {
+			i := row % nb
 			w := resp[i*kk+k]
-			vi, bi, ai := v[i*d:(i+1)*d], back[i*d:(i+1)*d], acc[i*d:(i+1)*d]
+			vi, bi, ai := v[row*d:(row+1)*d], back[row*d:(row+1)*d], acc[row*d:(row+1)*d]
 			for _, j := range g.idle[k] {
 				bi[j] += vi[j] * (c.idleInv - c.inv)
 			}
@@ -38,8 +47,10 @@ func (g *Gaussian) matvec(vm *mat.Dense, lo, hi int, active []int, resp, devs []
 			}
 		}
 	}
-	for i := 0; i < nb; i++ {
-		copy(out.RawRowView(lo+i), acc[i*d:(i+1)*d])
+	for s := range sets {
+		for i := 0; i < nb; i++ {
+			copy(out.RawRowView(s*b+lo+i), acc[(s*nb+i)*d:(s*nb+i+1)*d])
+		}
 	}
 }
 

@@ -41,8 +41,10 @@ type Query struct {
 	// schedule, or a node of a discrete protocol (schedule.Table).
 	At schedule.Coefficients
 	X  *mat.Dense // [B, d]
-	// V holds the vectors for MatVec: [B, d] (one per point) or [1, d]
-	// (the same vector for every point).
+	// V holds the vectors for MatVec: [B, d] (one per point), [1, d]
+	// (the same vector for every point) or [m·B, d] (m per point, point
+	// i's j-th at row j·B + i, e.g. a point's Hutchinson probes: the
+	// responsibilities are computed once for all m).
 	V    *mat.Dense
 	Want What
 }
@@ -54,7 +56,7 @@ type Result struct {
 	Denoiser     *mat.Dense      // [B, d]
 	SecondMoment []float64       // [B]
 	Trace        []float64       // [B]
-	MatVec       *mat.Dense      // [B, d]
+	MatVec       *mat.Dense      // [B, d], or [m·B, d] as V
 	Fisher       []*mat.SymDense // B matrices d×d
 }
 
@@ -156,14 +158,23 @@ func checkPoints(q Query, d int) (int, error) {
 			return 0, fmt.Errorf("mixture: MatVec needs vectors V: %w", ErrInput)
 		}
 		vb, vd := q.V.Dims()
-		if vd != d || (vb != b && vb != 1) {
-			return 0, fmt.Errorf("mixture: vectors of shape [%d, %d], want [%d, %d] or [1, %d]: %w", vb, vd, b, d, d, ErrInput)
+		if vd != d || (vb != 1 && vb%b != 0) {
+			return 0, fmt.Errorf("mixture: vectors of shape [%d, %d], want [%d, %d], [1, %d] or [m·%d, %d]: %w", vb, vd, b, d, d, b, d, ErrInput)
 		}
 		if err := checkFinite("vector", q.V); err != nil {
 			return 0, err
 		}
 	}
 	return b, nil
+}
+
+// vectorsPerPoint is m, the MatVec vectors a point of q's b has (1 for
+// one vector shared by all).
+func vectorsPerPoint(q Query, b int) int {
+	if q.V == nil {
+		return 1
+	}
+	return max(1, q.V.RawMatrix().Rows/b)
 }
 
 func checkFinite(what string, m *mat.Dense) error {
@@ -214,7 +225,8 @@ func normalisedLogWeights(w []float64, n int) ([]float64, error) {
 }
 
 // newResult allocates the outputs q asks for.
-func newResult(want What, b, d int) *Result {
+func newResult(q Query, b, d int) *Result {
+	want := q.Want
 	r := &Result{}
 	if want&LogProb != 0 {
 		r.LogProb = make([]float64, b)
@@ -232,7 +244,7 @@ func newResult(want What, b, d int) *Result {
 		r.Trace = make([]float64, b)
 	}
 	if want&MatVec != 0 {
-		r.MatVec = mat.NewDense(b, d, nil)
+		r.MatVec = mat.NewDense(b*vectorsPerPoint(q, b), d, nil)
 	}
 	if want&Full != 0 {
 		r.Fisher = make([]*mat.SymDense, b)

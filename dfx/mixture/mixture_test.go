@@ -371,3 +371,55 @@ func TestHugeWeightsAreOnlyAScale(t *testing.T) {
 		t.Error("all-zero weights were accepted")
 	}
 }
+
+// TestMatVecTakesSeveralVectorsAPoint: with m vectors a point (V [m·B, d],
+// point i's j-th at row j·B + i) each row of MatVec is the point's Fisher
+// times its vector, the rest of the result as with one vector, for the
+// Dirac mixture, a full-covariance and low-rank Gaussian ones (with idle
+// coordinates), in one chunk of queries and several.
+func TestMatVecTakesSeveralVectorsAPoint(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	mixtures := testMixtures(t)
+	low, _ := lowRankCase(t)
+	mixtures = append(mixtures, namedMixture{"low-rank gaussian", low},
+		namedMixture{"image-like gaussian", imageLikeMixture(t, rng, []int{5, 1, 12, 5, 7})})
+	s := schedule.DefaultVP()
+	const b, sets = 37, 3
+	for _, m := range mixtures {
+		d := m.Dim()
+		for _, tt := range []float64{1e-3, 0.1, 0.6} {
+			c, _ := schedule.At(s, tt)
+			x := queryPoints(rng, b, d, c)
+			v := randDense(rng, sets*b, d, 1)
+			got, err := m.Eval(Query{At: c, X: x, V: v, Want: MatVec | Full | Trace})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r, _ := got.MatVec.Dims(); r != sets*b {
+				t.Fatalf("%s: MatVec has %d rows, want %d", m.name, r, sets*b)
+			}
+			for j := range sets {
+				one, err := m.Eval(Query{At: c, X: x, V: v.Slice(j*b, (j+1)*b, 0, d).(*mat.Dense), Want: MatVec | Trace})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range b {
+					var fv mat.VecDense
+					fv.MulVec(got.Fisher[i], v.RowView(j*b+i))
+					if e := relErr(got.MatVec.RawRowView(j*b+i), fv.RawVector().Data); e > 1e-6 {
+						t.Errorf("%s t=%g: vector %d of point %d: F v rel. err %g", m.name, tt, j, i, e)
+					}
+					if e := relErr(got.MatVec.RawRowView(j*b+i), one.MatVec.RawRowView(i)); e > 1e-12 {
+						t.Errorf("%s t=%g: vector %d of point %d: %g from the set alone", m.name, tt, j, i, e)
+					}
+					if got.Trace[i] != one.Trace[i] {
+						t.Errorf("%s t=%g: point %d's trace %g with %d sets, %g with one", m.name, tt, i, got.Trace[i], sets, one.Trace[i])
+					}
+				}
+			}
+		}
+	}
+	if _, err := mixtures[0].Eval(Query{At: schedule.Coefficients{Alpha: 1, Sigma: 1}, X: mat.NewDense(2, 3, nil), V: mat.NewDense(3, 3, nil), Want: MatVec}); err == nil {
+		t.Error("3 vectors for 2 points: no error")
+	}
+}

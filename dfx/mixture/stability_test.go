@@ -112,16 +112,16 @@ func TestBadInputIsAnErrorNotAPanic(t *testing.T) {
 	x := mat.NewDense(1, 2, []float64{0.1, 0.2})
 	at := schedule.Coefficients{T: 0.5, Alpha: 1, Sigma: 0.3}
 	bad := []Query{
-		{At: at, X: mat.NewDense(1, 3, nil), Want: Trace},                                      // dim mismatch
-		{At: at, X: mat.NewDense(1, 2, []float64{math.NaN(), 0}), Want: Trace},                 // NaN query
-		{At: schedule.Coefficients{Alpha: 1, Sigma: math.NaN()}, X: x, Want: Trace},            // NaN σ
-		{At: schedule.Coefficients{Alpha: 1, Sigma: 0}, X: x, Want: Trace},                     // σ = 0
-		{At: schedule.Coefficients{Alpha: 0, Sigma: 1}, X: x, Want: Trace},                     // α = 0
-		{At: at, X: x, Want: MatVec},                                                           // no vectors
-		{At: at, X: x, V: mat.NewDense(2, 2, nil), Want: MatVec},                               // wrong count
-		{At: at, X: x, Want: 0},                                                                // nothing
-		{X: x, Want: Trace},                                                                    // no time
-		{At: at, X: nil, Want: Trace},                                                          // no points
+		{At: at, X: mat.NewDense(1, 3, nil), Want: Trace},                              // dim mismatch
+		{At: at, X: mat.NewDense(1, 2, []float64{math.NaN(), 0}), Want: Trace},         // NaN query
+		{At: schedule.Coefficients{Alpha: 1, Sigma: math.NaN()}, X: x, Want: Trace},    // NaN σ
+		{At: schedule.Coefficients{Alpha: 1, Sigma: 0}, X: x, Want: Trace},             // σ = 0
+		{At: schedule.Coefficients{Alpha: 0, Sigma: 1}, X: x, Want: Trace},             // α = 0
+		{At: at, X: x, Want: MatVec},                                                   // no vectors
+		{At: at, X: mat.NewDense(2, 2, nil), V: mat.NewDense(3, 2, nil), Want: MatVec}, // wrong count
+		{At: at, X: x, Want: 0},       // nothing
+		{X: x, Want: Trace},           // no time
+		{At: at, X: nil, Want: Trace}, // no points
 		{At: schedule.Coefficients{T: 0.5, Alpha: math.Inf(1), Sigma: 0.3}, X: x, Want: Trace}, // infinite α
 	}
 	for i, q := range bad {

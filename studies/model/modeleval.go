@@ -175,7 +175,7 @@ func RunModelEval(ctx context.Context, p *problem.Problem, lab Lab, cfg ModelEva
 		return nil, err
 	}
 	res := &ModelEvalResult{Config: cfg, Machine: mnist.Machine(), About: about, problem: p, lab: lab}
-	trace, skip, err := evalTrace(backend, store, net, p, cfg)
+	trace, skip, err := evalTrace(store, net, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -216,18 +216,18 @@ func RunModelEval(ctx context.Context, p *problem.Problem, lab Lab, cfg ModelEva
 
 // evalTrace is Hutchinson with cfg.Probes probes on the network, or, when
 // it has a mixture skip, the skip's exact trace plus Hutchinson on the
-// residual (access.ControlVariate); it returns the skip too (nil: none).
-func evalTrace(backend compute.Backend, store *model.Store, net *access.Net, p *problem.Problem,
-	cfg ModelEvalConfig) (score.TraceEstimator, *mixture.Gaussian, error) {
+// residual (models.SkipHutchinsonTrace); it returns the skip too (nil:
+// none).
+func evalTrace(store *model.Store, net *access.Net, cfg ModelEvalConfig) (score.TraceEstimator, *mixture.Gaussian, error) {
 	if !models.HasNetwork(store, models.MixtureScope) {
 		t, err := access.NewHutchinson(net, cfg.Probes, access.Rademacher, cfg.Seed)
 		return t, nil, err
 	}
-	cv, skip, err := models.SkipControlVariate(backend, store, p.Schedule, net.DType, cfg.Probes, cfg.Seed)
+	h, err := models.NewSkipHutchinson(net, cfg.Probes, cfg.Seed)
 	if err != nil {
 		return nil, nil, err
 	}
-	return cv, skip, nil
+	return h, h.Skip(), nil
 }
 
 // mixtureBPDAt is a mixture's exact bpd (log q at t_min) at the points x.
