@@ -2,7 +2,6 @@ package models
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/gomlx/gomlx/core/graph"
@@ -27,7 +26,8 @@ import (
 // and for a probe v, vᵀ(A + B(I − σ²F_mix)/α)v = (Aᵀv)·v + (Bᵀv)·u with
 // u = (v − σ²F_mix v)/α. The skip's score, its trace and F_mix v for every
 // probe are one evaluation of the mixture on the host (float64,
-// dfx/mixture), where the components without responsibility cost nothing;
+// dfx/mixture), which skips the components without responsibility at any
+// point of a block of rows;
 // the residual's forward pass and its K VJPs, with y an input, are one
 // graph that never evaluates the skip. Through the skip (access.
 // ControlVariate on ResidualAccessNetwork, SkipControlVariate), every
@@ -56,7 +56,7 @@ func NewSkipHutchinson(n *access.Net, k int, seed uint64) (*SkipHutchinsonTrace,
 	}
 	if n == nil || n.Store == nil || !HasNetwork(n.Store, MixtureScope) ||
 		model.GetParamOr(n.Store.RootScope().At(ScoreScope), ParamSkip, SkipNone) != SkipMixture {
-		return nil, errors.New("models: skip-hutchinson needs an ε-network with a mixture skip")
+		return nil, fmt.Errorf("models: skip-hutchinson needs an ε-network with a mixture skip; this one has none (use hutchinson:%d)", k)
 	}
 	mix, err := MixtureSkipOf(n.Store)
 	if err != nil {
