@@ -56,10 +56,12 @@ func BenchmarkSkipMixtureTrace(b *testing.B) {
 // likelihood solve integrates, on 50 test images at t = 0.05 and 0.3: the
 // committed ε-network's score and its trace, the skip's exact trace plus
 // Hutchinson-4 on the residual, with the probes' VJPs through the skip in
-// the graph (access.ControlVariate, models.SkipControlVariate) and with
-// the skip's part in closed form (models.SkipHutchinsonTrace, what the
-// study runs), the two alternating in one loop (an op is one of each):
-// through-ms and closed-ms are each one's mean wall time a call.
+// the graph (access.ControlVariate, models.SkipControlVariate), with the
+// skip's part in closed form and the residual's VJPs by graph.Gradient
+// (models.NewSkipHutchinsonByGradient), and with the patch network's VJPs
+// written out as well (models.NewSkipHutchinson, what the study runs), the
+// three alternating in one loop (an op is one of each): through-ms,
+// closed-gradient-ms and closed-ms are each one's mean wall time a call.
 func BenchmarkLikelihoodEval(b *testing.B) {
 	store, net := committedEps(b)
 	through, _, err := models.SkipControlVariate(net.Backend, store, Schedule(), net.DType, 4, 1)
@@ -67,6 +69,10 @@ func BenchmarkLikelihoodEval(b *testing.B) {
 		b.Fatal(err)
 	}
 	closed, err := models.NewSkipHutchinson(net, 4, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	byGradient, err := models.NewSkipHutchinsonByGradient(net, 4, 1)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -78,13 +84,13 @@ func BenchmarkLikelihoodEval(b *testing.B) {
 		c, _ := schedule.At(Schedule(), t)
 		x, _ := draw.Queries(c, x0, rand.New(rand.NewPCG(1, 1)))
 		b.Run(fmt.Sprintf("t=%g", t), func(b *testing.B) {
-			ests := []score.TraceEstimator{through, closed}
+			ests := []score.TraceEstimator{through, byGradient, closed}
 			for _, est := range ests { // compiled before the clock
 				if _, err := (access.NetModel{Net: net, Trace: est}).Eval(c, x, score.WantScore|score.WantTrace); err != nil {
 					b.Fatal(err)
 				}
 			}
-			var spent [2]time.Duration
+			var spent [3]time.Duration
 			for b.Loop() {
 				for i, est := range ests {
 					start := time.Now()
@@ -95,7 +101,8 @@ func BenchmarkLikelihoodEval(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(spent[0].Milliseconds())/float64(b.N), "through-ms")
-			b.ReportMetric(float64(spent[1].Milliseconds())/float64(b.N), "closed-ms")
+			b.ReportMetric(float64(spent[1].Milliseconds())/float64(b.N), "closed-gradient-ms")
+			b.ReportMetric(float64(spent[2].Milliseconds())/float64(b.N), "closed-ms")
 		})
 	}
 }

@@ -141,14 +141,21 @@ func fusedForInference(g *graph.Graph) bool {
 // outputDense is Dense, or with zero a Dense whose weights and biases start
 // at zero (the variables' existing values win when they exist).
 func outputDense(scope *model.Scope, x *graph.Node, out int, zero bool) *graph.Node {
+	w, b, outIn := outputParams(scope, x, out, zero)
+	return graph.Add(applyWeights(x, w, outIn), b)
+}
+
+// outputParams are outputDense's weights and biases, and whether the
+// weights are [out, in] (always, with zero).
+func outputParams(scope *model.Scope, x *graph.Node, out int, zero bool) (w, b *graph.Node, outIn bool) {
 	if !zero {
-		return Dense(scope, x, out)
+		return denseParams(scope, x, out)
 	}
 	g := x.Graph()
 	dtype, in := x.DType(), x.Shape().Dimensions[1]
 	zeros := func(g *graph.Graph, shape shapes.Shape) *graph.Node { return graph.Zeros(g, shape) }
 	zs := scope.WithInitializer(zeros)
-	b := zs.VariableWithShape("biases", shapes.Make(dtype, 1, out)).NodeValue(g)
-	w := zs.VariableWithShape("weights_t", shapes.Make(dtype, out, in)).NodeValue(g)
-	return graph.Add(graph.DotGeneral(x, []int{1}, nil, w, []int{1}, nil), b)
+	b = zs.VariableWithShape("biases", shapes.Make(dtype, 1, out)).NodeValue(g)
+	w = zs.VariableWithShape("weights_t", shapes.Make(dtype, out, in)).NodeValue(g)
+	return w, b, true
 }

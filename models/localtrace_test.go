@@ -58,6 +58,12 @@ func TestPatchExactTraceIsTheVJPTrace(t *testing.T) {
 // the given mixture components per class, its schedule and two points.
 func patchSkipNetwork(t *testing.T, components int) (*access.Net, schedule.Schedule, *mat.Dense) {
 	t.Helper()
+	return patchSkipNetworkWith(t, components, nil)
+}
+
+// patchSkipNetworkWith is patchSkipNetwork with params set over its own.
+func patchSkipNetworkWith(t *testing.T, components int, params map[string]any) (*access.Net, schedule.Schedule, *mat.Dense) {
+	t.Helper()
 	const side = 6
 	d := side * side
 	rng := rand.New(rand.NewPCG(5, 6))
@@ -79,6 +85,7 @@ func patchSkipNetwork(t *testing.T, components int) (*access.Net, schedule.Sched
 	store := NewStore()
 	store.SetParams(map[string]any{ParamNumClasses: 2, ParamWidth: 8, ParamDepth: 1, ParamArch: ArchPatch, ParamPatch: 2,
 		ParamPatchHalo: 1, ParamEmbedDim: 4, ParamDType: "float64"})
+	store.SetParams(params)
 	if err := SetMixtureSkip(store, g); err != nil {
 		t.Fatal(err)
 	}

@@ -68,10 +68,25 @@ func ResidualMLP(scope *model.Scope, in Inputs, outDim int) *graph.Node {
 // different names, so a weight is never read in the wrong one.
 func Dense(scope *model.Scope, x *graph.Node, out int) *graph.Node {
 	w, b, outIn := denseParams(scope, x, out)
+	return graph.Add(applyWeights(x, w, outIn), b)
+}
+
+// applyWeights is x·W [B, out] for weights w stored [in, out], or [out, in]
+// with outIn.
+func applyWeights(x, w *graph.Node, outIn bool) *graph.Node {
 	if !outIn {
-		return graph.Add(graph.MatMul(x, w), b)
+		return graph.MatMul(x, w)
 	}
-	return graph.Add(graph.DotGeneral(x, []int{1}, nil, w, []int{1}, nil), b)
+	return graph.DotGeneral(x, []int{1}, nil, w, []int{1}, nil)
+}
+
+// applyWeightsT is g·Wᵀ [B, in], the product a gradient at Dense's output
+// takes back to its input, for w as applyWeights takes it.
+func applyWeightsT(g, w *graph.Node, outIn bool) *graph.Node {
+	if outIn {
+		return graph.MatMul(g, w)
+	}
+	return graph.DotGeneral(g, []int{1}, nil, w, []int{1}, nil)
 }
 
 // denseParams are Dense's weights and biases [1, out], and whether the

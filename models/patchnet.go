@@ -70,9 +70,7 @@ func patchOutputs(scope *model.Scope, in Inputs, g patchGeometry, rows *graph.No
 	bsz := in.X.Shape().Dimensions[0]
 	n := g.grid * g.grid
 	h := Dense(scope.In("input"), rows, width)
-	pos := scope.In("position").WithInitializer(func(g *graph.Graph, s shapes.Shape) *graph.Node { return graph.Zeros(g, s) }).
-		VariableWithShape("table", shapes.Make(in.X.DType(), 1, n, width)).NodeValue(in.X.Graph())
-	h = graph.Add(graph.Reshape(h, bsz, n, width), pos) // [B, n, W]
+	h = graph.Add(graph.Reshape(h, bsz, n, width), positionTable(scope, h, n, width)) // [B, n, W]
 	emb := act(conditioning(scope, in, model.GetParamOr(scope, ParamEmbedWidth, width)))
 	flat := func(x *graph.Node) *graph.Node { return graph.Reshape(x, bsz*n, width) }
 	for i := range depth {
@@ -85,6 +83,13 @@ func patchOutputs(scope *model.Scope, in Inputs, g patchGeometry, rows *graph.No
 		h = graph.Add(h, graph.Reshape(Dense(bctx.In("dense2"), u, width), bsz, n, width))
 	}
 	return outputDense(scope.In("output"), act(flat(layerNorm(h))), g.p*g.p, zeroOut) // [B·n, P²]
+}
+
+// positionTable is the learned embedding of the patches' positions
+// [1, n, width] (zero at the start), in like's dtype and graph.
+func positionTable(scope *model.Scope, like *graph.Node, n, width int) *graph.Node {
+	return scope.In("position").WithInitializer(func(g *graph.Graph, s shapes.Shape) *graph.Node { return graph.Zeros(g, s) }).
+		VariableWithShape("table", shapes.Make(like.DType(), 1, n, width)).NodeValue(like.Graph())
 }
 
 // unpatch puts the patches' pixels out [B·n, P²] back into images [B, side²].

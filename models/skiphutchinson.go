@@ -41,7 +41,7 @@ import (
 type SkipHutchinsonTrace struct {
 	net     *access.Net
 	mix     *mixture.Gaussian
-	exec    *model.Exec // residualQuadsGraph
+	exec    *model.Exec // patchQuadsGraph or residualQuadsGraph
 	k       int
 	seed    uint64
 	maxRows int
@@ -51,6 +51,21 @@ type SkipHutchinsonTrace struct {
 // ε-network with a mixture skip (n's Eps is its ε̂: AccessNetwork,
 // NewAccessNet); k ≥ 1 probes drawn from seed at every call.
 func NewSkipHutchinson(n *access.Net, k int, seed uint64) (*SkipHutchinsonTrace, error) {
+	quads := residualQuadsGraph
+	if n != nil && n.Store != nil && handWrittenQuads(n.Store.RootScope()) {
+		quads = patchQuadsGraph
+	}
+	return compileSkipHutchinson(n, k, seed, quads)
+}
+
+// NewSkipHutchinsonByGradient is NewSkipHutchinson with the residual's
+// VJPs taken by graph.Gradient whatever the trunk: the reference the
+// written-out patch network's are tested and timed against.
+func NewSkipHutchinsonByGradient(n *access.Net, k int, seed uint64) (*SkipHutchinsonTrace, error) {
+	return compileSkipHutchinson(n, k, seed, residualQuadsGraph)
+}
+
+func compileSkipHutchinson(n *access.Net, k int, seed uint64, quads func(*model.Scope, []*graph.Node) []*graph.Node) (*SkipHutchinsonTrace, error) {
 	if k < 1 {
 		return nil, fmt.Errorf("models: skip-hutchinson needs K ≥ 1 probes, got %d", k)
 	}
@@ -63,7 +78,7 @@ func NewSkipHutchinson(n *access.Net, k int, seed uint64) (*SkipHutchinsonTrace,
 		return nil, err
 	}
 	h := &SkipHutchinsonTrace{net: n, mix: mix, k: k, seed: seed, maxRows: access.DefaultMaxRows}
-	if h.exec, err = model.NewExec(n.Backend, n.Store, residualQuadsGraph); err != nil {
+	if h.exec, err = model.NewExec(n.Backend, n.Store, quads); err != nil {
 		return nil, fmt.Errorf("models: %w", err)
 	}
 	return h, nil
@@ -212,7 +227,7 @@ func probeGroupOf(k int) int {
 	return 1
 }
 
-// residualQuadsGraph is the residual r(x, y) [R, d] of the store's
+// residualQuadsGraph is, for any trunk, the residual r(x, y) [R, d] of the store's
 // ε-network (its trunk, the skip's denoiser y an input) and, for the g
 // probes v of each row (v, u [R·g, d], row i's at i·g … i·g+g−1), the
 // quadratic forms ((Aᵀv)·v + (Bᵀv)·u)/σ [R·g] by one VJP each, A = ∂r/∂x

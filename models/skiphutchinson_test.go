@@ -5,11 +5,13 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gomlx/gomlx/ml/model"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dfx-lab/dfx/dfx/access"
 	"github.com/dfx-lab/dfx/dfx/schedule"
 	"github.com/dfx-lab/dfx/dfx/score"
+	"github.com/dfx-lab/dfx/internal/tensormat"
 )
 
 // TestSkipHutchinsonIsTheControlVariate: on a float64 patch-skip network
@@ -74,6 +76,66 @@ func TestSkipHutchinsonIsTheControlVariate(t *testing.T) {
 				}
 			}
 			est.SetMaxRows(access.DefaultMaxRows)
+		}
+	}
+}
+
+// TestPatchQuadsAreTheGradients: patchQuadsGraph (the patch network's
+// backward passes written out, FiLM folded into the weights) gives the
+// residual and the quadratic forms residualQuadsGraph takes by
+// graph.Gradient, to 1e-10 in float64, for one and two blocks, either
+// weight layout, and 1 and 3 probes a row at small and large t. A wrong
+// LayerNorm gradient (its mean(ḡ ⊙ x̂) term left out), a FiLM shift folded
+// without its weights, or c_in left off the probes' windows fails it.
+func TestPatchQuadsAreTheGradients(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		params map[string]any
+	}{
+		{"one block, in-out", nil},
+		{"two blocks, out-in", map[string]any{ParamDepth: 2, ParamWeightLayout: LayoutOutIn}},
+	} {
+		net, sched, x2 := patchSkipNetworkWith(t, 2, tc.params)
+		if !handWrittenQuads(net.Store.RootScope()) {
+			t.Fatalf("%s: the patch network is not written out", tc.name)
+		}
+		_, d := x2.Dims()
+		rng := rand.New(rand.NewPCG(3, 4))
+		random := func(r int) *mat.Dense {
+			m := mat.NewDense(r, d, nil)
+			for i := range r {
+				for j := range d {
+					m.Set(i, j, x2.At(i%2, j)+0.5*rng.NormFloat64())
+				}
+			}
+			return m
+		}
+		want := model.MustNewExec(net.Backend, net.Store, residualQuadsGraph)
+		got := model.MustNewExec(net.Backend, net.Store, patchQuadsGraph)
+		for _, g := range []int{1, 3} {
+			x, y, v, u := random(4), random(4), random(4*g), random(4*g)
+			for _, tt := range []float64{0.02, 0.7} {
+				c, _ := schedule.At(sched, tt)
+				args := []any{tensormat.FromMatrix(net.DType, x), tensormat.FromMatrix(net.DType, y),
+					tensormat.FromMatrix(net.DType, v), tensormat.FromMatrix(net.DType, u),
+					tensormat.Filled(net.DType, 1, c.Alpha), tensormat.Filled(net.DType, 1, c.Sigma)}
+				w, o := want.MustExec(args...), got.MustExec(args...)
+				for k, what := range []string{"residual", "quadratic forms"} {
+					wv, ov := tensormat.Values(w[k]), tensormat.Values(o[k])
+					var scale float64
+					for _, a := range wv {
+						scale = max(scale, math.Abs(a))
+					}
+					if scale == 0 {
+						t.Fatalf("%s: the %s are zero: the test cannot see them", tc.name, what)
+					}
+					for i := range wv {
+						if math.Abs(ov[i]-wv[i]) > 1e-10*scale {
+							t.Fatalf("%s, %d probes, t=%g: %s[%d] = %.12g, by graph.Gradient %.12g", tc.name, g, tt, what, i, ov[i], wv[i])
+						}
+					}
+				}
+			}
 		}
 	}
 }
