@@ -6,11 +6,12 @@ import (
 )
 
 // patchQuadsGraph is residualQuadsGraph for a patch-network trunk with the
-// SiLU (handsWrittenQuads), its backward passes written out instead of
+// SiLU (handWrittenQuads), its backward passes written out instead of
 // taken by graph.Gradient. The result is the same function; what changes
-// is the work on the Go backend, whose element-wise ops are scalar loops
-// with a per-op cost (about a millisecond for each [2 450, 256] pass of a
-// likelihood evaluation on MNIST; the reductions and broadcasts more):
+// is the number of passes over the activations, each a scalar loop on the
+// Go backend (the reductions and broadcasts slower still; measured in
+// figures/bench/NOTES.md, "The patch network's backward passes written
+// out"):
 //
 //   - all rows share one time and the null class, so each block's FiLM
 //     scale and shift are folded into its first dense layer's weights
@@ -25,7 +26,8 @@ import (
 //   - the probes never go back through the patches' windows: with the
 //     first layer's gradient ḡ₀ [R·n, W] and the windows z of (c_in v, u)
 //     (the same cut as the features), the quadratic form is Σ ḡ₀ ⊙ (z W_in)
-//     over a point's patch rows, one product for all probes.
+//     over a point's patch rows (the windows cut from the probe's images,
+//     not from the patch rows).
 //
 // Inputs and outputs as residualQuadsGraph's; the trunk must be PatchNet
 // with the mixture skip's denoiser as its extra input and a zero-started
