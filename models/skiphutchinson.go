@@ -49,7 +49,9 @@ type SkipHutchinsonTrace struct {
 
 // NewSkipHutchinson compiles the estimator on n, whose store must hold an
 // ε-network with a mixture skip (n's Eps is its ε̂: AccessNetwork,
-// NewAccessNet); k ≥ 1 probes drawn from seed at every call.
+// NewAccessNet); k ≥ 1 probes drawn from seed at every call. On a patch
+// trunk with the SiLU the residual's VJPs are written out
+// (patchQuadsGraph), on any other by graph.Gradient (residualQuadsGraph).
 func NewSkipHutchinson(n *access.Net, k int, seed uint64) (*SkipHutchinsonTrace, error) {
 	quads := residualQuadsGraph
 	if n != nil && n.Store != nil && handWrittenQuads(n.Store.RootScope()) {
